@@ -1,0 +1,1 @@
+"""Converters between native recording formats and nanorec archives, one sub-package each."""

@@ -1,0 +1,1 @@
+"""CARLA recorder files (`.log`/`.rec`): codec, generator, conversion, world state, queries."""

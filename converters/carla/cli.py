@@ -1,0 +1,3 @@
+"""CARLA commands registered on the `nanorec` CLI."""
+
+from __future__ import annotations

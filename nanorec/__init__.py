@@ -1,0 +1,6 @@
+"""nanorec: indexed, seekable archives of recorded simulation and robotics logs."""
+
+from nanorec.errors import NanorecError
+
+__all__ = ["NanorecError"]
+__version__ = "0.1.0"

@@ -1,0 +1,64 @@
+"""The `nanorec` command: a thin typer shell over the library.
+
+Each command lives in a module beside this one (or in its converter's `cli`
+module) and registers itself on `app`. Library errors are caught only at the
+command boundary by `run`: one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
+
+import typer
+
+from nanorec.errors import NanorecError
+
+app = typer.Typer(
+    name="nanorec",
+    help="Convert, seek, verify and replay recorded simulation and robotics logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+T = TypeVar("T")
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print one line to stderr and exit with `code`."""
+    typer.echo(f"nanorec: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def run(action: Callable[[], T]) -> T:
+    """Run `action`, turning library and OS errors into one line and exit status 2."""
+    try:
+        return action()
+    except NanorecError as error:
+        fail(str(error))
+    except OSError as error:
+        where = f": {error.filename}" if error.filename else ""
+        fail(f"{error.strerror or error}{where}")
+
+
+def _register() -> None:
+    # Imported for their side effect of adding commands to `app`.
+    from nanorec.cli import container  # noqa: F401
+
+    try:
+        from converters.carla import cli as carla_cli  # noqa: F401
+    except ImportError:  # pragma: no cover - converters are part of the same distribution
+        pass
+
+
+def main() -> None:
+    """Console-script entry point."""
+    _register()
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,79 @@
+"""The one exception family of nanorec.
+
+Every problem with the *content* of an input (a recording, an archive) is a
+`NanorecError` subclass named after what went wrong. Each carries the byte
+`offset` where it was found and, where it makes sense, what was `expected` and
+what was `actual`, so a message can point at the exact byte. Operating-system
+errors (missing file, permission denied) pass through as `OSError`.
+"""
+
+from __future__ import annotations
+
+
+class NanorecError(Exception):
+    """Base class: bad or unsupported input, with the byte offset where it was found."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        offset: int | None = None,
+        expected: object = None,
+        actual: object = None,
+    ) -> None:
+        self.message = message
+        self.offset = offset
+        self.expected = expected
+        self.actual = actual
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.offset is not None:
+            text += f" (at byte offset {self.offset})"
+        return text
+
+
+class TruncatedError(NanorecError):
+    """The data ends before a structure it announces is complete."""
+
+
+class BadMagicError(NanorecError):
+    """The file does not start with the signature of the expected format."""
+
+
+class FormatError(NanorecError):
+    """A structure has a value its format does not allow (absurd count, bad size...)."""
+
+
+class UnsupportedError(NanorecError):
+    """Valid input that nanorec cannot handle (an unknown release, a compression method...)."""
+
+
+class ArchiveError(NanorecError):
+    """A nanorec/NanoVer archive is damaged: zip structure, members, or index."""
+
+
+class IndexMismatchError(ArchiveError):
+    """The index disagrees with the messages it describes."""
+
+
+class ChecksumError(ArchiveError):
+    """Stored bytes do not match their recorded checksum."""
+
+
+class OutputExistsError(NanorecError):
+    """Refusing to overwrite an existing file without `force`/`overwrite`."""
+
+
+__all__ = [
+    "ArchiveError",
+    "BadMagicError",
+    "ChecksumError",
+    "FormatError",
+    "IndexMismatchError",
+    "NanorecError",
+    "OutputExistsError",
+    "TruncatedError",
+    "UnsupportedError",
+]
