@@ -47,12 +47,8 @@ def run(action: Callable[[], T]) -> T:
 
 def _register() -> None:
     # Imported for their side effect of adding commands to `app`.
+    from converters.carla import cli as carla_cli  # noqa: F401
     from nanorec.cli import container  # noqa: F401
-
-    try:
-        from converters.carla import cli as carla_cli  # noqa: F401
-    except ImportError:  # pragma: no cover - converters are part of the same distribution
-        pass
 
 
 def main() -> None:
