@@ -1,0 +1,332 @@
+"""One CARLA frame <-> one archive message, losslessly.
+
+A frame (FrameStart up to the next FrameStart) becomes the NanoVer-style message
+`{"frame": {...}}` whose map holds:
+
+- `frame.index`: the frame's 0-based position in the archive (NanoVer's key);
+- `order`: the packet ids of the frame, in file order, as bytes;
+- a short key per known kind that has records (`KIND_KEYS`: `pos` for Position, `tl`
+  for traffic-light State...): fixed-size records as the
+  raw little-endian bytes of their structured dtype (described once, per kind, in the
+  archive's self-description), variable-length records as lists of maps;
+- `raw`: `[[position, body], ...]` for packets kept verbatim (ids the family does
+  not know, bodies that do not fit their layout, a second packet of the same kind).
+
+Packets with no records are not stored: `order` says they were there and the
+export writes their count of 0 back. So the message is no larger than the frame and the
+native bytes come back exactly.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from converters.carla.ids import SHAPES, Engine, Family, Kind, Shape
+from converters.carla.records import (
+    CURVE_DTYPE,
+    FIXED_DTYPES,
+    GEAR_DTYPE,
+    PHYSICS_UE4_DTYPE,
+    PHYSICS_UE5_DTYPE,
+    PHYSICS_WHEEL_DTYPES,
+    WHEEL_ANIM_DTYPE,
+    ActorAdd,
+    Attribute,
+    PhysicsControl,
+    VarRecord,
+    VehicleWheels,
+    WalkerBones,
+    parse_var_body,
+    serialize_var_body,
+)
+from nanorec.errors import FormatError, NanorecError
+
+PACKET_HEADER = struct.Struct("<BI")
+FRAME_START = struct.Struct("<Qdd")
+EMPTY_BODY = b"\x00\x00"  # a u16 count of 0
+ORDER_KEY = "order"
+RAW_KEY = "raw"
+INDEX_KEY = "frame.index"
+
+
+# Short frame-map keys: a CARLA frame can be as small as ~600 bytes and every key is
+# repeated in every message, so long names would cost more than the archive budget
+# (1.2x the source). The self-description member maps each key to its kind and dtype.
+KIND_KEYS: dict[Kind, str] = {
+    Kind.FRAME_START: "start",
+    Kind.FRAME_END: "end",
+    Kind.EVENT_ADD: "add",
+    Kind.EVENT_DEL: "del",
+    Kind.EVENT_PARENT: "parent",
+    Kind.COLLISION: "hit",
+    Kind.POSITION: "pos",
+    Kind.STATE: "tl",
+    Kind.ANIM_VEHICLE: "veh",
+    Kind.ANIM_WALKER: "walker",
+    Kind.VEHICLE_LIGHT: "vlight",
+    Kind.SCENE_LIGHT: "slight",
+    Kind.KINEMATICS: "kin",
+    Kind.BOUNDING_BOX: "bbox",
+    Kind.PLATFORM_TIME: "ptime",
+    Kind.PHYSICS_CONTROL: "physics",
+    Kind.TRAFFIC_LIGHT_TIME: "tltime",
+    Kind.TRIGGER_VOLUME: "trigger",
+    Kind.FRAME_COUNTER: "counter",
+    Kind.WALKER_BONES: "bones",
+    Kind.VISUAL_TIME: "vtime",
+    Kind.ANIM_VEHICLE_WHEELS: "wheels",
+    Kind.ANIM_BIKER: "biker",
+    Kind.VEHICLE_DOOR: "door",
+    Kind.WEATHER: "weather",
+}
+KEY_KINDS: dict[str, Kind] = {key: kind for kind, key in KIND_KEYS.items()}
+
+
+def kind_key(kind: Kind) -> str:
+    """The frame-map key holding `kind`'s records."""
+    return KIND_KEYS[kind]
+
+
+def _text(value: str) -> str | bytes:
+    """A string for msgpack: bytes when it is not valid UTF-8 (kept exact either way)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape")
+    return value
+
+
+def _from_text(value: str | bytes) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+def var_to_maps(kind: Kind, records: Iterable[VarRecord]) -> list[dict[str, Any]]:
+    """Variable-length records as msgpack-ready maps (float vectors as raw bytes)."""
+    maps: list[dict[str, Any]] = []
+    for record in records:
+        if isinstance(record, ActorAdd):
+            maps.append(
+                {
+                    "id": record.id,
+                    "type": record.type,
+                    "location": record.location.tobytes(),
+                    "rotation": record.rotation.tobytes(),
+                    "uid": record.uid,
+                    "type_id": _text(record.blueprint),
+                    "attributes": [
+                        [attr.type, _text(attr.id), _text(attr.value)] for attr in record.attributes
+                    ],
+                }
+            )
+        elif isinstance(record, PhysicsControl):
+            entry: dict[str, Any] = {"id": record.id, "head": record.head.tobytes()}
+            for name, values in record.arrays:
+                entry[name] = values.tobytes()
+            entry["wheel_size"] = record.wheel_size
+            maps.append(entry)
+        elif isinstance(record, WalkerBones):
+            maps.append(
+                {
+                    "id": record.id,
+                    "names": [_text(name) for name in record.names],
+                    "locations": record.locations.tobytes(),
+                    "rotations": record.rotations.tobytes(),
+                }
+            )
+        else:
+            maps.append({"id": record.id, "wheels": record.wheels.tobytes()})
+    return maps
+
+
+def _vector_dtype(engine: Engine) -> np.dtype[Any]:
+    return np.dtype("<f4" if engine is Engine.UE4 else "<f8")
+
+
+def maps_to_var(kind: Kind, maps: Iterable[Mapping[str, Any]], engine: Engine) -> list[VarRecord]:
+    """The inverse of `var_to_maps`; raises FormatError on a malformed map."""
+    vec = _vector_dtype(engine)
+    records: list[VarRecord] = []
+    try:
+        for item in maps:
+            if kind is Kind.EVENT_ADD:
+                records.append(
+                    ActorAdd(
+                        int(item["id"]),
+                        int(item["type"]),
+                        np.frombuffer(item["location"], vec),
+                        np.frombuffer(item["rotation"], vec),
+                        int(item["uid"]),
+                        _from_text(item["type_id"]),
+                        tuple(
+                            Attribute(int(t), _from_text(k), _from_text(v))
+                            for t, k, v in item["attributes"]
+                        ),
+                    )
+                )
+            elif kind is Kind.PHYSICS_CONTROL:
+                records.append(_physics_from_map(item, engine))
+            elif kind is Kind.WALKER_BONES:
+                names = tuple(_from_text(name) for name in item["names"])
+                records.append(
+                    WalkerBones(
+                        int(item["id"]),
+                        names,
+                        np.frombuffer(item["locations"], vec).reshape(len(names), 3),
+                        np.frombuffer(item["rotations"], vec).reshape(len(names), 3),
+                    )
+                )
+            elif kind is Kind.ANIM_VEHICLE_WHEELS:
+                records.append(
+                    VehicleWheels(int(item["id"]), np.frombuffer(item["wheels"], WHEEL_ANIM_DTYPE))
+                )
+            else:
+                raise FormatError(f"{kind.value} has no variable-length records")
+    except (KeyError, TypeError, ValueError) as error:
+        raise FormatError(f"malformed {kind.value} record in archive: {error!r}") from None
+    return records
+
+
+def _physics_from_map(item: Mapping[str, Any], engine: Engine) -> PhysicsControl:
+    wheel_size = int(item["wheel_size"])
+    if engine is Engine.UE4:
+        head = np.frombuffer(item["head"], PHYSICS_UE4_DTYPE)[0]
+        layout: list[tuple[str, np.dtype[Any]]] = [
+            ("torque_curve", CURVE_DTYPE),
+            ("forward_gears", GEAR_DTYPE),
+            ("steering_curve", CURVE_DTYPE),
+            ("wheels", PHYSICS_WHEEL_DTYPES[wheel_size]),
+        ]
+    else:
+        head = np.frombuffer(item["head"], PHYSICS_UE5_DTYPE)[0]
+        layout = [
+            ("torque_curve", CURVE_DTYPE),
+            ("forward_gear_ratios", np.dtype("<f4")),
+            ("reverse_gear_ratios", np.dtype("<f4")),
+            ("steering_curve", CURVE_DTYPE),
+        ]
+    arrays = [(name, np.frombuffer(item[name], dtype)) for name, dtype in layout]
+    if engine is Engine.UE5:
+        raw = np.frombuffer(item["wheels"], np.uint8)
+        arrays.append(("wheels", raw.reshape(-1, wheel_size) if wheel_size else raw[:0]))
+    return PhysicsControl(head, tuple(arrays))
+
+
+def frame_to_message(
+    index: int,
+    packets: Iterable[tuple[int, bytes | memoryview]],
+    family: Family,
+    *,
+    base_offsets: Iterable[int] | None = None,
+) -> tuple[dict[str, Any], list[int]]:
+    """Build the `frame` map of one frame from its `(packet id, body)` pairs.
+
+    Returns the map and the packet positions that had to be kept raw. Never raises for
+    bad bodies: they are kept raw (the caller reports them).
+    """
+    engine = family.engine
+    dtypes = FIXED_DTYPES[engine]
+    order = bytearray()
+    frame: dict[str, Any] = {INDEX_KEY: index}
+    raw: list[list[Any]] = []
+    raw_positions: list[int] = []
+    offsets = iter(base_offsets) if base_offsets is not None else None
+    for position, (packet_id, body) in enumerate(packets):
+        base = next(offsets) if offsets is not None else 0
+        order.append(packet_id)
+        kind = family.ids.get(packet_id)
+        content = None if kind is None else _content(kind, body, engine, dtypes, base)
+        if content is None or kind_key(kind) in frame:  # type: ignore[arg-type]
+            raw.append([position, bytes(body)])
+            if kind is not None:
+                raw_positions.append(position)
+        elif content is not _EMPTY:
+            frame[kind_key(kind)] = content  # type: ignore[arg-type]
+    frame[ORDER_KEY] = bytes(order)
+    if raw:
+        frame[RAW_KEY] = raw
+    return frame, raw_positions
+
+
+_EMPTY: Any = object()
+
+
+def _content(
+    kind: Kind,
+    body: bytes | memoryview,
+    engine: Engine,
+    dtypes: Mapping[Kind, np.dtype[np.void]],
+    base: int,
+) -> Any:
+    """A packet body as message content; `_EMPTY` for no records, None when it must stay raw."""
+    shape = SHAPES[kind]
+    size = len(body)
+    if shape is Shape.EMPTY:
+        return _EMPTY if size == 0 else None
+    if shape is Shape.SINGLE:
+        return bytes(body) if size == dtypes[kind].itemsize else None
+    if size < 2:
+        return None
+    count = body[0] | (body[1] << 8)
+    if count == 0:
+        return _EMPTY if size == 2 else None
+    if shape is Shape.FIXED:
+        return bytes(body[2:]) if size == 2 + count * dtypes[kind].itemsize else None
+    try:
+        records = parse_var_body(kind, body, engine, base=base)
+    except NanorecError:
+        return None
+    return var_to_maps(kind, records)
+
+
+def iter_message_packets(frame: Mapping[str, Any], family: Family) -> Iterator[tuple[int, bytes]]:
+    """The `(packet id, body)` pairs of a frame map, in file order (export side)."""
+    engine = family.engine
+    order = frame.get(ORDER_KEY)
+    if not isinstance(order, bytes):
+        raise FormatError("frame message has no `order` packet list")
+    raw = {int(position): bytes(body) for position, body in frame.get(RAW_KEY, ())}
+    seen: set[Kind] = set()
+    for position, packet_id in enumerate(order):
+        if position in raw:
+            yield packet_id, raw[position]
+            continue
+        kind = family.ids.get(packet_id)
+        if kind is None or kind in seen:
+            raise FormatError(f"packet {position} (id {packet_id}) of the frame has no content")
+        seen.add(kind)
+        content = frame.get(kind_key(kind))
+        shape = SHAPES[kind]
+        if shape is Shape.EMPTY:
+            yield packet_id, b""
+        elif content is None:
+            if shape is Shape.SINGLE:
+                raise FormatError(f"frame message lacks its {kind.value} record")
+            yield packet_id, EMPTY_BODY
+        elif shape is Shape.SINGLE:
+            yield packet_id, bytes(content)
+        elif shape is Shape.FIXED:
+            count = len(content) // FIXED_DTYPES[engine][kind].itemsize
+            yield packet_id, struct.pack("<H", count) + bytes(content)
+        else:
+            yield packet_id, serialize_var_body(maps_to_var(kind, content, engine), engine)
+
+
+def message_to_bytes(frame: Mapping[str, Any], family: Family) -> bytes:
+    """The native bytes of one frame (packet headers and bodies)."""
+    return b"".join(
+        PACKET_HEADER.pack(packet_id, len(body)) + body
+        for packet_id, body in iter_message_packets(frame, family)
+    )
+
+
+def records(frame: Mapping[str, Any], kind: Kind, engine: Engine) -> np.ndarray[Any, Any]:
+    """The fixed-size records of `kind` in a frame map (empty array when none)."""
+    content = frame.get(kind_key(kind))
+    dtype = FIXED_DTYPES[engine][kind]
+    if content is None:
+        return np.empty(0, dtype)
+    return np.frombuffer(content, dtype)
