@@ -489,9 +489,7 @@ def parse_var_body(
     return _parse_records(body, base, lambda cur, last: simple(cur, engine))
 
 
-def _physics_parser(
-    engine: Engine, wheel_size: int | None
-) -> Callable[[Cursor, bool], VarRecord]:
+def _physics_parser(engine: Engine, wheel_size: int | None) -> Callable[[Cursor, bool], VarRecord]:
     def parse_one(cur: Cursor, last: bool) -> VarRecord:
         return PhysicsControl.parse(cur, engine, wheel_size, last)
 

@@ -256,7 +256,7 @@ class _Sparse:
     def latest_by(self, index: int, key: str) -> dict[int, Any]:
         """`latest_rows` keyed by `key` (python dict of records)."""
         rows = self.latest_rows(index, key)
-        return dict(zip(rows[key].tolist(), rows))
+        return dict(zip(rows[key].tolist(), rows, strict=True))
 
 
 class WorldTables:
@@ -316,7 +316,11 @@ class WorldTables:
         latest = self.parents.latest_by(index, "child")
         result: dict[int, int] = {}
         starts = dict(
-            zip(self.spawn_ids[spawn_rows].tolist(), self.spawn_start[spawn_rows].tolist())
+            zip(
+                self.spawn_ids[spawn_rows].tolist(),
+                self.spawn_start[spawn_rows].tolist(),
+                strict=True,
+            )
         )
         for child, row in latest.items():
             start = starts.get(child)
@@ -468,7 +472,7 @@ def build_world(
     )
     weather_rows = tables.sparse[Kind.WEATHER].upto(index)
     weather = (
-        dict(zip(weather_rows.dtype.names or (), weather_rows[-1].tolist()))
+        dict(zip(weather_rows.dtype.names or (), weather_rows[-1].tolist(), strict=True))
         if len(weather_rows)
         else None
     )
@@ -539,7 +543,7 @@ class _ActorMap(Mapping[int, Actor]):
         self._index = index
         self._frame = frame
         self._tables = tables
-        self._rows = dict(zip(tables.spawn_ids[rows].tolist(), rows.tolist()))
+        self._rows = dict(zip(tables.spawn_ids[rows].tolist(), rows.tolist(), strict=True))
         self._traffic_lights = traffic_lights
         self._earlier_frame = earlier_frame
         self._lookback = lookback
@@ -685,7 +689,7 @@ def _box(row: tuple[Any, ...]) -> BoundingBox:
 def _by_id(rows: npt.NDArray[Any]) -> dict[int, np.void]:
     if not len(rows):
         return {}
-    return dict(zip(rows["id"].tolist(), rows))
+    return dict(zip(rows["id"].tolist(), rows, strict=True))
 
 
 def _single(frame: Mapping[str, Any], kind: Kind, engine: Engine) -> float | None:
@@ -720,7 +724,7 @@ def _events(frame: Mapping[str, Any], engine: Engine) -> FrameEvents:
     return FrameEvents(
         spawned=tuple(ActorDescription.of(add) for add in adds if isinstance(add, ActorAdd)),
         destroyed=tuple(dels["id"].tolist()),
-        parented=tuple(zip(parents["id"].tolist(), parents["parent_id"].tolist())),
+        parented=tuple(zip(parents["id"].tolist(), parents["parent_id"].tolist(), strict=True)),
         collisions=tuple(
             Collision(
                 int(h["id"]),
