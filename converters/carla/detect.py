@@ -1,0 +1,331 @@
+"""Which CARLA release family wrote a file: detected from the packets, never from the header.
+
+Every CARLA build writes header version 1 (spec §2), yet ids 21-24 change meaning between
+releases and UE5 doubles every vector (spec §4, §9). Following spec §10, the first few
+hundred frames are scanned and every family of `ids.FAMILIES` is scored on them:
+
+- a packet of an id the family knows whose body does not fit that kind's layout (the
+  vector width shows up here: a Position of n records is 2 + 28n bytes in UE4, 2 + 52n in
+  UE5; EventAdd only parses with the right width);
+- packets out of the family's per-frame write order (spec §3.2: VehicleDoor right after
+  Collision in door-era builds, wheels and biker after the lights...);
+- "always written" packets missing from a complete frame (VisualTime since 0.9.14,
+  VehicleLight since 0.9.10, wheels and biker since 0.9.15...);
+- ids below 100 the family does not know (user packets >= 100 never count).
+
+The family with the lowest cost wins; ties go to the older family (a 0.9.16 file without
+weather records cannot be told from ue4-dev 2026 and is reported as 0.9.16). The result
+keeps short human-readable evidence for the report. PhysicsControl wheel records (36 or
+48 bytes) are decided per packet by the record parser, not here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from converters.carla.header import Header
+from converters.carla.ids import (
+    ADDITIONAL_DATA,
+    FAMILIES,
+    FIRST_USER_ID,
+    SHAPES,
+    Engine,
+    Family,
+    Kind,
+    Shape,
+)
+from converters.carla.records import fixed_dtype, parse_var_body
+from converters.carla.walk import Buffer, Packets, gather, walk
+from nanorec.errors import NanorecError, UnsupportedError
+
+_U16 = np.dtype("<u2")
+# Relative weight of each kind of evidence against a family.
+_MISFIT_COST = 10
+_ORDER_COST = 3
+_MISSING_COST = 2
+_UNKNOWN_COST = 1
+_VAR_SAMPLE = 24  # non-empty VAR packets parsed per id when scoring
+_VECTOR_KINDS = ((6, "Position"), (12, "Kinematics"), (13, "BoundingBox"), (17, "TriggerVolume"))
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The release family a reader uses, and why (`reasons`, short sentences)."""
+
+    family: Family
+    reasons: tuple[str, ...]
+    forced: bool = False
+
+
+@dataclass(frozen=True)
+class _Fit:
+    checked: int
+    misfits: int
+    example: str | None
+
+
+class _Scan:
+    """The scanned packets and the per-(id, kind, engine) fit results, computed once."""
+
+    def __init__(self, buf: Buffer, packets: Packets) -> None:
+        self.buf = buf
+        self.packets = packets
+        ids = packets.ids
+        self.counts = np.bincount(ids, minlength=256)
+        self.frame_no = np.cumsum(ids == 0)
+        ended = np.unique(self.frame_no[ids == 1])
+        self.complete = ended[ended > 0]
+        self.presence = np.zeros((int(self.frame_no[-1]) + 1 if len(ids) else 1, 256), bool)
+        self.presence[self.frame_no, ids] = True
+        self._fits: dict[tuple[int, Kind, Engine], _Fit] = {}
+
+    def fit(self, pid: int, kind: Kind, engine: Engine) -> _Fit:
+        key = (pid, kind, engine)
+        if key not in self._fits:
+            self._fits[key] = self._check(pid, kind, engine)
+        return self._fits[key]
+
+    def _check(self, pid: int, kind: Kind, engine: Engine) -> _Fit:
+        mask = self.packets.ids == pid
+        offsets = self.packets.offsets[mask]
+        sizes = self.packets.sizes[mask].astype(np.int64)
+        shape = SHAPES[kind]
+        if shape is Shape.EMPTY:
+            bad = sizes != 0
+            return _example(pid, kind, offsets, bad, "has a body")
+        if shape is Shape.SINGLE:
+            size = fixed_dtype(kind, engine).itemsize
+            bad = sizes != size
+            return _example(pid, kind, offsets, bad, f"is not {size} bytes")
+        counts = np.zeros(len(sizes), np.int64)
+        room = sizes >= 2
+        counts[room] = gather(self.buf, offsets[room] + 5, _U16)
+        if shape is Shape.FIXED:
+            record = fixed_dtype(kind, engine).itemsize
+            bad = sizes != 2 + counts * record
+            return _example(pid, kind, offsets, bad, f"is not 2 + count x {record} bytes")
+        bad = ~room | ((counts == 0) & (sizes != 2))
+        misfits = int(bad.sum())
+        example = _describe(pid, kind, int(offsets[bad][0]), "has a bad count") if misfits else None
+        sample = np.flatnonzero(room & (counts > 0))[:_VAR_SAMPLE]
+        for i in sample:
+            start = int(offsets[i]) + 5
+            body = bytes(self.buf[start : start + int(sizes[i])])
+            try:
+                parse_var_body(kind, body, engine, base=start)
+            except NanorecError as error:
+                misfits += 1
+                example = example or _describe(
+                    pid, kind, int(offsets[i]), f"does not parse: {error}"
+                )
+        return _Fit(len(sizes), misfits, example)
+
+
+def _describe(pid: int, kind: Kind, offset: int, what: str) -> str:
+    return f"id {pid} as {kind.value} at byte {offset}: {what}"
+
+
+def _example(
+    pid: int, kind: Kind, offsets: npt.NDArray[np.int64], bad: npt.NDArray[np.bool_], what: str
+) -> _Fit:
+    misfits = int(bad.sum())
+    example = _describe(pid, kind, int(offsets[bad][0]), what) if misfits else None
+    return _Fit(len(offsets), misfits, example)
+
+
+@dataclass(frozen=True)
+class _Score:
+    family: Family
+    misfits: int
+    order: int
+    missing: int
+    unknown: int
+    example: str | None
+
+    @property
+    def cost(self) -> int:
+        return (
+            _MISFIT_COST * self.misfits
+            + _ORDER_COST * self.order
+            + _MISSING_COST * self.missing
+            + _UNKNOWN_COST * self.unknown
+        )
+
+    def summary(self) -> str:
+        if not self.cost:
+            return f"{self.family.name}: every packet fits, in the expected order"
+        parts = []
+        if self.misfits:
+            parts.append(f"{self.misfits} packets do not fit")
+        if self.order:
+            parts.append(f"{self.order} out of order")
+        if self.missing:
+            parts.append(f"{self.missing} always-written packets missing")
+        if self.unknown:
+            parts.append(f"{self.unknown} packets of unknown ids")
+        return f"{self.family.name}: " + ", ".join(parts)
+
+
+def _score(scan: _Scan, family: Family) -> _Score:
+    ids = scan.packets.ids
+    misfits = 0
+    example: str | None = None
+    unknown = 0
+    for pid in np.flatnonzero(scan.counts):
+        kind = family.kind_of(int(pid))
+        if kind is None:
+            if pid < FIRST_USER_ID:
+                unknown += int(scan.counts[pid])
+            continue
+        fit = scan.fit(int(pid), kind, family.engine)
+        misfits += fit.misfits
+        example = example or fit.example
+    slot = np.full(256, -1, np.int16)
+    for position, item in enumerate(family.order):
+        if item.kind in family.kinds:
+            slot[family.id_of(item.kind)] = position
+    slots = slot[ids]
+    keep = slots >= 0
+    kept, frames = slots[keep], scan.frame_no[keep]
+    order = int(np.count_nonzero((frames[1:] == frames[:-1]) & (kept[1:] <= kept[:-1])))
+    missing = 0
+    # Additional-data packets are "always" written only by `additional_data=True` recordings.
+    additional = any(
+        scan.counts[pid] for pid, kind in family.ids.items() if kind in ADDITIONAL_DATA
+    )
+    if len(scan.complete):
+        rows = scan.presence[scan.complete]
+        for item in family.order:
+            if not item.always or item.kind not in family.kinds:
+                continue
+            if item.kind in ADDITIONAL_DATA and not additional:
+                continue
+            missing += int(np.count_nonzero(~rows[:, family.id_of(item.kind)]))
+    return _Score(family, misfits, order, missing, unknown, example)
+
+
+def detect(
+    buf: Buffer,
+    start: int | None = None,
+    *,
+    max_frames: int = 300,
+    max_bytes: int = 4 << 20,
+) -> Detection:
+    """Detect the release family of the recording in `buf` (a whole file).
+
+    `start` is the offset of the first packet (parsed from the header when None). Scans at
+    most `max_frames` frames and about `max_bytes` bytes. Raises `BadMagicError` or
+    `TruncatedError` only for a bad header; packet content never raises.
+    """
+    if start is None:
+        start = Header.parse(buf).size
+    packets = walk(buf, start, limit=start + max_bytes)
+    frame_no = np.cumsum(packets.ids == 0)
+    keep = frame_no <= max_frames
+    if not keep.all():
+        packets = Packets(
+            packets.ids[keep],
+            packets.offsets[keep],
+            packets.sizes[keep],
+            packets.start,
+            packets.end,
+            None,
+        )
+    scan = _Scan(buf, packets)
+    scores = sorted(
+        (_score(scan, family) for family in FAMILIES.values()),
+        key=lambda score: score.cost,  # stable: ties keep the FAMILIES (oldest-first) order
+    )
+    best = scores[0]
+    reasons = [*_evidence(scan), f"best fit {best.summary()}"]
+    if len(scores) > 1:
+        reasons.append(f"next {scores[1].summary()}")
+    if best.example and best.cost:
+        reasons.append(f"e.g. {best.example}")
+    return Detection(best.family, tuple(reasons))
+
+
+def _evidence(scan: _Scan) -> list[str]:
+    """Short facts behind the choice: vector width, ids present, what follows Collision."""
+    packets = scan.packets
+    facts: list[str] = []
+    frames = int(scan.frame_no[-1]) if len(packets) else 0
+    facts.append(f"scanned {len(packets)} packets in {frames} frames")
+    facts.append(_engine_fact(scan))
+    present = [int(pid) for pid in np.flatnonzero(scan.counts)]
+    facts.append("ids present: " + _ranges(present))
+    if 20 in present:
+        facts.append("VisualTime (20) present: 0.9.14 or later")
+    elif 10 in present:
+        facts.append("VehicleLight (10) present, no VisualTime (20): 0.9.10 to 0.9.13")
+    after = np.flatnonzero(packets.ids[:-1] == 5) + 1
+    if len(after):
+        common, _ = Counter(packets.ids[after].tolist()).most_common(1)[0]
+        meaning = {
+            6: "no VehicleDoor slot (0.9.15 or earlier)",
+            21: "VehicleDoor at 21 (ue4-dev nightly or UE5)",
+            23: "VehicleDoor at 23 (0.9.16 or later)",
+        }.get(common, "unexpected")
+        facts.append(f"after Collision (5) comes id {common}: {meaning}")
+    return facts
+
+
+def _engine_fact(scan: _Scan) -> str:
+    packets = scan.packets
+    for pid, name in _VECTOR_KINDS:
+        mask = (packets.ids == pid) & (packets.sizes >= 4)
+        if not mask.any():
+            continue
+        offsets = packets.offsets[mask]
+        sizes = packets.sizes[mask].astype(np.int64)
+        counts = gather(scan.buf, offsets + 5, _U16).astype(np.int64)
+        hits = np.flatnonzero(counts > 0)
+        if not len(hits):
+            continue
+        i = hits[0]
+        n, size = int(counts[i]), int(sizes[i])
+        if size == 2 + 28 * n:
+            width = "28-byte records: UE4 float32 vectors"
+        elif size == 2 + 52 * n:
+            width = "52-byte records: UE5 float64 vectors"
+        else:
+            width = "neither 28- nor 52-byte records"
+        return f"{name} ({pid}) at byte {int(offsets[i])}: {n} records in {size} bytes, {width}"
+    return "no Position, Kinematics or BoundingBox record in the scan: width from EventAdd"
+
+
+def _ranges(values: list[int]) -> str:
+    if not values:
+        return "none"
+    parts: list[str] = []
+    first = prev = values[0]
+    for value in [*values[1:], None]:
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        parts.append(str(first) if first == prev else f"{first}-{prev}")
+        if value is not None:
+            first = prev = value
+    return ", ".join(parts)
+
+
+def resolve(buf: Buffer, start: int | None = None, family: str | Family | None = None) -> Detection:
+    """The family to decode `buf` with: `family` when given (by name or value), else detected.
+
+    Raises `UnsupportedError` for an unknown family name.
+    """
+    if family is None:
+        return detect(buf, start)
+    if isinstance(family, Family):
+        return Detection(family, ("forced by the caller",), forced=True)
+    if family not in FAMILIES:
+        known = ", ".join(FAMILIES)
+        raise UnsupportedError(f"unknown CARLA release family {family!r}; known: {known}")
+    return Detection(FAMILIES[family], ("forced by the caller",), forced=True)
+
+
+__all__ = ["Detection", "detect", "resolve"]
