@@ -358,6 +358,7 @@ class WorldTablesBuilder:
         self.alive: dict[int, int] = {}  # actor id -> spawn row
         self.unposed: dict[int, int] = {}  # alive actor id -> spawn row, no Position yet
         self.parents: list[tuple[int, int, int]] = []
+        self.parent: dict[int, int] = {}  # alive child id -> current parent id
         self.sparse: dict[Kind, tuple[list[int], list[bytes]]] = {
             kind: ([], []) for kind in SPARSE_FIXED_KINDS
         }
@@ -376,6 +377,7 @@ class WorldTablesBuilder:
                 previous = self.alive.get(actor_id)
                 if previous is not None:  # re-added while alive: the new one replaces it
                     self.spawn_end[previous] = index
+                    self.parent.pop(actor_id, None)
                 self.alive[actor_id] = self.unposed[actor_id] = len(self.spawns)
                 self.spawns.append(dict(item))
                 self.spawn_ids.append(actor_id)
@@ -388,6 +390,7 @@ class WorldTablesBuilder:
             for actor_id in np.frombuffer(dels, "<u4").tolist():
                 row = self.alive.pop(actor_id, None)
                 self.unposed.pop(actor_id, None)
+                self.parent.pop(actor_id, None)
                 if row is not None:
                     self.spawn_end[row] = index
                 destroyed.append(actor_id)
@@ -402,6 +405,7 @@ class WorldTablesBuilder:
         if parents:
             for child, parent in np.frombuffer(parents, "<u4").reshape(-1, 2).tolist():
                 self.parents.append((index, child, parent))
+                self.parent[child] = parent
         for kind, (frames, blobs) in self.sparse.items():
             content = frame.get(kind_key(kind))
             if content:

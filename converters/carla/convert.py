@@ -1,0 +1,413 @@
+"""CARLA recorder file <-> nanorec archive, byte for byte.
+
+`convert` writes one archive message per complete CARLA frame (see `message.py`),
+stamped with the frame's elapsed time in integer microseconds. Frames in which actors
+appear, disappear or change parent also carry a NanoVer `state` change keyed
+`actor.<id>`, so NanoVer's own `iter_states_full` yields the live actor registry. Two
+side members make the archive self-sufficient:
+
+- `carla.msgpack`: the header (its exact bytes and decoded fields), the release family,
+  the frame keys with their kinds and dtypes, and every byte that is not part of a
+  complete frame (a prelude before the first FrameStart, the tail of a crashed
+  recording);
+- `carla-world.msgpack.zlib`: the event tables that make seeking O(1) (`world.py`).
+
+`export` writes the native file back from the archive, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import zlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from converters.carla.header import Header
+from converters.carla.ids import SHAPES, Family, Kind, Shape
+from converters.carla.ids import family as family_named
+from converters.carla.message import (
+    FRAME_START,
+    KIND_KEYS,
+    PACKET_HEADER,
+    RAW_KEY,
+    frame_to_message,
+    iter_message_packets,
+    kind_key,
+)
+from converters.carla.records import FIXED_DTYPES
+from converters.carla.walk import Truncation, iter_walk
+from converters.carla.world import WorldTablesBuilder
+from nanorec.atomic import atomic_output
+from nanorec.errors import FormatError, OutputExistsError
+from nanorec.reader import ArchiveReader
+from nanorec.writer import ArchiveWriter
+
+SOURCE_FORMAT = "carla"
+META_MEMBER = "carla.msgpack"
+WORLD_MEMBER = "carla-world.msgpack.zlib"  # zlib: it repeats spawn records (loaded once)
+META_VERSION = 1
+STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` change
+FRAME_START_ID = 0  # the same in every release (spec §4)
+FRAME_END_ID = 1
+_KEY_BITS = {key: kind.bit for kind, key in KIND_KEYS.items()}
+
+
+@dataclass(frozen=True)
+class ConvertReport:
+    """What `convert` did: counts, the family used, and what was kept raw."""
+
+    source: Path
+    output: Path
+    family: str
+    frames: int
+    source_size: int
+    archive_size: int
+    raw_packets: Mapping[int, int]  # packet id -> packets kept verbatim in messages
+    tail_bytes: int  # bytes after the last complete frame (a crashed recording)
+    truncation: Truncation | None
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What `export` wrote, and whether it matches the converted source's sha256."""
+
+    output: Path
+    size: int
+    sha256: str
+    identical: bool | None  # None when the archive records no source hash
+
+
+@dataclass
+class _Frame:
+    """One run of packets from a FrameStart up to the next (columns from the walk)."""
+
+    ids: list[int]
+    offsets: list[int]
+    sizes: list[int]
+
+    @property
+    def start(self) -> int:
+        return self.offsets[0]
+
+    @property
+    def end(self) -> int:
+        return self.offsets[-1] + 5 + self.sizes[-1]
+
+
+def iter_frames(buf: Any, start: int) -> Iterator[_Frame | Truncation]:
+    """Runs of packets from one FrameStart up to the next, in file order.
+
+    The first run may not start with a FrameStart (a prelude); the last may lack its
+    FrameEnd (a crashed recording). A cut packet ends the walk and is yielded last, as
+    the walk's `Truncation`.
+    """
+    pending = _Frame([], [], [])
+    for packets in iter_walk(buf, start):
+        ids = packets.ids.tolist()
+        offsets = packets.offsets.tolist()
+        sizes = packets.sizes.tolist()
+        cuts = [0, *np.flatnonzero(packets.ids == FRAME_START_ID).tolist(), len(ids)]
+        for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+            if lo == hi:
+                continue
+            if ids[lo] == FRAME_START_ID and pending.ids:
+                yield pending
+                pending = _Frame([], [], [])
+            pending.ids += ids[lo:hi]
+            pending.offsets += offsets[lo:hi]
+            pending.sizes += sizes[lo:hi]
+        if packets.truncation is not None:
+            if pending.ids:
+                yield pending
+            yield packets.truncation
+            return
+    if pending.ids:
+        yield pending
+
+
+def _detect(buf: Any, header: Header, forced: str | Family | None) -> Family:
+    if isinstance(forced, Family):
+        return forced
+    if forced is not None:
+        return family_named(forced)
+    from converters.carla.detect import detect
+
+    return detect(buf, header.size).family
+
+
+def convert(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    *,
+    family: str | Family | None = None,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ConvertReport:
+    """Convert a CARLA recorder file into a nanorec archive (default `<source>.nanover.zip`).
+
+    `family` forces a release family (a name from `ids.FAMILIES`); by default it is
+    detected from the data. `progress(n)` is called now and then with the number of
+    source bytes done. Every complete frame becomes a message; the bytes of an
+    incomplete last frame are kept verbatim so that `export` gives the file back.
+    Raises `BadMagicError`/`TruncatedError` for a file that is not a CARLA recording and
+    `OutputExistsError` when the output exists and `overwrite` is false.
+    """
+    source = Path(source)
+    out = Path(output) if output is not None else source.with_name(source.name + ".nanover.zip")
+    if out.exists() and not overwrite:
+        raise OutputExistsError(f"{out} exists (use --force to overwrite it)")
+    with source.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        try:
+            return _convert(buf, source, out, family, overwrite, progress)
+        finally:
+            if isinstance(buf, mmap.mmap):
+                buf.close()
+
+
+def _convert(
+    buf: Any,
+    source: Path,
+    out: Path,
+    family: str | Family | None,
+    overwrite: bool,
+    progress: Callable[[int], None] | None,
+) -> ConvertReport:
+    header = Header.parse(buf)
+    fam = _detect(buf, header, family)
+    digest = hashlib.sha256(buf[: header.size])
+    world = WorldTablesBuilder(fam.engine)
+    packer = msgpack.Packer()
+    raw_counts: dict[int, int] = {}
+    prelude = b""
+    done = header.size  # bytes hashed so far
+    truncation: Truncation | None = None
+    last_time = 0
+    with ArchiveWriter(
+        out,
+        overwrite=overwrite,
+        source_format=SOURCE_FORMAT,
+        source={"name": source.name, "size": len(buf), "family": fam.name},
+    ) as writer:
+
+        def write(run: _Frame, last_time: int) -> int:
+            nonlocal done
+            last_time = _write_frame(
+                writer, packer, world, buf, fam, writer.message_count, run, raw_counts, last_time
+            )
+            digest.update(buf[done : run.end])
+            done = run.end
+            return last_time
+
+        # Hold one run back: only at the end is it known whether the last one is complete.
+        pending: _Frame | None = None
+        for item in iter_frames(buf, header.size):
+            if isinstance(item, Truncation):
+                truncation = item
+                break
+            if item.ids[0] != FRAME_START_ID:  # packets before the first FrameStart
+                prelude = bytes(buf[item.start : item.end])
+                digest.update(prelude)
+                done = item.end
+                continue
+            if pending is not None:
+                last_time = write(pending, last_time)
+                if progress is not None and writer.message_count % 1024 == 0:
+                    progress(done)
+            pending = item
+        if pending is not None:
+            if pending.ids[-1] == FRAME_END_ID and truncation is None and pending.end == len(buf):
+                write(pending, last_time)
+            elif truncation is None:
+                truncation = Truncation(pending.start, "the last frame has no FrameEnd")
+        written = writer.message_count
+        tail = bytes(buf[done:])
+        digest.update(tail)
+        sha = digest.hexdigest()
+        writer.source["sha256"] = sha
+        writer.add_member(WORLD_MEMBER, zlib.compress(world.to_bytes(), 6))
+        writer.add_member(
+            META_MEMBER, _meta(header, bytes(buf[: header.size]), fam, prelude, tail, truncation)
+        )
+    if progress is not None:
+        progress(len(buf))
+    return ConvertReport(
+        source=source,
+        output=out,
+        family=fam.name,
+        frames=written,
+        source_size=len(buf),
+        archive_size=out.stat().st_size,
+        raw_packets=raw_counts,
+        tail_bytes=len(tail),
+        truncation=truncation,
+        sha256=sha,
+    )
+
+
+def _write_frame(
+    writer: ArchiveWriter,
+    packer: msgpack.Packer,
+    world: WorldTablesBuilder,
+    buf: Any,
+    fam: Family,
+    index: int,
+    run: _Frame,
+    raw_counts: dict[int, int],
+    last_time: int,
+) -> int:
+    """Write one frame message; returns its timestamp (µs)."""
+    bodies = [
+        buf[off + 5 : off + 5 + size] for off, size in zip(run.offsets, run.sizes, strict=True)
+    ]
+    frame, _ = frame_to_message(
+        index,
+        zip(run.ids, bodies, strict=True),
+        fam,
+        base_offsets=[off + 5 for off in run.offsets],
+    )
+    for position, _body in frame.get(RAW_KEY, ()):
+        pid = run.ids[position]
+        raw_counts[pid] = raw_counts.get(pid, 0) + 1
+    spawned, destroyed = world.observe(index, frame)
+    message: dict[str, Any] = {"frame": frame}
+    flags = 0
+    for key in frame:
+        flags |= _KEY_BITS.get(key, 0)
+    parents = frame.get(kind_key(Kind.EVENT_PARENT))
+    if spawned or destroyed or parents:
+        message["state"] = _state_change(world, spawned, destroyed, parents)
+        flags |= STATE_FLAG
+    start = frame.get(kind_key(Kind.FRAME_START))
+    elapsed = FRAME_START.unpack(start)[2] if start is not None else float("nan")
+    # Index timestamps must not decrease; a damaged elapsed time keeps the previous one.
+    timestamp = round(elapsed * 1e6) if np.isfinite(elapsed) and elapsed >= 0 else last_time
+    timestamp = max(timestamp, last_time)
+    writer.write_packed(
+        packer.pack(message), types=list(message), timestamp_us=timestamp, flags=flags
+    )
+    return timestamp
+
+
+def _state_change(
+    world: WorldTablesBuilder, spawned: list[int], destroyed: list[int], parents: bytes | None
+) -> dict[str, Any]:
+    """A frame's NanoVer state change: each live actor as an `actor.<id>` entry."""
+    changed = dict.fromkeys(spawned)
+    if parents:
+        changed.update(dict.fromkeys(np.frombuffer(parents, "<u4")[::2].tolist()))
+    updates: dict[str, Any] = {}
+    for actor_id in changed:
+        row = world.alive.get(actor_id)
+        if row is None:
+            continue
+        spawn = world.spawns[row]
+        # Kept small (the frame's EventAdd has the attributes): it is repeated per change.
+        updates[f"actor.{actor_id}"] = {
+            "type_id": spawn["type_id"],
+            "parent_id": world.parent.get(actor_id),
+        }
+    removals = [f"actor.{actor_id}" for actor_id in destroyed if actor_id not in world.alive]
+    return {"updates": updates, "removals": removals}
+
+
+def _meta(
+    header: Header,
+    header_bytes: bytes,
+    fam: Family,
+    prelude: bytes,
+    tail: bytes,
+    truncation: Truncation | None,
+) -> bytes:
+    """The `carla.msgpack` member: what the archive needs to give the native file back."""
+    engine = fam.engine
+    kinds = {}
+    for kind, key in KIND_KEYS.items():
+        shape = SHAPES[kind]
+        entry: dict[str, Any] = {"kind": kind.value, "shape": shape.value}
+        if shape in (Shape.SINGLE, Shape.FIXED):
+            entry["dtype"] = FIXED_DTYPES[engine][kind].descr
+        kinds[key] = entry
+    return msgpack.packb(
+        {
+            "version": META_VERSION,
+            "family": fam.name,
+            "engine": engine.value,
+            "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
+            "header": {
+                "bytes": header_bytes,
+                "version": header.version,
+                "magic": header.magic,
+                "date": header.date,
+                "map_name": header.map_name,
+            },
+            "keys": kinds,
+            "prelude": prelude,
+            "tail": tail,
+            "truncation": None
+            if truncation is None
+            else {"offset": truncation.offset, "reason": truncation.reason},
+        }
+    )
+
+
+def read_meta(reader: ArchiveReader) -> dict[str, Any]:
+    """The `carla.msgpack` member of an archive; FormatError if it is missing or damaged."""
+    if META_MEMBER not in reader.member_names:
+        raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
+    try:
+        meta = msgpack.unpackb(reader.member(META_MEMBER))
+        meta["header"]["bytes"]
+    except (ValueError, KeyError, TypeError, msgpack.ExtraData) as error:
+        raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
+    return dict(meta)
+
+
+def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
+    """The native CARLA file of an archive, as consecutive chunks of bytes."""
+    meta = read_meta(reader)
+    fam = family_named(meta["family"])
+    yield meta["header"]["bytes"]
+    yield meta["prelude"]
+    for index in range(len(reader)):
+        frame = reader[index].get("frame")
+        if frame is None:
+            raise FormatError(f"message {index} has no frame")
+        yield b"".join(
+            PACKET_HEADER.pack(pid, len(body)) + body
+            for pid, body in iter_message_packets(frame, fam)
+        )
+    yield meta["tail"]
+
+
+def export(
+    archive: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+) -> ExportReport:
+    """Write the native CARLA file of `archive` to `output`, byte for byte.
+
+    The output appears only when complete (temporary file + rename). `identical` in the
+    report compares its sha256 with the one recorded at conversion.
+    """
+    out = Path(output)
+    digest = hashlib.sha256()
+    size = 0
+    with ArchiveReader(archive) as reader, atomic_output(out, overwrite=overwrite) as stream:
+        for chunk in iter_native(reader):
+            stream.write(chunk)
+            digest.update(chunk)
+            size += len(chunk)
+        expected = (reader.description or {}).get("source", {}).get("sha256")
+    sha = digest.hexdigest()
+    return ExportReport(out, size, sha, None if expected is None else sha == expected)
