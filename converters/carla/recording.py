@@ -1,0 +1,216 @@
+"""Random access to a converted CARLA recording: `len`, `frame(n)`, `at(t)`, trajectories.
+
+`CarlaRecording` wraps an `ArchiveReader` over a CARLA archive (see `convert.py`).
+Seeking never replays: a frame costs one message read through `mmap` plus lookups in
+the event tables (`world.py`), whatever the recording's length. Frame numbers are
+0-based positions in the archive (`len(rec)` frames); CARLA's own 1-based frame id is
+`World.frame_id`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from converters.carla.convert import WORLD_MEMBER, convert, read_meta
+from converters.carla.header import Header
+from converters.carla.ids import MAGIC, Family, Kind
+from converters.carla.ids import family as family_named
+from converters.carla.message import records
+from converters.carla.records import FIXED_DTYPES
+from converters.carla.world import World, WorldTables, build_world
+from nanorec.errors import FormatError
+from nanorec.reader import ArchiveReader
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """An actor's recorded poses: one row per frame in which it has a Position record.
+
+    `index` are archive frame numbers, `time` the frames' elapsed seconds, `location`
+    (n, 3) x/y/z in cm and `rotation` (n, 3) pitch/yaw/roll in degrees.
+    """
+
+    actor_id: int
+    index: npt.NDArray[np.int64]
+    time: npt.NDArray[np.float64]
+    location: npt.NDArray[np.float64]
+    rotation: npt.NDArray[np.float64]
+
+
+class CarlaRecording:
+    """A CARLA recording opened for random access; use as a context manager.
+
+    Raises `FormatError` when the archive is not a CARLA archive.
+    """
+
+    def __init__(self, reader: ArchiveReader, *, cleanup: Path | None = None) -> None:
+        self.reader = reader
+        self._cleanup = cleanup
+        meta = read_meta(reader)
+        self.family: Family = family_named(meta["family"])
+        head = meta["header"]
+        self.header = Header(
+            int(head["version"]),
+            str(head["magic"]),
+            int(head["date"]),
+            str(head["map_name"]),
+            len(head["bytes"]),
+        )
+        try:
+            blob = zlib.decompress(reader.member(WORLD_MEMBER))
+        except zlib.error as error:
+            raise FormatError(f"damaged {WORLD_MEMBER} member: {error}") from None
+        self.tables = WorldTables.from_bytes(self.family.engine, blob)
+        self._cache: OrderedDict[int, Mapping[str, Any]] = OrderedDict()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> CarlaRecording:
+        """Open a CARLA archive, or a native CARLA file converted into a temporary archive."""
+        path = Path(path)
+        with path.open("rb") as handle:
+            head = handle.read(18)
+        if head[4:18] == MAGIC:
+            workdir = Path(tempfile.mkdtemp(prefix="nanorec-"))
+            try:
+                out = workdir / (path.name + ".nanover.zip")
+                convert(path, out)
+                return cls(ArchiveReader(out), cleanup=workdir)
+            except BaseException:
+                shutil.rmtree(workdir, ignore_errors=True)
+                raise
+        return cls(ArchiveReader(path))
+
+    def close(self) -> None:
+        self.reader.close()
+        if self._cleanup is not None:
+            shutil.rmtree(self._cleanup, ignore_errors=True)
+            self._cleanup = None
+
+    def __enter__(self) -> CarlaRecording:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __repr__(self) -> str:
+        return (
+            f"<CarlaRecording {self.reader.path.name}: {len(self)} frames, "
+            f"{self.duration:.3f} s, map {self.header.map_name}, family {self.family.name}>"
+        )
+
+    @property
+    def map_name(self) -> str:
+        return self.header.map_name
+
+    @property
+    def times(self) -> npt.NDArray[np.float64]:
+        """Each frame's elapsed time in seconds (from the index, to the microsecond)."""
+        return self.reader.index.timestamp_us.astype(np.float64) / 1e6
+
+    @property
+    def duration(self) -> float:
+        """Elapsed seconds of the last frame (what CARLA reports as the duration)."""
+        return float(self.reader.index.timestamp_us[-1]) / 1e6 if len(self) else 0.0
+
+    def message(self, index: int) -> Mapping[str, Any]:
+        """The frame map of archive frame `index` (see `message.py`), cached."""
+        index = self._normalize(index)
+        frame = self._cache.get(index)
+        if frame is None:
+            frame = self.reader[index].get("frame")
+            if not isinstance(frame, dict):
+                raise FormatError(f"archive message {index} is not a CARLA frame")
+            self._cache[index] = frame
+            if len(self._cache) > 64:
+                self._cache.popitem(last=False)
+        return frame
+
+    def frame(self, index: int) -> World:
+        """The full world state after frame `index` (0-based; negative counts from the end).
+
+        Raises IndexError outside the recording.
+        """
+        index = self._normalize(index)
+        return build_world(index, self.message(index), self.tables, earlier_frame=self.message)
+
+    def at(self, seconds: float) -> World:
+        """The world at `seconds` after the start: the last frame whose elapsed time is
+        at or before it (the first frame for earlier times). Raises IndexError when empty."""
+        found = self.reader.index_at_time(round(seconds * 1e6))
+        return self.frame(0 if found is None else found)
+
+    def frames(self, start: int = 0, stop: int | None = None) -> Iterator[World]:
+        """The world at each frame of `range(start, stop)` (slice semantics)."""
+        for index in range(*slice(start, stop).indices(len(self))):
+            yield self.frame(index)
+
+    def trajectory(self, actor_id: int) -> Trajectory:
+        """Every recorded pose of `actor_id`, over all its lifetimes in the recording."""
+        tables = self.tables
+        rows = np.flatnonzero(tables.spawn_ids == actor_id)
+        dtype = FIXED_DTYPES[self.family.engine][Kind.POSITION]
+        indexes: list[int] = []
+        found: list[npt.NDArray[Any]] = []
+        for row in rows.tolist():
+            first = int(tables.spawn_start[row])
+            end = min(int(tables.spawn_end[row]), len(self))
+            for index in range(first, end):
+                positions = records(self.reader[index]["frame"], Kind.POSITION, self.family.engine)
+                hit = positions[positions["id"] == actor_id]
+                if len(hit):
+                    indexes.append(index)
+                    found.append(hit[-1:])
+        poses = np.concatenate(found) if found else np.empty(0, dtype)
+        index_array = np.asarray(indexes, dtype=np.int64)
+        rotation = poses["rotation"].astype(np.float64)  # recorded as roll, pitch, yaw
+        return Trajectory(
+            actor_id,
+            index_array,
+            self.reader.index.timestamp_us[index_array].astype(np.float64) / 1e6,
+            poses["location"].astype(np.float64),
+            rotation[:, [1, 2, 0]] if len(rotation) else rotation.reshape(0, 3),
+        )
+
+    def _normalize(self, index: int) -> int:
+        count = len(self)
+        if not -count <= index < count:
+            raise IndexError(f"frame {index} out of range: the recording has {count} frames")
+        return index % count
+
+
+def sniff(head: bytes) -> bool:
+    """Whether `head` (the first bytes of a file) starts a CARLA recorder file."""
+    return head[4:18] == MAGIC
+
+
+def open_archive(reader: ArchiveReader) -> CarlaRecording:
+    """Registry hook: wrap an already opened CARLA archive."""
+    return CarlaRecording(reader)
+
+
+def open_native(path: str | os.PathLike[str]) -> CarlaRecording:
+    """Registry hook: open a native CARLA file (converted into a temporary archive)."""
+    return CarlaRecording.open(path)
+
+
+__all__ = ["CarlaRecording", "Trajectory", "open_archive", "open_native", "sniff"]
