@@ -1,0 +1,503 @@
+"""`ArchiveReader`: random access to the messages of a nanorec or NanoVer archive.
+
+NanoVer reads a message by seeking a `ZipExtFile`, which costs O(offset) per seek before
+Python 3.12 (and for backward seeks after), and holds its index as Python objects. This reader
+parses the zip's end records and central directory itself, computes the absolute start of the
+`messages.msgpack` data from its local header, and reads each message as one slice of an
+`mmap` of the file: O(1) on every Python version, and thread-safe. The index is loaded from the
+columnar copy in `nanorec.msgpack` when that member exists and still matches `index.msgpack`
+(milliseconds for a million messages), otherwise `index.msgpack` is parsed into the same
+columns (NanoVer files, or archives whose index another tool rewrote).
+
+Lenient on input: deflated members are read through `zipfile` (documented slow path: a
+deflated `messages.msgpack` costs O(offset) per random read, like NanoVer), extra members are
+allowed, float timestamps are rounded to integer microseconds, a missing `types` is worked out
+from the message. Every problem with the file's content raises a `NanorecError` subclass
+naming the entry and byte offset; `OSError` passes through.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Final, overload
+
+import msgpack
+import numpy as np
+from numpy.typing import NDArray
+
+from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
+from nanorec.describe import parse_description
+from nanorec.errors import (
+    ArchiveError,
+    ChecksumError,
+    IndexMismatchError,
+    NanorecError,
+    TruncatedError,
+    UnsupportedError,
+)
+from nanorec.index import Index, entry_positions, parse_entries
+from nanorec.wire import TIMESTAMP_KEY, read_array_header
+from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
+from nanorec.zipfile64 import (
+    DEFLATED,
+    FLAG_ENCRYPTED,
+    STORED,
+    Buffer,
+    CentralHeader,
+    EndRecords,
+    LocalHeader,
+    parse_central_directory,
+)
+
+#: msgpack decoding failures (bad bytes, truncated data, trailing bytes, deep nesting...).
+MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
+
+
+class Member:
+    """A zip member as this reader sees it: central record plus where its data starts."""
+
+    __slots__ = ("data_start", "header")
+
+    def __init__(self, header: CentralHeader, data_start: int) -> None:
+        self.header = header
+        self.data_start = data_start
+
+    @property
+    def name(self) -> str:
+        return self.header.name
+
+    @property
+    def size(self) -> int:
+        """Stored (compressed) size in bytes."""
+        return self.header.compressed_size
+
+    @property
+    def stored(self) -> bool:
+        return self.header.method == STORED
+
+
+def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
+    """Parse the end records, central directory and local headers of a zip in `buf`.
+
+    Later members of the same name win (as in `zipfile`). Raises `TruncatedError` when a
+    structure or a member's data runs past the file, `ArchiveError` when records disagree,
+    `UnsupportedError` for encrypted members or compression other than stored/deflated.
+    """
+    end = EndRecords.parse(buf)
+    members: dict[str, Member] = {}
+    for header in parse_central_directory(buf, end):
+        if header.flags & FLAG_ENCRYPTED:
+            raise UnsupportedError(f"member {header.name!r} is encrypted")
+        if header.method not in (STORED, DEFLATED):
+            raise UnsupportedError(
+                f"member {header.name!r} uses compression method {header.method}; nanorec "
+                "reads stored and deflated members",
+                actual=header.method,
+            )
+        if header.method == STORED and header.compressed_size != header.uncompressed_size:
+            raise ArchiveError(
+                f"stored member {header.name!r} has compressed size {header.compressed_size} "
+                f"but uncompressed size {header.uncompressed_size}",
+                offset=header.local_header_offset,
+            )
+        if header.local_header_offset >= end.cd_offset:
+            raise ArchiveError(
+                f"member {header.name!r} starts at {header.local_header_offset}, inside or "
+                f"after the central directory at {end.cd_offset}",
+                offset=header.local_header_offset,
+            )
+        data_start = LocalHeader.data_offset(buf, header.local_header_offset)
+        if data_start + header.compressed_size > end.cd_offset:
+            raise TruncatedError(
+                f"member {header.name!r} ({header.compressed_size} bytes at {data_start}) runs "
+                f"into the central directory at {end.cd_offset}",
+                offset=data_start,
+                expected=header.compressed_size,
+                actual=max(0, end.cd_offset - data_start),
+            )
+        members[header.name] = Member(header, data_start)
+    return end, members
+
+
+class ArchiveReader:
+    """Read the messages of the archive at `path` (nanorec or NanoVer layout).
+
+    A sequence of messages: `len(reader)`, `reader[i]` (negative counts from the end) gives
+    the message map with the `"nanorec.t"` entry removed, `reader[a:b]` a list, iteration
+    yields messages in order. `reader.index` holds the columns (offsets, lengths, timestamps
+    in microseconds, CRCs, flags, types). Use as a context manager or call `close()`.
+
+    `use_description=False` ignores the columnar copy in `nanorec.msgpack` and parses
+    `index.msgpack` (what happens anyway for NanoVer files).
+
+    Raises at open: `TruncatedError` (cut file), `ArchiveError` (damaged zip, missing
+    `messages.msgpack`/`index.msgpack`, bad index) and its subclasses, `UnsupportedError`;
+    `OSError` for the file itself.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, use_description: bool = True) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._zip: zipfile.ZipFile | None = None
+        self._zip_messages: IO[bytes] | None = None
+        self._index_data: bytes | None = None
+        self._positions: NDArray[np.int64] | None = None
+        self._mm: mmap.mmap | None = None
+        self._file = open(self.path, "rb")  # noqa: SIM115 - owned until close()
+        try:
+            size = os.fstat(self._file.fileno()).st_size
+            if size == 0:
+                raise TruncatedError(f"{self.path} is empty", offset=0, actual=0)
+            self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            self._open(use_description)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, use_description: bool) -> None:
+        assert self._mm is not None
+        self._end, self._members = open_members(self._mm)
+        for required in (MESSAGES_MEMBER, INDEX_MEMBER):
+            if required not in self._members:
+                raise ArchiveError(
+                    f"{self.path} has no {required} member (found: "
+                    f"{', '.join(self._members) or 'none'})"
+                )
+        messages = self._members[MESSAGES_MEMBER]
+        self._messages = messages
+        self._messages_start = messages.data_start
+        self._messages_size = messages.header.uncompressed_size
+        self._stored = messages.stored
+        #: The description map (without its columns), or None for NanoVer files.
+        self.description: dict[str, Any] | None = None
+        #: Why the columnar index in `nanorec.msgpack` was not used, if it was not.
+        self.description_problem: str | None = None
+        #: Where the index was loaded from: "nanorec.msgpack" or "index.msgpack".
+        self.index_source = INDEX_MEMBER
+        #: Index entries whose timestamp was missing/None in `index.msgpack` (carried forward).
+        self.unknown_timestamps = 0
+        index: Index | None = None
+        if DESCRIPTION_MEMBER in self._members:
+            try:
+                description = parse_description(self.member(DESCRIPTION_MEMBER))
+                self.description = description.fields
+                if use_description:
+                    index = self._index_from_description(description)
+                    self.index_source = DESCRIPTION_MEMBER
+            except NanorecError as error:
+                self.description_problem = str(error)
+        if index is None:
+            index = self._parse_index()
+        self.index: Index = index
+        self._offsets = index.offset
+        self._lengths = index.length
+        self._count = len(index)
+
+    def _index_from_description(self, description: Any) -> Index:
+        index_member = self._members[INDEX_MEMBER]
+        fields = description.fields
+        checks = (
+            ("messages_size", self._messages_size),
+            ("index_size", index_member.header.uncompressed_size),
+            ("index_crc32", index_member.header.crc32),
+        )
+        for key, actual in checks:
+            if fields[key] != actual:
+                raise IndexMismatchError(
+                    f"{DESCRIPTION_MEMBER} records {key} {fields[key]} but the archive has "
+                    f"{actual}: it describes another index",
+                    expected=fields[key],
+                    actual=actual,
+                )
+        if index_member.stored:
+            assert self._mm is not None
+            start = index_member.data_start
+            head = self._mm[start : start + min(5, index_member.size)]
+            count, _ = read_array_header(head)
+            if count != description.message_count:
+                raise IndexMismatchError(
+                    f"{DESCRIPTION_MEMBER} counts {description.message_count} messages but "
+                    f"index.msgpack holds {count}",
+                    expected=description.message_count,
+                    actual=count,
+                )
+        index: Index = description.to_index(self._messages_size)
+        return index
+
+    def _parse_index(self) -> Index:
+        data = self.member(INDEX_MEMBER)
+        parsed = parse_entries(data, types_of=self._types_from_message)
+        parsed.index.check_bounds(self._messages_size)
+        self._positions = parsed.positions
+        self._index_data = data if not self._members[INDEX_MEMBER].stored else None
+        self.unknown_timestamps = parsed.unknown_timestamps
+        return parsed.index
+
+    def _types_from_message(self, offset: int, length: int) -> tuple[str, ...]:
+        if offset < 0 or length < 0 or offset + length > self._messages_size:
+            raise IndexMismatchError(
+                f"index entry at offset {offset}, length {length} points outside the "
+                f"{self._messages_size}-byte messages member",
+                expected=f"<= {self._messages_size}",
+                actual=offset + length,
+            )
+        message = self._decode(-1, self._read(offset, length), self._messages_start + offset)
+        return tuple(message)
+
+    # -- context manager and lifetime ------------------------------------------------------
+
+    def __enter__(self) -> ArchiveReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the file and its mapping. Idempotent."""
+        if self._zip_messages is not None:
+            self._zip_messages.close()
+            self._zip_messages = None
+        if self._zip is not None:
+            self._zip.close()
+            self._zip = None
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        self._file.close()
+
+    def __repr__(self) -> str:
+        count = getattr(self, "_count", "?")
+        return f"<ArchiveReader {str(self.path)!r} with {count} messages>"
+
+    # -- members ---------------------------------------------------------------------------
+
+    @property
+    def member_names(self) -> tuple[str, ...]:
+        """Names of all members, in central-directory order."""
+        return tuple(self._members)
+
+    def member(self, name: str) -> bytes:
+        """The uncompressed bytes of member `name`.
+
+        Raises `ArchiveError` if there is no such member or a deflated one is damaged.
+        """
+        member = self._members.get(name)
+        if member is None:
+            raise ArchiveError(f"{self.path} has no member {name!r}")
+        if member.stored:
+            mm = self._map()
+            return mm[member.data_start : member.data_start + member.size]
+        try:
+            with self._lock:
+                return self._zipfile().read(name)
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as error:
+            raise ArchiveError(f"member {name!r} cannot be decompressed ({error})") from None
+
+    def _zipfile(self) -> zipfile.ZipFile:
+        if self._zip is None:
+            try:
+                self._zip = zipfile.ZipFile(self._file)
+            except zipfile.BadZipFile as error:
+                raise ArchiveError(f"zipfile cannot open {self.path} ({error})") from None
+        return self._zip
+
+    def _map(self) -> mmap.mmap:
+        if self._mm is None:
+            raise ValueError("I/O operation on a closed ArchiveReader")
+        return self._mm
+
+    # -- messages --------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, key: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, key: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, key: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        """Message `key` (a map, `"nanorec.t"` removed), or a list for a slice.
+
+        Does not check the CRC (see `read`). Raises `IndexError` out of range, `ArchiveError`
+        when the stored bytes are not one msgpack map.
+        """
+        if isinstance(key, slice):
+            return [self.read(number) for number in range(*key.indices(self._count))]
+        return self.read(key)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for number in range(self._count):
+            yield self.read(number)
+
+    def read(self, number: int, *, verify: bool = False) -> dict[str, Any]:
+        """Message `number` as a map, `"nanorec.t"` removed.
+
+        With `verify=True` the stored bytes are first checked against the CRC-32 recorded in
+        the index (`ChecksumError` on mismatch; no check when the index has none, as in
+        NanoVer files). Raises `IndexError`, `ArchiveError` as `reader[number]`.
+        """
+        count = self._count
+        if number < 0:
+            number += count
+        if not 0 <= number < count:
+            raise IndexError(f"message {number} out of range (archive holds {count})")
+        offset = self._offsets.item(number)
+        data = self._read(offset, self._lengths.item(number))
+        if verify:
+            self._verify(number, data)
+        return self._decode(number, data, self._messages_start + offset)
+
+    def raw(self, number: int, *, verify: bool = False) -> bytes:
+        """The stored bytes of message `number` (still holding the `"nanorec.t"` entry).
+
+        Raises `IndexError` out of range; `ChecksumError` with `verify=True` on a mismatch.
+        """
+        number = self.index.normalize(number)
+        data = self._read(self._offsets.item(number), self._lengths.item(number))
+        if verify:
+            self._verify(number, data)
+        return data
+
+    def metadata(self, number: int) -> dict[str, Any]:
+        """The `metadata` map of index entry `number`, decoded from `index.msgpack`.
+
+        Decoded on demand: the first call locates every entry (one skip pass over the index
+        member). Raises `IndexError`, `ArchiveError` for a damaged index.
+        """
+        number = self.index.normalize(number)
+        positions = self._entry_positions()
+        member = self._members[INDEX_MEMBER]
+        start = int(positions[number])
+        stop = int(positions[number + 1]) if number + 1 < len(positions) else member.size
+        if self._index_data is not None:
+            data = self._index_data[start:stop]
+        else:
+            base = member.data_start
+            data = self._map()[base + start : base + stop]
+        try:
+            entry = msgpack.unpackb(data)
+            metadata = entry["metadata"] if type(entry) is dict else None
+        except (*MSGPACK_ERRORS, KeyError) as error:
+            raise ArchiveError(
+                f"index entry {number} cannot be decoded ({error})", offset=start
+            ) from None
+        if type(metadata) is not dict:
+            raise ArchiveError(f"index entry {number} has no metadata map", offset=start)
+        return metadata
+
+    def _entry_positions(self) -> NDArray[np.int64]:
+        with self._lock:
+            if self._positions is None:
+                data = self._index_data
+                if data is None:
+                    data = self.member(INDEX_MEMBER)
+                positions = entry_positions(data)
+                if len(positions) != self._count:
+                    raise IndexMismatchError(
+                        f"index.msgpack holds {len(positions)} entries for {self._count} messages",
+                        expected=self._count,
+                        actual=len(positions),
+                    )
+                self._positions = positions
+            return self._positions
+
+    def index_at_time(self, t_us: int) -> int | None:
+        """Number of the last message with timestamp <= `t_us` (microseconds), or None."""
+        return self.index.position_at_time(t_us)
+
+    def iter_messages(
+        self,
+        start_us: int | None = None,
+        stop_us: int | None = None,
+        *,
+        types: str | Iterable[str] | None = None,
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Yield `(timestamp_us, message)` for messages with `start_us <= t < stop_us`.
+
+        Bounds are microseconds, None for unbounded; `types` keeps messages carrying at least
+        one of those top-level keys (decided from the index, without decoding the others).
+        Messages come in file order. Raises `ArchiveError` for a damaged message.
+        """
+        numbers = self.index.select(start_us, stop_us, types=types)
+        stamps = self.index.timestamp_us
+        for number in numbers.tolist():
+            yield stamps.item(number), self.read(number)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _read(self, offset: int, length: int) -> bytes:
+        if self._stored:
+            start = self._messages_start + offset
+            mm = self._mm
+            if mm is None:
+                raise ValueError("I/O operation on a closed ArchiveReader")
+            return mm[start : start + length]
+        # Slow path: a deflated messages member can only be read by decompressing from the
+        # start (zipfile does it, O(offset) per backward seek).
+        with self._lock:
+            try:
+                if self._zip_messages is None:
+                    self._zip_messages = self._zipfile().open(MESSAGES_MEMBER)
+                self._zip_messages.seek(offset)
+                data = self._zip_messages.read(length)
+            except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as error:
+                self._zip_messages = None
+                raise ArchiveError(
+                    f"deflated messages member is damaged near offset {offset} ({error})"
+                ) from None
+        if len(data) != length:
+            raise TruncatedError(
+                f"messages member ends before message at offset {offset}",
+                offset=offset,
+                expected=length,
+                actual=len(data),
+            )
+        return data
+
+    def _decode(self, number: int, data: bytes, absolute: int) -> dict[str, Any]:
+        try:
+            message = msgpack.unpackb(data)
+        except MSGPACK_ERRORS as error:
+            what = f"message {number}" if number >= 0 else "a message"
+            raise ArchiveError(
+                f"{what} ({len(data)} bytes) is not one valid msgpack object: {error}",
+                offset=absolute,
+            ) from None
+        if type(message) is not dict:
+            what = f"message {number}" if number >= 0 else "a message"
+            raise IndexMismatchError(
+                f"{what} decodes to a {type(message).__name__}, not a map",
+                offset=absolute,
+                expected="map",
+                actual=type(message).__name__,
+            )
+        message.pop(TIMESTAMP_KEY, None)
+        return message
+
+    def _verify(self, number: int, data: bytes) -> None:
+        if not self.index.crc_known[number]:
+            return
+        expected = self.index.crc.item(number)
+        actual = zlib.crc32(data)
+        if actual != expected:
+            raise ChecksumError(
+                f"message {number} fails its CRC-32 check",
+                offset=self._messages_start + self._offsets.item(number),
+                expected=expected,
+                actual=actual,
+            )
+
+
+__all__ = ["ArchiveReader", "Member", "open_members"]

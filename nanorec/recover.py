@@ -1,0 +1,216 @@
+"""`recover`: rebuild a valid archive from a file whose writer was killed.
+
+A writer killed before `close()` leaves `messages.msgpack`'s local header and complete
+messages, but no index and no central directory, so `zipfile` (and NanoVer) cannot open the
+file. msgpack values delimit themselves, so the messages can be decoded as a stream from the
+member's data start; each message written by nanorec carries its own timestamp in
+`"nanorec.t"`, so the rebuilt index is exact. Recovery stops at the first incomplete message
+(the tail the kill cut), or at the first value that is not a map (the next member's header when
+the writer died during close, or damage).
+
+Messages without `"nanorec.t"` (a crashed NanoVer recorder) have no recoverable time: they get
+the previous message's timestamp (0 before any known one), are counted in
+`RecoverResult.unknown_timestamps`, and are stored unchanged. Per-message `flags` and caller
+metadata lived only in the index and are lost; pass `flags_of` to recompute flags from each
+message.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import msgpack
+
+from nanorec.errors import ArchiveError, NanorecError, TruncatedError, UnsupportedError
+from nanorec.reader import MSGPACK_ERRORS, open_members
+from nanorec.wire import TIMESTAMP_KEY
+from nanorec.writer import MESSAGES_MEMBER, ArchiveWriter
+from nanorec.zipfile64 import LOCAL_HEADER, STORED, LocalHeader
+
+_READ_SIZE: Final = 1 << 20
+#: The largest single message recover will buffer (msgpack's Unpacker limit).
+_MAX_MESSAGE: Final = 2**31 - 1
+_PROGRESS_EVERY: Final = 65536
+
+
+@dataclass(frozen=True)
+class RecoverResult:
+    """What `recover` rebuilt."""
+
+    output: Path
+    messages: int
+    #: Messages that had no `"nanorec.t"`; their timestamps were carried forward.
+    unknown_timestamps: int
+    #: Bytes of `messages.msgpack` data kept, and bytes after them that were dropped.
+    recovered_bytes: int
+    discarded_bytes: int
+    #: Why the message stream ended: "end of data", "incomplete message", "not a map"...
+    stop_reason: str
+
+
+class _Window:
+    """A read-only file-like view of `mm[start:stop]` for `msgpack.Unpacker`."""
+
+    def __init__(self, mm: mmap.mmap, start: int, stop: int) -> None:
+        self.mm = mm
+        self.position = start
+        self.stop = stop
+
+    def read(self, size: int = -1) -> bytes:
+        end = self.stop if size < 0 else min(self.stop, self.position + size)
+        data = self.mm[self.position : end]
+        self.position = end
+        return data
+
+
+def _locate_messages(mm: mmap.mmap) -> tuple[int, int]:
+    """`(data_start, data_size)` of `messages.msgpack`, with or without a central directory."""
+    try:
+        _, members = open_members(mm)
+    except NanorecError:
+        members = {}
+    member = members.get(MESSAGES_MEMBER)
+    if member is not None:
+        if not member.stored:
+            raise UnsupportedError("messages.msgpack is deflated; recover reads stored members")
+        return member.data_start, member.size
+    # No usable central directory: the writer put messages.msgpack first, at offset 0.
+    if len(mm) < LOCAL_HEADER.size:
+        raise TruncatedError(
+            "the file is shorter than one zip local header",
+            offset=0,
+            expected=LOCAL_HEADER.size,
+            actual=len(mm),
+        )
+    header = LocalHeader.parse(mm, 0)
+    if header.name != MESSAGES_MEMBER:
+        raise ArchiveError(
+            f"the first member is {header.name!r}, not {MESSAGES_MEMBER}; nothing to recover",
+            offset=0,
+        )
+    if header.method != STORED:
+        raise UnsupportedError("messages.msgpack is deflated; recover reads stored members")
+    start = header.size
+    available = len(mm) - start
+    # A size of 0 means the writer never finalised the header: read to the end of the file.
+    size = header.compressed_size
+    if 0 < size <= available:
+        return start, size
+    return start, available
+
+
+def recover(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    flags_of: Callable[[dict[str, Any]], int] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RecoverResult:
+    """Rebuild a complete archive at `output` from the (partial or damaged) file `source`.
+
+    `source` is typically `.<name>.partial`, left by a killed `ArchiveWriter`. Every message
+    completely written is kept, byte for byte, with its timestamp from `"nanorec.t"`.
+    `flags_of(message)` recomputes each message's flags (they are otherwise 0).
+    `progress(done_bytes, total_bytes)` is called now and then.
+
+    Raises `TruncatedError`/`ArchiveError` when `source` holds no messages member at all,
+    `UnsupportedError` for a deflated one, `OutputExistsError` if `output` exists and
+    `overwrite` is false, `ValueError` if `output` is `source`; `OSError` passes through.
+    """
+    source_path = Path(source)
+    output_path = Path(output)
+    if output_path.exists() and output_path.resolve() == source_path.resolve():
+        raise ValueError("recover cannot write over its own input")
+    with open(source_path, "rb") as file:
+        file_size = os.fstat(file.fileno()).st_size
+        if file_size == 0:
+            raise TruncatedError(f"{source_path} is empty", offset=0, actual=0)
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            start, size = _locate_messages(mm)
+            writer = ArchiveWriter(
+                output_path,
+                overwrite=overwrite,
+                source_format="nanorec-recovered",
+                source={"recovered_from": source_path.name, "recovered_from_size": file_size},
+            )
+            with writer:
+                result = _copy_messages(mm, start, size, writer, flags_of, progress)
+                writer.source.update(
+                    unknown_timestamps=result[1], stop_reason=result[3], messages=result[0]
+                )
+    messages, unknown, kept, reason = result
+    return RecoverResult(
+        output=output_path,
+        messages=messages,
+        unknown_timestamps=unknown,
+        recovered_bytes=kept,
+        discarded_bytes=size - kept,
+        stop_reason=reason,
+    )
+
+
+def _copy_messages(
+    mm: mmap.mmap,
+    start: int,
+    size: int,
+    writer: ArchiveWriter,
+    flags_of: Callable[[dict[str, Any]], int] | None,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[int, int, int, str]:
+    """Stream-decode messages into `writer`: `(count, unknown timestamps, bytes kept, why)`."""
+    unpacker = msgpack.Unpacker(
+        _Window(mm, start, start + size),
+        read_size=min(_READ_SIZE, max(size, 1)),
+        max_buffer_size=max(min(size, _MAX_MESSAGE), min(_READ_SIZE, max(size, 1))),
+    )
+    count = 0
+    unknown = 0
+    kept = 0
+    timestamp = 0
+    reason = "end of data"
+    while kept < size:
+        try:
+            message = unpacker.unpack()
+        except msgpack.OutOfData:
+            reason = "incomplete message"
+            break
+        except MSGPACK_ERRORS as error:
+            reason = f"undecodable data ({error})"
+            break
+        end = unpacker.tell()
+        if type(message) is not dict or not all(type(key) is str for key in message):
+            reason = "not a map with str keys"
+            break
+        embedded = message.pop(TIMESTAMP_KEY, None)
+        if type(embedded) is int:
+            if embedded < timestamp:
+                reason = f"timestamp goes backwards ({embedded} us after {timestamp} us)"
+                break
+            timestamp = embedded
+        else:
+            unknown += 1
+        flags = flags_of(message) if flags_of is not None else 0
+        writer._append(
+            mm[start + kept : start + end],
+            tuple(message),
+            timestamp,
+            flags,
+            None,
+            embed=False,
+        )
+        kept = end
+        count += 1
+        if progress is not None and count % _PROGRESS_EVERY == 0:
+            progress(kept, size)
+    if progress is not None:
+        progress(kept, size)
+    return count, unknown, kept, reason
+
+
+__all__ = ["RecoverResult", "recover"]

@@ -1,0 +1,143 @@
+"""MessagePack wire details nanorec relies on: container headers and the embedded timestamp.
+
+NanoVer keeps a message's timestamp only in `index.msgpack`, which is written at close, so a
+killed recorder loses every timestamp. nanorec appends one reserved entry, `"nanorec.t"`
+(integer microseconds), at the end of every message map it writes. That keeps
+`messages.msgpack` a plain sequence of maps any msgpack tool can read, keeps the file readable
+by NanoVer (an extra top-level key is ignored), and lets `recover` rebuild the index from the
+messages alone. Producers that pack their own messages (`ArchiveWriter.write_packed`) get the
+entry added by patching the map header in place, which is what this module does without
+decoding the message.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+import msgpack
+
+from nanorec.errors import FormatError
+
+#: Reserved top-level key holding a message's timestamp in integer microseconds.
+TIMESTAMP_KEY: Final = "nanorec.t"
+TIMESTAMP_KEY_PACKED: Final = msgpack.packb(TIMESTAMP_KEY)
+
+_U8: Final = struct.Struct(">B")
+_U16: Final = struct.Struct(">BH")
+_U32: Final = struct.Struct(">BI")
+_U32_ENTRY: Final = struct.Struct(f">{len(TIMESTAMP_KEY_PACKED)}sBI")
+
+FIXMAP_MAX: Final = 15
+MAP16_MAX: Final = 0xFFFF
+MAP32_MAX: Final = 0xFFFF_FFFF
+
+
+def map_header(count: int) -> bytes:
+    """The shortest msgpack header for a map of `count` entries."""
+    if count <= FIXMAP_MAX:
+        return bytes((0x80 | count,))
+    if count <= MAP16_MAX:
+        return _U16.pack(0xDE, count)
+    if count <= MAP32_MAX:
+        return _U32.pack(0xDF, count)
+    raise FormatError(f"a msgpack map holds at most {MAP32_MAX} entries, not {count}")
+
+
+def array_header(count: int) -> bytes:
+    """The shortest msgpack header for an array of `count` items."""
+    if count <= 15:
+        return bytes((0x90 | count,))
+    if count <= 0xFFFF:
+        return _U16.pack(0xDC, count)
+    if count <= 0xFFFF_FFFF:
+        return _U32.pack(0xDD, count)
+    raise FormatError(f"a msgpack array holds at most {0xFFFF_FFFF} items, not {count}")
+
+
+def bin_header(size: int) -> bytes:
+    """The shortest msgpack header for a bin (raw bytes) of `size` bytes."""
+    if size <= 0xFF:
+        return _U8.pack(0xC4) + _U8.pack(size)
+    if size <= 0xFFFF:
+        return _U16.pack(0xC5, size)
+    if size <= 0xFFFF_FFFF:
+        return _U32.pack(0xC6, size)
+    raise FormatError(f"a msgpack bin holds at most {0xFFFF_FFFF} bytes, not {size}")
+
+
+def read_map_header(buf: bytes | memoryview, offset: int = 0) -> tuple[int, int]:
+    """`(count, header_length)` of the msgpack map starting at `offset`.
+
+    Raises `FormatError` if the bytes there do not start a map.
+    """
+    if offset >= len(buf):
+        raise FormatError("expected a msgpack map, found the end of the data", offset=offset)
+    first = buf[offset]
+    if 0x80 <= first <= 0x8F:
+        return first & 0x0F, 1
+    if first == 0xDE and offset + 3 <= len(buf):
+        return int.from_bytes(buf[offset + 1 : offset + 3], "big"), 3
+    if first == 0xDF and offset + 5 <= len(buf):
+        return int.from_bytes(buf[offset + 1 : offset + 5], "big"), 5
+    raise FormatError(
+        "a message must be a msgpack map", offset=offset, expected="map", actual=f"0x{first:02x}"
+    )
+
+
+def read_array_header(buf: bytes | memoryview, offset: int = 0) -> tuple[int, int]:
+    """`(count, header_length)` of the msgpack array starting at `offset`.
+
+    Raises `FormatError` if the bytes there do not start an array.
+    """
+    if offset >= len(buf):
+        raise FormatError("expected a msgpack array, found the end of the data", offset=offset)
+    first = buf[offset]
+    if 0x90 <= first <= 0x9F:
+        return first & 0x0F, 1
+    if first == 0xDC and offset + 3 <= len(buf):
+        return int.from_bytes(buf[offset + 1 : offset + 3], "big"), 3
+    if first == 0xDD and offset + 5 <= len(buf):
+        return int.from_bytes(buf[offset + 1 : offset + 5], "big"), 5
+    raise FormatError(
+        "expected a msgpack array", offset=offset, expected="array", actual=f"0x{first:02x}"
+    )
+
+
+def timestamp_entry(timestamp_us: int) -> bytes:
+    """The packed `"nanorec.t": timestamp_us` map entry appended to each message."""
+    if 0 <= timestamp_us <= 0xFFFF_FFFF:
+        return _U32_ENTRY.pack(TIMESTAMP_KEY_PACKED, 0xCE, timestamp_us)
+    return TIMESTAMP_KEY_PACKED + msgpack.packb(timestamp_us)
+
+
+def timestamp_patch(packed: bytes | memoryview, timestamp_us: int) -> tuple[bytes, int, bytes]:
+    """How to add the timestamp entry to a packed map, without decoding or copying it.
+
+    Returns `(header, body_start, tail)`: the stored message is `header`, then
+    `packed[body_start:]`, then `tail`. The header grows when the count crosses a header
+    size (fixmap with 15 entries becomes map16, map16 with 65535 becomes map32).
+
+    Raises `FormatError` if `packed` does not start with a map header.
+    """
+    count, header_len = read_map_header(packed)
+    return map_header(count + 1), header_len, timestamp_entry(timestamp_us)
+
+
+def embed_timestamp(packed: bytes | memoryview, timestamp_us: int) -> bytes:
+    """`packed` (a msgpack map) with the `"nanorec.t"` entry appended. See `timestamp_patch`."""
+    header, body_start, tail = timestamp_patch(packed, timestamp_us)
+    return header + bytes(packed[body_start:]) + tail
+
+
+__all__ = [
+    "TIMESTAMP_KEY",
+    "array_header",
+    "bin_header",
+    "embed_timestamp",
+    "map_header",
+    "read_array_header",
+    "read_map_header",
+    "timestamp_entry",
+    "timestamp_patch",
+]

@@ -1,0 +1,650 @@
+"""`ArchiveWriter`: stream messages into a NanoVer-compatible archive with bounded memory.
+
+Layout of a finished archive (a zip, every member stored, never deflated):
+
+1. `messages.msgpack` at offset 0: a local header with a zip64 extra (66 bytes, as NanoVer
+   writes it) and the packed messages back to back. Each message map ends with the reserved
+   entry `"nanorec.t"` = its timestamp in integer microseconds (see `nanorec.wire`).
+2. `index.msgpack`: the NanoVer index, one `{offset, length, metadata}` map per message with
+   metadata `types`, `timestamp`, `crc` (CRC-32 of the stored message bytes), `flags` (only
+   when non-zero), then any caller metadata.
+3. `nanorec.msgpack`: the self-description and columnar index (see `nanorec.describe`).
+4. Members given to `add_member`, then the central directory and end records (zip64 records
+   only when sizes, offsets or counts need them).
+
+Crash safety. Output goes to `.<name>.partial` beside the final path (same directory, so the
+final `rename` is atomic) and only appears under its final name when complete. Buffered bytes
+reach the file at least every 1 MiB, 1024 messages or second (checked on each write), so a
+killed writer leaves a partial file in which every flushed message is complete and carries its
+own timestamp; `nanorec recover` rebuilds an archive from it. Per-message index rows are kept
+in a small in-memory chunk and spooled to an anonymous temporary file in the output directory,
+so memory stays bounded however many messages are written; `index.msgpack` and the columns are
+generated from that spool at close, with numpy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import operator
+import os
+import tempfile
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Final
+
+import msgpack
+import numpy as np
+from numpy.typing import NDArray
+
+from nanorec._version import __version__
+from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
+from nanorec.describe import ColumnSource, base_fields, iter_description
+from nanorec.errors import FormatError, OutputExistsError
+from nanorec.index import RESERVED_METADATA, TypesRegistry, encode_entries, types_code_dtype
+from nanorec.wire import (
+    TIMESTAMP_KEY,
+    array_header,
+    map_header,
+    read_map_header,
+    timestamp_entry,
+)
+from nanorec.zipfile64 import CentralHeader, EndRecords, LocalHeader
+
+MESSAGES_MEMBER: Final = "messages.msgpack"
+INDEX_MEMBER: Final = "index.msgpack"
+#: Member names a caller may not use with `add_member` (plus anything starting "nanorec").
+RESERVED_MEMBERS: Final = frozenset({MESSAGES_MEMBER, INDEX_MEMBER})
+
+#: Flush buffered output when it reaches this many bytes...
+FLUSH_BYTES: Final = 1 << 20
+#: ...or this many messages were written since the last flush...
+FLUSH_MESSAGES: Final = 1024
+#: ...or this many seconds passed since the last flush (checked when a message is written).
+FLUSH_SECONDS: Final = 1.0
+#: Index rows kept in memory before they are spooled to the temporary file.
+CHUNK_ROWS: Final = 65536
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_UINT64_MAX: Final = 2**64 - 1
+
+# Spooled columns, in the order they are stored per chunk.
+_SPOOL_COLUMNS: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
+    ("length", np.dtype("<i8")),
+    ("timestamp_us", np.dtype("<i8")),
+    ("crc", np.dtype("<u4")),
+    ("flags", np.dtype("<u8")),
+    ("types", np.dtype("<u4")),
+    ("extra_count", np.dtype("<u4")),
+    ("extra_length", np.dtype("<u4")),
+)
+
+
+def partial_path(path: str | os.PathLike[str]) -> Path:
+    """Where `ArchiveWriter` writes before the final rename: `.<name>.partial` beside `path`."""
+    final = Path(path)
+    return final.with_name(f".{final.name}.partial")
+
+
+class _Chunk:
+    """Where one spooled chunk of index rows lives in the spool file."""
+
+    __slots__ = ("extra_bytes", "position", "rows")
+
+    def __init__(self, position: int, rows: int, extra_bytes: int) -> None:
+        self.position = position
+        self.rows = rows
+        self.extra_bytes = extra_bytes
+
+
+class ArchiveWriter:
+    """Write messages to a new archive at `path` (see the module docstring for the layout).
+
+    Use as a context manager: leaving the block normally closes (finishes) the archive, an
+    exception aborts it (the partial file is removed). `source` is copied into the
+    self-description and may still be updated through `writer.source` before `close()`.
+
+    Raises `OutputExistsError` at construction when `path` (or a partial file left by an
+    interrupted write) exists and `overwrite` is false; `OSError` if the directory is not
+    writable.
+    """
+
+    #: Tests set this to exercise the zip64 central directory and end records on small files.
+    _force_zip64: bool = False
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        source_format: str | None = None,
+        source: Mapping[str, Any] | None = None,
+        producer: str = f"nanorec {__version__}",
+    ) -> None:
+        self.path = Path(path)
+        self.partial_path = partial_path(self.path)
+        self.overwrite = overwrite
+        self.source_format = source_format
+        self.source: dict[str, Any] = dict(source or {})
+        self.producer = producer
+        self._closed = False
+        self._fd = -1
+        if not overwrite:
+            if self.path.exists():
+                raise OutputExistsError(f"{self.path} exists; pass overwrite=True to replace it")
+            if self.partial_path.exists():
+                raise OutputExistsError(
+                    f"{self.partial_path} exists, left by an interrupted write: recover it with "
+                    f"`nanorec recover {self.partial_path} -o OUT` or remove it "
+                    "(overwrite=True removes it)"
+                )
+        elif self.partial_path.exists():
+            self.partial_path.unlink()
+        self._fd = os.open(self.partial_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        self._buffer = bytearray()
+        self._position = 0  # file offset of the first buffered byte
+        self._messages_crc = 0
+        self._last_flush_count = 0
+        self._last_flush_time = time.monotonic()
+        self._count = 0
+        self._last_timestamp = _INT64_MIN
+        self._registry = TypesRegistry()
+        self._valid_types: dict[tuple[str, ...], int] = {}
+        self._rows: list[list[int]] = [[] for _ in _SPOOL_COLUMNS]
+        self._extra = bytearray()
+        self._spool: IO[bytes] | None = None
+        self._chunks: list[_Chunk] = []
+        self._max_length = 0
+        self._min_timestamp = _INT64_MAX
+        self._max_flags = 0
+        self._members: dict[str, bytes] = {}
+        self._central: list[CentralHeader] = []
+        self._in_messages = False  # whether flushed bytes belong to messages.msgpack
+        try:
+            self._messages_header = LocalHeader(name=MESSAGES_MEMBER, zip64=True)
+            self._emit(self._messages_header.build())
+            self._messages_start = len(self._buffer)
+            self.flush()
+            self._in_messages = True
+        except BaseException:
+            self.abort()
+            raise
+
+    # -- context manager -------------------------------------------------------------------
+
+    def __enter__(self) -> ArchiveWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    # -- public API ------------------------------------------------------------------------
+
+    @property
+    def message_count(self) -> int:
+        """Messages written so far."""
+        return self._count
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def write(
+        self,
+        message: Mapping[str, Any],
+        *,
+        timestamp_us: int,
+        flags: int = 0,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Pack `message` and append it; returns its message number (0, 1, ...).
+
+        `timestamp_us` is integer microseconds and must not decrease from one message to the
+        next. `flags` is a producer-defined bit set (0 <= flags < 2**64). `metadata` adds keys
+        to the message's `index.msgpack` metadata (str keys; not types/timestamp/crc/flags).
+        Top-level keys must be str (NanoVer's reader needs str keys at every level) and may
+        not be `"nanorec.t"`.
+
+        Raises `ValueError`/`TypeError` for a message or option the format cannot hold.
+        """
+        if not isinstance(message, Mapping):
+            raise TypeError(f"a message must be a mapping, not {type(message).__name__}")
+        types = tuple(message)
+        try:
+            packed = msgpack.packb(message)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise TypeError(f"message cannot be packed as msgpack: {error}") from None
+        return self._append(packed, types, timestamp_us, flags, metadata, embed=True)
+
+    def write_packed(
+        self,
+        packed: bytes,
+        *,
+        types: Sequence[str],
+        timestamp_us: int,
+        flags: int = 0,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Append a message the caller already packed as a msgpack map; returns its number.
+
+        `types` are the map's top-level keys in order. The `"nanorec.t"` timestamp entry is
+        added by patching the map header, without decoding the message. Options as for
+        `write`. Raises `ValueError` when `packed` is not a map of `len(types)` entries.
+        """
+        return self._append(packed, tuple(types), timestamp_us, flags, metadata, embed=True)
+
+    def add_member(self, name: str, data: bytes) -> None:
+        """Store an extra member `name` (written at close, uncompressed).
+
+        Raises `ValueError` for a reserved name (`messages.msgpack`, `index.msgpack`, anything
+        starting with "nanorec") or a name already added.
+        """
+        self._check_open()
+        if name in RESERVED_MEMBERS or name.startswith("nanorec") or not name:
+            raise ValueError(f"member name {name!r} is reserved")
+        if name in self._members:
+            raise ValueError(f"member {name!r} was already added")
+        self._members[name] = bytes(data)
+
+    def flush(self, *, fsync: bool = False) -> None:
+        """Write buffered bytes to the partial file (and `fsync` it if asked)."""
+        if self._buffer:
+            if self._in_messages:
+                self._messages_crc = zlib.crc32(self._buffer, self._messages_crc)
+            self._write_all(self._buffer)
+            self._position += len(self._buffer)
+            self._buffer.clear()
+        self._last_flush_count = self._count
+        self._last_flush_time = time.monotonic()
+        if fsync:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Finish the archive and move it to its final path.
+
+        Writes `index.msgpack`, `nanorec.msgpack`, the extra members, the central directory,
+        fsyncs, and renames the partial file. Idempotent. If it fails (disk full...) the
+        partial file is left for `nanorec recover` and the error propagates. Raises
+        `OutputExistsError` if the final path appeared meanwhile and `overwrite` is false.
+        """
+        if self._closed:
+            return
+        self._check_open()
+        try:
+            self._finish()
+        except BaseException:
+            self._close_files()
+            self._closed = True
+            raise
+        self._closed = True
+
+    def abort(self) -> None:
+        """Stop writing and remove the partial file. Idempotent."""
+        self._closed = True
+        self._close_files()
+        with contextlib.suppress(FileNotFoundError):
+            self.partial_path.unlink()
+
+    # -- message path ----------------------------------------------------------------------
+
+    def _append(
+        self,
+        packed: bytes,
+        types: tuple[str, ...],
+        timestamp_us: int,
+        flags: int,
+        metadata: Mapping[str, Any] | None,
+        *,
+        embed: bool,
+    ) -> int:
+        """Buffer one message and its index row. `embed=False`: stored as given (recover)."""
+        if self._closed:
+            raise ValueError("the archive writer is closed")
+        timestamp = operator.index(timestamp_us)
+        if not _INT64_MIN <= timestamp <= _INT64_MAX:
+            raise ValueError(f"timestamp {timestamp} us does not fit in 64 bits")
+        if timestamp < self._last_timestamp:
+            raise ValueError(
+                f"timestamps must not decrease: message {self._count} has {timestamp} us after "
+                f"{self._last_timestamp} us"
+            )
+        flag_bits = operator.index(flags)
+        if not 0 <= flag_bits <= _UINT64_MAX:
+            raise ValueError(f"flags must be in [0, 2**64), not {flag_bits}")
+        code = self._valid_types.get(types)
+        if code is None:
+            code = self._register_types(types)
+        extra = self._pack_metadata(metadata) if metadata else b""
+        buffer = self._buffer
+        start = len(buffer)
+        if embed:
+            try:
+                entries, header_len = read_map_header(packed)
+            except FormatError as error:
+                raise ValueError(f"message {self._count}: {error}") from None
+            if entries != len(types):
+                raise ValueError(
+                    f"message {self._count}: the packed map has {entries} entries but "
+                    f"{len(types)} types were given"
+                )
+            buffer += map_header(entries + 1)
+            buffer += memoryview(packed)[header_len:]
+            buffer += timestamp_entry(timestamp)
+        else:
+            buffer += packed
+        with memoryview(buffer) as view:
+            crc = zlib.crc32(view[start:])
+        length = len(buffer) - start
+        if extra:
+            self._extra += extra
+        rows = self._rows
+        rows[0].append(length)
+        rows[1].append(timestamp)
+        rows[2].append(crc)
+        rows[3].append(flag_bits)
+        rows[4].append(code)
+        rows[5].append(len(metadata) if metadata else 0)
+        rows[6].append(len(extra))
+        self._last_timestamp = timestamp
+        number = self._count
+        self._count = number + 1
+        if (
+            len(buffer) >= FLUSH_BYTES
+            or self._count - self._last_flush_count >= FLUSH_MESSAGES
+            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        ):
+            self.flush()
+        if len(rows[0]) >= CHUNK_ROWS:
+            self._spool_rows()
+        return number
+
+    def _register_types(self, types: tuple[str, ...]) -> int:
+        for name in types:
+            if type(name) is not str:
+                raise TypeError(f"top-level keys must be str, not {type(name).__name__}")
+            if name == TIMESTAMP_KEY:
+                raise ValueError(f"{TIMESTAMP_KEY!r} is a reserved top-level key")
+        if len(set(types)) != len(types):
+            raise ValueError(f"duplicate top-level keys in {types}")
+        code = self._valid_types[types] = self._registry.code(types)
+        return code
+
+    def _pack_metadata(self, metadata: Mapping[str, Any]) -> bytes:
+        parts = []
+        for key, value in metadata.items():
+            if type(key) is not str:
+                raise TypeError(f"metadata keys must be str, not {type(key).__name__}")
+            if key in RESERVED_METADATA:
+                raise ValueError(f"metadata key {key!r} is written by nanorec itself")
+            try:
+                parts.append(msgpack.packb(key) + msgpack.packb(value))
+            except (TypeError, ValueError, OverflowError) as error:
+                raise TypeError(f"metadata {key!r} cannot be packed: {error}") from None
+        return b"".join(parts)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("the archive writer is closed")
+
+    # -- low-level output ------------------------------------------------------------------
+
+    def _emit(self, data: bytes | bytearray | memoryview) -> None:
+        self._buffer += data
+        if len(self._buffer) >= FLUSH_BYTES:
+            self._flush_raw()
+
+    def _flush_raw(self) -> None:
+        self._write_all(self._buffer)
+        self._position += len(self._buffer)
+        self._buffer.clear()
+
+    def _write_all(self, data: bytes | bytearray) -> None:
+        with memoryview(data) as view:
+            done = 0
+            while done < len(view):
+                done += os.write(self._fd, view[done:])
+
+    def _tell(self) -> int:
+        return self._position + len(self._buffer)
+
+    def _close_files(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+    # -- index spool -----------------------------------------------------------------------
+
+    def _spool_rows(self) -> None:
+        rows = self._rows
+        count = len(rows[0])
+        if not count:
+            return
+        if self._spool is None:
+            # Anonymous (O_TMPFILE on Linux): it vanishes with the process, even on a kill.
+            self._spool = tempfile.TemporaryFile(  # noqa: SIM115 - closed in _close_files
+                dir=self.path.parent, prefix=".nanorec-index-"
+            )
+        arrays: list[NDArray[Any]] = [
+            np.array(values, dtype=dtype)
+            for values, (_, dtype) in zip(rows, _SPOOL_COLUMNS, strict=True)
+        ]
+        self._max_length = max(self._max_length, int(arrays[0].max()))
+        self._min_timestamp = min(self._min_timestamp, int(arrays[1].min()))
+        self._max_flags = max(self._max_flags, int(arrays[3].max()))
+        position = self._spool.seek(0, os.SEEK_END)
+        for array in arrays:
+            self._spool.write(array.tobytes())
+        self._spool.write(self._extra)
+        self._chunks.append(_Chunk(position, count, len(self._extra)))
+        for values in rows:
+            values.clear()
+        self._extra.clear()
+
+    def _iter_chunks(self) -> Iterator[tuple[dict[str, NDArray[Any]], bytes]]:
+        """Each spooled chunk's columns and extra-metadata bytes, in order."""
+        for chunk in self._chunks:
+            assert self._spool is not None
+            self._spool.seek(chunk.position)
+            columns: dict[str, NDArray[Any]] = {}
+            for name, dtype in _SPOOL_COLUMNS:
+                data = self._spool.read(chunk.rows * dtype.itemsize)
+                columns[name] = np.frombuffer(data, dtype=dtype)
+            yield columns, self._spool.read(chunk.extra_bytes)
+
+    # -- close -----------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        self._spool_rows()
+        self.flush()
+        self._in_messages = False
+        messages_size = self._position - self._messages_start
+        count = self._count
+        # Finalise the messages member's local header first: from here on `recover` can trust
+        # its size even if the rest of close is interrupted.
+        messages_header = replace(
+            self._messages_header,
+            crc32=self._messages_crc,
+            compressed_size=messages_size,
+            uncompressed_size=messages_size,
+        )
+        os.pwrite(self._fd, messages_header.build(), 0)
+        self._central.append(self._central_for(messages_header, 0))
+
+        index_header = self._write_streamed(
+            INDEX_MEMBER, self._iter_index_bytes(count, messages_size)
+        )
+        types_table = tuple(self._registry.table)
+        fields = base_fields(
+            producer=self.producer,
+            created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            source_format=self.source_format,
+            source=self.source,
+            message_count=count,
+            messages_size=messages_size,
+            index_size=index_header.uncompressed_size,
+            index_crc32=index_header.crc32,
+            types_table=types_table,
+        )
+        self._write_streamed(
+            DESCRIPTION_MEMBER, iter_description(fields, self._description_columns(count))
+        )
+        for name, data in self._members.items():
+            self._write_whole(name, data)
+
+        cd_offset = self._tell()
+        for header in self._central:
+            self._emit(header.build())
+        cd_size = self._tell() - cd_offset
+        end = EndRecords(entries=len(self._central), cd_size=cd_size, cd_offset=cd_offset)
+        self._emit(end.build(force_zip64=self._force_zip64))
+        self.flush(fsync=True)
+        self._close_files()
+        self._publish()
+
+    def _iter_index_bytes(self, count: int, messages_size: int) -> Iterator[bytes]:
+        yield array_header(count)
+        packed_types = self._registry.packed()
+        base = 0
+        for columns, extra in self._iter_chunks():
+            length = columns["length"]
+            offset = base + np.cumsum(length) - length
+            base += int(length.sum())
+            yield encode_entries(
+                offset=offset,
+                length=length,
+                timestamp_us=columns["timestamp_us"],
+                crc=columns["crc"],
+                flags=columns["flags"],
+                types_code=columns["types"],
+                types_packed=packed_types,
+                extra_count=columns["extra_count"],
+                extra_length=columns["extra_length"],
+                extra_data=extra,
+            )
+        if base != messages_size:  # a writer bug, never bad input
+            raise AssertionError(f"index covers {base} bytes of {messages_size}")
+
+    def _description_columns(self, count: int) -> list[ColumnSource]:
+        def column(name: str, dtype: np.dtype[Any]) -> ColumnSource:
+            chunks = (cols[name].astype(dtype).tobytes() for cols, _ in self._iter_chunks())
+            return ColumnSource(name=name, dtype=dtype, count=count, chunks=chunks)
+
+        length_dtype = np.dtype("<u4") if self._max_length <= 0xFFFF_FFFF else np.dtype("<u8")
+        columns = [
+            column("length", length_dtype),
+            column("timestamp_us", np.dtype("<i8")),
+            column("crc", np.dtype("<u4")),
+            column("types", types_code_dtype(len(self._registry.table))),
+        ]
+        if self._max_flags:
+            columns.append(column("flags", _flags_dtype(self._max_flags)))
+        return columns
+
+    def _central_for(self, header: LocalHeader, offset: int) -> CentralHeader:
+        return CentralHeader(
+            name=header.name,
+            crc32=header.crc32,
+            compressed_size=header.compressed_size,
+            uncompressed_size=header.uncompressed_size,
+            local_header_offset=offset,
+            force_zip64=self._force_zip64,
+        )
+
+    def _write_streamed(self, name: str, chunks: Iterable[bytes]) -> LocalHeader:
+        """Write a member of not-yet-known size: placeholder header, data, header patched."""
+        offset = self._tell()
+        header = LocalHeader(name=name, zip64=True)
+        self._emit(header.build())
+        crc = 0
+        size = 0
+        for chunk in chunks:
+            self._emit(chunk)
+            crc = zlib.crc32(chunk, crc)
+            size += len(chunk)
+        header = replace(header, crc32=crc, compressed_size=size, uncompressed_size=size)
+        self._flush_raw()
+        os.pwrite(self._fd, header.build(), offset)
+        self._central.append(self._central_for(header, offset))
+        return header
+
+    def _write_whole(self, name: str, data: bytes) -> None:
+        offset = self._tell()
+        size = len(data)
+        header = LocalHeader(
+            name=name, crc32=zlib.crc32(data), compressed_size=size, uncompressed_size=size
+        )
+        self._emit(header.build())
+        self._emit(data)
+        self._central.append(self._central_for(header, offset))
+
+    def _publish(self) -> None:
+        """Move the finished partial file to its final name, atomically."""
+        if self.overwrite:
+            os.replace(self.partial_path, self.path)
+        else:
+            try:
+                # link() fails if the target exists, so nothing can be clobbered in between.
+                os.link(self.partial_path, self.path)
+            except FileExistsError:
+                raise OutputExistsError(
+                    f"{self.path} appeared while writing; the archive is left at "
+                    f"{self.partial_path}"
+                ) from None
+            except OSError:
+                # File systems without hard links: check, then rename.
+                if self.path.exists():
+                    raise OutputExistsError(
+                        f"{self.path} appeared while writing; the archive is left at "
+                        f"{self.partial_path}"
+                    ) from None
+                os.replace(self.partial_path, self.path)
+            else:
+                self.partial_path.unlink()
+        _fsync_directory(self.path.parent)
+
+
+def _flags_dtype(maximum: int) -> np.dtype[Any]:
+    for dtype in ("<u1", "<u2", "<u4"):
+        if maximum <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype("<u8")
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+__all__ = [
+    "FLUSH_BYTES",
+    "FLUSH_MESSAGES",
+    "FLUSH_SECONDS",
+    "INDEX_MEMBER",
+    "MESSAGES_MEMBER",
+    "ArchiveWriter",
+    "partial_path",
+]
