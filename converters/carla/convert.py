@@ -17,7 +17,9 @@ side members make the archive self-sufficient:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import mmap
 import os
 import zlib
@@ -115,7 +117,7 @@ def iter_frames(buf: Any, start: int) -> Iterator[_Frame | Truncation]:
         offsets = packets.offsets.tolist()
         sizes = packets.sizes.tolist()
         cuts = [0, *np.flatnonzero(packets.ids == FRAME_START_ID).tolist(), len(ids)]
-        for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        for lo, hi in itertools.pairwise(cuts):
             if lo == hi:
                 continue
             if ids[lo] == FRAME_START_ID and pending.ids:
@@ -171,7 +173,8 @@ def convert(
             return _convert(buf, source, out, family, overwrite, progress)
         finally:
             if isinstance(buf, mmap.mmap):
-                buf.close()
+                with contextlib.suppress(BufferError):  # views still alive in a traceback
+                    buf.close()
 
 
 def _convert(
