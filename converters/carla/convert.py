@@ -3,10 +3,11 @@
 `convert` writes one archive message per complete CARLA frame (see `message.py`),
 stamped with the frame's elapsed time in integer microseconds. Frames in which actors
 appear, disappear or change parent also carry a NanoVer `state` change keyed
-`actor.<id>`, so NanoVer's own `iter_states_full` yields the live actor registry. Two
+`actor.<id>` (and `parent.<id>`), so NanoVer's own `iter_states_full` yields the live
+actor registry. Two
 side members make the archive self-sufficient:
 
-- `carla.msgpack`: the header (its exact bytes and decoded fields), the release family,
+- `carla.msgpack.zlib`: the header (its exact bytes and decoded fields), the release family,
   the frame keys with their kinds and dtypes, and every byte that is not part of a
   complete frame (a prelude before the first FrameStart, the tail of a crashed
   recording);
@@ -52,7 +53,7 @@ from nanorec.reader import ArchiveReader
 from nanorec.writer import ArchiveWriter
 
 SOURCE_FORMAT = "carla"
-META_MEMBER = "carla.msgpack"
+META_MEMBER = "carla.msgpack.zlib"  # zlib: small, read once at open
 WORLD_MEMBER = "carla-world.msgpack.zlib"  # zlib: it repeats spawn records (loaded once)
 META_VERSION = 1
 STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` change
@@ -304,22 +305,22 @@ def _write_frame(
 def _state_change(
     world: WorldTablesBuilder, spawned: list[int], destroyed: list[int], parents: bytes | None
 ) -> dict[str, Any]:
-    """A frame's NanoVer state change: each live actor as an `actor.<id>` entry."""
-    changed = dict.fromkeys(spawned)
-    if parents:
-        changed.update(dict.fromkeys(np.frombuffer(parents, "<u4")[::2].tolist()))
+    """A frame's NanoVer state change: `actor.<id>` -> blueprint id for each live actor,
+    `parent.<id>` -> parent id for each attached one (kept small: repeated per change)."""
     updates: dict[str, Any] = {}
-    for actor_id in changed:
+    for actor_id in spawned:
         row = world.alive.get(actor_id)
-        if row is None:
-            continue
-        spawn = world.spawns[row]
-        # Kept small (the frame's EventAdd has the attributes): it is repeated per change.
-        updates[f"actor.{actor_id}"] = {
-            "type_id": spawn["type_id"],
-            "parent_id": world.parent.get(actor_id),
-        }
-    removals = [f"actor.{actor_id}" for actor_id in destroyed if actor_id not in world.alive]
+        if row is not None:
+            updates[f"actor.{actor_id}"] = world.spawns[row]["type_id"]
+    if parents:
+        for child in np.frombuffer(parents, "<u4")[::2].tolist():
+            parent = world.parent.get(child)
+            if parent is not None:
+                updates[f"parent.{child}"] = parent
+    removals = []
+    for actor_id in destroyed:
+        if actor_id not in world.alive:
+            removals += [f"actor.{actor_id}", f"parent.{actor_id}"]
     return {"updates": updates, "removals": removals}
 
 
@@ -331,7 +332,7 @@ def _meta(
     tail: bytes,
     truncation: Truncation | None,
 ) -> bytes:
-    """The `carla.msgpack` member: what the archive needs to give the native file back."""
+    """The `carla.msgpack.zlib` member: what the archive needs to give the native file back."""
     engine = fam.engine
     kinds = {}
     for kind, key in KIND_KEYS.items():
@@ -340,37 +341,40 @@ def _meta(
         if shape in (Shape.SINGLE, Shape.FIXED):
             entry["dtype"] = FIXED_DTYPES[engine][kind].descr
         kinds[key] = entry
-    return msgpack.packb(
-        {
-            "version": META_VERSION,
-            "family": fam.name,
-            "engine": engine.value,
-            "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
-            "header": {
-                "bytes": header_bytes,
-                "version": header.version,
-                "magic": header.magic,
-                "date": header.date,
-                "map_name": header.map_name,
-            },
-            "keys": kinds,
-            "prelude": prelude,
-            "tail": tail,
-            "truncation": None
-            if truncation is None
-            else {"offset": truncation.offset, "reason": truncation.reason},
-        }
+    return zlib.compress(
+        msgpack.packb(
+            {
+                "version": META_VERSION,
+                "family": fam.name,
+                "engine": engine.value,
+                "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
+                "header": {
+                    "bytes": header_bytes,
+                    "version": header.version,
+                    "magic": header.magic,
+                    "date": header.date,
+                    "map_name": header.map_name,
+                },
+                "keys": kinds,
+                "prelude": prelude,
+                "tail": tail,
+                "truncation": None
+                if truncation is None
+                else {"offset": truncation.offset, "reason": truncation.reason},
+            }
+        ),
+        6,
     )
 
 
 def read_meta(reader: ArchiveReader) -> dict[str, Any]:
-    """The `carla.msgpack` member of an archive; FormatError if it is missing or damaged."""
+    """The `carla.msgpack.zlib` member of an archive; FormatError if it is missing or damaged."""
     if META_MEMBER not in reader.member_names:
         raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
     try:
-        meta = msgpack.unpackb(reader.member(META_MEMBER))
+        meta = msgpack.unpackb(zlib.decompress(reader.member(META_MEMBER)))
         meta["header"]["bytes"]
-    except (ValueError, KeyError, TypeError, msgpack.ExtraData) as error:
+    except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
         raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
     return dict(meta)
 

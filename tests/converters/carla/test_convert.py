@@ -117,9 +117,11 @@ def test_nanover_reader_sees_live_actors(source: Path, tmp_path: Path) -> None:
         for entry, state in states:
             index = rec.reader.index_at_time(entry.metadata["timestamp"])
             assert index is not None
-            live = {int(key.split(".", 1)[1]) for key in state}
+            live = {int(key[6:]): value for key, value in state.items() if key[:6] == "actor."}
             world = rec.frame(index)
-            assert live == set(world.actors)
+            assert live == {i: a.type_id for i, a in world.actors.items()}
+            parents = {int(key[7:]): v for key, v in state.items() if key[:7] == "parent."}
+            assert parents == {i: a.parent_id for i, a in world.actors.items() if a.parent_id}
 
 
 def test_truncated_recording_keeps_every_byte(tmp_path: Path) -> None:
