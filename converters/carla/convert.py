@@ -40,7 +40,7 @@ from converters.carla.message import (
     KIND_KEYS,
     PACKET_HEADER,
     RAW_KEY,
-    frame_to_message,
+    FrameEncoder,
     iter_message_packets,
     kind_key,
 )
@@ -191,6 +191,7 @@ def _convert(
     digest = hashlib.sha256(buf[: header.size])
     world = WorldTablesBuilder(fam.engine)
     packer = msgpack.Packer()
+    encoder = FrameEncoder(fam)
     raw_counts: dict[int, int] = {}
     prelude = b""
     done = header.size  # bytes hashed so far
@@ -206,7 +207,16 @@ def _convert(
         def write(run: _Frame, last_time: int) -> int:
             nonlocal done
             last_time = _write_frame(
-                writer, packer, world, buf, fam, writer.message_count, run, raw_counts, last_time
+                writer,
+                packer,
+                world,
+                buf,
+                fam,
+                writer.message_count,
+                run,
+                raw_counts,
+                last_time,
+                encoder,
             )
             digest.update(buf[done : run.end])
             done = run.end
@@ -268,17 +278,10 @@ def _write_frame(
     run: _Frame,
     raw_counts: dict[int, int],
     last_time: int,
+    encoder: FrameEncoder,
 ) -> int:
     """Write one frame message; returns its timestamp (µs)."""
-    bodies = [
-        buf[off + 5 : off + 5 + size] for off, size in zip(run.offsets, run.sizes, strict=True)
-    ]
-    frame, _ = frame_to_message(
-        index,
-        zip(run.ids, bodies, strict=True),
-        fam,
-        base_offsets=[off + 5 for off in run.offsets],
-    )
+    frame, _ = encoder.encode(index, buf, run.ids, run.offsets, run.sizes)
     for position, _body in frame.get(RAW_KEY, ()):
         pid = run.ids[position]
         raw_counts[pid] = raw_counts.get(pid, 0) + 1

@@ -6,7 +6,8 @@ A frame (FrameStart up to the next FrameStart) becomes the NanoVer-style message
 - `frame.index`: the frame's 0-based position in the archive (NanoVer's key);
 - `order`: the packet ids of the frame, in file order, as bytes;
 - a short key per known kind that has records (`KIND_KEYS`: `pos` for Position, `tl`
-  for traffic-light State...): fixed-size records as the
+  for traffic-light State...): AnimVehicleWheels records (written every frame) as their
+  packed bytes, the other fixed-size records as the
   raw little-endian bytes of their structured dtype (described once, per kind, in the
   archive's self-description), variable-length records as lists of maps;
 - `raw`: `[[position, body], ...]` for packets kept verbatim (ids the family does
@@ -51,6 +52,7 @@ EMPTY_BODY = b"\x00\x00"  # a u16 count of 0
 ORDER_KEY = "order"
 RAW_KEY = "raw"
 INDEX_KEY = "frame.index"
+_WHEELS_HEAD = struct.Struct("<II")  # vehicle id, wheel count
 
 
 # Short frame-map keys: a CARLA frame can be as small as ~600 bytes and every key is
@@ -215,71 +217,152 @@ def _physics_from_map(item: Mapping[str, Any], engine: Engine) -> PhysicsControl
     return PhysicsControl(head, tuple(arrays))
 
 
+def wheel_records(data: bytes | memoryview) -> list[tuple[int, int, int]] | None:
+    """Split AnimVehicleWheels records (no count field): `(vehicle id, start, wheels)` each,
+    with `start` the offset of its first wheel; None unless they fill `data` exactly."""
+    found: list[tuple[int, int, int]] = []
+    at = 0
+    size = len(data)
+    while at < size:
+        if size - at < 8:
+            return None
+        vehicle, wheels = _WHEELS_HEAD.unpack_from(data, at)
+        end = at + 8 + WHEEL_ANIM_DTYPE.itemsize * wheels
+        if end > size:
+            return None
+        found.append((vehicle, at + 8, wheels))
+        at = end
+    return found
+
+
+class WheelLayout:
+    """Remembers where the AnimVehicleWheels records of the last frame started.
+
+    CARLA writes the same vehicles in the same order frame after frame, so checking the
+    previous layout against the new bytes is one numpy gather instead of a loop.
+    """
+
+    def __init__(self) -> None:
+        self.size = -1
+        self.counts_at = np.empty(0, np.int64)  # byte offsets of each record's wheel count
+        self.counts = np.empty(0, np.uint32)
+
+    def count(self, data: bytes | memoryview) -> int | None:
+        """How many records `data` holds, or None if they do not fill it exactly."""
+        if len(data) == self.size:
+            raw = np.frombuffer(data, np.uint8)
+            got = raw[self.counts_at[:, None] + np.arange(4)].view("<u4").ravel()
+            if np.array_equal(got, self.counts):
+                return len(self.counts)
+        found = wheel_records(data)
+        if found is None:
+            return None
+        self.size = len(data)
+        self.counts_at = np.array([start - 4 for _, start, _ in found], np.int64)
+        self.counts = np.array([wheels for _, _, wheels in found], np.uint32)
+        return len(found)
+
+
+class FrameEncoder:
+    """Builds frame maps straight from packet columns over the file buffer (the hot path
+    of conversion): per-id lookups are precomputed and empty packets cost one check."""
+
+    def __init__(self, family: Family) -> None:
+        self.family = family
+        self.wheels = WheelLayout()
+        dtypes = FIXED_DTYPES[family.engine]
+        self._table: list[tuple[Kind, str, Shape, int] | None] = [None] * 256
+        for pid, kind in family.ids.items():
+            dtype = dtypes.get(kind)
+            size = 0 if dtype is None else dtype.itemsize
+            self._table[pid] = (kind, KIND_KEYS[kind], SHAPES[kind], size)
+
+    def encode(
+        self,
+        index: int,
+        buf: Any,
+        ids: list[int],
+        offsets: list[int],
+        sizes: list[int],
+    ) -> tuple[dict[str, Any], list[int]]:
+        """The frame map of the packets at header `offsets` of `buf`, and the positions of
+        the known packets kept raw because their body does not fit its layout."""
+        view = memoryview(buf)
+        frame: dict[str, Any] = {INDEX_KEY: index}
+        raw: list[list[Any]] = []
+        raw_positions: list[int] = []
+        table = self._table
+        for position, pid in enumerate(ids):
+            start = offsets[position] + 5
+            size = sizes[position]
+            entry = table[pid]
+            if entry is None:
+                raw.append([position, bytes(view[start : start + size])])
+                continue
+            kind, key, shape, itemsize = entry
+            content: Any = None
+            if shape is Shape.FIXED or shape is Shape.VAR:
+                if size >= 2:
+                    count = buf[start] | (buf[start + 1] << 8)
+                    if count == 0:
+                        content = _EMPTY if size == 2 else None
+                    elif shape is Shape.FIXED:
+                        if size == 2 + count * itemsize:
+                            content = view[start + 2 : start + size]
+                    else:
+                        content = self._var(kind, view[start : start + size], start)
+            elif shape is Shape.SINGLE:
+                if size == itemsize:
+                    content = view[start : start + size]
+            elif size == 0:
+                content = _EMPTY
+            if content is None or key in frame:
+                raw.append([position, bytes(view[start : start + size])])
+                raw_positions.append(position)
+            elif content is not _EMPTY:
+                frame[key] = content
+        frame[ORDER_KEY] = bytes(ids)
+        if raw:
+            frame[RAW_KEY] = raw
+        return frame, raw_positions
+
+    def _var(self, kind: Kind, body: memoryview, base: int) -> Any:
+        count = body[0] | (body[1] << 8)
+        if kind is Kind.ANIM_VEHICLE_WHEELS:  # written every frame: kept as packed bytes
+            return body[2:] if self.wheels.count(body[2:]) == count else None
+        try:
+            records = parse_var_body(kind, body, self.family.engine, base=base)
+        except NanorecError:
+            return None
+        return var_to_maps(kind, records)
+
+
 def frame_to_message(
     index: int,
     packets: Iterable[tuple[int, bytes | memoryview]],
     family: Family,
-    *,
-    base_offsets: Iterable[int] | None = None,
 ) -> tuple[dict[str, Any], list[int]]:
-    """Build the `frame` map of one frame from its `(packet id, body)` pairs.
-
-    Returns the map and the packet positions that had to be kept raw. Never raises for
-    bad bodies: they are kept raw (the caller reports them).
-    """
-    engine = family.engine
-    dtypes = FIXED_DTYPES[engine]
-    order = bytearray()
-    frame: dict[str, Any] = {INDEX_KEY: index}
-    raw: list[list[Any]] = []
-    raw_positions: list[int] = []
-    offsets = iter(base_offsets) if base_offsets is not None else None
-    for position, (packet_id, body) in enumerate(packets):
-        base = next(offsets) if offsets is not None else 0
-        order.append(packet_id)
-        kind = family.ids.get(packet_id)
-        content = None if kind is None else _content(kind, body, engine, dtypes, base)
-        if content is None or kind_key(kind) in frame:  # type: ignore[arg-type]
-            raw.append([position, bytes(body)])
-            if kind is not None:
-                raw_positions.append(position)
-        elif content is not _EMPTY:
-            frame[kind_key(kind)] = content  # type: ignore[arg-type]
-    frame[ORDER_KEY] = bytes(order)
-    if raw:
-        frame[RAW_KEY] = raw
-    return frame, raw_positions
+    """Build the `frame` map of one frame from its `(packet id, body)` pairs (values are
+    copied, unlike `FrameEncoder.encode`). Returns the map and the positions of the known
+    packets kept raw. Never raises for bad bodies: they are kept raw."""
+    ids: list[int] = []
+    offsets: list[int] = []
+    sizes: list[int] = []
+    chunks: list[bytes] = []
+    at = 0
+    for pid, body in packets:
+        ids.append(pid)
+        offsets.append(at)
+        sizes.append(len(body))
+        chunks.append(PACKET_HEADER.pack(pid, len(body)) + bytes(body))
+        at += 5 + len(body)
+    frame, raw_positions = FrameEncoder(family).encode(index, b"".join(chunks), ids, offsets, sizes)
+    return {
+        k: bytes(v) if isinstance(v, memoryview) else v for k, v in frame.items()
+    }, raw_positions
 
 
 _EMPTY: Any = object()
-
-
-def _content(
-    kind: Kind,
-    body: bytes | memoryview,
-    engine: Engine,
-    dtypes: Mapping[Kind, np.dtype[np.void]],
-    base: int,
-) -> Any:
-    """A packet body as message content; `_EMPTY` for no records, None when it must stay raw."""
-    shape = SHAPES[kind]
-    size = len(body)
-    if shape is Shape.EMPTY:
-        return _EMPTY if size == 0 else None
-    if shape is Shape.SINGLE:
-        return bytes(body) if size == dtypes[kind].itemsize else None
-    if size < 2:
-        return None
-    count = body[0] | (body[1] << 8)
-    if count == 0:
-        return _EMPTY if size == 2 else None
-    if shape is Shape.FIXED:
-        return bytes(body[2:]) if size == 2 + count * dtypes[kind].itemsize else None
-    try:
-        records = parse_var_body(kind, body, engine, base=base)
-    except NanorecError:
-        return None
-    return var_to_maps(kind, records)
 
 
 def iter_message_packets(frame: Mapping[str, Any], family: Family) -> Iterator[tuple[int, bytes]]:
@@ -311,6 +394,11 @@ def iter_message_packets(frame: Mapping[str, Any], family: Family) -> Iterator[t
         elif shape is Shape.FIXED:
             count = len(content) // FIXED_DTYPES[engine][kind].itemsize
             yield packet_id, struct.pack("<H", count) + bytes(content)
+        elif kind is Kind.ANIM_VEHICLE_WHEELS:
+            found = wheel_records(content)
+            if found is None:
+                raise FormatError("malformed anim_vehicle_wheels records in archive")
+            yield packet_id, struct.pack("<H", len(found)) + bytes(content)
         else:
             yield packet_id, serialize_var_body(maps_to_var(kind, content, engine), engine)
 

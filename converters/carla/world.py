@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from converters.carla.ids import ActorType, Engine, Kind, TrafficLightState
-from converters.carla.message import kind_key, maps_to_var, records
+from converters.carla.message import kind_key, maps_to_var, records, wheel_records
 from converters.carla.records import (
     FIXED_DTYPES,
     WHEEL_ANIM_DTYPE,
@@ -581,7 +581,7 @@ class _ActorMap(Mapping[int, Actor]):
             doors: dict[int, dict[int, bool]] = {}
             for door_row in tables.sparse[Kind.VEHICLE_DOOR].upto(index).tolist():
                 doors.setdefault(door_row[0], {})[door_row[1]] = bool(door_row[2])
-            wheel_maps = frame.get(kind_key(Kind.ANIM_VEHICLE_WHEELS)) or []
+            wheel_data = frame.get(kind_key(Kind.ANIM_VEHICLE_WHEELS)) or b""
             self._columns = {
                 "parent": tables.parent_of(index, np.fromiter(self._rows.values(), np.intp)),
                 "pos": _columns(records(frame, Kind.POSITION, engine)),
@@ -590,7 +590,10 @@ class _ActorMap(Mapping[int, Actor]):
                 "vlight": _columns(records(frame, Kind.VEHICLE_LIGHT, engine)),
                 "kin": _columns(records(frame, Kind.KINEMATICS, engine)),
                 "biker": _columns(records(frame, Kind.ANIM_BIKER, engine)),
-                "wheels": {int(item["id"]): item for item in wheel_maps},
+                "wheels": {
+                    vehicle: np.frombuffer(wheel_data, WHEEL_ANIM_DTYPE, count, start)
+                    for vehicle, start, count in wheel_records(wheel_data) or ()
+                },
                 "bbox": _columns(tables.sparse[Kind.BOUNDING_BOX].latest_rows(index, "id")),
                 "trigger": _columns(tables.sparse[Kind.TRIGGER_VOLUME].latest_rows(index, "id")),
                 "physics": tables.physics_at(index) if len(tables.physics_frames) else {},
@@ -641,7 +644,7 @@ class _ActorMap(Mapping[int, Actor]):
             trigger_volume=None if trigger is None else _box(trigger),
             physics_control=c["physics"].get(actor_id),
             traffic_light=self._traffic_lights.get(actor_id),
-            wheels=None if wheel is None else np.frombuffer(wheel["wheels"], WHEEL_ANIM_DTYPE),
+            wheels=wheel,
             biker=None if biker is None else (biker[1], biker[2]),
             doors=c["doors"].get(actor_id, {}),
         )
