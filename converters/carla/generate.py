@@ -44,7 +44,7 @@ from converters.carla.ids import (
 from converters.carla.ids import (
     family as family_named,
 )
-from converters.carla.records import fixed_dtype
+from converters.carla.records import PhysicsControl, fixed_dtype
 from converters.carla.writer import (
     DEFAULT_DATE,
     ENVIRONMENT_ID,
@@ -843,7 +843,7 @@ def _events(writer: RecordingWriter, scene: _Scene, f: int) -> None:
             writer.traffic_light_times(scene.tl_ids[:1], [_GREEN + 2.0], [_YELLOW], [_RED])
 
 
-def _physics(scene: _Scene, i: int, family: Family, *, mass: float | None = None) -> Any:
+def _physics(scene: _Scene, i: int, family: Family, *, mass: float | None = None) -> PhysicsControl:
     bike = bool(scene.veh_bike[i])
     return default_physics_control(
         family,
