@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,8 +228,46 @@ def ragged_positions(starts: IntArray, counts: npt.NDArray[Any], stride: int) ->
     if total == 0:
         return np.empty(0, dtype=np.int64)
     first = np.cumsum(counts) - counts
-    base = np.repeat(starts - first * stride, counts)
-    return base + np.arange(total, dtype=np.int64) * stride
+    positions = np.repeat(starts - first * stride, counts)
+    positions += np.arange(0, total * stride, stride, dtype=np.int64)
+    return positions
+
+
+_MAX_RUN_GROUPS = 64  # distinct run lengths copied as whole blocks before going per record
+
+
+def copy_runs(
+    src: Buffer,
+    src_at: IntArray,
+    dst: Buffer,
+    dst_at: IntArray,
+    counts: npt.NDArray[Any],
+    record: int,
+) -> None:
+    """Copy runs of `counts[i]` records of `record` bytes from `src_at[i]` to `dst_at[i]`.
+
+    The records of one packet are contiguous, so runs of equal length are copied as single
+    large elements (close to memcpy speed); with many distinct lengths it falls back to one
+    element per record. `dst` must be writable; positions are absolute byte offsets.
+    """
+    counts = counts.astype(np.int64, copy=False)
+    if not len(counts):
+        return
+    top = int(counts.max())
+    if top < 1 << 12:  # small run lengths: bincount is much cheaper than a sort or hash
+        lengths = np.flatnonzero(np.bincount(counts)[1:]) + 1
+    else:
+        lengths = np.unique(counts)
+        lengths = lengths[lengths > 0]
+    if len(lengths) > _MAX_RUN_GROUPS:
+        kind = np.dtype(f"V{record}")
+        records = gather(src, ragged_positions(src_at, counts, record), kind)
+        scatter(dst, ragged_positions(dst_at, counts, record), records)
+        return
+    for length in lengths.tolist():
+        same = counts == length if len(lengths) > 1 else counts > 0
+        blocks = gather(src, src_at[same], np.dtype(f"V{length * record}"))
+        scatter(dst, dst_at[same], blocks)
 
 
 def ragged_layout(
@@ -434,10 +473,25 @@ def _decode_fixed(
     errors = _count_errors(pid, kind, offsets, sizes, counts, ~good, record)
     if not good.all():
         offsets, counts = offsets[good], counts[good]
-    positions = ragged_positions(offsets + 7, counts, record)
-    records = gather(buf, positions, dtype)
+    records = _gather_runs(buf, offsets + 7, counts, dtype)
     table = FixedTable(kind, pid, index[good], counts.astype(np.uint16), records)
     return table, _split(index, good, errors)
+
+
+def _gather_runs(
+    buf: Buffer, starts: IntArray, counts: IntArray, dtype: np.dtype[Any]
+) -> npt.NDArray[Any]:
+    """All records of runs of `counts[i]` records at `starts[i]`, concatenated (a copy)."""
+    record = dtype.itemsize
+    total = int(counts.sum())
+    filled = counts > 0
+    if total and counts.min() == counts.max():  # one run length: one gather, no scatter
+        blocks = gather(buf, starts, np.dtype(f"V{int(counts[0]) * record}"))
+        return blocks.view(dtype)
+    out = np.empty(total * record, dtype=np.uint8)
+    first = np.cumsum(counts) - counts
+    copy_runs(buf, starts[filled], out, first[filled] * record, counts[filled], record)
+    return out.view(dtype)
 
 
 def _decode_var(
@@ -495,62 +549,42 @@ def _decode_wheels(
     sizes: IntArray,
 ) -> tuple[Table | None, _Bad]:
     counts = _counts(buf, offsets, sizes)
-    good = (sizes >= 2) & ((counts > 0) | (sizes == 2))
-    bad_at: dict[int, str] = {
-        int(i): "has no room for its count" if sizes[i] < 2 else "count 0 but body not empty"
-        for i in np.flatnonzero(~good).tolist()
-    }
-    # Lock step: advance the k-th record of every packet at once.
-    cursor = offsets + 7
     stop = offsets + 5 + sizes
-    left = np.where(good, counts, 0)
-    found_at: list[IntArray] = []
-    found_n: list[IntArray] = []
-    found_packet: list[IntArray] = []
-    while True:
-        active = np.flatnonzero(left > 0)
-        if not len(active):
-            break
-        at = cursor[active]
-        room = stop[active] - at
-        short = room < 8
-        if short.any():
-            for i in active[short].tolist():
-                bad_at[i] = f"vehicle record at byte {int(cursor[i])} runs past the body"
-            left[active[short]] = 0
-            active, at, room = active[~short], at[~short], room[~short]
-        n = gather(buf, at + 4, np.dtype("<u4")).astype(np.int64)
-        need = 8 + _WHEEL_SIZE * n
-        over = need > room
-        if over.any():
-            for i, wheels in zip(active[over].tolist(), n[over].tolist(), strict=True):
-                bad_at[i] = f"{wheels} wheels at byte {int(cursor[i])} run past the body"
-            left[active[over]] = 0
-            active, at, n, need = active[~over], at[~over], n[~over], need[~over]
-        found_at.append(at)
-        found_n.append(n)
-        found_packet.append(active)
-        cursor[active] = at + need
-        left[active] -= 1
-    leftover = good & (cursor != stop)
-    for i in np.flatnonzero(leftover).tolist():
-        bad_at.setdefault(i, f"{int(stop[i] - cursor[i])} bytes left over after the records")
-    good[list(bad_at)] = False
-    errors: list[NanorecError] = [
-        _packet_error(pid, kind, int(offsets[i]), bad_at[i]) for i in sorted(bad_at)
-    ]
-    if found_at:
-        at = np.concatenate(found_at)
-        n = np.concatenate(found_n)
-        owner = np.concatenate(found_packet)
-        keep = good[owner]
-        at, n = at[keep], n[keep]
-        file_order = np.argsort(at, kind="stable")
-        at, n = at[file_order], n[file_order]
-    else:
-        at = n = np.empty(0, dtype=np.int64)
-    heads = gather(buf, at, _WHEELS_HEAD)
-    wheels = gather(buf, ragged_positions(at + 8, n, _WHEEL_SIZE), WHEEL_ANIM_DTYPE)
+    # Every vehicle record has at least its 8-byte head: this bounds all walks below.
+    good = (sizes >= 2) & ((counts > 0) | (sizes == 2)) & (2 + 8 * counts <= sizes)
+    filled = np.flatnonzero(good & (counts > 0))
+    walking = counts[filled]
+    first = np.cumsum(walking) - walking  # index of each filled packet's first record
+    total = int(walking.sum())
+    record_at = np.empty(total, dtype=np.int64)
+    record_n = np.empty(total, dtype=np.int64)
+    u32 = _u32_view(buf)
+    rest = _wheels_by_template(buf, u32, filled, offsets, stop, counts, first, record_at, record_n)
+    ended = _wheels_lock_step(u32, filled, rest, offsets, stop, counts, first, record_at, record_n)
+    good[filled[rest[~ended]]] = False
+    errors: list[NanorecError] = []
+    for i in np.flatnonzero(~good).tolist():
+        size, count = int(sizes[i]), int(counts[i])
+        if size < 2:
+            what = f"body of {size} bytes has no u16 count"
+        elif count == 0:
+            what = f"count 0 but {size} body bytes"
+        elif 2 + 8 * count > size:
+            what = f"count {count} needs at least 2 + {count} x 8 body bytes, the packet has {size}"
+        else:
+            what = (
+                f"{count} vehicle records with their wheels do not end at the body's {size} bytes"
+            )
+        errors.append(_packet_error(pid, kind, int(offsets[i]), what, actual=size))
+    if not ended.all():
+        keep = np.repeat(good[filled], walking)
+        record_at, record_n = record_at[keep], record_n[keep]
+    heads = gather(buf, record_at, _WHEELS_HEAD)
+    wheels = np.empty(int(record_n.sum()), dtype=WHEEL_ANIM_DTYPE)
+    wheel_first = np.cumsum(record_n) - record_n
+    copy_runs(
+        buf, record_at + 8, wheels.view(np.uint8), wheel_first * _WHEEL_SIZE, record_n, _WHEEL_SIZE
+    )
     table = WheelsTable(
         kind,
         pid,
@@ -561,6 +595,117 @@ def _decode_wheels(
         wheels,
     )
     return table, _split(index, good, errors)
+
+
+_WHEEL_HEAD_STRUCT = struct.Struct("<4xI")
+
+
+def _walk_wheels(
+    buf: Buffer, start: int, stop: int, count: int
+) -> tuple[IntArray, IntArray] | None:
+    """Record offsets (relative to `start`) and wheel counts of one packet, or None."""
+    at = start
+    rel = np.empty(count, dtype=np.int64)
+    wheels = np.empty(count, dtype=np.int64)
+    unpack = _WHEEL_HEAD_STRUCT.unpack_from
+    for k in range(count):
+        if at + 8 > stop:
+            return None
+        (n,) = unpack(buf, at)
+        rel[k] = at - start
+        wheels[k] = n
+        at += 8 + _WHEEL_SIZE * n
+    return (rel, wheels) if at == stop else None
+
+
+def _wheels_by_template(
+    buf: Buffer,
+    u32: npt.NDArray[np.uint32],
+    filled: IntArray,
+    offsets: IntArray,
+    stop: IntArray,
+    counts: IntArray,
+    first: IntArray,
+    record_at: IntArray,
+    record_n: IntArray,
+) -> IntArray:
+    """Place the records of packets laid out like another packet of the batch.
+
+    Consecutive frames usually hold the same vehicles in the same order, hence packets of
+    the same count and size with the same record layout. One packet per (count, size) is
+    walked in Python; the others are checked against its layout in one vectorised read
+    of their wheel counts. Returns the positions (in `filled`) still to be walked.
+    """
+    if len(filled) < 2:
+        return np.arange(len(filled))
+    keys = (counts[filled] << 32) | (stop[filled] - offsets[filled])
+    _, inverse, sizes = np.unique(keys, return_inverse=True, return_counts=True)
+    rest: list[IntArray] = [np.flatnonzero(sizes[inverse] < 2)]
+    for group in np.flatnonzero(sizes >= 2).tolist():
+        members = np.flatnonzero(inverse == group)
+        lead = int(filled[members[0]])
+        layout = _walk_wheels(buf, int(offsets[lead]) + 7, int(stop[lead]), int(counts[lead]))
+        if layout is None:
+            rest.append(members)
+            continue
+        rel, wheels = layout
+        heads_at = (offsets[filled[members]] + 7)[:, None] + rel[None, :]
+        same = (u32[heads_at + 4] == wheels[None, :]).all(axis=1)
+        if not same.all():
+            rest.append(members[~same])
+            members, heads_at = members[same], heads_at[same]
+        if len(members) == len(filled):  # one layout for the whole batch: no scatter
+            record_at[:] = heads_at.ravel()
+            record_n[:] = np.tile(wheels, len(members))
+            continue
+        slots = first[members][:, None] + np.arange(len(rel))[None, :]
+        record_at[slots] = heads_at
+        record_n[slots] = wheels[None, :]
+    return np.sort(np.concatenate(rest))
+
+
+def _wheels_lock_step(
+    u32: npt.NDArray[np.uint32],
+    filled: IntArray,
+    rest: IntArray,
+    offsets: IntArray,
+    stop: IntArray,
+    counts: IntArray,
+    first: IntArray,
+    record_at: IntArray,
+    record_n: IntArray,
+) -> npt.NDArray[np.bool_]:
+    """Walk the k-th record of every packet in `rest` at once; True where a packet ends
+    exactly at its size. Packets go in order of increasing count, so those still walking
+    are always a suffix."""
+    if not len(rest):
+        return np.ones(0, dtype=bool)
+    packets = filled[rest]
+    order = np.argsort(counts[packets], kind="stable")
+    walking = counts[packets][order]
+    slots0 = first[rest][order]
+    cursor = offsets[packets][order] + 7
+    limit = max(len(u32) - 1, 0)
+    done = np.searchsorted(walking, np.arange(int(walking[-1])), side="right")
+    for k, j in enumerate(done.tolist()):
+        at = cursor[j:]
+        n = u32[np.minimum(at + 4, limit)].astype(np.int64)
+        slots = slots0[j:] + k
+        record_at[slots] = at
+        record_n[slots] = n
+        cursor[j:] = at + 8 + _WHEEL_SIZE * n
+    ended = np.empty(len(rest), dtype=bool)
+    ended[order] = cursor == stop[packets][order]
+    return ended
+
+
+def _u32_view(buf: Buffer) -> npt.NDArray[np.uint32]:
+    """Every byte offset of `buf` read as a little-endian u32 (an overlapping view)."""
+    length = len(buf)
+    view: npt.NDArray[np.uint32] = np.ndarray(
+        shape=(max(length - 3, 0),), dtype="<u4", buffer=buf, strides=(1,)
+    )
+    return view
 
 
 def _raw_table(
@@ -666,7 +811,11 @@ def _plan_fixed(table: FixedTable, engine: Engine) -> tuple[IntArray, _Writer]:
 
     def write_fixed(out: bytearray, at: IntArray) -> None:
         scatter(out, at, counts.astype(_U16))
-        scatter(out, ragged_positions(at + 2, counts, dtype.itemsize), records)
+        filled = counts > 0
+        first = np.cumsum(counts) - counts
+        source = np.ascontiguousarray(records).view(np.uint8)
+        record = dtype.itemsize
+        copy_runs(source, first[filled] * record, out, at[filled] + 2, counts[filled], record)
 
     return 2 + counts * dtype.itemsize, write_fixed
 
@@ -690,7 +839,9 @@ def _plan_wheels(table: WheelsTable) -> tuple[IntArray, _Writer]:
         scatter(out, at, counts.astype(_U16))
         records_at, _ = ragged_layout(at + 2, counts, 8 + _WHEEL_SIZE * n)
         scatter(out, records_at, heads)
-        scatter(out, ragged_positions(records_at + 8, n, _WHEEL_SIZE), table.wheels)
+        wheel_first = np.cumsum(n) - n
+        source = np.ascontiguousarray(table.wheels).view(np.uint8)
+        copy_runs(source, wheel_first * _WHEEL_SIZE, out, records_at + 8, n, _WHEEL_SIZE)
 
     _, packet_bytes = ragged_layout(
         np.zeros(len(counts), dtype=np.int64), counts, 8 + _WHEEL_SIZE * n
