@@ -81,10 +81,8 @@ def gather(buf: Buffer, positions: npt.NDArray[Any], dtype: np.dtype[Any]) -> np
     return records
 
 
-def scatter(
-    out: bytearray | memoryview, positions: npt.NDArray[Any], records: npt.NDArray[Any]
-) -> None:
-    """Write each of `records` at the absolute byte `positions` of `out` (see `gather`)."""
+def scatter(out: Buffer, positions: npt.NDArray[Any], records: npt.NDArray[Any]) -> None:
+    """Write each of `records` at the absolute byte `positions` of writable `out` (see `gather`)."""
     if len(positions) == 0:
         return
     size = records.dtype.itemsize
