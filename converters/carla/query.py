@@ -252,6 +252,7 @@ def _iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[_Pack
     last_pid = 0  # the query object's header starts zeroed: id 0 (FrameStart)
     cut: Truncation | None = None
     for packets in iter_walk(buf, start):
+        _release(buf, packets.start)
         ids = packets.ids.tolist()
         offsets = packets.offsets.tolist()
         sizes = packets.sizes.tolist()
@@ -270,6 +271,18 @@ def _iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[_Pack
         last_pid = buf[cut.offset]
     if rerun:
         yield _Packet(last_pid, -1, 0, b"", rerun=True)
+
+
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
+
+
+def _release(buf: Any, upto: int) -> None:
+    """Let the kernel drop the mapped pages already walked, so a 1 GB file's resident
+    size stays flat (they are clean file pages: re-reading them just faults them in)."""
+    if _DONTNEED is not None and isinstance(buf, mmap.mmap):
+        aligned = upto - upto % mmap.PAGESIZE
+        if aligned > 0:
+            buf.madvise(_DONTNEED, 0, aligned)
 
 
 class _Recording:
@@ -357,11 +370,8 @@ class _Stale:
 
     def records(
         self, packet: _Packet, slot: str, dtype: np.dtype[Any], *, counted: bool = True
-    ) -> tuple[int, list[Row]] | None:
-        """(count, records) as CARLA's loop sees them, stale values included.
-
-        Returns None when the count cannot be read at all and no stale count applies.
-        """
+    ) -> tuple[int, list[Row]]:
+        """(count, records) as CARLA's loop sees them, stale values included."""
         body = packet.body
         size = dtype.itemsize
         if counted:
@@ -586,7 +596,6 @@ class _InfoPrinter:
             got = self.stale.records(
                 packet, "platform_time", _flat_dtype(kind, self.engine), counted=False
             )
-            assert got is not None
             return out + f" Current platform time: {self.g(got[1][0][0])}\n"
         if kind is Kind.PHYSICS_CONTROL:
             return self.physics(packet)
@@ -619,7 +628,6 @@ class _InfoPrinter:
 
     def events(self, kind: Kind, packet: _Packet) -> str:
         got = self.stale.records(packet, kind.value, _flat_dtype(kind, self.engine))
-        assert got is not None
         count, rows = got
         parts = [self._count_line(count)]
         if kind is Kind.EVENT_DEL:
@@ -641,7 +649,6 @@ class _InfoPrinter:
         got = self.stale.records(
             packet, _SLOTS.get(kind, kind.value), _flat_dtype(kind, self.engine)
         )
-        assert got is not None
         count, rows = got
         parts = [self._count_line(count), f"{_SECTIONS[kind]}{count}\n"]
         line = self._line(kind)
@@ -1028,12 +1035,10 @@ def _iter_collision_rows(
                 last_add = rec.id
         elif kind is Kind.EVENT_DEL and not item.rerun:
             got = stale.records(item, "event_del", _flat_dtype(Kind.EVENT_DEL, engine))
-            assert got is not None
             for _row in got[1]:
                 actors.pop(last_add, None)  # CARLA's slip: erases the last *added* id
         elif kind is Kind.COLLISION:
             got = stale.records(item, "collision", dtype)
-            assert got is not None
             for cid, id1, id2, hero1, hero2 in got[1]:
                 info1 = actors.setdefault(id1, (0, ""))
                 info2 = actors.setdefault(id2, (0, ""))
@@ -1276,12 +1281,10 @@ def _run_blocked(
                 last_add = rec.id
         elif kind is Kind.EVENT_DEL and not item.rerun:
             got = stale.records(item, "event_del", _flat_dtype(Kind.EVENT_DEL, engine))
-            assert got is not None
             for _row in got[1]:
                 state.erase(last_add)  # CARLA's slip: erases the last *added* id
         elif kind is Kind.POSITION:
             got = stale.records(item, "position", position_dtype)
-            assert got is not None
             if got[1]:
                 state.positions(got[1], frame)
         if item.rerun:
