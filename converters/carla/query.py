@@ -121,9 +121,10 @@ FORMS: dict[str, TextForm] = {
 }
 
 # The default form per release family. 0.9.10-0.9.14 keep the old `Rotation (`/`Brake `
-# labels: real 0.9.10/0.9.11 servers print them and the 0.9.14-era source (@828cb76) still
-# has them; real 0.9.15-era servers print the colon forms (spec §7.8). 0.9.12/0.9.13 are
-# not attested either way (UNCERTAIN); `labels="new"` switches.
+# labels: real 0.9.10/0.9.11 servers print them (spec §7.8), the query of a 0.9.13-based
+# fork (HARPLab/carla @0d399b1, DReyeVR) and the 0.9.14-era upstream source (@828cb76)
+# still have them; real 0.9.15-era servers print the colon forms (spec §7.8). So the
+# switch lies between 0.9.14 and 0.9.15; `labels="new"` overrides.
 _FAMILY_FORMS = {
     "0.9.4-0.9.9": "0.9.6",
     "0.9.10-0.9.13": "0.9.6",
