@@ -249,16 +249,22 @@ def _write_chunks(chunks: Iterator[str]) -> bool:
     return True
 
 
-def _query(path: Path, make: Callable[[], Iterator[str]], make_json: Callable[[], object]) -> None:
+def _query(
+    path: Path, make: Callable[[Path], Iterator[str]], make_json: Callable[[Path], object]
+) -> None:
+    """Run a query on a CARLA file or on the native bytes of a nanorec archive."""
+    from converters.carla.convert import native_file
+
     if not path.is_file():
         fail(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
 
     def action() -> bool:
         try:
-            if make_json is not _NO_JSON:
-                typer.echo(json.dumps(make_json(), indent=2, allow_nan=False))
-                return True
-            return _write_chunks(make())
+            with native_file(path) as native:
+                if make_json is not _NO_JSON:
+                    typer.echo(json.dumps(make_json(native), indent=2, allow_nan=False))
+                    return True
+                return _write_chunks(make(native))
         except ValueError as error:
             fail(str(error))
 
@@ -266,7 +272,7 @@ def _query(path: Path, make: Callable[[], Iterator[str]], make_json: Callable[[]
         fail(f"{path}: not a CARLA recorder file (the magic string CARLA_RECORDER is missing)")
 
 
-def _NO_JSON() -> object:  # a marker: plain text wanted
+def _NO_JSON(_: Path) -> object:  # a marker: plain text wanted
     return None
 
 
@@ -277,7 +283,9 @@ def _check_family(family: str | None) -> None:
 
 @app.command("info")
 def info_command(
-    file: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec).")],
+    file: Annotated[
+        Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its nanorec archive.")
+    ],
     show_all: Annotated[
         bool, typer.Option("--show-all", help="Every packet of every frame, as show_all=True.")
     ] = False,
@@ -320,8 +328,8 @@ def info_command(
     chosen = cast("Labels | None", labels)
     _query(
         file,
-        lambda: iter_file_info(
-            file,
+        lambda native: iter_file_info(
+            native,
             show_all=show_all,
             tz=tz,
             windows=windows,
@@ -329,13 +337,13 @@ def info_command(
             labels=chosen,
             form=form,
         ),
-        (lambda: file_info_json(file, tz=tz, family=family)) if as_json else _NO_JSON,
+        (lambda native: file_info_json(native, tz=tz, family=family)) if as_json else _NO_JSON,
     )
 
 
 @app.command("collisions")
 def collisions_command(
-    file: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec).")],
+    file: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its archive.")],
     type1: Annotated[
         str,
         typer.Option(
@@ -371,10 +379,10 @@ def collisions_command(
     _check_family(family)
     _query(
         file,
-        lambda: iter_collisions(
-            file, type1, type2, tz=tz, windows=windows, family=family, form=form
+        lambda native: iter_collisions(
+            native, type1, type2, tz=tz, windows=windows, family=family, form=form
         ),
-        (lambda: collisions_json(file, type1, type2, tz=tz, family=family))
+        (lambda native: collisions_json(native, type1, type2, tz=tz, family=family))
         if as_json
         else _NO_JSON,
     )
@@ -382,7 +390,7 @@ def collisions_command(
 
 @app.command("blocked")
 def blocked_command(
-    file: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec).")],
+    file: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its archive.")],
     min_time: Annotated[
         float, typer.Option("--min-time", help="Seconds an actor must stay stopped.")
     ] = 60.0,
@@ -425,8 +433,8 @@ def blocked_command(
     order = cast("HashOrderName | None", hash_order)
     _query(
         file,
-        lambda: iter_actors_blocked(
-            file,
+        lambda native: iter_actors_blocked(
+            native,
             min_time,
             min_distance,
             tz=tz,
@@ -436,8 +444,8 @@ def blocked_command(
             hash_order=order,
         ),
         (
-            lambda: actors_blocked_json(
-                file, min_time, min_distance, tz=tz, family=family, hash_order=order
+            lambda native: actors_blocked_json(
+                native, min_time, min_distance, tz=tz, family=family, hash_order=order
             )
         )
         if as_json

@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import mmap
 import os
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -421,3 +422,19 @@ def export(
         expected = (reader.description or {}).get("source", {}).get("sha256")
     sha = digest.hexdigest()
     return ExportReport(out, size, sha, None if expected is None else sha == expected)
+
+
+@contextlib.contextmanager
+def native_file(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """The path of `path`'s native CARLA bytes: `path` itself for a CARLA file, or for a
+    nanorec archive its export into a temporary directory (removed afterwards)."""
+    path = Path(path)
+    with path.open("rb") as handle:
+        is_archive = handle.read(4) == b"PK\x03\x04"
+    if not is_archive:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
+        native = Path(folder) / path.name.removesuffix(".zip").removesuffix(".nanover")
+        export(path, native)
+        yield native
