@@ -5,7 +5,7 @@ from nanorec.errors import NanorecError
 from nanorec.index import Index
 from nanorec.reader import ArchiveReader
 from nanorec.recover import RecoverResult, recover
-from nanorec.registry import open  # noqa: A004 - nanorec.open(path) is the entry point
+from nanorec.registry import open
 from nanorec.verify import VerifyReport, verify
 from nanorec.writer import ArchiveWriter
 
