@@ -451,3 +451,247 @@ def blocked_command(
         if as_json
         else _NO_JSON,
     )
+
+
+# ------------------------------------------------------------------ cat, play, plot (issue 5)
+
+_RECORDING_HELP = "A CARLA recording: a nanorec archive (*.nanover.zip) or a CARLA .log/.rec file."
+
+
+def _guarded(action: Callable[[], None]) -> None:
+    """Run `action`: library, OS and option errors become one line and exit status 2; a
+    closed stdout (`| head`) ends quietly."""
+
+    def checked() -> None:
+        try:
+            action()
+        except ValueError as error:
+            fail(str(error))
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(0) from None
+
+    run(checked)
+
+
+@app.command("cat")
+def cat_command(
+    file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            "-t",
+            help="Record type: position, state, anim_vehicle, kinematics, bounding_box, "
+            "collision, event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit).",
+            metavar="TYPE",
+        ),
+    ],
+    actor: Annotated[
+        int | None,
+        typer.Option("--actor", "-a", help="Only records naming this actor id.", metavar="ID"),
+    ] = None,
+    start: Annotated[
+        float | None, typer.Option("--start", help="From this elapsed time (seconds).")
+    ] = None,
+    end: Annotated[
+        float | None, typer.Option("--end", help="Up to this elapsed time (seconds, included).")
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-F", help="ndjson (one JSON object per line) or csv.", metavar="FMT"
+        ),
+    ] = "ndjson",
+) -> None:
+    """Print the records of one kind as a table: one row per record, streamed.
+
+    Columns: frame (CARLA frame id), index (archive frame), time (elapsed s), then the
+    record's fields in the file's units: location_x/y/z in cm, pitch/yaw/roll in degrees
+    (the file stores roll, pitch, yaw), velocity in m/s.
+
+    Example: nanorec cat town03.log --type position --actor 6 --format csv > hero.csv
+    """
+    from converters.carla.recording import CarlaRecording
+    from converters.carla.table import columns, iter_rows, parse_kind, write_csv, write_ndjson
+
+    if fmt not in ("ndjson", "csv"):
+        fail(f"--format takes ndjson or csv, not {fmt!r}")
+
+    def action() -> None:
+        chosen = parse_kind(kind)
+        header = columns(chosen)
+        with CarlaRecording.open(file) as rec:
+            rows = iter_rows(rec, chosen, actor=actor, start_s=start, stop_s=end)
+            if fmt == "csv":
+                write_csv(rows, sys.stdout, header)
+            else:
+                write_ndjson(rows, sys.stdout)
+            sys.stdout.flush()
+
+    _guarded(action)
+
+
+@app.command("play")
+def play_command(
+    file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
+    rate: Annotated[
+        float, typer.Option("--rate", "-r", help="Speed factor: 2 plays twice as fast.")
+    ] = 1.0,
+    start: Annotated[
+        float | None,
+        typer.Option("--start", "-s", help="Start at this elapsed time (seconds)."),
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option("--duration", "-u", help="Play only this many seconds of the recording."),
+    ] = None,
+    loop: Annotated[
+        bool, typer.Option("--loop", "-l", help="Start over from --start after the end.")
+    ] = False,
+    types: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--types",
+            help="Parts of the state to print, comma-separated or repeated: actors, "
+            "traffic_lights, scene_lights, weather, events (default: all but scene_lights).",
+            metavar="PARTS",
+        ),
+    ] = None,
+    immediate: Annotated[
+        bool, typer.Option("--immediate", "-i", help="Print every frame at once, no waiting.")
+    ] = False,
+    pause: Annotated[
+        bool,
+        typer.Option("--pause", help="Start paused (needs a terminal: space resumes, s steps)."),
+    ] = False,
+) -> None:
+    """Print each frame's state as one JSON line, at the recorded pace (like rosbag play).
+
+    On a terminal, space pauses and resumes, s steps one frame while paused, q quits.
+    Each line has index, frame, time and the chosen parts; units are the file's (cm,
+    degrees, seconds).
+
+    Example: nanorec play town03.log --rate 2 --start 10 --duration 5 --types actors,events
+    """
+    import contextlib
+
+    from converters.carla.play import DEFAULT_PARTS, Player, TerminalKeys, check_parts
+    from converters.carla.recording import CarlaRecording
+
+    parts = (
+        [part.strip() for item in types for part in item.split(",") if part.strip()]
+        if types
+        else list(DEFAULT_PARTS)
+    )
+    interactive = sys.stdin.isatty()
+    if pause and not interactive:
+        fail("--pause needs a terminal on stdin (space resumes, s steps one frame)")
+
+    def action() -> None:
+        check_parts(parts)
+        with contextlib.ExitStack() as stack:
+            rec = stack.enter_context(CarlaRecording.open(file))
+            terminal = (
+                stack.enter_context(TerminalKeys(sys.stdin.fileno())) if interactive else None
+            )
+            player: Player
+
+            def keys(seconds: float) -> None:
+                assert terminal is not None
+                key = terminal.wait(seconds)
+                if key is not None:
+                    player.handle_key(key)
+                if key == " ":
+                    when = "-" if player.time_s is None else f"{player.time_s:.3f} s"
+                    state = "PAUSED" if player.paused else "RUNNING"
+                    typer.echo(f"[{state}] frame {player.index}, {when}", err=True)
+
+            player = Player(
+                rec,
+                rate=rate,
+                start_s=start,
+                duration_s=duration,
+                loop=loop,
+                immediate=immediate,
+                paused=pause,
+                keys=keys if terminal is not None else None,
+            )
+            if terminal is not None:
+                typer.echo(
+                    "nanorec: space pauses/resumes, s steps one frame while paused, q quits"
+                    + (" [PAUSED]" if pause else ""),
+                    err=True,
+                )
+            out = sys.stdout
+            for item in player.iter_dicts(parts):
+                out.write(json.dumps(item, allow_nan=False) + "\n")
+                if not immediate:
+                    out.flush()
+            out.flush()
+
+    _guarded(action)
+
+
+@app.command("plot")
+def plot_command(
+    file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Picture to write: .png, .svg or .pdf.")
+    ],
+    frame: Annotated[
+        int | None,
+        typer.Option(
+            "--frame",
+            "-n",
+            help="Draw footprints at this archive frame (0-based; default: the last one "
+            "of the range).",
+            metavar="N",
+        ),
+    ] = None,
+    start: Annotated[
+        float | None, typer.Option("--start", help="Paths from this elapsed time (seconds).")
+    ] = None,
+    end: Annotated[
+        float | None, typer.Option("--end", help="Paths up to this elapsed time (seconds).")
+    ] = None,
+    actors: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--actor",
+            "-a",
+            help="Draw only this actor id (repeat for more; default: vehicles and walkers).",
+            metavar="ID",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")] = False,
+) -> None:
+    """Draw a bird's-eye view: vehicle and walker paths, footprints, traffic lights.
+
+    Axes in metres, y pointing down as in CARLA's top view; needs matplotlib
+    (pip install 'nanorec[plot]').
+
+    Example: nanorec plot town03.log -o town03.png --start 10 --end 25 --actor 6 --actor 7
+    """
+    from converters.carla.plot import plot
+    from converters.carla.recording import CarlaRecording
+
+    def action() -> None:
+        with CarlaRecording.open(file) as rec:
+            report = plot(
+                rec,
+                output,
+                frame=frame,
+                start_s=start,
+                stop_s=end,
+                actors=actors,
+                overwrite=force,
+            )
+        typer.echo(
+            f"{report.output}: {report.size} bytes; paths over frames "
+            f"{report.start}-{report.stop - 1}, {report.actors} actors drawn at frame "
+            f"{report.frame}"
+        )
+
+    _guarded(action)

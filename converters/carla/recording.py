@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,9 @@ from converters.carla.records import FIXED_DTYPES
 from converters.carla.world import World, WorldTables, build_world
 from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
+
+if TYPE_CHECKING:
+    from converters.carla.play import Player
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,35 @@ class CarlaRecording:
             self.reader.index.timestamp_us[index_array].astype(np.float64) / 1e6,
             poses["location"].astype(np.float64),
             rotation[:, [1, 2, 0]] if len(rotation) else rotation.reshape(0, 3),
+        )
+
+    def play(
+        self,
+        *,
+        rate: float = 1.0,
+        start_s: float | None = None,
+        duration_s: float | None = None,
+        loop: bool = False,
+        immediate: bool = False,
+        paused: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> Player:
+        """A `Player` yielding the world at each frame at the recorded pace scaled by `rate`
+        (like `rosbag play`; times in seconds, see `play.py`). Raises ValueError for a bad
+        option or a range that selects no frame."""
+        from converters.carla.play import Player
+
+        return Player(
+            self,
+            rate=rate,
+            start_s=start_s,
+            duration_s=duration_s,
+            loop=loop,
+            immediate=immediate,
+            paused=paused,
+            clock=clock,
+            sleep=sleep,
         )
 
     def _normalize(self, index: int) -> int:
