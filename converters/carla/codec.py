@@ -1060,14 +1060,30 @@ class Reader:
         return self.detection.family
 
     def iter_batches(self) -> Iterator[Batch]:
-        """Decode the file's packets in runs of whole frames (see `codec.iter_batches`)."""
-        return iter_batches(
+        """Decode the file's packets in runs of whole frames (see `codec.iter_batches`).
+
+        Once the caller asks for the next batch, the file pages of the previous one are
+        released from this process (they stay in the page cache), so the resident size
+        stays bounded by a batch rather than growing to the file size.
+        """
+        released = 0
+        for batch in iter_batches(
             self.buf,
             self.family,
             self.header.size,
             strict=self.strict,
             batch_bytes=self.batch_bytes,
-        )
+        ):
+            yield batch
+            released = self._release(released, batch.packets.end)
+
+    def _release(self, start: int, end: int) -> int:
+        """Drop the mapped pages of [start, end) rounded to pages; returns the new start."""
+        end -= end % mmap.PAGESIZE
+        if self._map is None or end <= start or not hasattr(self._map, "madvise"):
+            return start
+        self._map.madvise(mmap.MADV_DONTNEED, start, end - start)
+        return end
 
     def close(self) -> None:
         if self._map is not None:

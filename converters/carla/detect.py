@@ -22,6 +22,7 @@ keeps short human-readable evidence for the report. PhysicsControl wheel records
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +39,14 @@ from converters.carla.ids import (
     Kind,
     Shape,
 )
-from converters.carla.records import fixed_dtype, parse_var_body
+from converters.carla.records import (
+    ActorAdd,
+    Cursor,
+    VehicleWheels,
+    WalkerBones,
+    fixed_dtype,
+    parse_var_body,
+)
 from converters.carla.walk import Buffer, Packets, gather, walk
 from nanorec.errors import NanorecError, UnsupportedError
 
@@ -48,7 +56,13 @@ _MISFIT_COST = 10
 _ORDER_COST = 3
 _MISSING_COST = 2
 _UNKNOWN_COST = 1
-_VAR_SAMPLE = 24  # non-empty VAR packets parsed per id when scoring
+_VAR_SAMPLE = 12  # non-empty VAR packets parsed per id when scoring
+_PREFIX_RECORDS = 16  # records parsed in a sampled VAR packet that has more
+_PREFIX_PARSERS: dict[Kind, Callable[[Cursor, Engine], object]] = {
+    Kind.EVENT_ADD: ActorAdd.parse,
+    Kind.WALKER_BONES: WalkerBones.parse,
+    Kind.ANIM_VEHICLE_WHEELS: VehicleWheels.parse,
+}
 _VECTOR_KINDS = ((6, "Position"), (12, "Kinematics"), (13, "BoundingBox"), (17, "TriggerVolume"))
 
 
@@ -116,13 +130,25 @@ class _Scan:
             start = int(offsets[i]) + 5
             body = bytes(self.buf[start : start + int(sizes[i])])
             try:
-                parse_var_body(kind, body, engine, base=start)
+                _parse_sample(kind, body, engine, start)
             except NanorecError as error:
                 misfits += 1
                 example = example or _describe(
                     pid, kind, int(offsets[i]), f"does not parse: {error}"
                 )
         return _Fit(len(sizes), misfits, example)
+
+
+def _parse_sample(kind: Kind, body: bytes, engine: Engine, base: int) -> None:
+    """Parse a VAR body, or only its first records when it has many (a frame-1 EventAdd
+    holds every actor of the world): enough to tell layouts apart, bounded in time."""
+    prefix = _PREFIX_PARSERS.get(kind)
+    cur = Cursor(body, base)
+    if prefix is None or cur.u16("record count") <= _PREFIX_RECORDS:
+        parse_var_body(kind, body, engine, base=base)
+        return
+    for _ in range(_PREFIX_RECORDS):
+        prefix(cur, engine)
 
 
 def _describe(pid: int, kind: Kind, offset: int, what: str) -> str:

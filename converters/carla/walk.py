@@ -26,7 +26,6 @@ from converters.carla.ids import PACKET_HEADER_SIZE
 Buffer = bytes | bytearray | memoryview | Any  # anything with the buffer protocol (mmap too)
 IntArray = npt.NDArray[np.int64]
 
-_SIZE_FIELD = struct.Struct("<xI")  # the u32 size of a packet header, skipping the id
 _HEADER = struct.Struct("<BI")
 PACKET_HEADER_DTYPE = np.dtype([("id", "u1"), ("size", "<u4")])
 FRAME_END_ID = 1  # the same in every release (spec §4)
@@ -112,19 +111,43 @@ def walk(
     if no FrameEnd comes within another `limit - start` bytes it stops at a packet
     boundary there. Never raises on content: an incomplete trailing packet is returned as
     `truncation`.
+
+    Frames are walked one at a time in Python; after each, the following frames are
+    checked in one vectorised step against its layout (`_Ahead`). Consecutive frames of a
+    recording usually have identical packet ids and sizes, and a frame whose headers all
+    match the previous frame's is exactly what the plain walk would have found.
     """
     stop = len(buf) if end is None else end
     last_header = stop - PACKET_HEADER_SIZE
     soft = last_header if limit is None else min(limit, last_header)
+    chunks: list[IntArray] = []
     offsets: list[int] = []
     append = offsets.append
-    unpack = _SIZE_FIELD.unpack_from
+    unpack = _HEADER.unpack_from
+    ahead = _Ahead()
     off = start
-    # The hot loop: a plain header walk plus one append.
+    ended = False
     while off <= soft:
-        append(off)
-        off += 5 + unpack(buf, off)[0]
-    if limit is not None and off <= last_header:
+        # The hot loop: a plain header walk, one append, stopping after a FrameEnd.
+        first = len(offsets)
+        ended = False
+        while off <= soft:
+            append(off)
+            pid, size = unpack(buf, off)
+            off += 5 + size
+            if pid == FRAME_END_ID:
+                ended = True
+                break
+        if not ended or off > stop:
+            break
+        if ahead.skip:
+            ahead.skip -= 1
+            continue
+        block, off = ahead.check(buf, offsets[first:], off, soft, stop)
+        if block is not None:
+            chunks += [np.array(offsets, dtype=np.int64), block]
+            offsets.clear()
+    if limit is not None and not ended and off <= last_header:
         off = _finish_frame(buf, offsets, off, last_header, limit + max(limit - start, 1 << 20))
     truncation: Truncation | None = None
     if off > stop:  # the last packet's body runs past the end
@@ -139,7 +162,8 @@ def walk(
         truncation = Truncation(
             off, f"packet header cut: {stop - off} of {PACKET_HEADER_SIZE} bytes present"
         )
-    columns = np.array(offsets, dtype=np.int64)
+    chunks.append(np.array(offsets, dtype=np.int64))
+    columns = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
     headers = gather(buf, columns, PACKET_HEADER_DTYPE)
     return Packets(
         np.ascontiguousarray(headers["id"]),
@@ -149,6 +173,61 @@ def walk(
         off,
         truncation,
     )
+
+
+_HEADER_BYTES = np.dtype("V5")
+_AHEAD_PACKETS = 1 << 18  # headers checked in one look-ahead step, at most
+_AHEAD_FRAMES = 4096  # frames checked in one look-ahead step, at most
+_AHEAD_BACKOFF = 256  # frames walked in Python before trying again, at most
+
+
+class _Ahead:
+    """Adaptive look-ahead over frames laid out like the last one.
+
+    The number of frames checked at once doubles while they all match. When the next frame
+    already differs, the next tries are spaced out (1, 2, 4... up to 256 frames walked in
+    Python), so a recording whose frames always differ costs little more than the plain walk.
+    """
+
+    __slots__ = ("backoff", "frames", "skip")
+
+    def __init__(self) -> None:
+        self.frames = 4
+        self.skip = 0
+        self.backoff = 1
+
+    def check(
+        self, buf: Buffer, frame: list[int], off: int, soft: int, stop: int
+    ) -> tuple[IntArray | None, int]:
+        """Offsets of the packets of the frames from `off` laid out like `frame` (the
+        header offsets of the frame that ends at `off`), and the offset after them."""
+        span = off - frame[0]
+        count = min(
+            self.frames,
+            (stop - off) // span,  # whole frames inside the buffer
+            (soft - off) // span + 1,  # frames starting at or before `soft`
+            max(1, _AHEAD_PACKETS // len(frame)),
+        )
+        if count < 1:
+            return None, off
+        here = np.array(frame, dtype=np.int64)
+        template = gather(buf, here, _HEADER_BYTES).view(np.uint8)
+        positions = here[None, :] + span * np.arange(1, count + 1, dtype=np.int64)[:, None]
+        headers = gather(buf, positions.ravel(), _HEADER_BYTES).view(np.uint8)
+        same = (headers.reshape(count, -1) == template[None, :]).all(axis=1)
+        good = count if same.all() else int(same.argmin())
+        if good == count:
+            self.frames = min(2 * self.frames, _AHEAD_FRAMES)
+        else:
+            self.frames = max(4, good)
+        if good < 2:
+            self.skip = self.backoff
+            self.backoff = min(2 * self.backoff, _AHEAD_BACKOFF)
+        else:
+            self.backoff = 1
+        if not good:
+            return None, off
+        return positions[:good].ravel(), off + good * span
 
 
 def _finish_frame(buf: Buffer, offsets: list[int], off: int, last_header: int, hard: int) -> int:

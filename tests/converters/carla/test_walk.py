@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import random
+import struct
 
 import numpy as np
 
@@ -65,3 +67,46 @@ def test_gather_and_scatter_at_unaligned_offsets() -> None:
     scatter(out, positions, records)
     for p in positions.tolist():
         assert out[p : p + 3] == data[p : p + 3]
+
+
+def _plain(data: bytes, start: int) -> tuple[list[int], int]:
+    """The reference: a plain header walk; (offsets of complete packets, end)."""
+    offsets = []
+    off = start
+    while off + 5 <= len(data):
+        (size,) = struct.unpack_from("<I", data, off + 1)
+        if off + 5 + size > len(data):
+            break
+        offsets.append(off)
+        off += 5 + size
+    return offsets, off
+
+
+def _inputs() -> list[bytes]:
+    from converters.carla.generate import generate
+
+    rng = random.Random(3)
+    steady = generate("0.9.16", seed=1, frames=300, vehicles=5, walkers=2)
+    varied = generate("0.9.15", seed=2, frames=120, vehicles=9, additional_data=True)
+    inputs = [steady, varied, _file(40), steady[: len(steady) - 777], varied[:-3]]
+    for _ in range(30):  # one changed frame somewhere, one flipped byte, cuts
+        data = bytearray(steady)
+        data[rng.randrange(len(cb.header()), len(data))] ^= 1 << rng.randrange(8)
+        inputs.append(bytes(data[: rng.randrange(len(data) // 2, len(data) + 1)]))
+    return inputs
+
+
+def test_look_ahead_finds_exactly_the_plain_walk() -> None:
+    start = len(cb.header())
+    for data in _inputs():
+        expected, end = _plain(data, start)
+        packets = walk(data, start)
+        assert packets.offsets.tolist() == expected
+        assert packets.end == end
+        assert (packets.truncation is None) == (end == len(data))
+        # In batches too: the same packets, each batch ending after a FrameEnd.
+        for batch_bytes in (1000, 50_000):
+            batches = list(iter_walk(data, start, batch_bytes=batch_bytes))
+            joined = np.concatenate([b.offsets for b in batches]) if batches else []
+            assert list(joined) == expected
+            assert all(int(b.ids[-1]) == 1 for b in batches[:-1])
