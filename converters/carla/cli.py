@@ -669,8 +669,8 @@ def plot_command(
 ) -> None:
     """Draw a bird's-eye view: vehicle and walker paths, footprints, traffic lights.
 
-    Axes in metres, y pointing down as in CARLA's top view; needs matplotlib
-    (pip install 'nanorec[plot]').
+    Axes in metres, y pointing down as in CARLA's top view. Needs matplotlib, the
+    optional plot extra of nanorec (pip install matplotlib).
 
     Example: nanorec plot town03.log -o town03.png --start 10 --end 25 --actor 6 --actor 7
     """
