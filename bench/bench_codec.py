@@ -124,7 +124,8 @@ def ensure_file(scene: str, mib: int) -> Path:
     path = OUT / f"codec-{FAMILY}-{scene}-{mib}MiB.log"
     if not path.exists() or path.stat().st_size < mib << 20:
         print(f"generating {path.name} ...", flush=True)
-        generate_to(path, FAMILY, target_bytes=mib << 20, overwrite=True, **SCENES[scene])
+        scene_args: dict[str, Any] = dict(SCENES[scene])
+        generate_to(path, FAMILY, target_bytes=mib << 20, overwrite=True, **scene_args)
     return path
 
 
@@ -192,12 +193,17 @@ def table(rows: list[dict[str, Any]], command: str) -> str:
             f"| {row['encode']:.0f} ({row['encode'] / row['decode']:.2f}) "
             f"| {row['walk_peak']:.0f} / {row['decode_peak']:.0f} / {row['encode_peak']:.0f} |"
         )
+    raw = sum(int(row["raw"]) for row in rows)
     lines += [
         "",
-        "Every file decodes with 0 packets carried raw and encodes back to its exact size "
-        "(byte identity is what `nanorec roundtrip` and the tests check). The walk costs per "
-        "packet, the codec mostly per byte: on ~2 KB packets the walk skips 99.8 % of the "
-        "bytes the codec must copy, so the ratio is lowest on the dense scene.",
+        f"Packets carried raw: {raw}. Every file encodes back to its exact size (byte "
+        "identity itself is what `nanorec roundtrip` and the tests check). The walk costs "
+        "per packet and reads 5 bytes of each; the codec also copies every record byte. So "
+        "the ratio falls with packet size: on the dense scene the walk touches ~0.1 % of "
+        "the bytes. The codec's own walk checks whole frames at once against the previous "
+        "frame's layout, which is why it can beat the plain walk on small packets. Peak RSS "
+        "stays flat because the reader releases the mmap pages of decoded batches; the plain "
+        "walk keeps every page it touched.",
         END,
     ]
     return "\n".join(lines)

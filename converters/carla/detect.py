@@ -269,7 +269,14 @@ def detect(
     best = scores[0]
     reasons = [*_evidence(scan), f"best fit {best.summary()}"]
     if len(scores) > 1:
-        reasons.append(f"next {scores[1].summary()}")
+        runner_up = scores[1]
+        if runner_up.cost == best.cost:
+            reasons.append(
+                f"tie with {runner_up.family.name}, which reads these packets the same way: "
+                f"the older family is reported"
+            )
+        else:
+            reasons.append(f"next {runner_up.summary()}")
     if best.example and best.cost:
         reasons.append(f"e.g. {best.example}")
     return Detection(best.family, tuple(reasons))
