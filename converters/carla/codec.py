@@ -954,18 +954,25 @@ def encode_body(
 
 def iter_batches(
     buf: Buffer,
-    family: Family,
-    start: int,
+    family: str | Family | None = None,
+    start: int | None = None,
     *,
     strict: bool = False,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> Iterator[Batch]:
-    """Decode the packets of `buf` from `start` (the header size) in runs of whole frames.
+    """Decode the packets of a whole file `buf` in runs of whole frames.
 
-    Memory stays bounded by `batch_bytes` (plus one frame): pass an mmap for big files.
-    The last batch carries the truncation and the truncated tail, if any. Raises only
-    with `strict` (see `decode_packets`).
+    `start` is the offset of the first packet (the header size; parsed when None);
+    `family` a release family (name or value; detected when None). Memory stays bounded
+    by `batch_bytes` (plus one frame): pass an mmap for big files, or use `Reader`. The
+    last batch carries the truncation and the truncated tail, if any. Raises
+    `BadMagicError`/`TruncatedError` for a bad header (when it parses it), and with
+    `strict` as `decode_packets` does.
     """
+    if start is None:
+        start = Header.parse(buf).size
+    if not isinstance(family, Family):
+        family = resolve(buf, start, family).family
     for packets in iter_walk(buf, start, batch_bytes=batch_bytes):
         tail = b""
         if packets.truncation is not None:

@@ -308,3 +308,14 @@ def test_encode_rebuilds_from_values_not_from_input_bytes() -> None:
     again = decode(changed, family=family).batches[0].tables[6]
     assert isinstance(again, FixedTable)
     assert again.records["location"][0].tolist() == [9.0, 9.0, 9.0]
+
+
+def test_iter_batches_streams_whole_frames_and_encodes_back() -> None:
+    family = FAMILIES["0.9.15"]
+    data = cb.recording(family, 12)[:-7]  # ends mid-packet
+    batches = list(codec.iter_batches(data, batch_bytes=2000))
+    assert len(batches) > 2
+    assert all(int(batch.packet_ids[0]) == 0 for batch in batches)
+    assert batches[-1].truncation is not None and len(batches[-1].tail) > 0
+    encoded = cb.header() + b"".join(codec.encode_batch(batch, family) for batch in batches)
+    assert encoded == data
