@@ -41,11 +41,12 @@ def roundtrip_command(
 ) -> None:
     """Decode each CARLA recording fully, encode it back in memory, compare the bytes.
 
-    Prints per file the release family detected (and why), frames, packets, packets
-    carried raw by id, whether the file is truncated and whether the bytes are identical.
-    Exit status 1 if any file is not byte-identical, 2 if any file is unreadable.
+    Per file: the release family (detected, with the evidence, or forced), frames, packets,
+    packets carried raw by id, truncation, and whether the bytes are identical.
 
-    Example: nanorec roundtrip recordings/*.log --json
+    Exit status: 0 all identical, 1 some file not identical, 2 some file unreadable.
+
+    Example: nanorec roundtrip recordings/*.log --family 0.9.15 --json
     """
     from converters.carla.roundtrip import format_report, roundtrip
 
