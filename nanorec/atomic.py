@@ -17,6 +17,12 @@ from typing import BinaryIO
 from nanorec.errors import OutputExistsError
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[BinaryIO]:
     """Yield a binary file that replaces `path` when the block ends without error.
@@ -29,6 +35,7 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
         raise OutputExistsError(f"{target} exists (use --force to overwrite it)")
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     try:
+        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "wb") as stream:
             yield stream
             stream.flush()

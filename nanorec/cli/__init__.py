@@ -52,9 +52,20 @@ def _register() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: usage mistakes too get one line and exit status 2."""
+    from typer._click import exceptions as click_errors
+
     _register()
+    command = typer.main.get_command(app)
     try:
-        app()
+        result = command.main(args=sys.argv[1:], prog_name="nanorec", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError:
+        sys.exit(0)  # the help was printed
+    except click_errors.ClickException as error:
+        typer.echo(f"nanorec: {error.format_message()} (see --help)", err=True)
+        sys.exit(error.exit_code)
+    except typer.Abort:
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    sys.exit(result if isinstance(result, int) else 0)
