@@ -553,6 +553,19 @@ def _decode_wheels(
     # Every vehicle record has at least its 8-byte head: this bounds all walks below.
     good = (sizes >= 2) & ((counts > 0) | (sizes == 2)) & (2 + 8 * counts <= sizes)
     filled = np.flatnonzero(good & (counts > 0))
+    if good.all():
+        uniform = _wheels_uniform(buf, filled, offsets, stop, counts)
+        if uniform is not None:
+            table = WheelsTable(
+                kind,
+                pid,
+                index,
+                counts.astype(np.uint16),
+                np.ascontiguousarray(uniform[0]["id"]),
+                np.ascontiguousarray(uniform[0]["wheel_count"]),
+                uniform[1],
+            )
+            return table, _no_misfits()
     walking = counts[filled]
     first = np.cumsum(walking) - walking  # index of each filled packet's first record
     total = int(walking.sum())
@@ -616,6 +629,54 @@ def _walk_wheels(
         wheels[k] = n
         at += 8 + _WHEEL_SIZE * n
     return (rel, wheels) if at == stop else None
+
+
+def _wheels_uniform(
+    buf: Buffer, filled: IntArray, offsets: IntArray, stop: IntArray, counts: IntArray
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]] | None:
+    """(heads, wheels) when every filled packet has the layout of the first one, else None.
+
+    The common case within a batch: the same vehicles in the same order in every frame.
+    The bodies are copied whole (one large element each), then cut into record heads and
+    wheel runs by column ranges, and the wheel counts read back confirm the layout.
+    """
+    if len(filled) < 2:
+        return None
+    size = stop[filled] - offsets[filled]
+    count = counts[filled]
+    if size.min() != size.max() or count.min() != count.max():
+        return None
+    lead = int(filled[0])
+    layout = _walk_wheels(buf, int(offsets[lead]) + 7, int(stop[lead]), int(count[0]))
+    if layout is None:
+        return None
+    rel, wheels = layout
+    body = int(size[0]) - 7  # after the 5-byte header and the u16 count
+    blocks = gather(buf, offsets[filled] + 7, np.dtype(f"V{body}")).view(np.uint8)
+    blocks = blocks.reshape(len(filled), body)
+    m = len(filled)
+    # Runs of consecutive records with the same wheel count are regular 3-D blocks.
+    edges = np.flatnonzero(np.diff(wheels)) + 1
+    head_parts = []
+    wheel_parts = []
+    for lo, hi in zip([0, *edges.tolist()], [*edges.tolist(), len(wheels)], strict=True):
+        n = int(wheels[lo])
+        record = 8 + _WHEEL_SIZE * n
+        start = int(rel[lo])
+        run = blocks[:, start : start + (hi - lo) * record].reshape(m, hi - lo, record)
+        head_parts.append(run[:, :, :8])
+        if n:
+            wheel_parts.append(run[:, :, 8:].reshape(m, -1))
+    heads = np.concatenate(head_parts, axis=1).reshape(-1).view(_WHEELS_HEAD)
+    if not np.all(heads["wheel_count"].reshape(m, -1) == wheels[None, :]):
+        return None
+    if not wheel_parts:
+        return heads, np.empty(0, dtype=WHEEL_ANIM_DTYPE)
+    return heads, np.concatenate(wheel_parts, axis=1).reshape(-1).view(WHEEL_ANIM_DTYPE)
+
+
+def _no_misfits() -> _Bad:
+    return np.empty(0, dtype=np.int64), []
 
 
 def _wheels_by_template(
@@ -837,6 +898,8 @@ def _plan_wheels(table: WheelsTable) -> tuple[IntArray, _Writer]:
         heads["id"] = table.ids
         heads["wheel_count"] = n
         scatter(out, at, counts.astype(_U16))
+        if _write_wheels_uniform(out, at, counts, heads, table.wheels):
+            return
         records_at, _ = ragged_layout(at + 2, counts, 8 + _WHEEL_SIZE * n)
         scatter(out, records_at, heads)
         wheel_first = np.cumsum(n) - n
@@ -847,6 +910,44 @@ def _plan_wheels(table: WheelsTable) -> tuple[IntArray, _Writer]:
         np.zeros(len(counts), dtype=np.int64), counts, 8 + _WHEEL_SIZE * n
     )
     return 2 + packet_bytes, write_wheels
+
+
+def _write_wheels_uniform(
+    out: Buffer,
+    at: IntArray,
+    counts: IntArray,
+    heads: npt.NDArray[Any],
+    wheels: npt.NDArray[Any],
+) -> bool:
+    """Write the records when all packets have one layout (see `_wheels_uniform`)."""
+    m = len(counts)
+    if m < 2 or counts.min() != counts.max() or not counts[0]:
+        return False
+    layout = heads["wheel_count"].astype(np.int64).reshape(m, -1)
+    first = layout[0]
+    if not np.all(layout == first[None, :]):
+        return False
+    sizes = 8 + _WHEEL_SIZE * first
+    blocks = np.empty((m, int(sizes.sum())), dtype=np.uint8)
+    head_bytes = np.ascontiguousarray(heads).view(np.uint8).reshape(m, -1, 8)
+    wheel_bytes = np.ascontiguousarray(wheels).view(np.uint8).reshape(m, -1)
+    edges = np.flatnonzero(np.diff(first)) + 1
+    start = record_index = wheel_column = 0
+    for lo, hi in zip([0, *edges.tolist()], [*edges.tolist(), len(first)], strict=True):
+        n = int(first[lo])
+        record = 8 + _WHEEL_SIZE * n
+        run = blocks[:, start : start + (hi - lo) * record].reshape(m, hi - lo, record)
+        run[:, :, :8] = head_bytes[:, record_index : record_index + hi - lo]
+        if n:
+            width = (hi - lo) * _WHEEL_SIZE * n
+            run[:, :, 8:] = wheel_bytes[:, wheel_column : wheel_column + width].reshape(
+                m, hi - lo, -1
+            )
+            wheel_column += width
+        start += (hi - lo) * record
+        record_index = hi
+    scatter(out, at + 2, blocks.reshape(-1).view(f"V{blocks.shape[1]}"))
+    return True
 
 
 def _plan_var(table: VarTable, engine: Engine) -> tuple[IntArray, _Writer]:

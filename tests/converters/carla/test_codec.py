@@ -319,3 +319,31 @@ def test_iter_batches_streams_whole_frames_and_encodes_back() -> None:
     assert batches[-1].truncation is not None and len(batches[-1].tail) > 0
     encoded = cb.header() + b"".join(codec.encode_batch(batch, family) for batch in batches)
     assert encoded == data
+
+
+def test_vehicle_wheels_in_frames_with_the_same_and_different_layouts() -> None:
+    family = FAMILIES["0.9.16"]
+    car = [(0, 1.0, 2.0), (1, 1.0, 2.0), (2, 0.0, 2.0), (3, 0.0, 2.0)]
+    bike = [(0, 5.0, 9.0), (1, 0.0, 9.0)]
+    same = cb.counted(
+        [cb.vehicle_wheels(1, car), cb.vehicle_wheels(2, car), cb.vehicle_wheels(3, bike)]
+    )
+    swapped = cb.counted(  # same count and size, other layout
+        [cb.vehicle_wheels(3, bike), cb.vehicle_wheels(1, car), cb.vehicle_wheels(2, car)]
+    )
+    for bodies in ([same] * 5, [same, same, swapped, same], [swapped, same]):
+        data = cb.header() + b"".join(
+            cb.packet(0, cb.frame_start(i + 1, 0.05, 0.05 * i))
+            + cb.packet(21, body)
+            + cb.packet(1, b"")
+            for i, body in enumerate(bodies)
+        )
+        recording = decode(data, family=family)
+        table = recording.batches[0].tables[21]
+        assert isinstance(table, WheelsTable)
+        expected_ids = [i for body in bodies for i in ([1, 2, 3] if body is same else [3, 1, 2])]
+        assert table.ids.tolist() == expected_ids
+        assert table.wheels["tire_rotation"][-2:].tolist() == (
+            [9.0, 9.0] if bodies[-1] is same else [2.0, 2.0]
+        )
+        assert encode(recording) == data
