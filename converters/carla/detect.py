@@ -51,11 +51,13 @@ from converters.carla.walk import Buffer, Packets, gather, walk
 from nanorec.errors import NanorecError, UnsupportedError
 
 _U16 = np.dtype("<u2")
-# Relative weight of each kind of evidence against a family.
+# Relative weight of each kind of evidence against a family. A packet the family cannot
+# decode (misfit, unknown id) weighs more than a packet its order table says is missing:
+# the first loses data, the second only contradicts our reading of the sources.
 _MISFIT_COST = 10
 _ORDER_COST = 3
+_UNKNOWN_COST = 3
 _MISSING_COST = 2
-_UNKNOWN_COST = 1
 _VAR_SAMPLE = 12  # non-empty VAR packets parsed per id when scoring
 _PREFIX_RECORDS = 16  # records parsed in a sampled VAR packet that has more
 _PREFIX_PARSERS: dict[Kind, Callable[[Cursor, Engine], object]] = {
