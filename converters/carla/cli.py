@@ -38,17 +38,23 @@ def roundtrip_command(
             help="Fail on a known packet whose body does not fit, instead of carrying it raw.",
         ),
     ] = False,
+    codec_only: Annotated[
+        bool,
+        typer.Option("--codec-only", help="Skip the native -> archive -> native check."),
+    ] = False,
 ) -> None:
-    """Decode each CARLA recording fully, encode it back in memory, compare the bytes.
+    """Decode each CARLA recording fully, encode it back in memory, compare the bytes;
+    then convert it into an archive and export it back, and compare again.
 
     Per file: the release family (detected, with the evidence, or forced), frames, packets,
-    packets carried raw by id, truncation, and whether the bytes are identical.
+    packets carried raw by id, truncation, whether the bytes are identical, and whether
+    they are identical through the archive (with the archive's size).
 
     Exit status: 0 all identical, 1 some file not identical, 2 some file unreadable.
 
     Example: nanorec roundtrip recordings/*.log --family 0.9.15 --json
     """
-    from converters.carla.roundtrip import format_report, roundtrip
+    from converters.carla.roundtrip import format_report, roundtrip, via_archive
 
     if family is not None and family not in FAMILIES:
         fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
@@ -57,6 +63,8 @@ def roundtrip_command(
     for path in files:
         try:
             report = roundtrip(path, family=family, strict=strict)
+            if not codec_only:
+                report = via_archive(report, family=family)
         except NanorecError as error:
             typer.echo(f"nanorec: {path}: {error}", err=True)
             unreadable = True
@@ -72,7 +80,7 @@ def roundtrip_command(
         typer.echo(json.dumps([report.as_dict() for report in reports], indent=2))
     if unreadable:
         raise typer.Exit(2)
-    if not all(report.identical for report in reports):
+    if not all(report.identical and report.via_archive is not False for report in reports):
         raise typer.Exit(1)
 
 

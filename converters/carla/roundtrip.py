@@ -8,10 +8,13 @@ input bytes it came from, so a file of any size is checked in bounded memory.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,6 +55,8 @@ class RoundtripReport:
     identical: bool
     first_difference: int | None
     encoded_size: int = field(default=0)
+    via_archive: bool | None = None  # native -> archive -> native identical (None: not run)
+    archive_size: int | None = None
 
     @property
     def family_line(self) -> str:
@@ -83,6 +88,8 @@ class RoundtripReport:
             "identical": self.identical,
             "first_difference": self.first_difference,
             "encoded_size": self.encoded_size,
+            "via_archive": self.via_archive,
+            "archive_size": self.archive_size,
         }
 
 
@@ -225,6 +232,10 @@ def format_report(report: RoundtripReport) -> str:
         identical = "yes"
     else:
         identical = f"NO (first difference at byte {report.first_difference})"
+    if report.via_archive is not None:
+        ratio = (report.archive_size or 0) / max(report.size, 1)
+        verdict = "yes" if report.via_archive else "NO"
+        identical += f"\n  via archive: {verdict} (archive {ratio:.3f}x the file)"
     lines = [
         f"{report.path}",
         f"  family:      {report.family_line}",
@@ -239,4 +250,18 @@ def format_report(report: RoundtripReport) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["RoundtripReport", "format_report", "roundtrip"]
+def via_archive(report: RoundtripReport, *, family: str | None = None) -> RoundtripReport:
+    """`report` completed with the full path: convert the file into an archive in a
+    temporary directory, export it back, and compare sha256 with the original."""
+    from converters.carla.convert import convert, export
+
+    with tempfile.TemporaryDirectory(prefix="nanorec-roundtrip-") as folder:
+        archive = Path(folder) / "archive.nanover.zip"
+        converted = convert(report.path, archive, family=family)
+        exported = export(archive, Path(folder) / "back.log")
+        return dataclasses.replace(
+            report, via_archive=exported.identical is True, archive_size=converted.archive_size
+        )
+
+
+__all__ = ["RoundtripReport", "format_report", "roundtrip", "via_archive"]
