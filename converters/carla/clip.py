@@ -27,7 +27,6 @@ from converters.carla.message import (
     FRAME_START,
     PACKET_HEADER,
     iter_message_packets,
-    maps_to_var,
 )
 from converters.carla.recording import CarlaRecording
 from converters.carla.records import ActorAdd, PhysicsControl, serialize_var_body
@@ -210,8 +209,7 @@ def _spawns(
     vec = "<f4" if engine is Engine.UE4 else "<f8"
     adds: list[ActorAdd] = []
     for row in rows.tolist():
-        (add,) = maps_to_var(Kind.EVENT_ADD, [tables.spawn_records[row]], engine)
-        assert isinstance(add, ActorAdd)
+        add = tables.spawn(row)
         actor = world.actors[add.id]
         location = np.array(actor.location, dtype=vec)
         rotation = np.array(

@@ -315,7 +315,7 @@ def _state_change(
     for actor_id in spawned:
         row = world.alive.get(actor_id)
         if row is not None:
-            updates[f"actor.{actor_id}"] = world.spawns[row]["type_id"]
+            updates[f"actor.{actor_id}"] = world.spawn_type_ids[row]
     if parents:
         for child in np.frombuffer(parents, "<u4")[::2].tolist():
             parent = world.parent.get(child)

@@ -21,7 +21,7 @@ native bytes come back exactly.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -106,25 +106,31 @@ def _from_text(value: str | bytes) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
-def var_to_maps(kind: Kind, records: Iterable[VarRecord]) -> list[dict[str, Any]]:
-    """Variable-length records as msgpack-ready maps (float vectors as raw bytes)."""
+def var_to_maps(kind: Kind, records: Sequence[VarRecord]) -> Any:
+    """Variable-length records as msgpack-ready content (float vectors as raw bytes).
+
+    EventAdd becomes one columnar map for the whole packet (`id`, `type`, `location`,
+    `rotation`, `uid` as typed byte arrays; `type_id` and `attributes` as lists): frame 1
+    spawns every actor of the world, and per-actor maps would repeat each key hundreds
+    of times. The other kinds become one map per record.
+    """
+    if kind is Kind.EVENT_ADD:
+        adds = [record for record in records if isinstance(record, ActorAdd)]
+        return {
+            "id": np.array([add.id for add in adds], "<u4").tobytes(),
+            "type": bytes(add.type for add in adds),
+            "location": b"".join(add.location.tobytes() for add in adds),
+            "rotation": b"".join(add.rotation.tobytes() for add in adds),
+            "uid": np.array([add.uid for add in adds], "<u4").tobytes(),
+            "type_id": [_text(add.blueprint) for add in adds],
+            "attributes": [
+                [[attr.type, _text(attr.id), _text(attr.value)] for attr in add.attributes]
+                for add in adds
+            ],
+        }
     maps: list[dict[str, Any]] = []
     for record in records:
-        if isinstance(record, ActorAdd):
-            maps.append(
-                {
-                    "id": record.id,
-                    "type": record.type,
-                    "location": record.location.tobytes(),
-                    "rotation": record.rotation.tobytes(),
-                    "uid": record.uid,
-                    "type_id": _text(record.blueprint),
-                    "attributes": [
-                        [attr.type, _text(attr.id), _text(attr.value)] for attr in record.attributes
-                    ],
-                }
-            )
-        elif isinstance(record, PhysicsControl):
+        if isinstance(record, PhysicsControl):
             entry: dict[str, Any] = {"id": record.id, "head": record.head.tobytes()}
             for name, values in record.arrays:
                 entry[name] = values.tobytes()
@@ -139,7 +145,7 @@ def var_to_maps(kind: Kind, records: Iterable[VarRecord]) -> list[dict[str, Any]
                     "rotations": record.rotations.tobytes(),
                 }
             )
-        else:
+        elif isinstance(record, VehicleWheels):
             maps.append({"id": record.id, "wheels": record.wheels.tobytes()})
     return maps
 
@@ -148,28 +154,37 @@ def _vector_dtype(engine: Engine) -> np.dtype[Any]:
     return np.dtype("<f4" if engine is Engine.UE4 else "<f8")
 
 
-def maps_to_var(kind: Kind, maps: Iterable[Mapping[str, Any]], engine: Engine) -> list[VarRecord]:
-    """The inverse of `var_to_maps`; raises FormatError on a malformed map."""
+def maps_to_var(kind: Kind, content: Any, engine: Engine) -> list[VarRecord]:
+    """The inverse of `var_to_maps`; raises FormatError on malformed content."""
     vec = _vector_dtype(engine)
     records: list[VarRecord] = []
     try:
-        for item in maps:
-            if kind is Kind.EVENT_ADD:
-                records.append(
-                    ActorAdd(
-                        int(item["id"]),
-                        int(item["type"]),
-                        np.frombuffer(item["location"], vec),
-                        np.frombuffer(item["rotation"], vec),
-                        int(item["uid"]),
-                        _from_text(item["type_id"]),
-                        tuple(
-                            Attribute(int(t), _from_text(k), _from_text(v))
-                            for t, k, v in item["attributes"]
-                        ),
-                    )
+        if kind is Kind.EVENT_ADD:
+            ids = np.frombuffer(content["id"], "<u4").tolist()
+            count = len(ids)
+            locations = np.frombuffer(content["location"], vec).reshape(count, 3)
+            rotations = np.frombuffer(content["rotation"], vec).reshape(count, 3)
+            uids = np.frombuffer(content["uid"], "<u4").tolist()
+            types = bytes(content["type"])
+            names, attributes = content["type_id"], content["attributes"]
+            if not len(types) == len(uids) == len(names) == len(attributes) == count:
+                raise ValueError("EventAdd columns of different lengths")
+            return [
+                ActorAdd(
+                    ids[i],
+                    types[i],
+                    locations[i],
+                    rotations[i],
+                    uids[i],
+                    _from_text(names[i]),
+                    tuple(
+                        Attribute(int(t), _from_text(k), _from_text(v)) for t, k, v in attributes[i]
+                    ),
                 )
-            elif kind is Kind.PHYSICS_CONTROL:
+                for i in range(count)
+            ]
+        for item in content:
+            if kind is Kind.PHYSICS_CONTROL:
                 records.append(_physics_from_map(item, engine))
             elif kind is Kind.WALKER_BONES:
                 names = tuple(_from_text(name) for name in item["names"])
@@ -187,7 +202,7 @@ def maps_to_var(kind: Kind, maps: Iterable[Mapping[str, Any]], engine: Engine) -
                 )
             else:
                 raise FormatError(f"{kind.value} has no variable-length records")
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, IndexError) as error:
         raise FormatError(f"malformed {kind.value} record in archive: {error!r}") from None
     return records
 

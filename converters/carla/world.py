@@ -31,10 +31,11 @@ from converters.carla.records import (
     FIXED_DTYPES,
     WHEEL_ANIM_DTYPE,
     ActorAdd,
+    Cursor,
     PhysicsControl,
     VarRecord,
 )
-from nanorec.errors import FormatError
+from nanorec.errors import FormatError, NanorecError
 
 T = TypeVar("T")
 NEVER = np.iinfo(np.int64).max  # "end" of an actor that is never destroyed
@@ -265,7 +266,7 @@ class WorldTables:
     def __init__(self, engine: Engine, data: Mapping[str, Any]) -> None:
         self.engine = engine
         try:
-            self.spawn_records: list[dict[str, Any]] = list(data["spawns"])
+            self.spawn_records: list[bytes] = list(data["spawns"])
             self.spawn_start = np.frombuffer(data["spawn_start"], np.int64)
             self.spawn_end = np.frombuffer(data["spawn_end"], np.int64)
             self.spawn_ids = np.frombuffer(data["spawn_ids"], np.uint32)
@@ -301,11 +302,16 @@ class WorldTables:
         """The ActorDescription of spawn row `row` (decoded once, then cached)."""
         found = self._descriptions.get(row)
         if found is None:
-            (add,) = maps_to_var(Kind.EVENT_ADD, [self.spawn_records[row]], self.engine)
-            assert isinstance(add, ActorAdd)
-            found = ActorDescription.of(add)
+            found = ActorDescription.of(self.spawn(row))
             self._descriptions[row] = found
         return found
+
+    def spawn(self, row: int) -> ActorAdd:
+        """The EventAdd record of spawn row `row`."""
+        try:
+            return ActorAdd.parse(Cursor(self.spawn_records[row]), self.engine)
+        except NanorecError as error:
+            raise FormatError(f"damaged spawn record {row} in the world tables: {error}") from None
 
     def alive_rows(self, index: int) -> npt.NDArray[np.intp]:
         """Spawn rows alive after frame `index`'s events, in spawn order."""
@@ -350,7 +356,8 @@ class WorldTablesBuilder:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.spawns: list[dict[str, Any]] = []
+        self.spawns: list[bytes] = []  # each spawn's EventAdd record, as in the file
+        self.spawn_type_ids: list[str] = []
         self.spawn_ids: list[int] = []
         self.spawn_start: list[int] = []
         self.spawn_end: list[int] = []
@@ -372,14 +379,16 @@ class WorldTablesBuilder:
         destroyed: list[int] = []
         adds = frame.get(kind_key(Kind.EVENT_ADD))
         if adds:
-            for item in adds:
-                actor_id = int(item["id"])
+            for add in maps_to_var(Kind.EVENT_ADD, adds, self.engine):
+                assert isinstance(add, ActorAdd)
+                actor_id = add.id
                 previous = self.alive.get(actor_id)
                 if previous is not None:  # re-added while alive: the new one replaces it
                     self.spawn_end[previous] = index
                     self.parent.pop(actor_id, None)
                 self.alive[actor_id] = self.unposed[actor_id] = len(self.spawns)
-                self.spawns.append(dict(item))
+                self.spawns.append(add.serialize(self.engine))
+                self.spawn_type_ids.append(add.blueprint)
                 self.spawn_ids.append(actor_id)
                 self.spawn_start.append(index)
                 self.spawn_end.append(int(NEVER))
@@ -722,9 +731,8 @@ def _traffic_light(light_id: int, state: np.void | None, times: np.void | None) 
 
 
 def _events(frame: Mapping[str, Any], engine: Engine) -> FrameEvents:
-    adds: list[VarRecord] = maps_to_var(
-        Kind.EVENT_ADD, frame.get(kind_key(Kind.EVENT_ADD)) or [], engine
-    )
+    content = frame.get(kind_key(Kind.EVENT_ADD))
+    adds: list[VarRecord] = [] if content is None else maps_to_var(Kind.EVENT_ADD, content, engine)
     dels = records(frame, Kind.EVENT_DEL, engine)
     parents = records(frame, Kind.EVENT_PARENT, engine)
     hits = records(frame, Kind.COLLISION, engine)
