@@ -120,7 +120,7 @@ def _packets(rec: CarlaRecording, frame: Any, replace: dict[Kind, bytes]) -> byt
     """A frame's native bytes with the bodies of the kinds in `replace` swapped."""
     family = rec.family
     parts = []
-    for pid, body in iter_message_packets(frame, family):
+    for pid, body in iter_message_packets(frame, family, rec.orders):
         kind = family.kind_of(pid)
         if kind in replace:
             body = replace[kind]
@@ -136,7 +136,7 @@ def _first_frame(rec: CarlaRecording, start: int, stop: int) -> tuple[bytes, int
     frame = rec.message(start)
     world = rec.frame(start)
     _, duration, _ = _frame_start(frame)
-    original = list(iter_message_packets(frame, family))
+    original = list(iter_message_packets(frame, family, rec.orders))
     present = {family.kind_of(pid) for pid, _ in original}
     additional = Kind.PLATFORM_TIME in present
     rows = tables.alive_rows(start)

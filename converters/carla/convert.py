@@ -251,7 +251,10 @@ def _convert(
         writer.source["sha256"] = sha
         writer.add_member(WORLD_MEMBER, zlib.compress(world.to_bytes(), 6))
         writer.add_member(
-            META_MEMBER, _meta(header, bytes(buf[: header.size]), fam, prelude, tail, truncation)
+            META_MEMBER,
+            _meta(
+                header, bytes(buf[: header.size]), fam, prelude, tail, truncation, encoder.orders
+            ),
         )
     if progress is not None:
         progress(len(buf))
@@ -335,6 +338,7 @@ def _meta(
     prelude: bytes,
     tail: bytes,
     truncation: Truncation | None,
+    orders: Mapping[bytes, int],
 ) -> bytes:
     """The `carla.msgpack.zlib` member: what the archive needs to give the native file back."""
     engine = fam.engine
@@ -360,6 +364,7 @@ def _meta(
                     "map_name": header.map_name,
                 },
                 "keys": kinds,
+                "orders": sorted(orders, key=orders.__getitem__),
                 "prelude": prelude,
                 "tail": tail,
                 "truncation": None
@@ -387,6 +392,7 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
     """The native CARLA file of an archive, as consecutive chunks of bytes."""
     meta = read_meta(reader)
     fam = family_named(meta["family"])
+    orders = meta.get("orders", [])
     yield meta["header"]["bytes"]
     yield meta["prelude"]
     for index in range(len(reader)):
@@ -395,7 +401,7 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
             raise FormatError(f"message {index} has no frame")
         yield b"".join(
             PACKET_HEADER.pack(pid, len(body)) + body
-            for pid, body in iter_message_packets(frame, fam)
+            for pid, body in iter_message_packets(frame, fam, orders)
         )
     yield meta["tail"]
 

@@ -4,7 +4,9 @@ A frame (FrameStart up to the next FrameStart) becomes the NanoVer-style message
 `{"frame": {...}}` whose map holds:
 
 - `frame.index`: the frame's 0-based position in the archive (NanoVer's key);
-- `order`: the packet ids of the frame, in file order, as bytes;
+- `order`: the number of the frame's packet-id sequence in the archive's table of
+  sequences (`orders` in the CARLA member; frames repeat a handful of them), or the
+  sequence itself as bytes;
 - a short key per known kind that has records (`KIND_KEYS`: `pos` for Position, `tl`
   for traffic-light State...): AnimVehicleWheels records (written every frame) as their
   packed bytes, the other fixed-size records as the
@@ -285,6 +287,9 @@ class FrameEncoder:
     def __init__(self, family: Family) -> None:
         self.family = family
         self.wheels = WheelLayout()
+        # Frames repeat a handful of packet sequences: each is stored once (in the
+        # archive's CARLA member) and a frame names its sequence by number.
+        self.orders: dict[bytes, int] = {}
         dtypes = FIXED_DTYPES[family.engine]
         self._table: list[tuple[Kind, str, Shape, int] | None] = [None] * 256
         for pid, kind in family.ids.items():
@@ -336,7 +341,8 @@ class FrameEncoder:
                 raw_positions.append(position)
             elif content is not _EMPTY:
                 frame[key] = content
-        frame[ORDER_KEY] = bytes(ids)
+        order = bytes(ids)
+        frame[ORDER_KEY] = self.orders.setdefault(order, len(self.orders))
         if raw:
             frame[RAW_KEY] = raw
         return frame, raw_positions
@@ -380,12 +386,18 @@ def frame_to_message(
 _EMPTY: Any = object()
 
 
-def iter_message_packets(frame: Mapping[str, Any], family: Family) -> Iterator[tuple[int, bytes]]:
-    """The `(packet id, body)` pairs of a frame map, in file order (export side)."""
+def iter_message_packets(
+    frame: Mapping[str, Any], family: Family, orders: Sequence[bytes] = ()
+) -> Iterator[tuple[int, bytes]]:
+    """The `(packet id, body)` pairs of a frame map, in file order (export side).
+
+    `orders` is the archive's table of packet sequences that `order` numbers refer to."""
     engine = family.engine
     order = frame.get(ORDER_KEY)
+    if isinstance(order, int) and 0 <= order < len(orders):
+        order = orders[order]
     if not isinstance(order, bytes):
-        raise FormatError("frame message has no `order` packet list")
+        raise FormatError(f"frame message has a bad `order` packet list: {order!r}")
     raw = {int(position): bytes(body) for position, body in frame.get(RAW_KEY, ())}
     seen: set[Kind] = set()
     for position, packet_id in enumerate(order):

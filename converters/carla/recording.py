@@ -64,6 +64,7 @@ class CarlaRecording:
         self._cleanup = cleanup
         meta = read_meta(reader)
         self.family: Family = family_named(meta["family"])
+        self.orders: list[bytes] = list(meta.get("orders", []))  # packet-id sequences
         head = meta["header"]
         self.header = Header(
             int(head["version"]),
