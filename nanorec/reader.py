@@ -9,8 +9,9 @@ columnar copy in `nanorec.msgpack` when that member exists and still matches `in
 (milliseconds for a million messages), otherwise `index.msgpack` is parsed into the same
 columns (NanoVer files, or archives whose index another tool rewrote).
 
-Lenient on input: deflated members are read through `zipfile` (documented slow path: a
-deflated `messages.msgpack` costs O(offset) per random read, like NanoVer), extra members are
+Lenient on input: deflated members are inflated with `zlib` straight from the mapping
+(documented slow path: a deflated `messages.msgpack` is inflated once, on first read, into an
+anonymous temporary file that is then mapped, so memory stays bounded), extra members are
 allowed, float timestamps are rounded to integer microseconds, a missing `types` is worked out
 from the message. Every problem with the file's content raises a `NanorecError` subclass
 naming the entry and byte offset; `OSError` passes through.
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import tempfile
 import threading
-import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -126,6 +127,49 @@ def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
     return end, members
 
 
+_INFLATE_CHUNK: Final = 16 << 20
+
+
+def iter_member_data(buf: Buffer, member: Member) -> Iterator[bytes]:
+    """A member's uncompressed bytes, in chunks (inflated with zlib when deflated).
+
+    Raises `ArchiveError` when deflated data is damaged, `TruncatedError` when it ends early
+    or inflates to another size than the central directory records.
+    """
+    position = member.data_start
+    stop = member.data_start + member.size
+    if member.stored:
+        while position < stop:
+            step = min(_INFLATE_CHUNK, stop - position)
+            yield bytes(buf[position : position + step])
+            position += step
+        return
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    produced = 0
+    try:
+        while position < stop:
+            step = min(_INFLATE_CHUNK, stop - position)
+            chunk = inflater.decompress(bytes(buf[position : position + step]))
+            position += step
+            produced += len(chunk)
+            yield chunk
+        tail = inflater.flush()
+        produced += len(tail)
+        yield tail
+    except zlib.error as error:
+        raise ArchiveError(
+            f"deflated member {member.name!r} is damaged ({error})", offset=member.data_start
+        ) from None
+    if not inflater.eof or produced != member.header.uncompressed_size:
+        raise TruncatedError(
+            f"deflated member {member.name!r} inflates to {produced} bytes, the central "
+            f"directory records {member.header.uncompressed_size}",
+            offset=member.data_start,
+            expected=member.header.uncompressed_size,
+            actual=produced,
+        )
+
+
 class ArchiveReader:
     """Read the messages of the archive at `path` (nanorec or NanoVer layout).
 
@@ -144,9 +188,10 @@ class ArchiveReader:
 
     def __init__(self, path: str | os.PathLike[str], *, use_description: bool = True) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._zip: zipfile.ZipFile | None = None
-        self._zip_messages: IO[bytes] | None = None
+        # Reentrant: lazy loaders holding it call member(), which takes it for deflated data.
+        self._lock = threading.RLock()
+        self._inflated: mmap.mmap | None = None  # a deflated messages member, inflated
+        self._inflated_file: IO[bytes] | None = None
         self._index_data: bytes | None = None
         self._positions: NDArray[np.int64] | None = None
         self._mm: mmap.mmap | None = None
@@ -266,12 +311,12 @@ class ArchiveReader:
 
     def close(self) -> None:
         """Release the file and its mapping. Idempotent."""
-        if self._zip_messages is not None:
-            self._zip_messages.close()
-            self._zip_messages = None
-        if self._zip is not None:
-            self._zip.close()
-            self._zip = None
+        if self._inflated is not None:
+            self._inflated.close()
+            self._inflated = None
+        if self._inflated_file is not None:
+            self._inflated_file.close()
+            self._inflated_file = None
         if self._mm is not None:
             self._mm.close()
             self._mm = None
@@ -299,19 +344,7 @@ class ArchiveReader:
         if member.stored:
             mm = self._map()
             return mm[member.data_start : member.data_start + member.size]
-        try:
-            with self._lock:
-                return self._zipfile().read(name)
-        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as error:
-            raise ArchiveError(f"member {name!r} cannot be decompressed ({error})") from None
-
-    def _zipfile(self) -> zipfile.ZipFile:
-        if self._zip is None:
-            try:
-                self._zip = zipfile.ZipFile(self._file)
-            except zipfile.BadZipFile as error:
-                raise ArchiveError(f"zipfile cannot open {self.path} ({error})") from None
-        return self._zip
+        return b"".join(iter_member_data(self._map(), member))
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
@@ -403,6 +436,8 @@ class ArchiveReader:
                 data = self._index_data
                 if data is None:
                     data = self.member(INDEX_MEMBER)
+                    if not self._members[INDEX_MEMBER].stored:
+                        self._index_data = data  # metadata() slices the inflated bytes
                 positions = entry_positions(data)
                 if len(positions) != self._count:
                     raise IndexMismatchError(
@@ -444,19 +479,9 @@ class ArchiveReader:
             if mm is None:
                 raise ValueError("I/O operation on a closed ArchiveReader")
             return mm[start : start + length]
-        # Slow path: a deflated messages member can only be read by decompressing from the
-        # start (zipfile does it, O(offset) per backward seek).
-        with self._lock:
-            try:
-                if self._zip_messages is None:
-                    self._zip_messages = self._zipfile().open(MESSAGES_MEMBER)
-                self._zip_messages.seek(offset)
-                data = self._zip_messages.read(length)
-            except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as error:
-                self._zip_messages = None
-                raise ArchiveError(
-                    f"deflated messages member is damaged near offset {offset} ({error})"
-                ) from None
+        # Slow path: a deflated messages member is inflated once into a temporary file.
+        inflated = self._inflated or self._inflate_messages()
+        data = inflated[offset : offset + length]
         if len(data) != length:
             raise TruncatedError(
                 f"messages member ends before message at offset {offset}",
@@ -465,6 +490,24 @@ class ArchiveReader:
                 actual=len(data),
             )
         return data
+
+    def _inflate_messages(self) -> mmap.mmap:
+        with self._lock:
+            if self._inflated is None:
+                spool = tempfile.TemporaryFile(prefix=".nanorec-inflated-")  # noqa: SIM115
+                try:
+                    for chunk in iter_member_data(self._map(), self._messages):
+                        spool.write(chunk)
+                    spool.flush()
+                    if self._messages_size:
+                        self._inflated = mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+                    else:
+                        self._inflated = mmap.mmap(-1, 1)
+                except BaseException:
+                    spool.close()
+                    raise
+                self._inflated_file = spool
+            return self._inflated
 
     def _decode(self, number: int, data: bytes, absolute: int) -> dict[str, Any]:
         try:
@@ -500,4 +543,4 @@ class ArchiveReader:
             )
 
 
-__all__ = ["ArchiveReader", "Member", "open_members"]
+__all__ = ["ArchiveReader", "Member", "iter_member_data", "open_members"]

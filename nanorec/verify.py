@@ -17,7 +17,7 @@ import itertools
 import mmap
 import os
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -29,7 +29,7 @@ from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import NanorecError, TruncatedError
 from nanorec.index import Index, parse_entries
-from nanorec.reader import MSGPACK_ERRORS, Member, open_members
+from nanorec.reader import MSGPACK_ERRORS, Member, iter_member_data, open_members
 from nanorec.wire import TIMESTAMP_KEY
 from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
 from nanorec.zipfile64 import FLAG_DATA_DESCRIPTOR, LocalHeader
@@ -185,30 +185,15 @@ class _Verifier:
                     )
                 )
 
-    def iter_member(self, member: Member) -> Iterator[bytes]:
-        """The member's uncompressed bytes in chunks (raises `zlib.error` when damaged)."""
-        position = member.data_start
-        stop = member.data_start + member.size
-        inflater = None if member.stored else zlib.decompressobj(-zlib.MAX_WBITS)
-        while position < stop:
-            step = min(_CRC_CHUNK, stop - position)
-            chunk = self.mm[position : position + step]
-            position += step
-            yield chunk if inflater is None else inflater.decompress(chunk)
-        if inflater is not None:
-            yield inflater.flush()
-
     def check_member_crc(self, member: Member) -> None:
         crc = 0
         size = 0
         try:
-            for chunk in self.iter_member(member):
+            for chunk in iter_member_data(self.mm, member):
                 crc = zlib.crc32(chunk, crc)
                 size += len(chunk)
-        except zlib.error as error:
-            self.add(
-                Problem("member-crc", f"deflated data is damaged: {error}", member=member.name)
-            )
+        except NanorecError as error:
+            self.add(_problem_from(error, "member-crc", member.name))
             return
         if size != member.header.uncompressed_size:
             self.add(
@@ -233,7 +218,7 @@ class _Verifier:
     def member_bytes(self, member: Member) -> bytes:
         if member.stored:
             return self.mm[member.data_start : member.data_start + member.size]
-        return b"".join(self.iter_member(member))
+        return b"".join(iter_member_data(self.mm, member))
 
     # -- index and messages ----------------------------------------------------------------
 
@@ -241,8 +226,8 @@ class _Verifier:
         messages = members[MESSAGES_MEMBER]
         try:
             data = self.member_bytes(members[INDEX_MEMBER])
-        except zlib.error as error:
-            self.add(Problem("index", f"cannot inflate: {error}", member=INDEX_MEMBER))
+        except NanorecError as error:
+            self.add(_problem_from(error, "index", INDEX_MEMBER))
             return None
         try:
             parsed = parse_entries(data, types_of=lambda offset, length: _UNKNOWN_TYPES)
@@ -305,7 +290,7 @@ class _Verifier:
         else:
             try:
                 content = self.member_bytes(messages)
-            except zlib.error:
+            except NanorecError:
                 return  # already reported by the member CRC check
 
             def data_of(offset: int, length: int) -> bytes:
@@ -387,9 +372,8 @@ class _Verifier:
         try:
             description = parse_description(self.member_bytes(member))
             columnar = description.to_index(members[MESSAGES_MEMBER].header.uncompressed_size)
-        except (NanorecError, zlib.error) as error:
-            text = error.message if isinstance(error, NanorecError) else str(error)
-            self.add(Problem("description", text, member=DESCRIPTION_MEMBER))
+        except NanorecError as error:
+            self.add(Problem("description", error.message, member=DESCRIPTION_MEMBER))
             return
         fields = description.fields
         index_member = members[INDEX_MEMBER].header

@@ -69,6 +69,20 @@ FLUSH_SECONDS: Final = 1.0
 #: Index rows kept in memory before they are spooled to the temporary file.
 CHUNK_ROWS: Final = 65536
 
+#: One index row per message while it is in memory (spooled per chunk, column by column).
+_SPOOL_ROW: Final = np.dtype(
+    [
+        ("length", "<i8"),
+        ("timestamp_us", "<i8"),
+        ("crc", "<u4"),
+        ("flags", "<u8"),
+        ("types", "<u4"),
+        ("extra_count", "<u4"),
+        ("extra_length", "<u4"),
+    ]
+)
+_FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
+
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _UINT64_MAX: Final = 2**64 - 1
@@ -146,7 +160,8 @@ class ArchiveWriter:
         elif self.partial_path.exists():
             self.partial_path.unlink()
         self._fd = os.open(self.partial_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        self._buffer = bytearray()
+        self._parts: list[bytes] = []  # buffered output, joined and written at flush
+        self._pending = 0  # bytes in _parts
         self._position = 0  # file offset of the first buffered byte
         self._messages_crc = 0
         self._last_flush_count = 0
@@ -155,12 +170,11 @@ class ArchiveWriter:
         self._last_timestamp = _INT64_MIN
         self._registry = TypesRegistry()
         self._valid_types: dict[tuple[str, ...], int] = {}
-        self._rows: list[list[int]] = [[] for _ in _SPOOL_COLUMNS]
+        self._rows: list[tuple[int, int, int, int, int, int, int]] = []
         self._extra = bytearray()
         self._spool: IO[bytes] | None = None
         self._chunks: list[_Chunk] = []
         self._max_length = 0
-        self._min_timestamp = _INT64_MAX
         self._max_flags = 0
         self._members: dict[str, bytes] = {}
         self._central: list[CentralHeader] = []
@@ -168,7 +182,7 @@ class ArchiveWriter:
         try:
             self._messages_header = LocalHeader(name=MESSAGES_MEMBER, zip64=True)
             self._emit(self._messages_header.build())
-            self._messages_start = len(self._buffer)
+            self._messages_start = self._pending
             self.flush()
             self._in_messages = True
         except BaseException:
@@ -261,12 +275,14 @@ class ArchiveWriter:
 
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
-        if self._buffer:
+        if self._parts:
+            data = b"".join(self._parts)
             if self._in_messages:
-                self._messages_crc = zlib.crc32(self._buffer, self._messages_crc)
-            self._write_all(self._buffer)
-            self._position += len(self._buffer)
-            self._buffer.clear()
+                self._messages_crc = zlib.crc32(data, self._messages_crc)
+            self._write_all(data)
+            self._position += len(data)
+            self._parts.clear()
+            self._pending = 0
         self._last_flush_count = self._count
         self._last_flush_time = time.monotonic()
         if fsync:
@@ -313,63 +329,67 @@ class ArchiveWriter:
         """Buffer one message and its index row. `embed=False`: stored as given (recover)."""
         if self._closed:
             raise ValueError("the archive writer is closed")
-        timestamp = operator.index(timestamp_us)
-        if not _INT64_MIN <= timestamp <= _INT64_MAX:
-            raise ValueError(f"timestamp {timestamp} us does not fit in 64 bits")
-        if timestamp < self._last_timestamp:
+        timestamp = timestamp_us if type(timestamp_us) is int else operator.index(timestamp_us)
+        if not self._last_timestamp <= timestamp <= _INT64_MAX:
+            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                raise ValueError(f"timestamp {timestamp} us does not fit in 64 bits")
             raise ValueError(
                 f"timestamps must not decrease: message {self._count} has {timestamp} us after "
                 f"{self._last_timestamp} us"
             )
-        flag_bits = operator.index(flags)
+        flag_bits = flags if type(flags) is int else operator.index(flags)
         if not 0 <= flag_bits <= _UINT64_MAX:
             raise ValueError(f"flags must be in [0, 2**64), not {flag_bits}")
         code = self._valid_types.get(types)
         if code is None:
             code = self._register_types(types)
         extra = self._pack_metadata(metadata) if metadata else b""
-        buffer = self._buffer
-        start = len(buffer)
-        if embed:
-            try:
-                entries, header_len = read_map_header(packed)
-            except FormatError as error:
-                raise ValueError(f"message {self._count}: {error}") from None
-            if entries != len(types):
-                raise ValueError(
-                    f"message {self._count}: the packed map has {entries} entries but "
-                    f"{len(types)} types were given"
-                )
-            buffer += map_header(entries + 1)
-            buffer += memoryview(packed)[header_len:]
-            buffer += timestamp_entry(timestamp)
-        else:
-            buffer += packed
-        with memoryview(buffer) as view:
-            crc = zlib.crc32(view[start:])
-        length = len(buffer) - start
+        stored = self._embed(packed, len(types), timestamp) if embed else bytes(packed)
+        length = len(stored)
+        self._parts.append(stored)
+        self._pending += length
+        self._rows.append(
+            (
+                length,
+                timestamp,
+                zlib.crc32(stored),
+                flag_bits,
+                code,
+                len(metadata) if extra and metadata else 0,
+                len(extra),
+            )
+        )
         if extra:
             self._extra += extra
-        rows = self._rows
-        rows[0].append(length)
-        rows[1].append(timestamp)
-        rows[2].append(crc)
-        rows[3].append(flag_bits)
-        rows[4].append(code)
-        rows[5].append(len(metadata) if metadata else 0)
-        rows[6].append(len(extra))
         self._last_timestamp = timestamp
         number = self._count
         self._count = number + 1
         if (
-            len(buffer) >= FLUSH_BYTES
-            or self._count - self._last_flush_count >= FLUSH_MESSAGES
+            self._pending >= FLUSH_BYTES
+            or number - self._last_flush_count >= FLUSH_MESSAGES
             or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
         ):
             self.flush()
-        if len(rows[0]) >= CHUNK_ROWS:
+        if len(self._rows) >= CHUNK_ROWS:
             self._spool_rows()
         return number
+
+    def _embed(self, packed: bytes, entries: int, timestamp: int) -> bytes:
+        """`packed` with the `"nanorec.t"` entry appended (see `nanorec.wire`)."""
+        first = packed[0] if packed else 0
+        # The common case, a fixmap that stays a fixmap: only the count byte changes.
+        if 0x80 <= first <= 0x8E and first - 0x80 == entries:
+            return _FIXMAP_HEADERS[entries + 1] + packed[1:] + timestamp_entry(timestamp)
+        try:
+            count, header_len = read_map_header(packed)
+        except FormatError as error:
+            raise ValueError(f"message {self._count}: {error}") from None
+        if count != entries:
+            raise ValueError(
+                f"message {self._count}: the packed map has {count} entries but {entries} "
+                "types were given"
+            )
+        return map_header(count + 1) + packed[header_len:] + timestamp_entry(timestamp)
 
     def _register_types(self, types: tuple[str, ...]) -> int:
         for name in types:
@@ -401,15 +421,18 @@ class ArchiveWriter:
 
     # -- low-level output ------------------------------------------------------------------
 
-    def _emit(self, data: bytes | bytearray | memoryview) -> None:
-        self._buffer += data
-        if len(self._buffer) >= FLUSH_BYTES:
+    def _emit(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._pending += len(data)
+        if self._pending >= FLUSH_BYTES:
             self._flush_raw()
 
     def _flush_raw(self) -> None:
-        self._write_all(self._buffer)
-        self._position += len(self._buffer)
-        self._buffer.clear()
+        data = b"".join(self._parts)
+        self._write_all(data)
+        self._position += len(data)
+        self._parts.clear()
+        self._pending = 0
 
     def _write_all(self, data: bytes | bytearray) -> None:
         with memoryview(data) as view:
@@ -418,7 +441,7 @@ class ArchiveWriter:
                 done += os.write(self._fd, view[done:])
 
     def _tell(self) -> int:
-        return self._position + len(self._buffer)
+        return self._position + self._pending
 
     def _close_files(self) -> None:
         if self._fd >= 0:
@@ -432,7 +455,7 @@ class ArchiveWriter:
 
     def _spool_rows(self) -> None:
         rows = self._rows
-        count = len(rows[0])
+        count = len(rows)
         if not count:
             return
         if self._spool is None:
@@ -440,20 +463,15 @@ class ArchiveWriter:
             self._spool = tempfile.TemporaryFile(  # noqa: SIM115 - closed in _close_files
                 dir=self.path.parent, prefix=".nanorec-index-"
             )
-        arrays: list[NDArray[Any]] = [
-            np.array(values, dtype=dtype)
-            for values, (_, dtype) in zip(rows, _SPOOL_COLUMNS, strict=True)
-        ]
-        self._max_length = max(self._max_length, int(arrays[0].max()))
-        self._min_timestamp = min(self._min_timestamp, int(arrays[1].min()))
-        self._max_flags = max(self._max_flags, int(arrays[3].max()))
+        table = np.array(rows, dtype=_SPOOL_ROW)
+        self._max_length = max(self._max_length, int(table["length"].max()))
+        self._max_flags = max(self._max_flags, int(table["flags"].max()))
         position = self._spool.seek(0, os.SEEK_END)
-        for array in arrays:
-            self._spool.write(array.tobytes())
+        for name, dtype in _SPOOL_COLUMNS:
+            self._spool.write(table[name].astype(dtype).tobytes())
         self._spool.write(self._extra)
         self._chunks.append(_Chunk(position, count, len(self._extra)))
-        for values in rows:
-            values.clear()
+        rows.clear()
         self._extra.clear()
 
     def _iter_chunks(self) -> Iterator[tuple[dict[str, NDArray[Any]], bytes]]:

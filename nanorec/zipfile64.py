@@ -302,7 +302,8 @@ class CentralHeader:
     flags: int = 0
     dos_time: int = DOS_TIME_0
     dos_date: int = DOS_DATE_1980
-    version_made_by: int = MADE_BY_UNIX | VERSION_DEFAULT
+    #: Informational; `build` raises its version byte to what the record needs.
+    version_made_by: int = field(default=MADE_BY_UNIX | VERSION_DEFAULT, compare=False)
     internal_attr: int = 0
     external_attr: int = EXTERNAL_ATTR_FILE
     #: Extra fields other than zip64, raw.
@@ -310,6 +311,8 @@ class CentralHeader:
     comment: bytes = b""
     #: Write the zip64 extra even when every value fits in 32 bits (tests use this).
     force_zip64: bool = field(default=False, compare=False)
+    #: Bytes the record took where it was parsed (0 for a record built in memory).
+    parsed_size: int = field(default=0, compare=False)
 
     def _zip64_values(self) -> tuple[list[int], list[int]]:
         """The fixed field values and the zip64 extra values, in APPNOTE order."""
@@ -424,6 +427,7 @@ class CentralHeader:
             external_attr=external_attr,
             extra=others,
             comment=comment,
+            parsed_size=CENTRAL_HEADER.size + name_len + extra_len + comment_len,
         )
 
 
@@ -588,7 +592,7 @@ def parse_central_directory(buf: Buffer, end: EndRecords) -> list[CentralHeader]
         )
     for _ in range(end.entries):
         header = CentralHeader.parse(buf, pos)
-        pos += header.size
+        pos += header.parsed_size
         if pos > stop:
             raise ArchiveError(
                 "central directory entry runs past the directory's announced size",
