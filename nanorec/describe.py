@@ -13,14 +13,22 @@ one extra member, which NanoVer's reader ignores, holding a msgpack map:
 `columns` always has `length`, `timestamp_us`, `crc` and `types` (a row number of
 `types_table`, the distinct lists of top-level keys). `flags` is left out when every flag is
 zero and `offset` when messages are contiguous from 0 (offsets are then the running sum of
-lengths). `index_size`/`index_crc32` describe the `index.msgpack` member this copy was made
-from: a reader trusts the columns only when they still match it, so an archive whose index was
+lengths). A column may carry `"encoding"`: absent or "raw" (the bytes as they are), "zlib"
+(deflated), or "delta-zlib" (deflated differences from the previous row, the first from 0,
+in the column's dtype with wrap-around). Timestamps compress to almost nothing as deltas and
+lengths, flags and types deflate well; CRCs are random and stay raw. This keeps the copy at a
+few bytes per message, which matters when messages are small, and inflating it still takes
+only milliseconds per million messages.
+
+`index_size`/`index_crc32` describe the `index.msgpack` member this copy was made from: a
+reader trusts the columns only when they still match it, so an archive whose index was
 rewritten by another tool falls back to parsing `index.msgpack`. `columns` is the last key so
-that a writer can stream the column bytes.
+that a writer can stream the (raw) column bytes.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -49,16 +57,41 @@ COLUMN_KINDS: Final = {
     "types": "u",
 }
 REQUIRED_COLUMNS: Final = ("length", "timestamp_us", "crc", "types")
+RAW: Final = "raw"
+ZLIB: Final = "zlib"
+DELTA_ZLIB: Final = "delta-zlib"
+ENCODINGS: Final = (RAW, ZLIB, DELTA_ZLIB)
+_ZLIB_LEVEL: Final = 6
 
 
 @dataclass(frozen=True)
 class ColumnSource:
-    """A column to stream into the description: name, dtype, row count, and its bytes."""
+    """A column to write into the description: name, dtype, row count, its raw bytes in
+    chunks, and how to encode them."""
 
     name: str
     dtype: np.dtype[Any]
     count: int
     chunks: Iterable[bytes]
+    encoding: str = RAW
+
+
+def _deflated(column: ColumnSource) -> bytes:
+    """The column's bytes encoded as `column.encoding` says (zlib or delta-zlib)."""
+    deflater = zlib.compressobj(_ZLIB_LEVEL)
+    parts = []
+    previous = np.zeros(1, dtype=column.dtype)
+    for chunk in column.chunks:
+        if column.encoding == DELTA_ZLIB:
+            values = np.frombuffer(chunk, dtype=column.dtype)
+            if not len(values):
+                continue
+            with np.errstate(over="ignore"):
+                chunk = np.diff(values, prepend=previous).astype(column.dtype).tobytes()
+            previous = values[-1:]
+        parts.append(deflater.compress(chunk))
+    parts.append(deflater.flush())
+    return b"".join(parts)
 
 
 def iter_description(fields: Mapping[str, Any], columns: Sequence[ColumnSource]) -> Iterator[bytes]:
@@ -72,12 +105,19 @@ def iter_description(fields: Mapping[str, Any], columns: Sequence[ColumnSource])
         yield msgpack.packb(key) + msgpack.packb(value)
     yield msgpack.packb("columns") + map_header(len(columns))
     for column in columns:
+        head = msgpack.packb("dtype") + msgpack.packb(column.dtype.str)
+        if column.encoding != RAW:
+            # Encoded columns are small: built in memory, so their size is known up front.
+            data = _deflated(column)
+            head += msgpack.packb("encoding") + msgpack.packb(column.encoding)
+            yield msgpack.packb(column.name) + map_header(3) + head + msgpack.packb("data")
+            yield bin_header(len(data)) + data
+            continue
         nbytes = column.count * column.dtype.itemsize
         yield (
             msgpack.packb(column.name)
             + map_header(2)
-            + msgpack.packb("dtype")
-            + msgpack.packb(column.dtype.str)
+            + head
             + msgpack.packb("data")
             + bin_header(nbytes)
         )
@@ -222,10 +262,26 @@ def parse_description(data: bytes) -> Description:
             raise _fail(f"column {name!r} has dtype {spec.get('dtype')!r}") from None
         if dtype.kind not in COLUMN_KINDS[name] or dtype.itemsize > 8 or dtype.byteorder == ">":
             raise _fail(f"column {name!r} has unsupported dtype {dtype.str}")
+        encoding = spec.get("encoding", RAW)
+        if encoding not in ENCODINGS:
+            raise _fail(f"column {name!r} has unknown encoding {encoding!r}")
         data = spec["data"]
-        if len(data) % dtype.itemsize:
-            raise _fail(f"column {name!r} is {len(data)} bytes, not a multiple of {dtype.str}")
-        columns[name] = np.frombuffer(data, dtype=dtype)
+        expected = decoded["message_count"] * dtype.itemsize
+        if encoding != RAW:
+            inflater = zlib.decompressobj()
+            try:
+                # Bounded: a damaged stream cannot inflate past the column's size.
+                data = inflater.decompress(data, expected + 1)
+            except zlib.error as error:
+                raise _fail(f"column {name!r} does not inflate ({error})") from None
+            if not inflater.eof:
+                raise _fail(f"column {name!r} inflates past {expected} bytes or ends early")
+        if len(data) != expected:
+            raise _fail(f"column {name!r} holds {len(data)} bytes, expected {expected}")
+        column = np.frombuffer(data, dtype=dtype)
+        if encoding == DELTA_ZLIB:
+            column = np.cumsum(column, dtype=dtype)
+        columns[name] = column
     missing = [name for name in REQUIRED_COLUMNS if name not in columns]
     if missing:
         raise _fail(f"columns {missing} are missing")

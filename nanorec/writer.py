@@ -6,8 +6,8 @@ Layout of a finished archive (a zip, every member stored, never deflated):
    writes it) and the packed messages back to back. Each message map ends with the reserved
    entry `"nanorec.t"` = its timestamp in integer microseconds (see `nanorec.wire`).
 2. `index.msgpack`: the NanoVer index, one `{offset, length, metadata}` map per message with
-   metadata `types`, `timestamp`, `crc` (CRC-32 of the stored message bytes), `flags` (only
-   when non-zero), then any caller metadata.
+   metadata `types`, `timestamp`, `crc` (CRC-32 of the stored message bytes), `f` (the flags,
+   only when non-zero), then any caller metadata.
 3. `nanorec.msgpack`: the self-description and columnar index (see `nanorec.describe`).
 4. Members given to `add_member`, then the central directory and end records (zip64 records
    only when sizes, offsets or counts need them).
@@ -42,8 +42,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nanorec._version import __version__
+from nanorec.describe import (
+    DELTA_ZLIB,
+    RAW,
+    ZLIB,
+    ColumnSource,
+    base_fields,
+    iter_description,
+)
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
-from nanorec.describe import ColumnSource, base_fields, iter_description
 from nanorec.errors import FormatError, OutputExistsError
 from nanorec.index import RESERVED_METADATA, TypesRegistry, encode_entries, types_code_dtype
 from nanorec.wire import (
@@ -559,19 +566,21 @@ class ArchiveWriter:
             raise AssertionError(f"index covers {base} bytes of {messages_size}")
 
     def _description_columns(self, count: int) -> list[ColumnSource]:
-        def column(name: str, dtype: np.dtype[Any]) -> ColumnSource:
+        def column(name: str, dtype: np.dtype[Any], encoding: str) -> ColumnSource:
             chunks = (cols[name].astype(dtype).tobytes() for cols, _ in self._iter_chunks())
-            return ColumnSource(name=name, dtype=dtype, count=count, chunks=chunks)
+            return ColumnSource(
+                name=name, dtype=dtype, count=count, chunks=chunks, encoding=encoding
+            )
 
         length_dtype = np.dtype("<u4") if self._max_length <= 0xFFFF_FFFF else np.dtype("<u8")
         columns = [
-            column("length", length_dtype),
-            column("timestamp_us", np.dtype("<i8")),
-            column("crc", np.dtype("<u4")),
-            column("types", types_code_dtype(len(self._registry.table))),
+            column("length", length_dtype, ZLIB),
+            column("timestamp_us", np.dtype("<i8"), DELTA_ZLIB),
+            column("crc", np.dtype("<u4"), RAW),
+            column("types", types_code_dtype(len(self._registry.table)), ZLIB),
         ]
         if self._max_flags:
-            columns.append(column("flags", _flags_dtype(self._max_flags)))
+            columns.append(column("flags", _flags_dtype(self._max_flags), ZLIB))
         return columns
 
     def _central_for(self, header: LocalHeader, offset: int) -> CentralHeader:

@@ -224,6 +224,6 @@ def test_our_archive_deflated_by_another_tool(tmp_path: Path) -> None:
     with ArchiveReader(deflated) as reader:
         assert reader.index_source == "nanorec.msgpack"
         assert reader[::-1] == sample_messages(20)[::-1]
-        assert reader.metadata(7)["flags"] == 7
+        assert reader.metadata(7)["f"] == 7
         assert reader.read(3, verify=True) == sample_messages(20)[3]
     assert verify(deflated).ok

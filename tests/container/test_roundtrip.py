@@ -131,7 +131,7 @@ def test_random_streams_round_trip(
                         "crc": int(reader.index.crc[i]),
                     }
                     if flags[i]:
-                        want["flags"] = flags[i]
+                        want["f"] = flags[i]
                     want.update(extras[i])
                     assert metadata == want
         report = verify(path)

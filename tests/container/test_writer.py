@@ -151,8 +151,8 @@ def test_index_entries_are_nanover_shaped(tmp_path: Path) -> None:
     first, second = index_entries(path)
     assert list(first) == ["offset", "length", "metadata"]
     assert list(first["metadata"]) == ["types", "timestamp", "crc"]
-    assert list(second["metadata"]) == ["types", "timestamp", "crc", "flags", "note"]
-    assert second["metadata"]["flags"] == 0b101
+    assert list(second["metadata"]) == ["types", "timestamp", "crc", "f", "note"]
+    assert second["metadata"]["f"] == 0b101
     assert "frame.index" not in first["metadata"]
 
 
