@@ -19,6 +19,7 @@ naming the entry and byte offset; `OSError` passes through.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import tempfile
@@ -201,6 +202,9 @@ class ArchiveReader:
             if size == 0:
                 raise TruncatedError(f"{self.path} is empty", offset=0, actual=0)
             self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            # Reads are random: no read-ahead, so resident memory follows what is read.
+            with contextlib.suppress(AttributeError, OSError):
+                self._mm.madvise(mmap.MADV_RANDOM)
             self._open(use_description)
         except BaseException:
             self.close()

@@ -61,6 +61,7 @@ STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` c
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
 _KEY_BITS = {key: kind.bit for kind, key in KIND_KEYS.items()}
+_RELEASE_BYTES = 32 << 20  # give back converted source pages every 32 MiB
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,17 @@ def _convert(
         source={"name": source.name, "size": len(buf), "family": fam.name},
     ) as writer:
 
+        released = 0
+
+        def release(upto: int) -> None:
+            """Drop the source pages already converted from memory (bounded RSS on big files)."""
+            nonlocal released
+            if isinstance(buf, mmap.mmap) and upto - released >= _RELEASE_BYTES:
+                end = upto - upto % mmap.PAGESIZE
+                with contextlib.suppress(OSError, ValueError):
+                    buf.madvise(mmap.MADV_DONTNEED, released, end - released)
+                released = end
+
         def write(run: _Frame, last_time: int) -> int:
             nonlocal done
             last_time = _write_frame(
@@ -221,6 +233,7 @@ def _convert(
             )
             digest.update(buf[done : run.end])
             done = run.end
+            release(done)
             return last_time
 
         # Hold one run back: only at the end is it known whether the last one is complete.
