@@ -313,6 +313,13 @@ class ArchiveReader:
     ) -> None:
         self.close()
 
+    def release_pages(self) -> None:
+        """Let the kernel drop the file pages mapped so far (they are read again on demand):
+        keeps resident memory flat during a pass over a file larger than RAM."""
+        if self._mm is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._mm.madvise(mmap.MADV_DONTNEED)
+
     def close(self) -> None:
         """Release the file and its mapping. Idempotent."""
         if self._inflated is not None:

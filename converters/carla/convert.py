@@ -409,6 +409,8 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
     yield meta["header"]["bytes"]
     yield meta["prelude"]
     for index in range(len(reader)):
+        if index % 4096 == 4095:
+            reader.release_pages()
         frame = reader[index].get("frame")
         if frame is None:
             raise FormatError(f"message {index} has no frame")
