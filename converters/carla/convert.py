@@ -205,7 +205,6 @@ def _convert(
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf), "family": fam.name},
     ) as writer:
-
         released = 0
 
         def release(upto: int) -> None:
