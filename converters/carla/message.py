@@ -261,22 +261,21 @@ class WheelLayout:
 
     def __init__(self) -> None:
         self.size = -1
-        self.counts_at = np.empty(0, np.int64)  # byte offsets of each record's wheel count
-        self.counts = np.empty(0, np.uint32)
+        self.count_bytes = np.empty(0, np.intp)  # offsets of every wheel-count byte
+        self.expected = b""  # those bytes in the last layout
 
     def count(self, data: bytes | memoryview) -> int | None:
         """How many records `data` holds, or None if they do not fill it exactly."""
-        if len(data) == self.size:
-            raw = np.frombuffer(data, np.uint8)
-            got = raw[self.counts_at[:, None] + np.arange(4)].view("<u4").ravel()
-            if np.array_equal(got, self.counts):
-                return len(self.counts)
+        same_size = len(data) == self.size
+        if same_size and np.frombuffer(data, np.uint8)[self.count_bytes].tobytes() == self.expected:
+            return len(self.expected) // 4
         found = wheel_records(data)
         if found is None:
             return None
         self.size = len(data)
-        self.counts_at = np.array([start - 4 for _, start, _ in found], np.int64)
-        self.counts = np.array([wheels for _, _, wheels in found], np.uint32)
+        starts = np.array([start - 4 for _, start, _ in found], np.intp)
+        self.count_bytes = (starts[:, None] + np.arange(4)).ravel()
+        self.expected = np.frombuffer(data, np.uint8)[self.count_bytes].tobytes()
         return len(found)
 
 

@@ -364,6 +364,8 @@ class WorldTablesBuilder:
         self.spawn_first_pose: list[int] = []  # first frame with a Position record
         self.alive: dict[int, int] = {}  # actor id -> spawn row
         self.unposed: dict[int, int] = {}  # alive actor id -> spawn row, no Position yet
+        self._position_dtype = FIXED_DTYPES[engine][Kind.POSITION]
+        self._last_position_ids = b""
         self.parents: list[tuple[int, int, int]] = []
         self.parent: dict[int, int] = {}  # alive child id -> current parent id
         self.sparse: dict[Kind, tuple[list[int], list[bytes]]] = {
@@ -405,11 +407,12 @@ class WorldTablesBuilder:
                 destroyed.append(actor_id)
         positions = frame.get(kind_key(Kind.POSITION))
         if positions and self.unposed:
-            dtype = FIXED_DTYPES[self.engine][Kind.POSITION]
-            for actor_id in (
-                set(np.frombuffer(positions, dtype)["id"].tolist()) & self.unposed.keys()
-            ):
-                self.spawn_first_pose[self.unposed.pop(actor_id)] = index
+            ids = np.frombuffer(positions, self._position_dtype)["id"]
+            key = ids.tobytes()
+            if key != self._last_position_ids or spawned:  # the usual frame: same actors
+                self._last_position_ids = key
+                for actor_id in set(ids.tolist()) & self.unposed.keys():
+                    self.spawn_first_pose[self.unposed.pop(actor_id)] = index
         parents = frame.get(kind_key(Kind.EVENT_PARENT))
         if parents:
             for child, parent in np.frombuffer(parents, "<u4").reshape(-1, 2).tolist():
