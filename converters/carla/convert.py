@@ -252,7 +252,7 @@ def _convert(
                     progress(done)
             pending = item
         if pending is not None:
-            if pending.ids[-1] == FRAME_END_ID and truncation is None and pending.end == len(buf):
+            if pending.ids[-1] == FRAME_END_ID:  # complete, even if a cut packet follows
                 write(pending, last_time)
             elif truncation is None:
                 truncation = Truncation(pending.start, "the last frame has no FrameEnd")
