@@ -311,6 +311,7 @@ class FrameEncoder:
         raw: list[list[Any]] = []
         raw_positions: list[int] = []
         table = self._table
+        seen: set[str] = set()  # kinds whose packet is already placed, empty ones included
         for position, pid in enumerate(ids):
             start = offsets[position] + 5
             size = sizes[position]
@@ -335,10 +336,12 @@ class FrameEncoder:
                     content = view[start : start + size]
             elif size == 0:
                 content = _EMPTY
-            if content is None or key in frame:
+            if content is None or key in seen:
                 raw.append([position, bytes(view[start : start + size])])
                 raw_positions.append(position)
-            elif content is not _EMPTY:
+                continue
+            seen.add(key)
+            if content is not _EMPTY:
                 frame[key] = content
         order = bytes(ids)
         frame[ORDER_KEY] = self.orders.setdefault(order, len(self.orders))
