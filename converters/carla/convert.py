@@ -42,6 +42,7 @@ from converters.carla.message import (
     PACKET_HEADER,
     RAW_KEY,
     FrameEncoder,
+    _text,
     iter_message_packets,
     kind_key,
 )
@@ -330,7 +331,8 @@ def _state_change(
     for actor_id in spawned:
         row = world.alive.get(actor_id)
         if row is not None:
-            updates[f"actor.{actor_id}"] = world.spawn_type_ids[row]
+            # bytes when the blueprint is not UTF-8 (msgpack strings must be)
+            updates[f"actor.{actor_id}"] = _text(world.spawn_type_ids[row])
     if parents:
         for child in np.frombuffer(parents, "<u4")[::2].tolist():
             parent = world.parent.get(child)

@@ -201,6 +201,23 @@ def test_duplicated_packets_export_exactly(name: str, tmp_path: Path) -> None:
     assert back.read_bytes() == data
 
 
+def test_non_utf8_strings_convert_and_seek(tmp_path: Path) -> None:
+    """Blueprint and attribute strings that are not UTF-8 (or hold a NUL) survive convert,
+    export, seeking and clips."""
+    family = FAMILIES["0.9.16"]
+    odd = _vehicle(
+        10,
+        b"vehicle.\xff\xfe\x00x",
+        [(3, b"role\xc3", b"\xe9t\xe9"), (3, "ok", b"a\x00b"), (4, "color", "1,2,3")],
+    )
+    frames = [
+        hand_frame(family, 1, 0.0, adds=[odd, _vehicle(11)], poses=[_pose(10, 1.0)]),
+        hand_frame(family, 2, 0.05, parents=[(11, 10)], poses=[_pose(10, 2.0)]),
+        hand_frame(family, 3, 0.1, poses=[_pose(10, 3.0)]),
+    ]
+    check_pipeline(hand_file(frames), tmp_path, clips=3)
+
+
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
