@@ -25,6 +25,24 @@ app = typer.Typer(
 
 T = TypeVar("T")
 
+
+def _version(value: bool) -> None:
+    if value:
+        from nanorec._version import __version__
+
+        typer.echo(f"nanorec {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Convert, seek, verify and replay recorded simulation and robotics logs."""
+
+
 EXIT_BAD_INPUT = 2
 
 
