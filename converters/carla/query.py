@@ -316,10 +316,16 @@ class _Recording:
 
 def _choose_family(buf: Any, start: int, fam: str | Family | None) -> tuple[Family, bool]:
     """The release family (the codec's detector unless forced) and whether the file has
-    animation packets (8/9, written every frame since 0.9.6): 0.9.4/0.9.5 files have none."""
+    animation packets (8/9, written every frame since 0.9.6): 0.9.4/0.9.5 files have none.
+    Only a complete frame (a FrameEnd) without them says so; a file cut inside its first
+    frame is taken as 0.9.6+."""
     chosen = resolve(buf, start, fam).family
     head = walk(buf, start, limit=start + (1 << 20))
-    has_anims = bool(np.isin(head.ids, (8, 9)).any()) or chosen.name != "0.9.4-0.9.9"
+    has_anims = (
+        bool(np.isin(head.ids, (8, 9)).any())
+        or not bool((head.ids == 1).any())
+        or chosen.name != "0.9.4-0.9.9"
+    )
     return chosen, has_anims
 
 
@@ -368,6 +374,12 @@ class _Stale:
     def __init__(self) -> None:
         self.raw: dict[str, bytes] = {}
         self.total = 0  # the shared `uint16_t Total` local
+
+    def count(self, packet: _Packet) -> int:
+        """The `Total` CARLA reads at a packet's start: missing bytes keep the old ones."""
+        old = self.total.to_bytes(2, "little")
+        self.total = int.from_bytes(_overlay(packet.body[:2], old), "little")
+        return self.total
 
     def records(
         self, packet: _Packet, slot: str, dtype: np.dtype[Any], *, counted: bool = True
@@ -419,6 +431,40 @@ def _var_records(packet: _Packet, parse: Callable[[Cursor], Any]) -> tuple[int, 
         except NanorecError:
             break
     return count, records
+
+
+def _table_entries(
+    packet: _Packet, engine: Engine, stale: _Stale, last: bytes
+) -> tuple[list[tuple[int, int, str]], bytes]:
+    """EventAdd records as the collision and blocked actor tables see them (id, type,
+    blueprint), failed-stream reads included (§7.7): after a cut the id and type keep the
+    previous record's bytes under the new ones, and every string read after the failure is
+    empty (CARLA zero-fills its buffer before reading). The attributes, read into an
+    uninitialised count then, never reach these tables. `last` holds the previous id and
+    type bytes; the updated value is returned with the entries."""
+    count = stale.count(packet)
+    body = packet.body
+    cur = Cursor(body, packet.offset, min(2, len(body)))
+    fixed = 5 + 2 * (12 if engine is Engine.UE4 else 24) + 4  # id, type, 2 vectors, uid
+    entries: list[tuple[int, int, str]] = []
+    while len(entries) < count:
+        start = cur.pos
+        try:
+            rec = ActorAdd.parse(cur, engine)
+        except NanorecError:
+            rest = body[start:]
+            last = _overlay(rest[:5], last)
+            actor_id, actor_type = struct.unpack("<IB", last)
+            name = ""
+            if len(rest) >= fixed + 2:
+                (length,) = _U16.unpack_from(rest, fixed)
+                name = _cstring(rest[fixed + 2 : fixed + 2 + length])
+            entries.append((actor_id, actor_type, name))
+            entries += [(actor_id, actor_type, "")] * (count - len(entries))
+            break
+        last = struct.pack("<IB", rec.id, rec.type)
+        entries.append((rec.id, rec.type, _clean(rec.blueprint)))
+    return entries, last
 
 
 def _byte_char(value: int) -> str:
@@ -561,6 +607,7 @@ class _InfoPrinter:
         self.frame = _Frame()
         self.printed = False
         self.stale = _Stale()
+        self.last_walker = 0  # CARLA's WalkerBones member keeps the last id read
         w = opts.windows
         self.g: Callable[[float], str] = (lambda x: fmt_g(x, windows=True)) if w else fmt_g
 
@@ -610,11 +657,8 @@ class _InfoPrinter:
         return self.frame_line() if count > 0 and not self.printed else ""
 
     def event_add(self, packet: _Packet) -> str:
-        count, records = _var_records(packet, lambda cur: ActorAdd.parse(cur, self.engine))
-        if packet.rerun:
-            count, records = self.stale.total, []
-        else:
-            self.stale.total = count
+        count = self.stale.count(packet)
+        records = _var_records(packet, lambda cur: ActorAdd.parse(cur, self.engine))[1]
         parts = [self._count_line(count)]
         g = self.g
         for rec in records:
@@ -718,15 +762,17 @@ class _InfoPrinter:
         raise AssertionError(kind)
 
     def physics(self, packet: _Packet) -> str:
+        count = self.stale.count(packet)
         if packet.rerun:
-            return ""
+            # Read again from a failed stream (§7.7): the stale `Total` prints; the records
+            # would be a default control with uninitialised array sizes, not reproduced.
+            return self._count_line(count) + f" Physics Control events: {count}\n"
         if self.engine is Engine.UE4:
-            count, records = _var_records(packet, _physics_ue4_parser(packet))
+            records = _var_records(packet, _physics_ue4_parser(packet))[1]
             block = self._physics_ue4
         else:
-            count, records = _var_records(packet, _physics_ue5_parser(packet))
+            records = _var_records(packet, _physics_ue5_parser(packet))[1]
             block = self._physics_ue5
-        self.stale.total = count
         parts = [self._count_line(count), f" Physics Control events: {count}\n"]
         parts += [block(rec) for rec in records]
         return "".join(parts)
@@ -822,14 +868,18 @@ class _InfoPrinter:
         return "".join(lines)
 
     def bones(self, packet: _Packet) -> str:
-        if packet.rerun:
-            return ""
         vec = "<f4" if self.engine is Engine.UE4 else "<f8"
-        count, records = _var_records(packet, lambda cur: _parse_bones(cur, vec))
-        self.stale.total = count
+        count = self.stale.count(packet)
+        records = _var_records(packet, lambda cur: _parse_bones(cur, vec))[1]
         g = self.g
         parts = [self._count_line(count), f" Walkers Bones: {count}\n"]
+        if len(packet.body) < 2:
+            # Read again from a failed stream (§7.7; a crashed server's file ends after
+            # this back-patched packet, §9): the stale count and walker id print, the bone
+            # count is an uninitialised local in CARLA (bones not reproduced).
+            parts += [f"  Id: {self.last_walker}\n"] * count
         for walker_id, bones in records:
+            self.last_walker = walker_id
             parts.append(f"  Id: {walker_id}\n")
             parts += [
                 f'     Bone: "{name}" relative: Loc({g(v[0])}, {g(v[1])}, {g(v[2])})'
@@ -1014,6 +1064,7 @@ def _iter_collision_rows(
     old: set[tuple[int, int]] = set()
     new: set[tuple[int, int]] = set()
     last_add = 0
+    last_bytes = bytes(5)  # the EventAdd member's id and type
     stale = _Stale()
     frame = _Frame()
     dtype = _flat_dtype(Kind.COLLISION, engine)
@@ -1028,13 +1079,12 @@ def _iter_collision_rows(
         if kind is Kind.FRAME_START:
             frame.read(item)
             old, new = new, set()
-        elif kind is Kind.EVENT_ADD and not item.rerun:
-            _count, records = _var_records(item, lambda cur: ActorAdd.parse(cur, engine))
-            stale.total = _count
-            for rec in records:
-                actors[rec.id] = (rec.type, _clean(rec.blueprint))
-                last_add = rec.id
-        elif kind is Kind.EVENT_DEL and not item.rerun:
+        elif kind is Kind.EVENT_ADD:
+            entries, last_bytes = _table_entries(item, engine, stale, last_bytes)
+            for actor_id, actor_type, name in entries:
+                actors[actor_id] = (actor_type, name)
+                last_add = actor_id
+        elif kind is Kind.EVENT_DEL:
             got = stale.records(item, "event_del", _flat_dtype(Kind.EVENT_DEL, engine))
             for _row in got[1]:
                 actors.pop(last_add, None)  # CARLA's slip: erases the last *added* id
@@ -1263,6 +1313,7 @@ def _run_blocked(
     stale = _Stale()
     frame = _Frame()
     last_add = 0
+    last_bytes = bytes(5)  # the EventAdd member's id and type
     position_dtype = _flat_dtype(Kind.POSITION, engine)
     for item in _iter_packets(buf, start, rerun=carla_eof):
         if isinstance(item, Truncation):
@@ -1274,13 +1325,12 @@ def _run_blocked(
         kind = opts.family.kind_of(item.pid)
         if kind is Kind.FRAME_START:
             frame.read(item)
-        elif kind is Kind.EVENT_ADD and not item.rerun:
-            _count, records = _var_records(item, lambda cur: ActorAdd.parse(cur, engine))
-            stale.total = _count
-            for rec in records:
-                state.add(rec.id, rec.type, _clean(rec.blueprint))
-                last_add = rec.id
-        elif kind is Kind.EVENT_DEL and not item.rerun:
+        elif kind is Kind.EVENT_ADD:
+            entries, last_bytes = _table_entries(item, engine, stale, last_bytes)
+            for actor_id, actor_type, name in entries:
+                state.add(actor_id, actor_type, name)
+                last_add = actor_id
+        elif kind is Kind.EVENT_DEL:
             got = stale.records(item, "event_del", _flat_dtype(Kind.EVENT_DEL, engine))
             for _row in got[1]:
                 state.erase(last_add)  # CARLA's slip: erases the last *added* id

@@ -318,6 +318,21 @@ def test_old_forms_print_unknown_ids_and_parent_twice(tmp_path: Path) -> None:
     assert " Parenting 8 with 9 (parent)\n" in file_info(path, form="0.9.6")
 
 
+def test_file_cut_in_its_first_frame_keeps_the_0_9_6_form(tmp_path: Path) -> None:
+    # A server that died in frame 1 leaves no AnimVehicle/AnimWalker yet: that proves
+    # nothing about 0.9.4/0.9.5 (spec §3.2: 0.9.6+ writes them in *every* frame, so only a
+    # complete frame without them does), and the hidden set is 0.9.6+.
+    frame = frame_start(1, -1.0, 0.0) + counted(2, [add(9, 0, "sensor.x"), add(6, 1, "v.a")])
+    frame += counted(3, []) + counted(4, [struct.pack("<II", 9, 6)]) + counted(5, [])
+    frame += counted(6, [position(6, 1.0, 2.0, 3.0)])
+    path = write(tmp_path, header() + frame)
+    assert " Parenting 9 with 6 (parent)\n" in file_info(path)
+    assert "  Id: 6 Location: (1, 2, 3) Rotation (0, 0, 0)\n" in file_info(path, show_all=True)
+    # A complete frame without animation packets is 0.9.4/0.9.5 (the 0.9.5 form).
+    path = write(tmp_path, header() + frame + frame_end())
+    assert " Parenting 9 with 9 (parent)\n" in file_info(path)
+
+
 def test_rerun_repeats_the_last_fixed_packet_in_show_all(tmp_path: Path) -> None:
     # The real 0.9.10/0.9.11 crash file ends right after an AnimVehicle packet (spec §9).
     anim = struct.pack("<I3fBi", 7, 0.5, 0.0, 0.0, 0, 1)
@@ -330,6 +345,32 @@ def test_rerun_repeats_the_last_fixed_packet_in_show_all(tmp_path: Path) -> None
         + " Vehicle animations: 1\n" + line + "\nFrames: 2\nDuration: 0.5 seconds\n"
     )  # fmt: skip
     assert file_info(path) == HEAD + "\nFrames: 2\nDuration: 0.5 seconds\n"
+
+
+def test_rerun_of_a_last_walker_bones_packet(tmp_path: Path) -> None:
+    # 0.9.14+ with additional data: WalkerBones is back-patched, so a crashed server's
+    # file ends right after it (spec §9); the end-of-file re-run handles it again with the
+    # stale `Total` (§7.7): with no walkers that is its header and empty line once more.
+    def frame(frame_id: int, duration: float, elapsed: float) -> bytes:
+        return b"".join(
+            [
+                frame_start(frame_id, duration, elapsed), packet(20, struct.pack("<d", 1.0)),
+                counted(2, []), counted(3, []), counted(4, []), counted(5, []),
+                counted(6, []), counted(7, []), counted(8, []), counted(9, []), counted(10, []),
+                counted(21, []), counted(22, []), counted(13, []),
+                packet(14, struct.pack("<d", 0.25)), counted(19, []),
+            ]
+        )  # fmt: skip
+
+    data = header() + frame(1, 0.5, 0.0) + frame_end() + frame(2, -1.0, 0.5)
+    tail = " Current platform time: 0.25\n Walkers Bones: 0\n\n"
+    end = "\nFrames: 2\nDuration: 0.5 seconds\n"
+    text = file_info(write(tmp_path, data), show_all=True, family="0.9.15")
+    assert text.endswith(tail + " Walkers Bones: 0\n\n" + end)
+    # Cut inside the next header: its id byte (19 here) was read, the size was not.
+    cut = data.rsplit(counted(19, []), 1)[0] + b"\x13\x02"
+    text = file_info(write(tmp_path, cut), show_all=True, family="0.9.15")
+    assert text.endswith(" Current platform time: 0.25\n Walkers Bones: 0\n\n" + end)
 
 
 def test_cut_inside_a_packet_overlays_the_previous_record(tmp_path: Path) -> None:
@@ -402,6 +443,28 @@ def test_blocked_row_when_an_actor_moves_again_and_eventdel_slip(tmp_path: Path)
     # EventDel 1 erased vehicle 2 (the last added); its first position near the origin
     # then counts as stopped, but only for the -1 of the last frame: no row.
     assert "vehicle.b" not in text
+
+
+def test_blocked_event_packets_read_from_a_failed_stream(tmp_path: Path) -> None:
+    # Vehicle 1 stops at x=500 from frame 2; the file is cut inside a header whose id byte
+    # is read (spec §7.7: the size read fails, the packet is handled with a failed
+    # stream and the stale `Total`, here the last Position count 1).
+    adds = [add(2, 1, "vehicle.b"), add(1, 1, "vehicle.a")]
+    frames = [ue4_frame(1, 1.0, 0.0, adds=adds, positions=[position(1, 500.0, 0.0, 0.0)])]
+    frames += [
+        ue4_frame(i, 1.0, i - 1.0, positions=[position(1, 500.0, 0.0, 0.0)]) for i in range(2, 6)
+    ]
+    base = header() + b"".join(frames) + frame_start(6, -1.0, 5.0)
+    row = f"{'1':>8} {1:>6} {'vehicle.a':<35} {'4':>10}\n"
+    assert row in actors_blocked(write(tmp_path, base), 2.0, 10.0)
+    # EventAdd read again: the member still holds actor 1 (the last added); its blueprint
+    # string reads empty, and `Actors[1]` is reset: no row any more.
+    assert "vehicle.a" not in actors_blocked(write(tmp_path, base + b"\x02\x10"), 2.0, 10.0)
+    # EventDel read again: erases the last added actor (the erase slip), no row either.
+    assert "vehicle.a" not in actors_blocked(write(tmp_path, base + b"\x03"), 2.0, 10.0)
+    # At min_time 0 the reset entry itself prints, with the empty blueprint.
+    text = actors_blocked(write(tmp_path, base + b"\x02"), 0.0, 10.0, hash_order="file")
+    assert f"{'0':>8} {1:>6} {'':<35} {'0':>10}\n" in text
 
 
 # ---------------------------------------------------------------- JSON and CLI
