@@ -13,12 +13,14 @@ from converters.carla.clip import export_clip
 from converters.carla.convert import convert, export
 from converters.carla.recording import CarlaRecording
 from converters.carla.world import World
+from nanorec import verify
 from nanorec.errors import BadMagicError, NanorecError, OutputExistsError
 from tests.conftest import carla_realdata
 from tests.container.nanover_reference import NanoverRecordingReader
 from tests.converters.carla.replay_reference import Snapshot, replay
 
 REAL = carla_realdata()
+SAMPLES = sorted((Path(__file__).resolve().parents[3] / "samples").glob("*.log"))
 
 
 def _sha(path: Path) -> str:
@@ -61,29 +63,28 @@ def _state_key(world: World) -> tuple[object, ...]:
     return actors, lights, dict(world.scene_lights), world.weather
 
 
-@pytest.mark.realdata
-@pytest.mark.parametrize("source", REAL, ids=[p.name for p in REAL])
-def test_real_file_round_trips_and_seeks(source: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", REAL + SAMPLES, ids=[p.name for p in REAL + SAMPLES])
+def test_file_round_trips_and_seeks(source: Path, tmp_path: Path) -> None:
     archive = tmp_path / "a.nanover.zip"
     report = convert(source, archive)
     assert report.raw_packets == {}
     assert report.archive_size <= 1.2 * report.source_size
+    assert verify(archive).ok
     back = tmp_path / "back.log"
     exported = export(archive, back)
     assert exported.identical is True
     assert _sha(back) == _sha(source)
 
-    snapshots = list(replay(source.read_bytes(), vector="f"))
     with CarlaRecording.open(archive) as rec:
+        snapshots = list(replay(source.read_bytes(), vector=_vector(rec)))
         assert len(rec) == len(snapshots)
         picks = random.Random(source.name).sample(range(len(rec)), min(25, len(rec)))
         for index in [0, len(rec) - 1, *picks]:
             assert_world_matches(rec.frame(index), snapshots[index])
 
 
-@pytest.mark.realdata
-@pytest.mark.parametrize("source", REAL, ids=[p.name for p in REAL])
-def test_real_file_clip_keeps_the_world(source: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", REAL + SAMPLES, ids=[p.name for p in REAL + SAMPLES])
+def test_clip_keeps_the_world(source: Path, tmp_path: Path) -> None:
     with CarlaRecording.open(source) as rec:
         start = len(rec) // 3
         stop = min(len(rec), start + 30)
