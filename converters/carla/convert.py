@@ -342,6 +342,8 @@ def _state_change(
     for actor_id in destroyed:
         if actor_id not in world.alive:
             removals += [f"actor.{actor_id}", f"parent.{actor_id}"]
+    # re-added while attached: the new actor has no parent (unless attached again)
+    removals += [f"parent.{i}" for i in world.detached if i not in world.parent]
     return {"updates": updates, "removals": removals}
 
 

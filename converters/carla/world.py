@@ -368,6 +368,7 @@ class WorldTablesBuilder:
         self._last_position_ids = b""
         self.parents: list[tuple[int, int, int]] = []
         self.parent: dict[int, int] = {}  # alive child id -> current parent id
+        self.detached: list[int] = []  # ids re-added in the last frame that lost a parent
         self.sparse: dict[Kind, tuple[list[int], list[bytes]]] = {
             kind: ([], []) for kind in SPARSE_FIXED_KINDS
         }
@@ -379,6 +380,7 @@ class WorldTablesBuilder:
         """Record frame `index`'s events; returns (ids spawned, ids destroyed) in it."""
         spawned: list[int] = []
         destroyed: list[int] = []
+        self.detached = []
         adds = frame.get(kind_key(Kind.EVENT_ADD))
         if adds:
             for add in maps_to_var(Kind.EVENT_ADD, adds, self.engine):
@@ -387,7 +389,8 @@ class WorldTablesBuilder:
                 previous = self.alive.get(actor_id)
                 if previous is not None:  # re-added while alive: the new one replaces it
                     self.spawn_end[previous] = index
-                    self.parent.pop(actor_id, None)
+                    if self.parent.pop(actor_id, None) is not None:
+                        self.detached.append(actor_id)
                 self.alive[actor_id] = self.unposed[actor_id] = len(self.spawns)
                 self.spawns.append(add.serialize(self.engine))
                 self.spawn_type_ids.append(add.blueprint)
@@ -417,7 +420,8 @@ class WorldTablesBuilder:
         if parents:
             for child, parent in np.frombuffer(parents, "<u4").reshape(-1, 2).tolist():
                 self.parents.append((index, child, parent))
-                self.parent[child] = parent
+                if child in self.alive:  # as CARLA's replayer: a dead child has no parent
+                    self.parent[child] = parent
         for kind, (frames, blobs) in self.sparse.items():
             content = frame.get(kind_key(kind))
             if content:

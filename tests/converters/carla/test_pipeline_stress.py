@@ -225,3 +225,54 @@ def _write(path: Path, data: bytes) -> Path:
 
 def _u16(value: int) -> bytes:
     return struct.pack("<H", value)
+
+
+NANOVER_CASES: dict[str, list[dict[str, Any]]] = {
+    "parent event for an actor not alive yet": [
+        dict(adds=[_vehicle(10)], parents=[(20, 10)]),
+        dict(adds=[_vehicle(20)]),
+        dict(),
+    ],
+    "re-added while attached": [
+        dict(adds=[_vehicle(10), _vehicle(11)], parents=[(11, 10)]),
+        dict(adds=[_vehicle(11, "vehicle.tesla.model3")]),
+        dict(),
+    ],
+    "re-added and attached again": [
+        dict(adds=[_vehicle(10), _vehicle(11)], parents=[(11, 10)]),
+        dict(adds=[_vehicle(11, "vehicle.tesla.model3")], parents=[(11, 10)]),
+        dict(),
+    ],
+    "parent destroyed, child re-spawned": [
+        dict(adds=[_vehicle(10), _vehicle(11)], parents=[(11, 10)]),
+        dict(dels=[10, 11]),
+        dict(adds=[_vehicle(11)]),
+        dict(),
+    ],
+    "spawned, attached and destroyed in one frame": [
+        dict(adds=[_vehicle(10), _vehicle(11)], dels=[11], parents=[(11, 10)]),
+        dict(adds=[_vehicle(11)]),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", NANOVER_CASES)
+def test_nanover_state_follows_the_world(case: str, tmp_path: Path) -> None:
+    """NanoVer's `iter_states_full` (actor.<id>, parent.<id>) equals `rec.frame(n)`."""
+    from tests.container.nanover_reference import NanoverRecordingReader
+
+    family = FAMILIES["0.9.16"]
+    frames = [hand_frame(family, k + 1, 0.05 * k, **s) for k, s in enumerate(NANOVER_CASES[case])]
+    source = _write(tmp_path / "a.log", hand_file(frames))
+    archive = tmp_path / "a.zip"
+    convert(source, archive)
+    with CarlaRecording.open(archive) as rec, NanoverRecordingReader.from_path(archive) as nv:
+        for entry, state in nv.iter_states_full():
+            index = rec.reader.index_at_time(entry.metadata["timestamp"])
+            assert index is not None
+            world = rec.frame(index)
+            live = {int(key[6:]): value for key, value in state.items() if key[:6] == "actor."}
+            assert live == {i: a.type_id for i, a in world.actors.items()}, index
+            parents = {int(key[7:]): v for key, v in state.items() if key[:7] == "parent."}
+            expected = {i: a.parent_id for i, a in world.actors.items() if a.parent_id is not None}
+            assert parents == expected, index
