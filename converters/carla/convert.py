@@ -253,7 +253,9 @@ def _convert(
                     progress(done)
             pending = item
         if pending is not None:
-            if pending.ids[-1] == FRAME_END_ID:  # complete, even if a cut packet follows
+            # Complete once its FrameEnd is written, even if a cut packet follows or user
+            # packets come after it (as they do in mid-file frames).
+            if FRAME_END_ID in pending.ids:
                 write(pending, last_time)
             elif truncation is None:
                 truncation = Truncation(pending.start, "the last frame has no FrameEnd")

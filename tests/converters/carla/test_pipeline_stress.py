@@ -276,3 +276,23 @@ def test_nanover_state_follows_the_world(case: str, tmp_path: Path) -> None:
             parents = {int(key[7:]): v for key, v in state.items() if key[:7] == "parent."}
             expected = {i: a.parent_id for i, a in world.actors.items() if a.parent_id is not None}
             assert parents == expected, index
+
+
+@pytest.mark.parametrize("name", EDGE_FAMILIES)
+def test_last_frame_with_a_packet_after_frame_end(name: str, tmp_path: Path) -> None:
+    """A user packet after the last FrameEnd does not make the last frame incomplete:
+    it is a frame like the same shape in mid-file (the replay counts it), and a clip
+    ending on such a frame keeps all its frames."""
+    family = FAMILIES[name]
+    frames = [
+        hand_frame(family, k + 1, 0.05 * k, adds=[_vehicle(10)] if k == 0 else (), poses=[])
+        for k in range(4)
+    ]
+    for frame in frames:
+        frame.append((139, b"DReyeVR"))
+    frames[2].append((100, b""))
+    report = check_pipeline(hand_file(frames), tmp_path, clips=0)
+    assert report.frames == 4 and report.truncation is None and report.tail_bytes == 0
+    with CarlaRecording.open(tmp_path / "source.nanover.zip") as rec:
+        for start, stop in [(0, 4), (1, 3), (3, 4)]:
+            assert_clip_keeps_world(rec, tmp_path / "clip.log", start, stop)
