@@ -23,7 +23,7 @@ native bytes come back exactly.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -360,31 +360,6 @@ class FrameEncoder:
         return var_to_maps(kind, records)
 
 
-def frame_to_message(
-    index: int,
-    packets: Iterable[tuple[int, bytes | memoryview]],
-    family: Family,
-) -> tuple[dict[str, Any], list[int]]:
-    """Build the `frame` map of one frame from its `(packet id, body)` pairs (values are
-    copied, unlike `FrameEncoder.encode`). Returns the map and the positions of the known
-    packets kept raw. Never raises for bad bodies: they are kept raw."""
-    ids: list[int] = []
-    offsets: list[int] = []
-    sizes: list[int] = []
-    chunks: list[bytes] = []
-    at = 0
-    for pid, body in packets:
-        ids.append(pid)
-        offsets.append(at)
-        sizes.append(len(body))
-        chunks.append(PACKET_HEADER.pack(pid, len(body)) + bytes(body))
-        at += 5 + len(body)
-    frame, raw_positions = FrameEncoder(family).encode(index, b"".join(chunks), ids, offsets, sizes)
-    return {
-        k: bytes(v) if isinstance(v, memoryview) else v for k, v in frame.items()
-    }, raw_positions
-
-
 _EMPTY: Any = object()
 
 
@@ -430,14 +405,6 @@ def iter_message_packets(
             yield packet_id, struct.pack("<H", len(found)) + bytes(content)
         else:
             yield packet_id, serialize_var_body(maps_to_var(kind, content, engine), engine)
-
-
-def message_to_bytes(frame: Mapping[str, Any], family: Family) -> bytes:
-    """The native bytes of one frame (packet headers and bodies)."""
-    return b"".join(
-        PACKET_HEADER.pack(packet_id, len(body)) + body
-        for packet_id, body in iter_message_packets(frame, family)
-    )
 
 
 def records(frame: Mapping[str, Any], kind: Kind, engine: Engine) -> np.ndarray[Any, Any]:
