@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -531,6 +532,9 @@ def cat_command(
     def action() -> None:
         chosen = parse_kind(kind)
         header = columns(chosen)
+        # Strings in a recording are bytes that are usually UTF-8: write them back as found.
+        if isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout.reconfigure(errors="surrogateescape")
         with CarlaRecording.open(file) as rec:
             rows = iter_rows(rec, chosen, actor=actor, start_s=start, stop_s=end)
             if fmt == "csv":

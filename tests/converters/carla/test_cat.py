@@ -244,3 +244,32 @@ def test_real_positions_match_the_bytes(path: Path, realdata_dir: Path) -> None:
     expected = list(native_records(path, 6, struct.Struct(f"<I3{v}3{v}")))
     got = [(r["frame"], r["time"], r["id"], r["location_x"], r["yaw"]) for r in rows]
     assert got == [(*e[:4], e[8]) for e in expected]
+
+
+def test_cat_writes_non_utf8_strings_back_as_found(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from converters.carla.writer import RecordingWriter
+
+    path = tmp_path / "bytes.log"
+    with RecordingWriter(path, "0.9.16", map_name="Town03") as out, out.frame(delta=0.05):
+        out.spawn(7, 1, "vehicle.\udcffbad", attributes=[(3, "role_name", "h\udce9ro")])
+    for fmt in ("ndjson", "csv"):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from nanorec.cli import main; main()",
+                "cat",
+                str(path),
+                "--type",
+                "add",
+                "--format",
+                fmt,
+            ],
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert b"vehicle.\xffbad" in done.stdout and b"h\xe9ro" in done.stdout
