@@ -214,6 +214,11 @@ _ADDITIONAL = (
     "traffic_light_time?",
 )
 _TAIL = ("frame_end",)
+# Releases with VehicleDoor write it after Collision (spec §3.2); 2026 builds add Weather.
+_DOOR_ERA = (*_HEAD, "visual_time", *_EVENTS, "vehicle_door", *_SNAPSHOT_0910)
+_DOOR_ERA_TAIL = (*_ADDITIONAL, "walker_bones", *_TAIL)
+_ORDER_DOOR = _order(*_DOOR_ERA, "anim_vehicle_wheels", "anim_biker", *_DOOR_ERA_TAIL)
+_ORDER_2026 = _order(*_DOOR_ERA, "anim_vehicle_wheels", "anim_biker", "weather?", *_DOOR_ERA_TAIL)
 
 FAMILIES: Mapping[str, Family] = MappingProxyType(
     {
@@ -274,18 +279,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "ue4-dev nightlies Nov 2023 - Mar 2025 (21 VehicleDoor, 22 wheels, 23 biker)",
                 Engine.UE4,
                 _IDS_NIGHTLY,
-                _order(
-                    *_HEAD,
-                    "visual_time",
-                    *_EVENTS,
-                    "vehicle_door",
-                    *_SNAPSHOT_0910,
-                    "anim_vehicle_wheels",
-                    "anim_biker",
-                    *_ADDITIONAL,
-                    "walker_bones",
-                    *_TAIL,
-                ),
+                _ORDER_DOOR,
                 48,
             ),
             Family(
@@ -293,18 +287,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "CARLA 0.9.16 (21 wheels, 22 biker, 23 VehicleDoor)",
                 Engine.UE4,
                 _IDS_0916,
-                _order(
-                    *_HEAD,
-                    "visual_time",
-                    *_EVENTS,
-                    "vehicle_door",
-                    *_SNAPSHOT_0910,
-                    "anim_vehicle_wheels",
-                    "anim_biker",
-                    *_ADDITIONAL,
-                    "walker_bones",
-                    *_TAIL,
-                ),
+                _ORDER_DOOR,
                 48,
             ),
             Family(
@@ -312,19 +295,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "ue4-dev after Feb 2026 (0.9.16 ids plus 24 Weather)",
                 Engine.UE4,
                 _IDS_2026,
-                _order(
-                    *_HEAD,
-                    "visual_time",
-                    *_EVENTS,
-                    "vehicle_door",
-                    *_SNAPSHOT_0910,
-                    "anim_vehicle_wheels",
-                    "anim_biker",
-                    "weather?",
-                    *_ADDITIONAL,
-                    "walker_bones",
-                    *_TAIL,
-                ),
+                _ORDER_2026,
                 48,
             ),
             Family(
@@ -332,18 +303,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "UE5 CARLA 0.10.x (float64 vectors; 21 door, 22 wheels, 23 biker)",
                 Engine.UE5,
                 _IDS_NIGHTLY,
-                _order(
-                    *_HEAD,
-                    "visual_time",
-                    *_EVENTS,
-                    "vehicle_door",
-                    *_SNAPSHOT_0910,
-                    "anim_vehicle_wheels",
-                    "anim_biker",
-                    *_ADDITIONAL,
-                    "walker_bones",
-                    *_TAIL,
-                ),
+                _ORDER_DOOR,
                 None,
             ),
             Family(
@@ -351,19 +311,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 "ue5-dev after May 2026 (float64 vectors; ue4-dev 2026 ids) - UNCERTAIN",
                 Engine.UE5,
                 _IDS_2026,
-                _order(
-                    *_HEAD,
-                    "visual_time",
-                    *_EVENTS,
-                    "vehicle_door",
-                    *_SNAPSHOT_0910,
-                    "anim_vehicle_wheels",
-                    "anim_biker",
-                    "weather?",
-                    *_ADDITIONAL,
-                    "walker_bones",
-                    *_TAIL,
-                ),
+                _ORDER_2026,
                 None,
             ),
         )
