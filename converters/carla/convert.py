@@ -33,8 +33,9 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from converters.carla.detect import resolve
 from converters.carla.header import Header
-from converters.carla.ids import SHAPES, Family, Kind, Shape
+from converters.carla.ids import FAMILIES, SHAPES, Family, Kind, Shape
 from converters.carla.ids import family as family_named
 from converters.carla.message import (
     FRAME_START,
@@ -139,16 +140,6 @@ def iter_frames(buf: Any, start: int) -> Iterator[_Frame | Truncation]:
         yield pending
 
 
-def _detect(buf: Any, header: Header, forced: str | Family | None) -> Family:
-    if isinstance(forced, Family):
-        return forced
-    if forced is not None:
-        return family_named(forced)
-    from converters.carla.detect import detect
-
-    return detect(buf, header.size).family
-
-
 def convert(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str] | None = None,
@@ -163,8 +154,9 @@ def convert(
     detected from the data. `progress(n)` is called now and then with the number of
     source bytes done. Every complete frame becomes a message; the bytes of an
     incomplete last frame are kept verbatim so that `export` gives the file back.
-    Raises `BadMagicError`/`TruncatedError` for a file that is not a CARLA recording and
-    `OutputExistsError` when the output exists and `overwrite` is false.
+    Raises `BadMagicError`/`TruncatedError` for a file that is not a CARLA recording,
+    `UnsupportedError` for an unknown family name, and `OutputExistsError` when the output
+    exists and `overwrite` is false.
     """
     source = Path(source)
     out = Path(output) if output is not None else source.with_name(source.name + ".nanover.zip")
@@ -190,7 +182,7 @@ def _convert(
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
     header = Header.parse(buf)
-    fam = _detect(buf, header, family)
+    fam = resolve(buf, header.size, family).family
     digest = hashlib.sha256(buf[: header.size])
     world = WorldTablesBuilder(fam.engine)
     packer = msgpack.Packer()
@@ -399,6 +391,8 @@ def read_meta(reader: ArchiveReader) -> dict[str, Any]:
     try:
         meta = msgpack.unpackb(zlib.decompress(reader.member(META_MEMBER)))
         meta["header"]["bytes"]
+        if meta["family"] not in FAMILIES:
+            raise ValueError(f"unknown release family {meta['family']!r}")
     except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
         raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
     return dict(meta)

@@ -777,6 +777,12 @@ class _InfoPrinter:
         parts += [block(rec) for rec in records]
         return "".join(parts)
 
+    def _curve_line(self, name: str, arrays: dict[str, list[Row]]) -> str:
+        """`   <name> = (x, y) ...` with the points as the engine's curve holds them."""
+        g = self.g
+        points = "".join(f" ({g(x)}, {g(y)})" for x, y in _rich_curve(_pairs(arrays[name])))
+        return f"   {name} ={points}\n"
+
     def _physics_ue4(self, rec: tuple[Row, dict[str, list[Row]]]) -> str:
         g = self.g
         head, arrays = rec
@@ -796,14 +802,8 @@ class _InfoPrinter:
             f"   mass = {g(mass)}\n",
             f"   drag_coefficient = {g(drag)}\n",
             f"   center_of_mass = ({g(cx)}, {g(cy)}, {g(cz)})\n",
-            "   torque_curve ="
-            + "".join(f" ({g(x)}, {g(y)})" for x, y in _rich_curve(_pairs(arrays["torque_curve"])))
-            + "\n",
-            "   steering_curve ="
-            + "".join(
-                f" ({g(x)}, {g(y)})" for x, y in _rich_curve(_pairs(arrays["steering_curve"]))
-            )
-            + "\n",
+            self._curve_line("torque_curve", arrays),
+            self._curve_line("steering_curve", arrays),
             "   forward_gears:\n",
         ]
         lines += [
@@ -845,14 +845,8 @@ class _InfoPrinter:
             f"   drag_coefficient = {g(h['drag_coefficient'])}\n",
             f"   center_of_mass = ({g(h['center_of_mass_0'])}, {g(h['center_of_mass_1'])},"
             f" {g(h['center_of_mass_2'])})\n",
-            "   torque_curve ="
-            + "".join(f" ({g(x)}, {g(y)})" for x, y in _rich_curve(_pairs(arrays["torque_curve"])))
-            + "\n",
-            "   steering_curve ="
-            + "".join(
-                f" ({g(x)}, {g(y)})" for x, y in _rich_curve(_pairs(arrays["steering_curve"]))
-            )
-            + "\n",
+            self._curve_line("torque_curve", arrays),
+            self._curve_line("steering_curve", arrays),
             "   forward_gear_ratios:\n",
         ]
         lines += [
