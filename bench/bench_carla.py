@@ -56,7 +56,7 @@ def walk(path: Path) -> dict[str, float]:
 
 
 def phase_convert(src: Path, archive: Path) -> dict[str, Any]:
-    from converters.carla.convert import convert
+    from nanorec.converters.carla.convert import convert
 
     start = time.perf_counter()
     report = convert(src, archive, overwrite=True)
@@ -68,7 +68,7 @@ def phase_convert(src: Path, archive: Path) -> dict[str, Any]:
 
 
 def phase_export(archive: Path, out: Path) -> dict[str, Any]:
-    from converters.carla.convert import export
+    from nanorec.converters.carla.convert import export
 
     start = time.perf_counter()
     report = export(archive, out, overwrite=True)
@@ -78,7 +78,7 @@ def phase_export(archive: Path, out: Path) -> dict[str, Any]:
 
 
 def phase_seek(archive: Path, samples: int) -> dict[str, Any]:
-    from converters.carla.recording import CarlaRecording
+    from nanorec.converters.carla.recording import CarlaRecording
 
     start = time.perf_counter()
     rec = CarlaRecording.open(archive)
@@ -138,7 +138,7 @@ def in_subprocess(phase: str, *args: str) -> dict[str, Any]:
 
 
 def ensure_recording(size: int, name: str) -> Path:
-    from converters.carla.generate import generate_to
+    from nanorec.converters.carla.generate import generate_to
 
     path = OUT / name
     if not path.exists() or path.stat().st_size < size:
@@ -198,7 +198,7 @@ def table(rows: list[dict[str, Any]], command: str) -> str:
         "",
         f"Machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}. "
         f"Date: {datetime.date.today()}. Command: `{command}`. Recordings: synthetic, "
-        f"family {FAMILY}, from `converters.carla.generate` ({SCENE}).",
+        f"family {FAMILY}, from `nanorec.converters.carla.generate` ({SCENE}).",
         "",
         "| recording | MB | frames | walk MB/s | convert MB/s (x walk) "
         "| convert MB peak RSS / anon | archive / source | export MB/s (peak RSS MB) | open ms "

@@ -1,7 +1,7 @@
 """Benchmark the CARLA recorder codec: decode and encode throughput next to a plain walk.
 
 Generates (or reuses, in bench/out/) synthetic CARLA recordings of at least 512 MiB with
-`converters.carla.generate.generate_to`, then in one run measures for each file, every
+`nanorec.converters.carla.generate.generate_to`, then in one run measures for each file, every
 phase in a fresh process (so that `ru_maxrss` is that phase's peak):
 
 - walk: the plainest packet-header walk, `u8 id, u32 size`, skip (the floor of any reader);
@@ -69,7 +69,7 @@ def phase_walk(path: Path) -> dict[str, Any]:
 
 
 def phase_decode(path: Path) -> dict[str, Any]:
-    from converters.carla.codec import Reader
+    from nanorec.converters.carla.codec import Reader
 
     start = time.perf_counter()
     packets = 0
@@ -88,7 +88,7 @@ def phase_decode(path: Path) -> dict[str, Any]:
 
 
 def phase_encode(path: Path) -> dict[str, Any]:
-    from converters.carla.codec import Reader, encode_batch
+    from nanorec.converters.carla.codec import Reader, encode_batch
 
     encode_seconds = 0.0
     written = 0
@@ -118,7 +118,7 @@ def run_phase(name: str, path: Path) -> dict[str, Any]:
 
 
 def ensure_file(scene: str, mib: int) -> Path:
-    from converters.carla.generate import generate_to
+    from nanorec.converters.carla.generate import generate_to
 
     OUT.mkdir(exist_ok=True)
     path = OUT / f"codec-{FAMILY}-{scene}-{mib}MiB.log"
@@ -178,7 +178,7 @@ def table(rows: list[dict[str, Any]], command: str) -> str:
         "",
         f"Machine: {machine()}. Date: {datetime.date.today().isoformat()}. "
         f"Command: `{command}`. Recordings: synthetic, family {FAMILY}, from "
-        "`converters.carla.generate.generate_to`; each phase in a fresh process, best of "
+        "`nanorec.converters.carla.generate.generate_to`; each phase in a fresh process, best of "
         "the runs; peak = `ru_maxrss` of that process (mmap'ed file pages included).",
         "",
         "| recording | MB | packets | B/packet | walk MB/s | decode MB/s (x walk) "

@@ -66,14 +66,25 @@ class OutputExistsError(NanorecError):
     """Refusing to overwrite an existing file without `force`/`overwrite`."""
 
 
+class UsageError(NanorecError):
+    """An argument the caller gave has a value nanorec cannot use (a NaN time, an empty
+    range, an unknown kind)."""
+
+
+class DamagedError(NanorecError):
+    """Input was damaged inside (not merely cut short): some of it could not be read."""
+
+
 __all__ = [
     "ArchiveError",
     "BadMagicError",
     "ChecksumError",
+    "DamagedError",
     "FormatError",
     "IndexMismatchError",
     "NanorecError",
     "OutputExistsError",
     "TruncatedError",
     "UnsupportedError",
+    "UsageError",
 ]

@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import shutil
 import tempfile
 import threading
+import weakref
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -187,8 +189,21 @@ class ArchiveReader:
     `OSError` for the file itself.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, use_description: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        use_description: bool = True,
+        temporary_dir: Path | None = None,
+    ) -> None:
         self.path = Path(path)
+        # A directory holding a temporary archive (a native file opened directly): removed at
+        # close, at garbage collection or at exit, whichever comes first.
+        self._cleanup = (
+            None
+            if temporary_dir is None
+            else weakref.finalize(self, shutil.rmtree, temporary_dir, ignore_errors=True)
+        )
         # Reentrant: lazy loaders holding it call member(), which takes it for deflated data.
         self._lock = threading.RLock()
         self._inflated: mmap.mmap | None = None  # a deflated messages member, inflated
@@ -332,6 +347,8 @@ class ArchiveReader:
             self._mm.close()
             self._mm = None
         self._file.close()
+        if self._cleanup is not None:
+            self._cleanup()
 
     def __repr__(self) -> str:
         count = getattr(self, "_count", "?")

@@ -1,54 +1,168 @@
-"""Which converter opens which file: loaded by name so `nanorec` never imports a converter.
+"""Which converter takes which file: found through entry points, so nanorec never imports one.
 
-Each entry names a module that provides `sniff(head: bytes) -> bool` (does a native file
-start like this?), `open_native(path)` and `open_archive(reader)` (wrap an archive that
-the converter wrote; its self-description's `source_format` picks the entry).
+A package adds a format by declaring, in its `pyproject.toml`,
+
+    [project.entry-points."nanorec.converters"]
+    myformat = "mypackage.nanorec_plugin:CONVERTER"
+
+where `CONVERTER` satisfies `nanorec.contract.Converter`. nanorec's own converters (CARLA,
+ROS1 bag, pbstream) register the same way. An archive names its converter in its
+self-description (`source_format`); a native file is recognised by `sniff`.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 import os
+import shutil
+import sys
+import tempfile
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
 
-from nanorec.errors import UnsupportedError
+from nanorec.contract import SNIFF_BYTES, Converter, Recording
+from nanorec.errors import TruncatedError, UnsupportedError
 from nanorec.reader import ArchiveReader
 
-CONVERTERS: dict[str, str] = {
-    "carla": "converters.carla.recording",
-}
-
-_ZIP_SIGNATURE = b"PK\x03\x04"
+GROUP = "nanorec.converters"
+_ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
 
 
-def _module(name: str) -> Any:
-    return importlib.import_module(CONVERTERS[name])
+@functools.cache
+def converters() -> dict[str, Converter]:
+    """Every registered converter by name (loaded once). A converter that fails to load is
+    left out with a warning on stderr rather than breaking every other format."""
+    found: dict[str, Converter] = {}
+    for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
+        try:
+            converter = point.load()
+        except Exception as error:  # a broken plug-in must not take the others down
+            print(
+                f"nanorec: warning: converter {point.name!r} not loaded: {error}", file=sys.stderr
+            )
+            continue
+        if not isinstance(converter, Converter):
+            print(
+                f"nanorec: warning: {point.value} is not a nanorec converter; ignored",
+                file=sys.stderr,
+            )
+            continue
+        found.setdefault(converter.name, converter)
+    return found
 
 
-def open(path: str | os.PathLike[str]) -> Any:
-    """Open a recording for random access.
+def get(name: str) -> Converter:
+    """The converter called `name`; `UnsupportedError` listing the known ones otherwise."""
+    known = converters()
+    if name not in known:
+        names = ", ".join(known) or "none installed"
+        raise UnsupportedError(f"no converter for format {name!r} (known: {names})")
+    return known[name]
 
-    An archive written by a converter comes back as that converter's recording object
-    (for CARLA: `CarlaRecording`, with `frame(n)`, `at(t)`...); any other archive as an
-    `ArchiveReader`. A native file that a converter recognises is converted into a
-    temporary archive first. Raises `UnsupportedError` for anything else.
-    """
-    path = Path(path)
+
+def read_head(path: Path) -> bytes:
     with path.open("rb") as handle:
-        head = handle.read(64)
-    if head.startswith(_ZIP_SIGNATURE):
+        return handle.read(SNIFF_BYTES)
+
+
+def is_archive(head: bytes) -> bool:
+    return head[:4] in _ZIP_SIGNATURES
+
+
+def for_native(path: Path, head: bytes | None = None) -> Converter:
+    """The converter whose `sniff` accepts `path`. Raises `UnsupportedError` saying what the
+    file looks like when none does."""
+    head = read_head(path) if head is None else head
+    if not head:
+        raise TruncatedError(f"{path} is empty", offset=0)
+    if is_archive(head):
+        raise UnsupportedError(f"{path} is an archive, not a native recording")
+    matches = [c for c in converters().values() if c.sniff(head)]
+    if len(matches) > 1:  # a suffix breaks the tie
+        by_suffix = [c for c in matches if _has_suffix(path, c)]
+        matches = by_suffix or matches
+    if not matches:
+        known = ", ".join(f"{c.title} ({' '.join(c.suffixes)})" for c in converters().values())
+        raise UnsupportedError(
+            f"{path} is not a recording nanorec knows ({_looks_like(head)}; "
+            f"formats installed: {known or 'none'})",
+            offset=0,
+        )
+    return matches[0]
+
+
+def for_archive(reader: ArchiveReader) -> Converter | None:
+    """The converter that wrote `reader`'s archive, or None (a plain or NanoVer archive)."""
+    name = (reader.description or {}).get("source_format")
+    if isinstance(name, str):
+        return converters().get(name)
+    return None
+
+
+def open(path: str | os.PathLike[str]) -> Recording:
+    """Open a recording for random access: an archive, or a native file that a converter
+    takes (converted into a temporary archive, removed when the recording is closed or
+    collected).
+
+    An archive written by a converter comes back as that converter's recording (for CARLA a
+    `CarlaRecording` with `frame(n)`...), any other archive as an `ArchiveRecording`. Raises
+    `UnsupportedError` for a file no converter takes, `NanorecError`s for damaged input,
+    `OSError` for the file itself.
+    """
+    from nanorec.recording import ArchiveRecording
+
+    path = Path(path)
+    head = read_head(path)
+    if is_archive(head):
         reader = ArchiveReader(path)
         try:
-            source_format = (reader.description or {}).get("source_format")
-            if source_format in CONVERTERS:
-                return _module(source_format).open_archive(reader)
+            converter = for_archive(reader)
+            if converter is None:
+                return ArchiveRecording(reader)
+            return converter.open_archive(reader)
         except BaseException:
             reader.close()
             raise
-        return reader
-    for name in CONVERTERS:
-        module = _module(name)
-        if module.sniff(head):
-            return module.open_native(path)
-    raise UnsupportedError(f"{path}: not an archive and not a recording nanorec can convert")
+    converter = for_native(path, head)
+    workdir = Path(tempfile.mkdtemp(prefix="nanorec-"))
+    try:
+        archive = workdir / (path.name + ".nanover.zip")
+        converter.convert(path, archive)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    reader = ArchiveReader(archive, temporary_dir=workdir)
+    try:
+        return converter.open_archive(reader)
+    except BaseException:
+        reader.close()
+        raise
+
+
+def _has_suffix(path: Path, converter: Converter) -> bool:
+    name = path.name.lower()
+    return any(name.endswith(suffix) for suffix in converter.suffixes)
+
+
+def _looks_like(head: bytes) -> str:
+    signatures = {
+        b"\x89PNG": "a PNG image",
+        b"\xff\xd8\xff": "a JPEG image",
+        b"%PDF": "a PDF document",
+        b"\x1f\x8b": "a gzip file",
+        b"BZh": "a bzip2 file",
+        b"\x7fELF": "an executable",
+        b"\x89MCAP": "an MCAP file",
+        b"SQLite format 3": "an SQLite database",
+    }
+    for magic, what in signatures.items():
+        if head.startswith(magic):
+            return f"it looks like {what}"
+    try:
+        head.decode("utf-8")
+        return "it looks like text"
+    except UnicodeDecodeError:
+        return "unrecognised bytes"
+
+
+__all__ = ["GROUP", "converters", "for_archive", "for_native", "get", "open"]

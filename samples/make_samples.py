@@ -1,6 +1,6 @@
 """Make (or check) the committed synthetic CARLA recordings and their JSON summary twins.
 
-Each sample is one `converters.carla.generate.generate(...)` call, listed in `SAMPLES`;
+Each sample is one `nanorec.converters.carla.generate.generate(...)` call, listed in `SAMPLES`;
 its `.log.json` twin records that call, so the bytes can always be rebuilt and compared
 (`tests/converters/carla/test_generate.py` does so). Run from the repository root:
 
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from converters.carla.generate import generate_to, summary
+from nanorec.converters.carla.generate import generate_to, summary
 
 HERE = Path(__file__).resolve().parent
 

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Annotated, cast
 import numpy as np
 import typer
 
-from converters.carla.ids import FAMILIES
 from nanorec.cli import app, fail, run
 from nanorec.errors import NanorecError
 
+from .ids import FAMILIES
+
 if TYPE_CHECKING:
-    from converters.carla.query import HashOrderName, Labels
+    from .query import HashOrderName, Labels
 
 _FAMILY_HELP = "Force a release family instead of detecting it: " + ", ".join(FAMILIES) + "."
 
@@ -55,7 +56,7 @@ def roundtrip_command(
 
     Example: nanorec roundtrip recordings/*.log --family 0.9.15 --json
     """
-    from converters.carla.roundtrip import format_report, roundtrip, via_archive
+    from .roundtrip import format_report, roundtrip, via_archive
 
     if family is not None and family not in FAMILIES:
         fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
@@ -107,7 +108,7 @@ def convert_command(
     import io
     import sys
 
-    from converters.carla.convert import convert
+    from .convert import convert
 
     if family is not None and family not in FAMILIES:
         fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
@@ -179,7 +180,7 @@ def export_command(
     Example: nanorec export run.nanover.zip --start 10 --end 25 -o clip.log
     """
     if frames is None and start is None and end is None:
-        from converters.carla.convert import export
+        from .convert import export
 
         report = run(lambda: export(archive, output, overwrite=force))
         verdict = (
@@ -195,8 +196,8 @@ def export_command(
         return
     if frames is not None and (start is not None or end is not None):
         fail("use either --frames or --start/--end, not both")
-    from converters.carla.clip import export_clip
-    from converters.carla.recording import CarlaRecording
+    from .clip import export_clip
+    from .recording import CarlaRecording
 
     def clip() -> str:
         with CarlaRecording.open(archive) as rec:
@@ -240,7 +241,7 @@ _FORM_HELP = "Force a whole text form: 0.9.4, 0.9.5, 0.9.6, 0.9.15 or 2026 (defa
 
 def _write_chunks(chunks: Iterator[str]) -> bool:
     """Stream query text to stdout as bytes; False if it was CARLA's not-a-recorder line."""
-    from converters.carla.query import NOT_A_RECORDER
+    from .query import NOT_A_RECORDER
 
     out = sys.stdout.buffer
     first = True
@@ -263,7 +264,7 @@ def _query(
     path: Path, make: Callable[[Path], Iterator[str]], make_json: Callable[[Path], object]
 ) -> None:
     """Run a query on a CARLA file or on the native bytes of a nanorec archive."""
-    from converters.carla.convert import native_file
+    from .convert import native_file
 
     if not path.is_file():
         fail(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
@@ -330,7 +331,7 @@ def info_command(
 
     Example: nanorec info town03.log --show-all --tz Europe/Berlin
     """
-    from converters.carla.query import file_info_json, iter_file_info
+    from .query import file_info_json, iter_file_info
 
     _check_family(family)
     if labels not in (None, "old", "new"):
@@ -384,7 +385,7 @@ def collisions_command(
 
     Example: nanorec collisions town03.log --type1 v --type2 a
     """
-    from converters.carla.query import collisions_json, iter_collisions
+    from .query import collisions_json, iter_collisions
 
     _check_family(family)
     _query(
@@ -434,8 +435,8 @@ def blocked_command(
 
     Example: nanorec blocked town03.log --min-time 60 --min-distance 100
     """
-    from converters.carla.hashorder import ORDERS
-    from converters.carla.query import actors_blocked_json, iter_actors_blocked
+    from .hashorder import ORDERS
+    from .query import actors_blocked_json, iter_actors_blocked
 
     _check_family(family)
     if hash_order is not None and hash_order not in ORDERS:
@@ -523,8 +524,8 @@ def cat_command(
 
     Example: nanorec cat town03.log --type position --actor 6 --format csv > hero.csv
     """
-    from converters.carla.recording import CarlaRecording
-    from converters.carla.table import columns, iter_rows, parse_kind, write_csv, write_ndjson
+    from .recording import CarlaRecording
+    from .table import columns, iter_rows, parse_kind, write_csv, write_ndjson
 
     if fmt not in ("ndjson", "csv"):
         fail(f"--format takes ndjson or csv, not {fmt!r}")
@@ -590,8 +591,8 @@ def play_command(
     """
     import contextlib
 
-    from converters.carla.play import DEFAULT_PARTS, Player, TerminalKeys, check_parts
-    from converters.carla.recording import CarlaRecording
+    from .play import DEFAULT_PARTS, Player, TerminalKeys, check_parts
+    from .recording import CarlaRecording
 
     parts = (
         [part.strip() for item in types for part in item.split(",") if part.strip()]
@@ -687,8 +688,8 @@ def plot_command(
 
     Example: nanorec plot town03.log -o town03.png --start 10 --end 25 --actor 6 --actor 7
     """
-    from converters.carla.plot import plot
-    from converters.carla.recording import CarlaRecording
+    from .plot import plot
+    from .recording import CarlaRecording
 
     def action() -> None:
         with CarlaRecording.open(file) as rec:

@@ -22,16 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from converters.carla.ids import ADDITIONAL_DATA, SHAPES, Engine, Kind, Shape
-from converters.carla.message import (
+from nanorec.atomic import atomic_output
+
+from .ids import ADDITIONAL_DATA, SHAPES, Engine, Kind, Shape
+from .message import (
     FRAME_START,
     PACKET_HEADER,
     iter_message_packets,
 )
-from converters.carla.recording import CarlaRecording
-from converters.carla.records import ActorAdd, PhysicsControl, serialize_var_body
-from converters.carla.world import SPARSE_FIXED_KINDS, WorldTables
-from nanorec.atomic import atomic_output
+from .recording import CarlaRecording
+from .records import ActorAdd, PhysicsControl, serialize_var_body
+from .world import SPARSE_FIXED_KINDS, WorldTables
 
 _COUNT = struct.Struct("<H")
 
@@ -99,7 +100,7 @@ def _iter_clip(rec: CarlaRecording, start: int, stop: int) -> Iterator[tuple[byt
 
 
 def _header_bytes(rec: CarlaRecording) -> bytes:
-    from converters.carla.convert import read_meta
+    from .convert import read_meta
 
     return bytes(read_meta(rec.reader)["header"]["bytes"])
 

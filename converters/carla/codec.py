@@ -36,10 +36,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.detect import Detection, resolve
-from converters.carla.header import Header
-from converters.carla.ids import SHAPES, Engine, Family, Kind, Shape
-from converters.carla.records import (
+from nanorec.errors import FormatError, NanorecError, TruncatedError
+
+from .detect import Detection, resolve
+from .header import Header
+from .ids import SHAPES, Engine, Family, Kind, Shape
+from .records import (
     U16,
     WHEEL_ANIM_DTYPE,
     PhysicsControl,
@@ -49,7 +51,7 @@ from converters.carla.records import (
     parse_var_body,
     serialize_var_body,
 )
-from converters.carla.walk import (
+from .walk import (
     PACKET_HEADER_DTYPE,
     Buffer,
     IntArray,
@@ -60,7 +62,6 @@ from converters.carla.walk import (
     scatter,
     walk,
 )
-from nanorec.errors import FormatError, NanorecError, TruncatedError
 
 DEFAULT_BATCH_BYTES = 8 << 20
 _U16 = np.dtype("<u2")

@@ -33,11 +33,16 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from converters.carla.detect import resolve
-from converters.carla.header import Header
-from converters.carla.ids import FAMILIES, SHAPES, Family, Kind, Shape
-from converters.carla.ids import family as family_named
-from converters.carla.message import (
+from nanorec.atomic import atomic_output
+from nanorec.errors import FormatError, OutputExistsError
+from nanorec.reader import ArchiveReader
+from nanorec.writer import ArchiveWriter
+
+from .detect import resolve
+from .header import Header
+from .ids import FAMILIES, SHAPES, Family, Kind, Shape
+from .ids import family as family_named
+from .message import (
     FRAME_START,
     KIND_KEYS,
     PACKET_HEADER,
@@ -47,13 +52,9 @@ from converters.carla.message import (
     iter_message_packets,
     kind_key,
 )
-from converters.carla.records import FIXED_DTYPES
-from converters.carla.walk import Truncation, iter_walk
-from converters.carla.world import WorldTablesBuilder
-from nanorec.atomic import atomic_output
-from nanorec.errors import FormatError, OutputExistsError
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
+from .records import FIXED_DTYPES
+from .walk import Truncation, iter_walk
+from .world import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
 META_MEMBER = "carla.msgpack.zlib"  # zlib: small, read once at open

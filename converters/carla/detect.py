@@ -28,8 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.header import Header
-from converters.carla.ids import (
+from nanorec.errors import NanorecError, UnsupportedError
+
+from .header import Header
+from .ids import (
     ADDITIONAL_DATA,
     FAMILIES,
     FIRST_USER_ID,
@@ -39,7 +41,7 @@ from converters.carla.ids import (
     Kind,
     Shape,
 )
-from converters.carla.records import (
+from .records import (
     ActorAdd,
     Cursor,
     VehicleWheels,
@@ -47,8 +49,7 @@ from converters.carla.records import (
     fixed_dtype,
     parse_var_body,
 )
-from converters.carla.walk import Buffer, Packets, gather, walk
-from nanorec.errors import NanorecError, UnsupportedError
+from .walk import Buffer, Packets, gather, walk
 
 _U16 = np.dtype("<u2")
 # Relative weight of each kind of evidence against a family. A packet the family cannot

@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.ids import (
+from .ids import (
     ActorType,
     AttributeType,
     Engine,
@@ -41,11 +41,11 @@ from converters.carla.ids import (
     Kind,
     TrafficLightState,
 )
-from converters.carla.ids import (
+from .ids import (
     family as family_named,
 )
-from converters.carla.records import PhysicsControl, fixed_dtype
-from converters.carla.writer import (
+from .records import PhysicsControl, fixed_dtype
+from .writer import (
     DEFAULT_DATE,
     ENVIRONMENT_ID,
     RecordingWriter,
@@ -1089,7 +1089,7 @@ def summary(data: bytes, report: GenerationReport) -> dict[str, Any]:
         "packets": {kind.value: stats.packets[kind] for kind in Kind if stats.packets[kind]},
         "size": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
-        "generator": {"function": "converters.carla.generate.generate", **report.options},
+        "generator": {"function": "nanorec.converters.carla.generate.generate", **report.options},
     }
 
 
@@ -1102,9 +1102,9 @@ def _parse_size(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m converters.carla.generate FAMILY OUTPUT [options]`; returns the exit code."""
+    """`python -m nanorec.converters.carla.generate FAMILY OUTPUT [options]`; returns exit code."""
     parser = argparse.ArgumentParser(
-        prog="python -m converters.carla.generate",
+        prog="python -m nanorec.converters.carla.generate",
         description="Write a synthetic CARLA recorder file.",
     )
     parser.add_argument("family", help="release family, e.g. 0.9.15, ue5-0.10")

@@ -12,8 +12,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from converters.carla.ids import HEADER_VERSION, MAGIC
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
+
+from .ids import HEADER_VERSION, MAGIC
 
 _U16 = struct.Struct("<H")
 _I64 = struct.Struct("<q")

@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from converters.carla.ids import SHAPES, Engine, Family, Kind, Shape
-from converters.carla.records import (
+from nanorec.errors import FormatError, NanorecError
+
+from .ids import SHAPES, Engine, Family, Kind, Shape
+from .records import (
     CURVE_DTYPE,
     FIXED_DTYPES,
     GEAR_DTYPE,
@@ -46,7 +48,6 @@ from converters.carla.records import (
     parse_var_body,
     serialize_var_body,
 )
-from nanorec.errors import FormatError, NanorecError
 
 PACKET_HEADER = struct.Struct("<BI")
 FRAME_START = struct.Struct("<Qdd")

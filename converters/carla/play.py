@@ -24,11 +24,11 @@ from collections.abc import Callable, Collection, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from converters.carla.table import frame_span
-from converters.carla.world import Actor, World
+from .table import frame_span
+from .world import Actor, World
 
 if TYPE_CHECKING:
-    from converters.carla.recording import CarlaRecording
+    from .recording import CarlaRecording
 
 T = TypeVar("T")
 

@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.ids import ActorType, Kind, TrafficLightState
-from converters.carla.message import records
-from converters.carla.recording import CarlaRecording
-from converters.carla.table import frame_span
-from converters.carla.world import Actor
 from nanorec.atomic import atomic_output
 from nanorec.errors import UnsupportedError
+
+from .ids import ActorType, Kind, TrafficLightState
+from .message import records
+from .recording import CarlaRecording
+from .table import frame_span
+from .world import Actor
 
 CM_PER_M = 100.0
 # Half-sizes (cm) for actors whose bounding box was not recorded (it is only with

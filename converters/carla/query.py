@@ -46,10 +46,12 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.detect import resolve
-from converters.carla.hashorder import KeyOrder, key_order
-from converters.carla.ids import Engine, Family, Kind
-from converters.carla.records import (
+from nanorec.errors import BadMagicError, NanorecError
+
+from .detect import resolve
+from .hashorder import KeyOrder, key_order
+from .ids import Engine, Family, Kind
+from .records import (
     CURVE_DTYPE,
     GEAR_DTYPE,
     PHYSICS_UE4_DTYPE,
@@ -59,9 +61,8 @@ from converters.carla.records import (
     Cursor,
     fixed_dtype,
 )
-from converters.carla.textfmt import fmt_f0, fmt_g, format_date, pad_left, pad_right, parse_zone
-from converters.carla.walk import iter_walk, walk
-from nanorec.errors import BadMagicError, NanorecError
+from .textfmt import fmt_f0, fmt_g, format_date, pad_left, pad_right, parse_zone
+from .walk import iter_walk, walk
 
 NOT_A_RECORDER = "File is not a CARLA recorder\n"
 MAGIC = b"CARLA_RECORDER"

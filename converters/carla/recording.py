@@ -24,18 +24,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.convert import WORLD_MEMBER, convert, read_meta
-from converters.carla.header import Header
-from converters.carla.ids import MAGIC, Family, Kind
-from converters.carla.ids import family as family_named
-from converters.carla.message import records
-from converters.carla.records import FIXED_DTYPES
-from converters.carla.world import World, WorldTables, build_world
 from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 
+from .convert import WORLD_MEMBER, convert, read_meta
+from .header import Header
+from .ids import MAGIC, Family, Kind
+from .ids import family as family_named
+from .message import records
+from .records import FIXED_DTYPES
+from .world import World, WorldTables, build_world
+
 if TYPE_CHECKING:
-    from converters.carla.play import Player
+    from .play import Player
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ class CarlaRecording:
         """A `Player` yielding the world at each frame at the recorded pace scaled by `rate`
         (like `rosbag play`; times in seconds, see `play.py`). Raises ValueError for a bad
         option or a range that selects no frame."""
-        from converters.carla.play import Player
+        from .play import Player
 
         return Player(
             self,

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.ids import Engine, Kind
 from nanorec.errors import FormatError, TruncatedError
+
+from .ids import Engine, Kind
 
 U8 = struct.Struct("<B")
 U16 = struct.Struct("<H")

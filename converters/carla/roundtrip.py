@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from converters.carla.codec import DEFAULT_BATCH_BYTES, Batch, Reader, encode_batch, iter_batches
-from converters.carla.detect import Detection, resolve
-from converters.carla.header import Header
-from converters.carla.ids import Family
-from converters.carla.walk import Buffer, Truncation
+from .codec import DEFAULT_BATCH_BYTES, Batch, Reader, encode_batch, iter_batches
+from .detect import Detection, resolve
+from .header import Header
+from .ids import Family
+from .walk import Buffer, Truncation
 
 _EXAMPLES = 3  # misfit reasons quoted in a report
 
@@ -253,7 +253,7 @@ def format_report(report: RoundtripReport) -> str:
 def via_archive(report: RoundtripReport, *, family: str | None = None) -> RoundtripReport:
     """`report` completed with the full path: convert the file into an archive in a
     temporary directory, export it back, and compare sha256 with the original."""
-    from converters.carla.convert import convert, export
+    from .convert import convert, export
 
     with tempfile.TemporaryDirectory(prefix="nanorec-roundtrip-") as folder:
         archive = Path(folder) / "archive.nanover.zip"

@@ -29,12 +29,12 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.ids import ActorType, Engine, Kind, TrafficLightState
-from converters.carla.message import KIND_KEYS, maps_to_var, wheel_records
-from converters.carla.records import FIXED_DTYPES, WHEEL_ANIM_DTYPE, ActorAdd
+from .ids import ActorType, Engine, Kind, TrafficLightState
+from .message import KIND_KEYS, maps_to_var, wheel_records
+from .records import FIXED_DTYPES, WHEEL_ANIM_DTYPE, ActorAdd
 
 if TYPE_CHECKING:
-    from converters.carla.recording import CarlaRecording
+    from .recording import CarlaRecording
 
 Row = dict[str, Any]
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.ids import PACKET_HEADER_SIZE
+from .ids import PACKET_HEADER_SIZE
 
 Buffer = bytes | bytearray | memoryview | Any  # anything with the buffer protocol (mmap too)
 IntArray = npt.NDArray[np.int64]

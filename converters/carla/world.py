@@ -25,9 +25,11 @@ import msgpack
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.ids import ActorType, Engine, Kind, TrafficLightState
-from converters.carla.message import kind_key, maps_to_var, records, wheel_records
-from converters.carla.records import (
+from nanorec.errors import FormatError, NanorecError
+
+from .ids import ActorType, Engine, Kind, TrafficLightState
+from .message import kind_key, maps_to_var, records, wheel_records
+from .records import (
     FIXED_DTYPES,
     WHEEL_ANIM_DTYPE,
     ActorAdd,
@@ -35,7 +37,6 @@ from converters.carla.records import (
     PhysicsControl,
     VarRecord,
 )
-from nanorec.errors import FormatError, NanorecError
 
 T = TypeVar("T")
 NEVER = np.iinfo(np.int64).max  # "end" of an actor that is never destroyed

@@ -33,7 +33,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from converters.carla.ids import (
+from nanorec.errors import FormatError, OutputExistsError, UnsupportedError
+
+from .ids import (
     ADDITIONAL_DATA,
     HEADER_VERSION,
     MAGIC,
@@ -43,10 +45,10 @@ from converters.carla.ids import (
     Kind,
     Shape,
 )
-from converters.carla.ids import (
+from .ids import (
     family as family_named,
 )
-from converters.carla.records import (
+from .records import (
     CURVE_DTYPE,
     GEAR_DTYPE,
     I64,
@@ -64,7 +66,6 @@ from converters.carla.records import (
     fixed_dtype,
     pack_string,
 )
-from nanorec.errors import FormatError, OutputExistsError, UnsupportedError
 
 __all__ = [
     "BACK_PATCHED",

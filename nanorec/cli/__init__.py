@@ -65,7 +65,9 @@ def run(action: Callable[[], T]) -> T:
 
 def _register() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from converters.carla import cli as carla_cli  # noqa: F401
+    import importlib
+
+    importlib.import_module("nanorec.converters.carla.cli")
     from nanorec.cli import container  # noqa: F401
 
 

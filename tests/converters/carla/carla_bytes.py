@@ -1,7 +1,7 @@
 """Hand-built CARLA recorder bytes for the codec tests.
 
 Every layout is written here with `struct`, straight from the spec's tables (§2, §3, §5),
-independently of `converters.carla.records`, so that the codec is checked against the
+independently of `nanorec.converters.carla.records`, so that the codec is checked against the
 spec and not against itself. `rich_frame` builds one frame of a family, in its write
 order, with records in every packet kind the family has.
 """
@@ -12,7 +12,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from converters.carla.ids import ADDITIONAL_DATA, Engine, Family, Kind
+from nanorec.converters.carla.ids import ADDITIONAL_DATA, Engine, Family, Kind
 
 Vec = tuple[float, float, float]
 

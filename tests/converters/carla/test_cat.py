@@ -11,11 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from converters.carla.ids import Kind
-from converters.carla.recording import CarlaRecording
-from converters.carla.table import (
+from nanorec.converters.carla.ids import Kind
+from nanorec.converters.carla.recording import CarlaRecording
+from nanorec.converters.carla.table import (
     columns,
     frame_span,
     iter_rows,
@@ -25,6 +23,8 @@ from converters.carla.table import (
     write_csv,
     write_ndjson,
 )
+from typer.testing import CliRunner
+
 from nanorec.cli import _register, app
 from tests.conftest import SAMPLES, carla_realdata
 
@@ -250,7 +250,7 @@ def test_cat_writes_non_utf8_strings_back_as_found(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from converters.carla.writer import RecordingWriter
+    from nanorec.converters.carla.writer import RecordingWriter
 
     path = tmp_path / "bytes.log"
     with RecordingWriter(path, "0.9.16", map_name="Town03") as out, out.frame(delta=0.05):

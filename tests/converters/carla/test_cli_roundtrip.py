@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from nanorec.converters.carla import roundtrip as roundtrip_module
+from nanorec.converters.carla.ids import FAMILIES
 from typer.testing import CliRunner, Result
 
-from converters.carla import roundtrip as roundtrip_module
-from converters.carla.ids import FAMILIES
 from nanorec.cli import _register, app
 from tests.converters.carla import carla_bytes as cb
 

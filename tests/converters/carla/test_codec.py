@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from converters.carla import codec
-from converters.carla.codec import (
+from nanorec.converters.carla import codec
+from nanorec.converters.carla.codec import (
     EmptyTable,
     FixedTable,
     VarTable,
@@ -20,8 +19,9 @@ from converters.carla.codec import (
     encode,
     encode_body,
 )
-from converters.carla.ids import FAMILIES, SHAPES, Engine, Kind, Shape
-from converters.carla.records import ActorAdd, PhysicsControl, VehicleWheels, WalkerBones
+from nanorec.converters.carla.ids import FAMILIES, SHAPES, Engine, Kind, Shape
+from nanorec.converters.carla.records import ActorAdd, PhysicsControl, VehicleWheels, WalkerBones
+
 from nanorec.errors import FormatError, TruncatedError
 from tests.converters.carla import carla_bytes as cb
 

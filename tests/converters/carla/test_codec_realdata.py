@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from converters.carla.codec import Reader, decode, encode
-from converters.carla.roundtrip import roundtrip
+from nanorec.converters.carla.codec import Reader, decode, encode
+from nanorec.converters.carla.roundtrip import roundtrip
 
 pytestmark = pytest.mark.realdata
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nanorec.converters.carla.generate import generate, generate_to, main
+from nanorec.converters.carla.ids import ADDITIONAL_DATA, FAMILIES, Engine, Family, Kind, family
 
-from converters.carla.generate import generate, generate_to, main
-from converters.carla.ids import ADDITIONAL_DATA, FAMILIES, Engine, Family, Kind, family
 from nanorec.errors import OutputExistsError, UnsupportedError
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
@@ -335,7 +335,7 @@ def test_sample_regenerates_byte_for_byte(twin: Path) -> None:
     assert len(committed) == info["size"]
     assert hashlib.sha256(committed).hexdigest() == info["sha256"]
     call = dict(info["generator"])
-    assert call.pop("function") == "converters.carla.generate.generate"
+    assert call.pop("function") == "nanorec.converters.carla.generate.generate"
     data = generate(**call)
     assert hashlib.sha256(data).hexdigest() == info["sha256"]
     seen = walk(committed, family(info["family"]))
@@ -345,7 +345,7 @@ def test_sample_regenerates_byte_for_byte(twin: Path) -> None:
 
 @pytest.mark.parametrize("log", sorted(SAMPLES.glob("*.log")), ids=lambda p: p.stem)
 def test_sample_roundtrips_through_the_codec(log: Path) -> None:
-    roundtrip = pytest.importorskip("converters.carla.roundtrip").roundtrip
+    roundtrip = pytest.importorskip("nanorec.converters.carla.roundtrip").roundtrip
     info = json.loads(Path(f"{log}.json").read_text())
     report = roundtrip(log)
     assert report.identical

@@ -32,15 +32,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nanorec.converters.carla.clip import export_clip
+from nanorec.converters.carla.convert import ConvertReport, convert, export
+from nanorec.converters.carla.generate import generate
+from nanorec.converters.carla.ids import ADDITIONAL_DATA, FAMILIES, ActorType, Family, Kind
+from nanorec.converters.carla.recording import CarlaRecording
+from nanorec.converters.carla.world import World
+from nanorec.converters.carla.writer import RecordingWriter
 from typer.testing import CliRunner
 
-from converters.carla.clip import export_clip
-from converters.carla.convert import ConvertReport, convert, export
-from converters.carla.generate import generate
-from converters.carla.ids import ADDITIONAL_DATA, FAMILIES, ActorType, Family, Kind
-from converters.carla.recording import CarlaRecording
-from converters.carla.world import World
-from converters.carla.writer import RecordingWriter
 from nanorec.cli import _register, app
 from nanorec.errors import NanorecError
 from tests.container.nanover_reference import NanoverRecordingReader

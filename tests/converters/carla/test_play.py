@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nanorec.converters.carla.play import PARTS, Player, TerminalKeys, check_parts, world_dict
+from nanorec.converters.carla.recording import CarlaRecording
+from nanorec.converters.carla.table import frame_span
 from typer.testing import CliRunner
 
-from converters.carla.play import PARTS, Player, TerminalKeys, check_parts, world_dict
-from converters.carla.recording import CarlaRecording
-from converters.carla.table import frame_span
 from nanorec.cli import _register, app
 from tests.conftest import SAMPLES
 

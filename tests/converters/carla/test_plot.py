@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from nanorec.converters.carla.plot import plot
+from nanorec.converters.carla.recording import CarlaRecording
 from typer.testing import CliRunner
 
-from converters.carla.plot import plot
-from converters.carla.recording import CarlaRecording
 from nanorec.cli import _register, app
 from nanorec.errors import OutputExistsError, UnsupportedError
 from tests.conftest import SAMPLES, carla_realdata

@@ -3,7 +3,7 @@
 Two sources: a small hypothesis strategy that writes frames in a family's order with
 random record contents (any bytes for every float, so NaN payloads and odd strings are
 covered), optional user packets and an optional cut; and the synthetic scene generator
-(`converters.carla.generate`), which writes what a CARLA server of the family writes.
+(`nanorec.converters.carla.generate`), which writes what a CARLA server of the family writes.
 """
 
 from __future__ import annotations
@@ -13,11 +13,19 @@ from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
+from nanorec.converters.carla.codec import decode, encode
+from nanorec.converters.carla.ids import (
+    ADDITIONAL_DATA,
+    FAMILIES,
+    SHAPES,
+    Engine,
+    Family,
+    Kind,
+    Shape,
+)
+from nanorec.converters.carla.records import fixed_dtype
+from nanorec.converters.carla.roundtrip import roundtrip
 
-from converters.carla.codec import decode, encode
-from converters.carla.ids import ADDITIONAL_DATA, FAMILIES, SHAPES, Engine, Family, Kind, Shape
-from converters.carla.records import fixed_dtype
-from converters.carla.roundtrip import roundtrip
 from tests.converters.carla import carla_bytes as cb
 
 FAMILY_NAMES = list(FAMILIES)
@@ -162,7 +170,7 @@ def test_random_recordings_round_trip(case: tuple[Family, bytes, bool]) -> None:
 def test_generated_recordings_round_trip(
     name: str, seed: int, frames: int, additional: bool, crash: bool | str
 ) -> None:
-    from converters.carla.generate import generate
+    from nanorec.converters.carla.generate import generate
 
     if name == "0.9.4-0.9.9":
         additional = False

@@ -13,9 +13,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from converters.carla.query import (
+from nanorec.converters.carla.query import (
     NOT_A_RECORDER,
     actors_blocked,
     actors_blocked_json,
@@ -25,6 +23,8 @@ from converters.carla.query import (
     file_info_json,
     iter_file_info,
 )
+from typer.testing import CliRunner
+
 from nanorec.cli import _register, app
 
 DATE = 1599118659  # 09/03/20 07:37:39 UTC

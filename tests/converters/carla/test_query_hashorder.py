@@ -14,8 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from converters.carla.hashorder import (
+from nanorec.converters.carla.hashorder import (
     FileOrder,
     KeyOrder,
     LibcxxOrder,

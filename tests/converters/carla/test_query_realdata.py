@@ -1,6 +1,6 @@
 """Golden tests of `info`, `collisions` and `blocked` on the real recordings.
 
-The expected text is derived here, independently of `converters.carla.query`: the test
+The expected text is derived here, independently of `nanorec.converters.carla.query`: the test
 walks the packets with `struct`, decodes the records it needs by hand and formats the
 expected lines with Python's own `%g`/`%.0f` (which the textfmt tests tie to glibc) and
 `time.strftime`. The blocked rows are recomputed from the positions with a plain
@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from converters.carla.query import actors_blocked, collisions, file_info
+from nanorec.converters.carla.query import actors_blocked, collisions, file_info
 
 pytestmark = pytest.mark.realdata
 

@@ -1,7 +1,7 @@
 """A second, independent implementation of CARLA's three queries, diffed with `query.py`.
 
 Everything under "the reference" is written straight from spec §7 (with §3, §5 and §9),
-with `struct` only: it imports nothing from `converters.carla`. It models CARLA's read
+with `struct` only: it imports nothing from `nanorec.converters.carla`. It models CARLA's read
 loop the way the spec describes it (§7.7): a `std::ifstream` whose failed reads leave the
 target untouched, or partly overwritten by the bytes that were there; members and the
 `Total` counter that keep their last value; a header read that fails at end of file and
@@ -9,7 +9,7 @@ so handles the last packet once more. Where CARLA would print uninitialised memo
 (variable-length records read from a failed stream) the reference raises `Unknowable`
 and the case is not compared.
 
-The tests then compare the reference with `converters.carla.query` byte for byte on the
+The tests then compare the reference with `nanorec.converters.carla.query` byte for byte on the
 real recordings, the committed samples and freshly generated recordings of several
 families, cut short in both ways a crashed server leaves a file.
 """
@@ -26,9 +26,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-
-from converters.carla.generate import generate
-from converters.carla.query import actors_blocked, collisions, file_info
+from nanorec.converters.carla.generate import generate
+from nanorec.converters.carla.query import actors_blocked, collisions, file_info
 
 # ==================================================================== the reference
 

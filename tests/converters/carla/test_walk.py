@@ -7,9 +7,9 @@ import random
 import struct
 
 import numpy as np
+from nanorec.converters.carla.ids import Engine
+from nanorec.converters.carla.walk import gather, iter_walk, scatter, walk
 
-from converters.carla.ids import Engine
-from converters.carla.walk import gather, iter_walk, scatter, walk
 from tests.converters.carla import carla_bytes as cb
 
 
@@ -83,7 +83,7 @@ def _plain(data: bytes, start: int) -> tuple[list[int], int]:
 
 
 def _inputs() -> list[bytes]:
-    from converters.carla.generate import generate
+    from nanorec.converters.carla.generate import generate
 
     rng = random.Random(3)
     steady = generate("0.9.16", seed=1, frames=300, vehicles=5, walkers=2)

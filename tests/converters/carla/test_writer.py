@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from converters.carla.ids import (
+from nanorec.converters.carla.ids import (
     ADDITIONAL_DATA,
     FAMILIES,
     ActorType,
@@ -18,14 +17,14 @@ from converters.carla.ids import (
     Kind,
     family,
 )
-from converters.carla.records import (
+from nanorec.converters.carla.records import (
     ActorAdd,
     Attribute,
     VehicleWheels,
     WalkerBones,
     fixed_dtype,
 )
-from converters.carla.writer import (
+from nanorec.converters.carla.writer import (
     BACK_PATCHED,
     DEFAULT_DATE,
     RecordingWriter,
@@ -37,6 +36,7 @@ from converters.carla.writer import (
     rotation_from_quaternion,
     wrap_degrees,
 )
+
 from nanorec.errors import FormatError, OutputExistsError, UnsupportedError
 
 HEADER_TOWN01 = bytes.fromhex(

@@ -1,0 +1,124 @@
+"""The CARLA recorder converter, registered under the entry-point group `nanorec.converters`.
+
+A thin adapter from the contract (`nanorec.contract.Converter`) to this package's
+`convert`, `export`, `export_clip` and `CarlaRecording`. Imports are deferred so that
+listing the registered formats costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nanorec.contract import ConvertReport, ExportReport, Progress, Region
+from nanorec.errors import UsageError
+
+from .ids import MAGIC
+
+if TYPE_CHECKING:
+    import typer
+
+    from nanorec.reader import ArchiveReader
+    from nanorec.selection import Selection
+
+    from .recording import CarlaRecording
+
+
+class CarlaConverter:
+    """CARLA's recorder files (`client.start_recorder()`), every release from 0.9.4."""
+
+    name = "carla"
+    title = "CARLA recorder"
+    suffixes = (".log", ".rec")
+
+    def sniff(self, head: bytes) -> bool:
+        return head[4:18] == MAGIC
+
+    def convert(
+        self,
+        source: Path,
+        output: Path,
+        *,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ConvertReport:
+        """Options: `family` (a release family name, default detected)."""
+        from .convert import convert
+
+        total = source.stat().st_size
+        report = convert(
+            source,
+            output,
+            family=(options or {}).get("family"),
+            overwrite=overwrite,
+            progress=None if progress is None else (lambda done: progress(done, total)),
+        )
+        cut = None
+        if report.truncation is not None:
+            cut = Region(report.truncation.offset, report.tail_bytes, str(report.truncation.reason))
+        return ConvertReport(
+            source=report.source,
+            output=report.output,
+            format=self.name,
+            messages=report.frames,
+            source_size=report.source_size,
+            archive_size=report.archive_size,
+            sha256=report.sha256,
+            cut=cut,
+            details={
+                "family": report.family,
+                "raw_packets": {str(k): v for k, v in sorted(report.raw_packets.items())},
+            },
+        )
+
+    def export(
+        self,
+        reader: ArchiveReader,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """The exact file without a selection; else a clip CARLA replays (frames only: a
+        kind filter has no meaning for a CARLA file)."""
+        if selection is None or selection.everything:
+            from .convert import export
+
+            report = export(reader.path, output, overwrite=overwrite)
+            return ExportReport(
+                report.output, report.size, report.sha256, len(reader), report.identical
+            )
+        if selection.kinds is not None:
+            raise UsageError("a CARLA clip keeps whole frames: --type does not apply to export")
+        from .clip import export_clip
+
+        recording = self.open_archive(reader)
+        lo, hi = selection.span(reader.index)
+        if lo >= hi:
+            raise UsageError(f"the range selects no frame (the recording has {len(reader)})")
+        clip = export_clip(recording, output, start=lo, stop=hi, overwrite=overwrite)
+        return ExportReport(
+            clip.output,
+            clip.size,
+            clip.sha256,
+            clip.frames,
+            None,
+            {"start": clip.start, "stop": clip.stop, "actors_spawned": clip.actors},
+        )
+
+    def open_archive(self, reader: ArchiveReader) -> CarlaRecording:
+        from .recording import CarlaRecording
+
+        return CarlaRecording(reader)
+
+    def commands(self) -> typer.Typer | None:
+        from .cli import app
+
+        return app
+
+
+CONVERTER = CarlaConverter()

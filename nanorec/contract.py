@@ -1,0 +1,232 @@
+"""The converter contract: what a native format provides to plug into nanorec.
+
+A converter is an object registered under the entry-point group `nanorec.converters` (see
+`nanorec.registry`); nanorec never imports one by name. It says which files it takes
+(`suffixes`, `sniff`), turns a native file into an archive (`convert`) and an archive back
+into the native file or a valid cut of it (`export`), and wraps an archive it wrote in a
+`Recording` (`open_archive`). A format's own commands (CARLA's `collisions`, a bag's
+`info --freq`) live in the typer app returned by `commands()`: the generic verb of the same
+name hands the whole command line to it (`nanorec info x.bag --freq` runs the rosbag `info`).
+
+Everything here is format-neutral: times are seconds from the recording's first message
+(`Selection`), reports are plain dataclasses whose `to_json()` is JSON-serialisable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import typer
+
+    from nanorec.reader import ArchiveReader
+    from nanorec.selection import Selection
+
+#: `progress(done, total)`: bytes of the input handled so far, out of `total`.
+Progress = Callable[[int, int], None]
+
+#: How many leading bytes of a file `sniff` is given.
+SNIFF_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Region:
+    """A byte range of the native input that did not become messages, and why.
+
+    The bytes are kept verbatim in the archive, so `export` still writes the input back.
+    """
+
+    offset: int
+    length: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.length} bytes at byte {self.offset}: {self.reason}"
+
+
+@dataclass
+class ConvertReport:
+    """What `Converter.convert` did.
+
+    `cut` is the tail of a truncated (crashed) input after its last complete unit;
+    `damaged` are regions inside the input that could not be read and were skipped (the
+    converter resynchronised after them). A damaged input makes the CLI exit non-zero; a cut
+    one does not (crashed recordings are normal), but both are reported.
+    """
+
+    source: Path
+    output: Path
+    format: str
+    messages: int
+    source_size: int
+    archive_size: int
+    sha256: str
+    cut: Region | None = None
+    damaged: list[Region] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: Format-specific facts (release family, compression, kept chunks...), JSON-able.
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        """No damage and no warning (a cut tail alone still counts as clean)."""
+        return not self.damaged and not self.warnings
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["source"], data["output"] = str(self.source), str(self.output)
+        return data
+
+
+@dataclass
+class ExportReport:
+    """What `Converter.export` wrote: `identical` compares with the source's recorded sha256
+    (None for a cut or when no hash was recorded)."""
+
+    output: Path
+    size: int
+    sha256: str
+    messages: int
+    identical: bool | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["output"] = str(self.output)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a recording in time order: its number in the archive, its time in
+    seconds from the recording's first message, its kind (record kind or topic) and its value
+    (decoded the format's way)."""
+
+    number: int
+    time: float
+    kind: str
+    value: Any
+
+
+@runtime_checkable
+class Recording(Protocol):
+    """The common surface of an opened recording, whatever its format.
+
+    Times are seconds: `start_time` in the format's own clock (Unix time for ROS and
+    Cartographer, CARLA's elapsed time), every other time from the first message.
+    """
+
+    format: str
+    reader: ArchiveReader
+
+    def __len__(self) -> int: ...
+
+    @property
+    def start_time(self) -> float: ...
+
+    @property
+    def end_time(self) -> float: ...
+
+    @property
+    def duration(self) -> float: ...
+
+    def time_of(self, number: int) -> float:
+        """Seconds from the first message to message `number`."""
+        ...
+
+    def messages(self, selection: Selection | None = None) -> Iterator[Message]:
+        """The selected messages in time order, decoded."""
+        ...
+
+    def at(self, t: float) -> Any:
+        """What plays at `t` seconds from the start (a world state, the latest message...)."""
+        ...
+
+    def summary(self) -> dict[str, Any]:
+        """Machine-readable facts about the recording, JSON-serialisable."""
+        ...
+
+    def play(self, **options: Any) -> Iterator[Any]:
+        """Yield what `messages` yields, paced at the recorded rate (see `nanorec.player`)."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Recording: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
+@runtime_checkable
+class Converter(Protocol):
+    """A native format. `name` is the registry key and the archive's `source_format`."""
+
+    name: str
+    #: A one-line name for humans: "CARLA recorder", "ROS1 bag".
+    title: str
+    #: File suffixes, lower case with the dot (".log", ".bag.active"); only a hint, `sniff`
+    #: decides.
+    suffixes: tuple[str, ...]
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether a file starting with `head` (up to `SNIFF_BYTES` bytes) is of this format."""
+        ...
+
+    def convert(
+        self,
+        source: Path,
+        output: Path,
+        *,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ConvertReport:
+        """Convert `source` into a new archive at `output` (atomically: a partial file renamed
+        at the end). Raises `OutputExistsError` unless `overwrite`, `NanorecError`s for input
+        that cannot be converted at all; a truncated or damaged input converts what is
+        complete and says the rest in the report."""
+        ...
+
+    def export(
+        self,
+        reader: ArchiveReader,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """Write the native file back from an archive this converter wrote: byte for byte
+        without a selection, else a valid native file holding the selection (raises
+        `UnsupportedError` where the format allows no cut of that kind)."""
+        ...
+
+    def open_archive(self, reader: ArchiveReader) -> Recording:
+        """Wrap an archive this converter wrote (raises `FormatError` when it is damaged)."""
+        ...
+
+    def commands(self) -> typer.Typer | None:
+        """The format's own sub-commands (`nanorec NAME ...`), or None."""
+        ...
+
+
+__all__ = [
+    "SNIFF_BYTES",
+    "ConvertReport",
+    "Converter",
+    "ExportReport",
+    "Message",
+    "Progress",
+    "Recording",
+    "Region",
+]

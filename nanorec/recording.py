@@ -1,0 +1,138 @@
+"""`ArchiveRecording`: the `Recording` surface over any archive, for converters to extend.
+
+It answers everything the index can (length, times, time of message *i*, selection) and
+decodes messages with `decode`, which a converter overrides. An archive no converter claims
+(NanoVer's own recordings, archives of a format that is not installed) opens as an
+`ArchiveRecording` itself: each message's value is its map, its kind its first type.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+
+from nanorec.contract import Message
+from nanorec.reader import ArchiveReader
+from nanorec.selection import Selection, check_seconds
+
+
+class ArchiveRecording:
+    """A recording read from an archive; use as a context manager or call `close()`."""
+
+    format = "archive"
+
+    def __init__(self, reader: ArchiveReader) -> None:
+        self.reader = reader
+        index = reader.index
+        self._origin_us = int(index.timestamp_us[0]) if len(index) else 0
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def __enter__(self) -> ArchiveRecording:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self.reader.path.name}: {len(self)} messages, "
+            f"{self.duration:.3f} s>"
+        )
+
+    # -- time ------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    @property
+    def start_time(self) -> float:
+        """Seconds, in the format's own clock, of the first message (0.0 when empty)."""
+        return self._origin_us / 1e6
+
+    @property
+    def end_time(self) -> float:
+        stamps = self.reader.index.timestamp_us
+        return int(stamps.max()) / 1e6 if len(stamps) else self.start_time
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first message to the last."""
+        return self.end_time - self.start_time
+
+    def time_of(self, number: int) -> float:
+        number = self.reader.index.normalize(number)
+        return (int(self.reader.index.timestamp_us[number]) - self._origin_us) / 1e6
+
+    def number_at(self, t: float) -> int:
+        """The message playing at `t` seconds from the start (the last one at or before it;
+        the first when `t` is before everything)."""
+        check_seconds("t", t)
+        position = self.reader.index.position_at_time(self._origin_us + round(t * 1e6))
+        return 0 if position is None else position
+
+    # -- messages --------------------------------------------------------------------------
+
+    def kind_of(self, number: int) -> str:
+        """The kind of message `number`: its first top-level key by default."""
+        types = self.reader.index.types(number)
+        return types[0] if types else ""
+
+    def decode(self, number: int) -> Any:
+        """Message `number` decoded: its map, for a plain archive."""
+        return self.reader.read(number)
+
+    def message(self, number: int) -> Message:
+        return Message(number, self.time_of(number), self.kind_of(number), self.decode(number))
+
+    def messages(self, selection: Selection | None = None) -> Iterator[Message]:
+        numbers = (selection or Selection()).numbers(self.reader.index)
+        for number in numbers.tolist():
+            yield self.message(number)
+
+    def at(self, t: float) -> Any:
+        if not len(self):
+            raise IndexError("the recording holds no message")
+        return self.decode(self.number_at(t))
+
+    def play(self, **options: Any) -> Iterator[Any]:
+        from nanorec.player import Player
+
+        return iter(Player(self, **options))
+
+    def summary(self) -> dict[str, Any]:
+        """Counts per kind, times and the archive's self-description."""
+        index = self.reader.index
+        kinds: Counter[str] = Counter()
+        codes = Counter(index.types_code.tolist())
+        for code, count in codes.items():
+            for name in index.types_table[code] or ("",):
+                kinds[name] += count
+        description = self.reader.description or {}
+        return {
+            "path": str(self.reader.path),
+            "format": self.format,
+            "producer": _plain(description.get("producer")),
+            "messages": len(self),
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "duration": self.duration,
+            "kinds": dict(sorted(kinds.items())),
+        }
+
+
+def _plain(value: Any) -> Any:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+__all__ = ["ArchiveRecording"]

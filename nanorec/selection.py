@@ -1,0 +1,132 @@
+"""One vocabulary for time and selection, the same in every verb and in Python.
+
+`--start/--end/--duration` are seconds from the recording's first message; both ends are
+inclusive (`start <= t <= end`, as `rosbag filter` and CARLA clips count). `--messages A:B`
+(or `--frames A:B` where a message is a frame) are 0-based message numbers, B excluded.
+`--type`/`--topic` keep messages of those kinds. Every value is validated here, once, so a
+NaN, an infinity or an empty range is a `UsageError` whatever the verb.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nanorec.errors import UsageError
+from nanorec.index import Index
+
+
+def check_seconds(name: str, value: float | None, *, positive: bool = False) -> float | None:
+    """`value` if it is a finite number of seconds (>= 0, or > 0 with `positive`), else
+    `UsageError` naming the option."""
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        raise UsageError(f"{name} must be a finite number of seconds, not {value}")
+    if value < 0 or (positive and value == 0):
+        raise UsageError(f"{name} must be {'> 0' if positive else '>= 0'}, not {value}")
+    return float(value)
+
+
+def parse_range(name: str, spec: str) -> tuple[int | None, int | None]:
+    """`"A:B"` (either side may be empty) as message numbers; `UsageError` otherwise."""
+    first, sep, stop = spec.partition(":")
+    if not sep:
+        raise UsageError(f"{name} takes A:B (0-based, B excluded), not {spec!r}")
+    try:
+        return (int(first) if first.strip() else None, int(stop) if stop.strip() else None)
+    except ValueError:
+        raise UsageError(f"{name} takes whole numbers A:B, not {spec!r}") from None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which messages a verb works on. Build it with `Selection.make` (which validates)."""
+
+    #: Seconds from the first message; inclusive bounds.
+    start: float | None = None
+    end: float | None = None
+    #: Message numbers `first:stop` (0-based, stop excluded; negatives count from the end).
+    first: int | None = None
+    stop: int | None = None
+    #: Kinds (record kinds, topics) to keep; None keeps all.
+    kinds: frozenset[str] | None = None
+
+    @classmethod
+    def make(
+        cls,
+        *,
+        start: float | None = None,
+        end: float | None = None,
+        duration: float | None = None,
+        messages: str | None = None,
+        kinds: Iterable[str] | None = None,
+    ) -> Selection:
+        """Validate and combine the options of a verb (`duration` counts from `start`)."""
+        start = check_seconds("--start", start)
+        end = check_seconds("--end", end)
+        duration = check_seconds("--duration", duration, positive=True)
+        if duration is not None:
+            if end is not None:
+                raise UsageError("use either --end or --duration, not both")
+            end = (start or 0.0) + duration
+        if start is not None and end is not None and end < start:
+            raise UsageError(f"--end ({end}) is before --start ({start})")
+        first = stop = None
+        if messages is not None:
+            if start is not None or end is not None:
+                raise UsageError("use either a message range or --start/--end, not both")
+            first, stop = parse_range("--messages", messages)
+        wanted = frozenset(kinds) if kinds is not None else None
+        if wanted is not None and not wanted:
+            wanted = None
+        return cls(start, end, first, stop, wanted)
+
+    @property
+    def everything(self) -> bool:
+        """Whether nothing is left out (so an export can be the byte-exact original)."""
+        return (
+            self.start is None
+            and self.end is None
+            and self.first is None
+            and self.stop is None
+            and self.kinds is None
+        )
+
+    def span(self, index: Index) -> tuple[int, int]:
+        """The first and past-the-last message numbers of the time/number range (no kind
+        filter) on a time-sorted index."""
+        count = len(index)
+        if self.first is not None or self.stop is not None:
+            lo, hi, _ = slice(self.first, self.stop).indices(count)
+            return lo, max(lo, hi)
+        if not count:
+            return 0, 0
+        times = index.timestamp_us
+        origin = int(times[0])
+        lo = 0 if self.start is None else int(np.searchsorted(times, origin + _us(self.start)))
+        hi = (
+            count
+            if self.end is None
+            else int(np.searchsorted(times, origin + _us(self.end), side="right"))
+        )
+        return lo, max(lo, hi)
+
+    def numbers(self, index: Index) -> NDArray[np.int64]:
+        """Selected message numbers in file order."""
+        lo, hi = self.span(index)
+        numbers = np.arange(lo, hi, dtype=np.int64)
+        if self.kinds is not None:
+            numbers = numbers[index.type_mask(self.kinds)[lo:hi]]
+        return numbers
+
+
+def _us(seconds: float) -> int:
+    return round(seconds * 1e6)
+
+
+__all__ = ["Selection", "check_seconds", "parse_range"]
