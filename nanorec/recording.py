@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from nanorec.contract import Message
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection, check_seconds
+
+_R = TypeVar("_R", bound="ArchiveRecording")
 
 
 class ArchiveRecording:
@@ -33,7 +35,7 @@ class ArchiveRecording:
     def close(self) -> None:
         self.reader.close()
 
-    def __enter__(self) -> ArchiveRecording:
+    def __enter__(self: _R) -> _R:
         return self
 
     def __exit__(

@@ -18,7 +18,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +25,7 @@ import numpy.typing as npt
 
 from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
+from nanorec.recording import ArchiveRecording
 
 from .convert import WORLD_MEMBER, convert, read_meta
 from .header import Header
@@ -54,15 +54,17 @@ class Trajectory:
     rotation: npt.NDArray[np.float64]
 
 
-class CarlaRecording:
+class CarlaRecording(ArchiveRecording):
     """A CARLA recording opened for random access; use as a context manager.
 
+    Messages are frames: `decode(n)` (and `messages()`, `at(t)`) give `World`s.
     Raises `FormatError` when the archive is not a CARLA archive.
     """
 
-    def __init__(self, reader: ArchiveReader, *, cleanup: Path | None = None) -> None:
-        self.reader = reader
-        self._cleanup = cleanup
+    format = "carla"
+
+    def __init__(self, reader: ArchiveReader) -> None:
+        super().__init__(reader)
         meta = read_meta(reader)
         self.family: Family = family_named(meta["family"])
         self.orders: list[bytes] = list(meta.get("orders", []))  # packet-id sequences
@@ -83,7 +85,8 @@ class CarlaRecording:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> CarlaRecording:
-        """Open a CARLA archive, or a native CARLA file converted into a temporary archive."""
+        """Open a CARLA archive, or a native CARLA file converted into a temporary archive
+        (removed when the recording is closed or collected)."""
         path = Path(path)
         with path.open("rb") as handle:
             head = handle.read(18)
@@ -92,28 +95,28 @@ class CarlaRecording:
             try:
                 out = workdir / (path.name + ".nanover.zip")
                 convert(path, out)
-                return cls(ArchiveReader(out), cleanup=workdir)
             except BaseException:
                 shutil.rmtree(workdir, ignore_errors=True)
                 raise
+            return cls(ArchiveReader(out, temporary_dir=workdir))
         return cls(ArchiveReader(path))
 
-    def close(self) -> None:
-        self.reader.close()
-        if self._cleanup is not None:
-            shutil.rmtree(self._cleanup, ignore_errors=True)
-            self._cleanup = None
+    def kind_of(self, number: int) -> str:
+        return "frame"
 
-    def __enter__(self) -> CarlaRecording:
-        return self
+    def decode(self, number: int) -> World:
+        return self.frame(number)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+    def summary(self) -> dict[str, Any]:
+        summary = super().summary()
+        summary.update(
+            family=self.family.name,
+            map=self.map_name,
+            date=self.header.date,
+            frames=len(self),
+            duration=self.duration,
+        )
+        return summary
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -231,21 +234,3 @@ class CarlaRecording:
         if not -count <= index < count:
             raise IndexError(f"frame {index} out of range: the recording has {count} frames")
         return index % count
-
-
-def sniff(head: bytes) -> bool:
-    """Whether `head` (the first bytes of a file) starts a CARLA recorder file."""
-    return head[4:18] == MAGIC
-
-
-def open_archive(reader: ArchiveReader) -> CarlaRecording:
-    """Registry hook: wrap an already opened CARLA archive."""
-    return CarlaRecording(reader)
-
-
-def open_native(path: str | os.PathLike[str]) -> CarlaRecording:
-    """Registry hook: open a native CARLA file (converted into a temporary archive)."""
-    return CarlaRecording.open(path)
-
-
-__all__ = ["CarlaRecording", "Trajectory", "open_archive", "open_native", "sniff"]
