@@ -14,7 +14,7 @@ Everything here is format-neutral: times are seconds from the recording's first 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -138,6 +138,10 @@ class Recording(Protocol):
         """Seconds from the first message to message `number`."""
         ...
 
+    def message(self, number: int) -> Message:
+        """Message `number` (file order), decoded."""
+        ...
+
     def messages(self, selection: Selection | None = None) -> Iterator[Message]:
         """The selected messages in time order, decoded."""
         ...
@@ -150,8 +154,19 @@ class Recording(Protocol):
         """Machine-readable facts about the recording, JSON-serialisable."""
         ...
 
-    def play(self, **options: Any) -> Iterator[Any]:
-        """Yield what `messages` yields, paced at the recorded rate (see `nanorec.player`)."""
+    def table_kinds(self) -> list[str]:
+        """The kinds `rows` can tabulate (record kinds, topics)."""
+        ...
+
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+        """One flat row (column -> value) per record of `kind` in the selection, in time
+        order; every row starts with `number` and `time` (seconds from the start) or the
+        format's own equivalents. Raises `UsageError` for a kind it cannot tabulate."""
+        ...
+
+    def play(self, **options: Any) -> Iterable[Any]:
+        """What `decode` gives for each message, at the recorded pace: a
+        `nanorec.player.Player` (options: rate, start, end, duration, kinds, loop...)."""
         ...
 
     def close(self) -> None: ...

@@ -66,7 +66,7 @@ class OutputExistsError(NanorecError):
     """Refusing to overwrite an existing file without `force`/`overwrite`."""
 
 
-class UsageError(NanorecError):
+class UsageError(NanorecError, ValueError):
     """An argument the caller gave has a value nanorec cannot use (a NaN time, an empty
     range, an unknown kind)."""
 

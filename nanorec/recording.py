@@ -11,11 +11,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nanorec.contract import Message
+from nanorec.errors import UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection, check_seconds
+from nanorec.tables import flatten
+
+if TYPE_CHECKING:
+    from nanorec.player import Player
 
 _R = TypeVar("_R", bound="ArchiveRecording")
 
@@ -107,10 +112,31 @@ class ArchiveRecording:
             raise IndexError("the recording holds no message")
         return self.decode(self.number_at(t))
 
-    def play(self, **options: Any) -> Iterator[Any]:
+    def play(self, **options: Any) -> Player:
+        """A `nanorec.player.Player` over this recording (see its options)."""
         from nanorec.player import Player
 
-        return iter(Player(self, **options))
+        return Player(self, **options)
+
+    def table_kinds(self) -> list[str]:
+        """The distinct top-level keys of the messages."""
+        return sorted({name for types in self.reader.index.types_table for name in types})
+
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+        """Each message carrying `kind`: `number`, `time`, then its `kind` value flattened."""
+        if kind not in self.table_kinds():
+            raise UsageError(
+                f"no messages of kind {kind!r} (kinds: {', '.join(self.table_kinds()) or 'none'})"
+            )
+        selection = selection or Selection()
+        index = self.reader.index
+        numbers = selection.numbers(index)
+        numbers = numbers[index.has_type(kind)[numbers]]
+        for number in numbers.tolist():
+            value = self.reader.read(number).get(kind)
+            row: dict[str, Any] = {"number": number, "time": self.time_of(number)}
+            row.update(flatten(value) if isinstance(value, dict) else {kind: value})
+            yield row
 
     def summary(self) -> dict[str, Any]:
         """Counts per kind, times and the archive's self-description."""

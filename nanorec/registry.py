@@ -85,8 +85,7 @@ def for_native(path: Path, head: bytes | None = None) -> Converter:
         known = ", ".join(f"{c.title} ({' '.join(c.suffixes)})" for c in converters().values())
         raise UnsupportedError(
             f"{path} is not a recording nanorec knows ({_looks_like(head)}; "
-            f"formats installed: {known or 'none'})",
-            offset=0,
+            f"formats installed: {known or 'none'})"
         )
     return matches[0]
 

@@ -1,4 +1,9 @@
-"""CARLA commands registered on the `nanorec` CLI."""
+"""`nanorec carla ...`: what only CARLA recordings have (the server's query texts, tables of
+record kinds, world-state play, bird's-eye plots), and CARLA's own convert and roundtrip.
+
+The generic verbs hand a CARLA file to the command of the same name here (see `nanorec.cli`),
+and `nanorec collisions` / `nanorec blocked` answer as aliases.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
-import numpy as np
 import typer
 
-from nanorec.cli import app, fail, run
+from nanorec.cli import fail, run
+from nanorec.cli.options import End, Force, OptionalOutput, Start, TableFormat
 from nanorec.errors import NanorecError
 
 from .ids import FAMILIES
+
+app = typer.Typer(
+    name="carla",
+    help="CARLA recorder files: the server's query texts, tables, play, plots.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 if TYPE_CHECKING:
     from .query import HashOrderName, Labels
@@ -28,7 +40,7 @@ _FAMILY_HELP = "Force a release family instead of detecting it: " + ", ".join(FA
 def roundtrip_command(
     files: Annotated[list[Path], typer.Argument(help="CARLA recorder files (.log/.rec) to check.")],
     family: Annotated[
-        str | None, typer.Option("--family", "-f", help=_FAMILY_HELP, metavar="NAME")
+        str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON array of reports instead of text.")
@@ -86,144 +98,49 @@ def roundtrip_command(
         raise typer.Exit(1)
 
 
+_FAMILY = Annotated[str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")]
+
+
 @app.command("convert")
 def convert_command(
     source: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec).")],
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Archive to write (default: SOURCE.nanover.zip)."),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")] = False,
-    family: Annotated[
-        str | None, typer.Option("--family", "-f", help=_FAMILY_HELP, metavar="NAME")
-    ] = None,
+    output: OptionalOutput = None,
+    force: Force = False,
+    family: _FAMILY = None,
+    keep_going: Annotated[
+        bool,
+        typer.Option("--keep-going", help="Exit 0 even when the input was damaged or warned."),
+    ] = False,
 ) -> None:
     """Convert a CARLA recording into an indexed, seekable nanorec archive.
 
     One archive message per CARLA frame; a crashed recording converts every complete
     frame and keeps the rest, so `nanorec export` gives the exact file back.
 
-    Example: nanorec convert town03.log -o town03.nanover.zip
+    Example: nanorec convert town03.log -o town03.nanover.zip --family 0.9.15
     """
-    import io
-    import sys
-
-    from .convert import convert
-
-    if family is not None and family not in FAMILIES:
-        fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
-    size = source.stat().st_size if source.exists() else 0
-    with typer.progressbar(
-        length=max(size, 1),
-        label="converting",
-        file=sys.stderr if sys.stderr.isatty() else io.StringIO(),
-        show_eta=True,
-    ) as bar:
-        done = [0]
-
-        def progress(position: int) -> None:
-            bar.update(position - done[0])
-            done[0] = position
-
-        report = run(
-            lambda: convert(source, output, family=family, overwrite=force, progress=progress)
-        )
-    raw = ", ".join(f"id {pid}: {n}" for pid, n in sorted(report.raw_packets.items())) or "none"
-    cut = (
-        "no"
-        if report.truncation is None
-        else (
-            f"yes at byte {report.truncation.offset} ({report.truncation.reason}); "
-            f"{report.tail_bytes} bytes kept verbatim"
-        )
-    )
-    typer.echo(
-        f"{report.source} -> {report.output}\n"
-        f"  family {report.family}, {report.frames} frames, "
-        f"{report.archive_size} bytes ({report.archive_size / max(report.source_size, 1):.3f}x)\n"
-        f"  packets kept raw: {raw}\n  truncated: {cut}\n  sha256 {report.sha256}"
+    from nanorec.cli.verbs import (
+        check_input,
+        check_output,
+        convert_report_lines,
+        native_converter,
+        progress_bar,
     )
 
+    def action() -> int:
+        _check_family(family)
+        check_input(source)
+        converter = native_converter(source, "carla")
+        out = output or source.with_name(source.name + ".nanover.zip")
+        check_output(out, source)
+        with progress_bar("converting", source.stat().st_size) as update:
+            report = converter.convert(
+                source, out, overwrite=force, progress=update, options={"family": family}
+            )
+        typer.echo("\n".join(convert_report_lines(report)))
+        return 0 if report.clean or keep_going else 1
 
-def _parse_frames(spec: str) -> tuple[int | None, int | None]:
-    start, sep, stop = spec.partition(":")
-    if not sep:
-        fail(f"--frames takes A:B (0-based, B excluded), not {spec!r}")
-    try:
-        return (int(start) if start else None, int(stop) if stop else None)
-    except ValueError:
-        fail(f"--frames takes whole numbers A:B, not {spec!r}")
-
-
-@app.command("export")
-def export_command(
-    archive: Annotated[Path, typer.Argument(help="nanorec archive of a CARLA recording.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="CARLA file to write.")],
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")] = False,
-    start: Annotated[
-        float | None, typer.Option("--start", help="Clip from this time (seconds).")
-    ] = None,
-    end: Annotated[
-        float | None, typer.Option("--end", help="Clip up to this time (seconds).")
-    ] = None,
-    frames: Annotated[
-        str | None,
-        typer.Option("--frames", help="Clip frames A:B (0-based archive frames, B excluded)."),
-    ] = None,
-) -> None:
-    """Write the native CARLA file back, byte for byte, or a replayable clip of it.
-
-    Without --start/--end/--frames the whole recording is written and checked against
-    the sha256 recorded at conversion. With them, a standalone clip: its first frame
-    spawns every actor alive at the start, frame ids restart at 1 and elapsed at 0.
-
-    Example: nanorec export run.nanover.zip --start 10 --end 25 -o clip.log
-    """
-    if frames is None and start is None and end is None:
-        from .convert import export
-
-        report = run(lambda: export(archive, output, overwrite=force))
-        verdict = (
-            "no source hash recorded"
-            if report.identical is None
-            else "identical to the source"
-            if report.identical
-            else "DIFFERS from the source"
-        )
-        typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256} ({verdict})")
-        if report.identical is False:
-            raise typer.Exit(1)
-        return
-    if frames is not None and (start is not None or end is not None):
-        fail("use either --frames or --start/--end, not both")
-    from .clip import export_clip
-    from .recording import CarlaRecording
-
-    def clip() -> str:
-        with CarlaRecording.open(archive) as rec:
-            count = len(rec)
-            if frames is not None:
-                first, stop = _parse_frames(frames)
-                lo, hi, _ = slice(first, stop).indices(count)
-            else:
-                times = rec.reader.index.timestamp_us
-                lo = (
-                    0
-                    if start is None
-                    else max(0, int(np.searchsorted(times, round(start * 1e6), "right")) - 1)
-                )
-                hi = (
-                    count if end is None else int(np.searchsorted(times, round(end * 1e6), "right"))
-                )
-            if lo >= hi:
-                fail(f"the range selects no frame (the recording has {count} frames)")
-            report = export_clip(rec, output, start=lo, stop=hi, overwrite=force)
-        return (
-            f"{report.output}: frames {report.start}:{report.stop} ({report.frames} frames, "
-            f"{report.actors} actors spawned in frame 1), {report.size} bytes"
-        )
-
-    typer.echo(run(clip))
+    raise typer.Exit(run(action))
 
 
 # --------------------------------------------------------------------------- queries (issue 5)
@@ -311,7 +228,7 @@ def info_command(
         ),
     ] = False,
     family: Annotated[
-        str | None, typer.Option("--family", "-f", help=_FAMILY_HELP, metavar="NAME")
+        str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
     ] = None,
     labels: Annotated[
         str | None,
@@ -373,7 +290,7 @@ def collisions_command(
         bool, typer.Option("--json", help="A JSON document of the collision rows instead.")
     ] = False,
     family: Annotated[
-        str | None, typer.Option("--family", "-f", help=_FAMILY_HELP, metavar="NAME")
+        str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
     ] = None,
     form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
 ) -> None:
@@ -414,7 +331,7 @@ def blocked_command(
         bool, typer.Option("--json", help="A JSON document of the blocked rows instead.")
     ] = False,
     family: Annotated[
-        str | None, typer.Option("--family", "-f", help=_FAMILY_HELP, metavar="NAME")
+        str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
     ] = None,
     form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
     hash_order: Annotated[
@@ -469,23 +386,6 @@ def blocked_command(
 _RECORDING_HELP = "A CARLA recording: a nanorec archive (*.nanover.zip) or a CARLA .log/.rec file."
 
 
-def _guarded(action: Callable[[], None]) -> None:
-    """Run `action`: library, OS and option errors become one line and exit status 2; a
-    closed stdout (`| head`) ends quietly."""
-
-    def checked() -> None:
-        try:
-            action()
-        except ValueError as error:
-            fail(str(error))
-        except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            raise typer.Exit(0) from None
-
-    run(checked)
-
-
 @app.command("cat")
 def cat_command(
     file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
@@ -503,18 +403,10 @@ def cat_command(
         int | None,
         typer.Option("--actor", "-a", help="Only records naming this actor id.", metavar="ID"),
     ] = None,
-    start: Annotated[
-        float | None, typer.Option("--start", help="From this elapsed time (seconds).")
-    ] = None,
-    end: Annotated[
-        float | None, typer.Option("--end", help="Up to this elapsed time (seconds, included).")
-    ] = None,
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format", "-F", help="ndjson (one JSON object per line) or csv.", metavar="FMT"
-        ),
-    ] = "ndjson",
+    start: Start = None,
+    end: End = None,
+    fmt: TableFormat = "ndjson",
+    family: _FAMILY = None,
 ) -> None:
     """Print the records of one kind as a table: one row per record, streamed.
 
@@ -536,7 +428,7 @@ def cat_command(
         # Strings in a recording are bytes that are usually UTF-8: write them back as found.
         if isinstance(sys.stdout, io.TextIOWrapper):
             sys.stdout.reconfigure(errors="surrogateescape")
-        with CarlaRecording.open(file) as rec:
+        with CarlaRecording.open(file, family=family) as rec:
             rows = iter_rows(rec, chosen, actor=actor, start_s=start, stop_s=end)
             if fmt == "csv":
                 write_csv(rows, sys.stdout, header)
@@ -544,7 +436,7 @@ def cat_command(
                 write_ndjson(rows, sys.stdout)
             sys.stdout.flush()
 
-    _guarded(action)
+    run(action)
 
 
 @app.command("play")
@@ -553,20 +445,19 @@ def play_command(
     rate: Annotated[
         float, typer.Option("--rate", "-r", help="Speed factor: 2 plays twice as fast.")
     ] = 1.0,
-    start: Annotated[
-        float | None,
-        typer.Option("--start", "-s", help="Start at this elapsed time (seconds)."),
-    ] = None,
+    start: Start = None,
+    end: End = None,
     duration: Annotated[
         float | None,
-        typer.Option("--duration", "-u", help="Play only this many seconds of the recording."),
+        typer.Option("--duration", "-u", help="Play only this many seconds from --start."),
     ] = None,
     loop: Annotated[
         bool, typer.Option("--loop", "-l", help="Start over from --start after the end.")
     ] = False,
-    types: Annotated[
+    parts: Annotated[
         list[str] | None,
         typer.Option(
+            "--parts",
             "--types",
             help="Parts of the state to print, comma-separated or repeated: actors, "
             "traffic_lights, scene_lights, weather, events (default: all but scene_lights).",
@@ -580,6 +471,7 @@ def play_command(
         bool,
         typer.Option("--pause", help="Start paused (needs a terminal: space resumes, s steps)."),
     ] = False,
+    family: _FAMILY = None,
 ) -> None:
     """Print each frame's state as one JSON line, at the recorded pace (like rosbag play).
 
@@ -587,65 +479,35 @@ def play_command(
     Each line has index, frame, time and the chosen parts; units are the file's (cm,
     degrees, seconds).
 
-    Example: nanorec play town03.log --rate 2 --start 10 --duration 5 --types actors,events
+    Example: nanorec play town03.log --rate 2 --start 10 --duration 5 --parts actors,events
     """
-    import contextlib
+    from nanorec.cli.verbs import terminal_player
+    from nanorec.tables import dumps
 
-    from .play import DEFAULT_PARTS, Player, TerminalKeys, check_parts
+    from .play import DEFAULT_PARTS, check_parts, iter_dicts
     from .recording import CarlaRecording
 
-    parts = (
-        [part.strip() for item in types for part in item.split(",") if part.strip()]
-        if types
+    chosen = (
+        [part.strip() for item in parts for part in item.split(",") if part.strip()]
+        if parts
         else list(DEFAULT_PARTS)
     )
-    interactive = sys.stdin.isatty()
-    if pause and not interactive:
-        fail("--pause needs a terminal on stdin (space resumes, s steps one frame)")
 
     def action() -> None:
-        check_parts(parts)
-        with contextlib.ExitStack() as stack:
-            rec = stack.enter_context(CarlaRecording.open(file))
-            terminal = (
-                stack.enter_context(TerminalKeys(sys.stdin.fileno())) if interactive else None
-            )
-            player: Player
-
-            def keys(seconds: float) -> None:
-                assert terminal is not None
-                key = terminal.wait(seconds)
-                if key is not None:
-                    player.handle_key(key)
-                if key == " ":
-                    when = "-" if player.time_s is None else f"{player.time_s:.3f} s"
-                    state = "PAUSED" if player.paused else "RUNNING"
-                    typer.echo(f"[{state}] frame {player.index}, {when}", err=True)
-
-            player = Player(
-                rec,
-                rate=rate,
-                start_s=start,
-                duration_s=duration,
-                loop=loop,
-                immediate=immediate,
-                paused=pause,
-                keys=keys if terminal is not None else None,
-            )
-            if terminal is not None:
-                typer.echo(
-                    "nanorec: space pauses/resumes, s steps one frame while paused, q quits"
-                    + (" [PAUSED]" if pause else ""),
-                    err=True,
-                )
+        check_parts(chosen)
+        options = dict(rate=rate, start=start, end=end, duration=duration)
+        with (
+            CarlaRecording.open(file, family=family) as rec,
+            terminal_player(rec, pause, loop=loop, immediate=immediate, **options) as player,
+        ):
             out = sys.stdout
-            for item in player.iter_dicts(parts):
-                out.write(json.dumps(item, allow_nan=False) + "\n")
+            for item in iter_dicts(player, chosen):
+                out.write(dumps(item) + "\n")
                 if not immediate:
                     out.flush()
             out.flush()
 
-    _guarded(action)
+    run(action)
 
 
 @app.command("plot")
@@ -664,12 +526,8 @@ def plot_command(
             metavar="N",
         ),
     ] = None,
-    start: Annotated[
-        float | None, typer.Option("--start", help="Paths from this elapsed time (seconds).")
-    ] = None,
-    end: Annotated[
-        float | None, typer.Option("--end", help="Paths up to this elapsed time (seconds).")
-    ] = None,
+    start: Start = None,
+    end: End = None,
     actors: Annotated[
         list[int] | None,
         typer.Option(
@@ -679,7 +537,8 @@ def plot_command(
             metavar="ID",
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")] = False,
+    force: Force = False,
+    family: _FAMILY = None,
 ) -> None:
     """Draw a bird's-eye view: vehicle and walker paths, footprints, traffic lights.
 
@@ -692,7 +551,7 @@ def plot_command(
     from .recording import CarlaRecording
 
     def action() -> None:
-        with CarlaRecording.open(file) as rec:
+        with CarlaRecording.open(file, family=family) as rec:
             report = plot(
                 rec,
                 output,
@@ -708,4 +567,4 @@ def plot_command(
             f"{report.frame}"
         )
 
-    _guarded(action)
+    run(action)

@@ -81,11 +81,11 @@ def export_clip(
 
 def _iter_clip(rec: CarlaRecording, start: int, stop: int) -> Iterator[tuple[bytes, int]]:
     yield _header_bytes(rec), 0
-    base = _elapsed(rec.message(start))
+    base = _elapsed(rec.frame_map(start))
     first, actors = _first_frame(rec, start, stop)
     yield first, actors
     for index in range(start + 1, stop):
-        frame = rec.message(index)
+        frame = rec.frame_map(index)
         _, duration, elapsed = _frame_start(frame)
         if index == stop - 1:
             duration = -1.0
@@ -134,7 +134,7 @@ def _first_frame(rec: CarlaRecording, start: int, stop: int) -> tuple[bytes, int
     family = rec.family
     engine = family.engine
     tables = rec.tables
-    frame = rec.message(start)
+    frame = rec.frame_map(start)
     world = rec.frame(start)
     _, duration, _ = _frame_start(frame)
     original = list(iter_message_packets(frame, family, rec.orders))

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.atomic import atomic_output
-from nanorec.errors import UnsupportedError
+from nanorec.errors import UnsupportedError, UsageError
 
 from .ids import ActorType, Kind, TrafficLightState
 from .message import records
@@ -103,10 +103,10 @@ def plot(
     fmt = target.suffix.lstrip(".").lower() or "png"
     span = frame_span(rec, start_s, stop_s)
     if not span:
-        raise ValueError(f"the range selects no frame (the recording has {len(rec)} frames)")
+        raise UsageError(f"the range selects no frame (the recording has {len(rec)} frames)")
     if frame is not None:
         if not -len(rec) <= frame < len(rec):
-            raise ValueError(f"frame {frame} out of range: the recording has {len(rec)} frames")
+            raise UsageError(f"frame {frame} out of range: the recording has {len(rec)} frames")
         frame %= len(rec)
     else:
         frame = span[-1]
@@ -118,7 +118,7 @@ def plot(
     figure = Figure(figsize=size_in, dpi=dpi, layout="constrained")
     canvas = FigureCanvasAgg(figure)
     if fmt not in canvas.get_supported_filetypes():
-        raise ValueError(
+        raise UsageError(
             f"cannot write {fmt!r} pictures; use one of: "
             + ", ".join(sorted(canvas.get_supported_filetypes()))
         )
@@ -284,7 +284,7 @@ def _wanted(kinds: Mapping[int, str], actors: Collection[int] | None) -> set[int
         return {actor_id for actor_id, kind in kinds.items() if kind != "other"}
     missing = sorted(set(actors) - kinds.keys())
     if missing:
-        raise ValueError(f"actor {missing[0]} never appears in the recording")
+        raise UsageError(f"actor {missing[0]} never appears in the recording")
     return set(actors)
 
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,9 +33,6 @@ from .ids import family as family_named
 from .message import records
 from .records import FIXED_DTYPES
 from .world import World, WorldTables, build_world
-
-if TYPE_CHECKING:
-    from .play import Player
 
 
 @dataclass(frozen=True)
@@ -84,7 +80,7 @@ class CarlaRecording(ArchiveRecording):
         self._cache: OrderedDict[int, Mapping[str, Any]] = OrderedDict()
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> CarlaRecording:
+    def open(cls, path: str | os.PathLike[str], *, family: str | None = None) -> CarlaRecording:
         """Open a CARLA archive, or a native CARLA file converted into a temporary archive
         (removed when the recording is closed or collected)."""
         path = Path(path)
@@ -94,7 +90,7 @@ class CarlaRecording(ArchiveRecording):
             workdir = Path(tempfile.mkdtemp(prefix="nanorec-"))
             try:
                 out = workdir / (path.name + ".nanover.zip")
-                convert(path, out)
+                convert(path, out, family=family)
             except BaseException:
                 shutil.rmtree(workdir, ignore_errors=True)
                 raise
@@ -141,7 +137,7 @@ class CarlaRecording(ArchiveRecording):
         """Elapsed seconds of the last frame (what CARLA reports as the duration)."""
         return float(self.reader.index.timestamp_us[-1]) / 1e6 if len(self) else 0.0
 
-    def message(self, index: int) -> Mapping[str, Any]:
+    def frame_map(self, index: int) -> Mapping[str, Any]:
         """The frame map of archive frame `index` (see `message.py`), cached."""
         index = self._normalize(index)
         frame = self._cache.get(index)
@@ -160,7 +156,7 @@ class CarlaRecording(ArchiveRecording):
         Raises IndexError outside the recording.
         """
         index = self._normalize(index)
-        return build_world(index, self.message(index), self.tables, earlier_frame=self.message)
+        return build_world(index, self.frame_map(index), self.tables, earlier_frame=self.frame_map)
 
     def at(self, seconds: float) -> World:
         """The world at `seconds` after the start: the last frame whose elapsed time is
@@ -198,35 +194,6 @@ class CarlaRecording(ArchiveRecording):
             self.reader.index.timestamp_us[index_array].astype(np.float64) / 1e6,
             poses["location"].astype(np.float64),
             rotation[:, [1, 2, 0]] if len(rotation) else rotation.reshape(0, 3),
-        )
-
-    def play(
-        self,
-        *,
-        rate: float = 1.0,
-        start_s: float | None = None,
-        duration_s: float | None = None,
-        loop: bool = False,
-        immediate: bool = False,
-        paused: bool = False,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> Player:
-        """A `Player` yielding the world at each frame at the recorded pace scaled by `rate`
-        (like `rosbag play`; times in seconds, see `play.py`). Raises ValueError for a bad
-        option or a range that selects no frame."""
-        from .play import Player
-
-        return Player(
-            self,
-            rate=rate,
-            start_s=start_s,
-            duration_s=duration_s,
-            loop=loop,
-            immediate=immediate,
-            paused=paused,
-            clock=clock,
-            sleep=sleep,
         )
 
     def _normalize(self, index: int) -> int:

@@ -29,6 +29,8 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.errors import UsageError
+
 from .ids import ActorType, Engine, Kind, TrafficLightState
 from .message import KIND_KEYS, maps_to_var, wheel_records
 from .records import FIXED_DTYPES, WHEEL_ANIM_DTYPE, ActorAdd
@@ -142,7 +144,7 @@ def parse_kind(name: str) -> Kind:
     alias = _EXTRA_ALIASES.get(key)
     if alias is not None:
         return alias
-    raise ValueError(f"unknown record type {name!r}; valid: {', '.join(kind_names())}")
+    raise UsageError(f"unknown record type {name!r}; valid: {', '.join(kind_names())}")
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ def columns(kind: Kind) -> tuple[str, ...]:
         if kind is Kind.STATE:
             own = (*own, "state_name")
     else:
-        raise ValueError(
+        raise UsageError(
             f"{kind.value} records are not tabulated; valid: {', '.join(kind_names())}"
         )
     return FRAME_COLUMNS + own
@@ -223,7 +225,7 @@ def frame_span(
     None for unbounded), found with `searchsorted` on the index (its timestamps never
     decrease in a CARLA archive). Raises ValueError when `start_s > stop_s`."""
     if start_s is not None and stop_s is not None and start_s > stop_s:
-        raise ValueError(f"the start ({start_s} s) is after the end ({stop_s} s)")
+        raise UsageError(f"the start ({start_s} s) is after the end ({stop_s} s)")
     times = rec.reader.index.timestamp_us
     lo = 0 if start_s is None else int(np.searchsorted(times, _micros(start_s), "left"))
     hi = len(times) if stop_s is None else int(np.searchsorted(times, _micros(stop_s), "right"))
@@ -232,7 +234,7 @@ def frame_span(
 
 def _micros(seconds: float) -> int:
     if not math.isfinite(seconds):
-        raise ValueError(f"a time must be a finite number of seconds, not {seconds}")
+        raise UsageError(f"a time must be a finite number of seconds, not {seconds}")
     return round(seconds * 1e6)
 
 
@@ -258,7 +260,7 @@ def iter_rows(
     kind = parse_kind(kind) if isinstance(kind, str) else kind
     columns(kind)  # raises for an untabulated kind
     if actor is not None and kind not in _ACTOR_FIELDS:
-        raise ValueError(f"--actor does not apply to {kind.value} records: they name no actor")
+        raise UsageError(f"--actor does not apply to {kind.value} records: they name no actor")
     engine = rec.family.engine
     span = frame_span(rec, start_s, stop_s)
     numbers = np.arange(span.start, span.stop, dtype=np.int64)

@@ -1,29 +1,62 @@
-"""The `nanorec` command: a thin typer shell over the library.
+"""The `nanorec` command: format-neutral verbs, and one sub-command group per format.
 
-Each command lives in a module beside this one (or in its converter's `cli`
-module) and registers itself on `app`. Library errors are caught only at the
-command boundary by `run`: one line on stderr and a non-zero exit.
+The verbs (`convert export info cat play plot verify recover roundtrip`, in `verbs.py` and
+`container.py`) work on any archive and any registered format through the contract. A
+format may have its own command of the same name (a bag's `info` prints what `rosbag info`
+prints): the verb then hands its whole command line to it, so `nanorec info x.bag --freq`
+runs `nanorec rosbag info x.bag --freq`. What only one format has lives under its group
+(`nanorec carla collisions`); such a command also answers at the top level when no other
+format has one by that name (`nanorec collisions`).
+
+Library errors are caught only at the command boundary by `run`: one line on stderr and
+exit status 2.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import signal
 import sys
-from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
+from nanorec.cli._click import click
 from nanorec.errors import NanorecError
+
+T = TypeVar("T")
+EXIT_PROBLEM = 1
+EXIT_BAD_INPUT = 2
+#: The format-neutral verbs, in the order `--help` lists them.
+VERBS = ("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "roundtrip")
+
+
+class _RoutingGroup(TyperGroup):
+    """Lists the verbs first, and routes a verb to its format's own command (see above)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        return [v for v in VERBS if v in names] + [n for n in names if n not in VERBS]
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        _register()
+        parsed: list[str] = super().parse_args(ctx, route(self, ctx, list(args)))
+        return parsed
+
 
 app = typer.Typer(
     name="nanorec",
+    cls=_RoutingGroup,
     help="Convert, seek, verify and replay recorded simulation and robotics logs.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-
-T = TypeVar("T")
 
 
 def _version(value: bool) -> None:
@@ -40,10 +73,11 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    """Convert, seek, verify and replay recorded simulation and robotics logs."""
+    """Convert, seek, verify and replay recorded simulation and robotics logs.
 
-
-EXIT_BAD_INPUT = 2
+    Every verb takes a native recording (CARLA .log/.rec, ROS .bag, Cartographer .pbstream:
+    the formats installed are listed below as groups) or a nanorec/NanoVer archive.
+    """
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
@@ -53,35 +87,131 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 
 def run(action: Callable[[], T]) -> T:
-    """Run `action`, turning library and OS errors into one line and exit status 2."""
+    """Run `action`, turning library and OS errors into one line and exit status 2, and a
+    closed stdout (`nanorec cat ... | head`) into a quiet exit."""
     try:
         return action()
     except NanorecError as error:
-        fail(str(error))
+        # The library names its keyword; on the command line the same switch is --force.
+        fail(str(error).replace("overwrite=True", "--force"))
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(0) from None
     except OSError as error:
         where = f": {error.filename}" if error.filename else ""
         fail(f"{error.strerror or error}{where}")
 
 
+@functools.cache
 def _register() -> None:
-    # Imported for their side effect of adding commands to `app`.
-    import importlib
+    """Add the verbs and every registered format's group (once)."""
+    from nanorec import registry
+    from nanorec.cli import container, verbs  # noqa: F401 - their commands join `app`
 
-    importlib.import_module("nanorec.converters.carla.cli")
-    from nanorec.cli import container  # noqa: F401
+    for converter in registry.converters().values():
+        commands = converter.commands()
+        if commands is not None:
+            app.add_typer(commands, name=converter.name, help=f"{converter.title} commands.")
 
 
-def main() -> None:
+def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
+    """`args` rewritten to a format's own command where one applies (see the docstring)."""
+    if not args or args[0].startswith("-"):
+        return args
+    verb, rest = args[0], args[1:]
+    known = set(group.list_commands(ctx))
+    formats = _format_groups(group, ctx)
+    if verb in VERBS:
+        source = _input_of(rest, _value_options([group.get_command(ctx, verb)]))
+        name = _format_of(source) if source is not None else None
+        if name in formats and verb in formats[name].commands:
+            return [name, verb, *rest]
+        return args
+    if verb not in known:  # an alias: the one format having a command by that name
+        owners = [name for name, sub in formats.items() if verb in sub.commands]
+        if len(owners) == 1:
+            return [owners[0], *args]
+    return args
+
+
+def _format_groups(group: Any, ctx: Any) -> dict[str, Any]:
+    from nanorec import registry
+
+    found = {}
+    for name in registry.converters():
+        command = group.get_command(ctx, name)
+        if isinstance(getattr(command, "commands", None), dict):
+            found[name] = command
+    return found
+
+
+def _value_options(commands: Sequence[Any]) -> set[str]:
+    names: set[str] = set()
+    for command in commands:
+        for param in command.params if command is not None else ():
+            is_option = getattr(param, "param_type_name", "") == "option"
+            if is_option and not getattr(param, "is_flag", False) and not param.count:
+                names.update(param.opts)
+    return names
+
+
+def _input_of(args: Sequence[str], value_options: set[str]) -> Path | None:
+    """The first argument naming an existing file (skipping values of options)."""
+    skip = False
+    for token in args:
+        if skip:
+            skip = False
+            continue
+        if token.startswith("-"):
+            skip = token in value_options
+            continue
+        path = Path(token)
+        if path.is_file():
+            return path
+    return None
+
+
+def _format_of(path: Path) -> str | None:
+    from nanorec import registry
+    from nanorec.reader import ArchiveReader
+
+    try:
+        head = registry.read_head(path)
+        if registry.is_archive(head):
+            with ArchiveReader(path) as reader:
+                converter = registry.for_archive(reader)
+        else:
+            converter = registry.for_native(path, head)
+    except (NanorecError, OSError, TypeError):
+        return None  # the verb itself will say what is wrong
+    return None if converter is None else converter.name
+
+
+class _Never(Exception):
+    """Stands for an exception class the installed click does not have."""
+
+
+# click >= 8.2 raises this after printing the help of a bare group; older clicks exit 0.
+_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", _Never)
+
+
+def _terminate(signum: int, frame: object) -> NoReturn:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
     """Console-script entry point: usage mistakes too get one line and exit status 2."""
-    from typer._click import exceptions as click_errors
-
+    # SIGTERM unwinds like Ctrl-C, so partial outputs are removed on the way out.
+    signal.signal(signal.SIGTERM, _terminate)
     _register()
     command = typer.main.get_command(app)
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        result = command.main(args=sys.argv[1:], prog_name="nanorec", standalone_mode=False)
-    except click_errors.NoArgsIsHelpError:
+        result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
+    except _NO_ARGS_IS_HELP:
         sys.exit(0)  # the help was printed
-    except click_errors.ClickException as error:
+    except click.ClickException as error:
         typer.echo(f"nanorec: {error.format_message()} (see --help)", err=True)
         sys.exit(error.exit_code)
     except typer.Abort:

@@ -1,80 +1,113 @@
-"""Container commands: `nanorec verify ARCHIVE` and `nanorec recover FILE -o OUT`.
+"""`nanorec verify FILE` and `nanorec recover FILE -o OUT`.
 
-Thin shells over `nanorec.verify.verify` and `nanorec.recover.recover`. Exit status: 0 when
-all is well, 1 when `verify` finds a problem, 2 when the input cannot be read at all (missing
-file, nothing recoverable, output exists without `--force`).
+`verify` checks an archive (zip structure, CRCs, index, per-message checksums, members);
+given a native file it checks it as its format: converted into a temporary archive, which is
+verified and exported back, and the bytes compared with the file. Exit status: 0 when all is
+well, 1 when a problem is found, 2 when the input cannot be read at all.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from nanorec.cli import app, fail, run
-from nanorec.errors import OutputExistsError
+from nanorec import registry
+from nanorec.cli import EXIT_PROBLEM, app, run
+from nanorec.cli.options import Force, Json, Output
+from nanorec.cli.verbs import check_input, check_output, roundtrip_one
 from nanorec.recover import recover as recover_archive
 from nanorec.verify import verify as verify_archive
-
-EXIT_PROBLEM = 1
 
 
 @app.command()
 def verify(
-    archive: Annotated[Path, typer.Argument(help="Archive to check (.nanover.zip).")],
+    file: Annotated[Path, typer.Argument(help="An archive, or a native recording.")],
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print nothing when the archive is fine.")
+        bool, typer.Option("--quiet", "-q", help="Print nothing when all is well.")
     ] = False,
+    as_json: Json = False,
 ) -> None:
-    """Check zip structure, CRCs, index, per-message checksums and side members."""
+    """Check an archive's zip structure, CRCs, index, checksums and members; or check a
+    native file by converting it and exporting it back byte for byte.
+
+    Example: nanorec verify run.nanover.zip --json
+    """
+    from nanorec.tables import dumps
 
     def action() -> int:
-        if not archive.is_file():
-            fail(f"{archive}: no such file")
-        show = not quiet and sys.stderr.isatty()
-        with typer.progressbar(
-            length=1, label="verifying", file=sys.stderr, hidden=not show
-        ) as bar:
-
-            def progress(done: int, total: int) -> None:
-                bar.length = max(total, 1)
-                bar.update(done - bar.pos)
-
-            report = verify_archive(archive, progress=progress)
-        if report.ok:
+        check_input(file)
+        if registry.is_archive(registry.read_head(file)):
+            result = _verify_archive(file, quiet or as_json)
+        else:
+            result = _verify_native(file)
+        if as_json:
+            typer.echo(dumps(result))
+        elif result["ok"]:
             if not quiet:
-                count = report.message_count
-                kind = "nanorec" if report.has_description else "NanoVer"
-                typer.echo(f"{archive}: OK ({count} messages, {kind} archive)")
-            return 0
-        for problem in report.problems:
-            typer.echo(f"{archive}: {problem}", err=True)
-        return EXIT_PROBLEM
+                typer.echo(f"{file}: OK ({result['summary']})")
+        else:
+            for problem in result["problems"]:
+                typer.echo(f"{file}: {problem}", err=True)
+        return 0 if result["ok"] else EXIT_PROBLEM
 
-    code = run(action)
-    if code:
-        raise typer.Exit(code)
+    raise typer.Exit(run(action))
+
+
+def _verify_archive(path: Path, quiet: bool) -> dict[str, Any]:
+    show = not quiet and sys.stderr.isatty()
+    with typer.progressbar(length=1, label="verifying", file=sys.stderr, hidden=not show) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
+
+        report = verify_archive(path, progress=progress)
+    kind = "nanorec" if report.has_description else "NanoVer"
+    return {
+        "file": str(path),
+        "kind": "archive",
+        "ok": report.ok,
+        "messages": report.message_count,
+        "problems": [str(problem) for problem in report.problems],
+        "summary": f"{report.message_count} messages, {kind} archive",
+    }
+
+
+def _verify_native(path: Path) -> dict[str, Any]:
+    result = roundtrip_one(path)
+    problems = [f"damaged: {region}" for region in result["damaged"]]
+    if not result["identical"]:
+        problems.append("the archive does not give the file back byte for byte")
+    return {
+        "file": str(path),
+        "kind": result["format"],
+        "ok": not problems,
+        "messages": result["messages"],
+        "problems": problems,
+        "cut": result["cut"],
+        "summary": f"{result['format']}, {result['messages']} messages, converts and exports "
+        "back byte for byte" + (f"; cut short: {result['cut']}" if result["cut"] else ""),
+    }
 
 
 @app.command()
 def recover(
     file: Annotated[Path, typer.Argument(help="Partial or damaged archive (e.g. .x.partial).")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Archive to write.")],
-    force: Annotated[
-        bool, typer.Option("--force", "-f", help="Overwrite OUTPUT if it exists.")
-    ] = False,
+    output: Output,
+    force: Force = False,
 ) -> None:
-    """Rebuild a valid archive from every complete message of a killed writer's file."""
+    """Rebuild a valid archive from every complete message of a killed writer's file.
+
+    Example: nanorec recover .run.nanover.zip.partial -o run.nanover.zip
+    """
 
     def action() -> None:
-        try:
-            result = recover_archive(file, output, overwrite=force)
-        except OutputExistsError:
-            fail(f"{output} exists; pass --force to replace it")
-        except ValueError as error:
-            fail(str(error))
+        check_input(file)
+        check_output(output, file)
+        result = recover_archive(file, output, overwrite=force)
         typer.echo(
             f"{result.output}: {result.messages} messages recovered "
             f"({result.recovered_bytes} bytes kept, {result.discarded_bytes} dropped: "

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nanorec.converters.carla.play import PARTS, Player, TerminalKeys, check_parts, world_dict
+from nanorec.converters.carla.play import PARTS, check_parts, iter_dicts, world_dict
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.table import frame_span
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
+from nanorec.player import Player, TerminalKeys
 from tests.conftest import SAMPLES
 
 SAMPLE = SAMPLES / "carla-0.9.15-town03.log"
@@ -66,7 +67,7 @@ def _play(player: Player, fake: FakeTime, count: int | None = None) -> list[tupl
 @pytest.mark.parametrize("rate", [1.0, 2.0, 0.5])
 def test_frames_come_at_the_recorded_pace(rec: CarlaRecording, rate: float) -> None:
     fake = FakeTime()
-    player = rec.play(rate=rate, duration_s=1.0, clock=fake.clock, sleep=fake.sleep)
+    player = rec.play(rate=rate, duration=1.0, clock=fake.clock, sleep=fake.sleep)
     played = _play(player, fake)
     numbers = frame_span(rec, 0.0, 1.0)
     assert [index for index, _ in played] == list(numbers) and len(played) == 21
@@ -82,21 +83,19 @@ def test_frames_come_at_the_recorded_pace(rec: CarlaRecording, rate: float) -> N
 
 def test_start_duration_and_immediate(rec: CarlaRecording) -> None:
     fake = FakeTime()
-    player = rec.play(
-        start_s=5.0, duration_s=0.5, immediate=True, clock=fake.clock, sleep=fake.sleep
-    )
+    player = rec.play(start=5.0, duration=0.5, immediate=True, clock=fake.clock, sleep=fake.sleep)
     played = _play(player, fake)
     assert [i for i, _ in played] == list(range(100, 111))
     assert fake.sleeps == [] and fake.now == 1000.0
     # Between frames: the first frame at or after the start.
-    player = rec.play(start_s=5.01, duration_s=0.04, clock=fake.clock, sleep=fake.sleep)
+    player = rec.play(start=5.01, duration=0.04, clock=fake.clock, sleep=fake.sleep)
     assert [i for i, _ in _play(player, fake)] == [101]
-    assert player.time_s == pytest.approx(5.05)
+    assert player.time == pytest.approx(5.05)
 
 
 def test_loop_restarts_from_the_start_at_once(rec: CarlaRecording) -> None:
     fake = FakeTime()
-    player = rec.play(start_s=2.0, duration_s=0.1, loop=True, clock=fake.clock, sleep=fake.sleep)
+    player = rec.play(start=2.0, duration=0.1, loop=True, clock=fake.clock, sleep=fake.sleep)
     played = _play(player, fake, count=7)
     assert [i for i, _ in played] == [40, 41, 42, 40, 41, 42, 40]
     walls = [round(wall - 1000.0, 9) for _, wall in played]
@@ -156,9 +155,9 @@ def test_player_rejects_bad_options(rec: CarlaRecording) -> None:
     with pytest.raises(ValueError, match="rate"):
         Player(rec, rate=float("nan"))
     with pytest.raises(ValueError, match="duration"):
-        Player(rec, duration_s=-1)
-    with pytest.raises(ValueError, match="selects no frame"):
-        Player(rec, start_s=1e6)
+        Player(rec, duration=-1)
+    with pytest.raises(ValueError, match="selects no message"):
+        Player(rec, start=1e6)
     with pytest.raises(ValueError, match="unknown part 'bogus'"):
         check_parts(["actors", "bogus"])
 
@@ -185,7 +184,7 @@ def test_every_sample_plays(tmp_path: Path) -> None:
     for path in sorted(SAMPLES.glob("*.log")):
         with CarlaRecording.open(path) as rec:
             player = rec.play(immediate=True)
-            lines = [json.dumps(item, allow_nan=False) for item in player.iter_dicts(PARTS)]
+            lines = [json.dumps(item, allow_nan=False) for item in iter_dicts(player, PARTS)]
             assert len(lines) == len(rec), path.name
 
 
@@ -277,7 +276,7 @@ def test_cli_errors_are_one_line(runner: CliRunner, tmp_path: Path) -> None:
 
 def test_poll_caps_each_wait(rec: CarlaRecording) -> None:
     fake = FakeTime()
-    player = Player(rec, rate=0.1, duration_s=0.05, clock=fake.clock, sleep=fake.sleep, poll_s=0.2)
+    player = Player(rec, rate=0.1, duration=0.05, clock=fake.clock, sleep=fake.sleep, poll_s=0.2)
     assert [i for i, _ in _play(player, fake)] == [0, 1]
     assert np.allclose(fake.sleeps, [0.2, 0.2, 0.1])
 

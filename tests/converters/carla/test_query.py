@@ -507,7 +507,9 @@ def test_cli_text_json_and_errors(tmp_path: Path, runner: CliRunner) -> None:
     result = runner.invoke(app, ["blocked", str(path), "--min-time", "1", "--json"])
     assert result.exit_code == 0 and json.loads(result.stdout)["rows"] == []
     junk = write(tmp_path, b"not a recording", "junk.log")
-    result = runner.invoke(app, ["info", str(junk)])
+    result = runner.invoke(app, ["info", str(junk)])  # no format takes it
+    assert result.exit_code == 2 and "not a recording nanorec knows" in result.stderr
+    result = runner.invoke(app, ["carla", "info", str(junk)])  # CARLA's own answer
     assert result.exit_code == 2 and result.stdout == NOT_A_RECORDER
     assert result.stderr.count("\n") == 1 and "not a CARLA recorder" in result.stderr
     for args in (

@@ -1,0 +1,63 @@
+"""The options every verb shares, defined once so they are spelled and explained alike.
+
+Times are seconds from the recording's first message (`--start 10 --end 25`, both
+inclusive; `--duration` counts from `--start`). `--messages A:B` picks message numbers
+(0-based, B excluded); a format whose messages are frames also calls it `--frames`.
+`--type` keeps one kind (a record kind, a topic), repeatable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+Output = Annotated[Path, typer.Option("--output", "-o", help="File to write.")]
+OptionalOutput = Annotated[
+    Path | None, typer.Option("--output", "-o", help="File to write (default: next to the input).")
+]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")]
+Json = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of text.")]
+Start = Annotated[
+    float | None,
+    typer.Option("--start", "-s", help="From this time (seconds from the first message)."),
+]
+End = Annotated[
+    float | None,
+    typer.Option("--end", help="Up to this time (seconds from the first message, included)."),
+]
+Duration = Annotated[
+    float | None,
+    typer.Option("--duration", "-u", help="Only this many seconds from --start."),
+]
+Messages = Annotated[
+    str | None,
+    typer.Option(
+        "--messages",
+        "--frames",
+        help="Message numbers A:B (0-based, B excluded; a CARLA message is a frame).",
+        metavar="A:B",
+    ),
+]
+Kinds = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--type",
+        "--topic",
+        "-t",
+        help="Only messages/records of this kind (a record type, a topic); repeatable.",
+        metavar="KIND",
+    ),
+]
+TableFormat = Annotated[
+    str,
+    typer.Option("--format", "-F", help="ndjson (one JSON object a line) or csv.", metavar="FMT"),
+]
+KeepGoing = Annotated[
+    bool,
+    typer.Option(
+        "--keep-going",
+        help="Exit 0 even when the input was damaged or a warning was given (still reported).",
+    ),
+]

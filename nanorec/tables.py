@@ -1,0 +1,122 @@
+"""Flat tables from any recording: one row per record, written as CSV or NDJSON.
+
+A recording gives rows of a kind with `rows(kind, selection)` (dicts, flat or nested); this
+module flattens nested maps into dotted column names (`pose.position.x`), and writes rows
+as CSV (a header from the first rows' keys, in first-seen order) or NDJSON (one JSON object a
+line). NDJSON is always valid JSON: NaN and infinities become `null`, bytes become text when
+they are UTF-8 and `{"base64": ...}` otherwise, numpy values become JSON numbers and lists.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from typing import IO, Any
+
+import numpy as np
+
+Row = dict[str, Any]
+
+#: Rows buffered to learn the CSV header before the first line is written.
+HEADER_ROWS = 256
+
+
+def json_safe(value: Any) -> Any:
+    """`value` as plain JSON values (see the module docstring for the rules)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(data).decode("ascii")}
+    return str(value)
+
+
+def dumps(value: Any) -> str:
+    """One line of valid JSON for `value` (never NaN or Infinity)."""
+    return json.dumps(json_safe(value), allow_nan=False, ensure_ascii=False)
+
+
+def flatten(row: Mapping[str, Any], prefix: str = "") -> Row:
+    """Nested maps become dotted keys; lists and arrays stay values of their column."""
+    flat: Row = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def write_ndjson(rows: Iterable[Mapping[str, Any]], stream: IO[str]) -> int:
+    """Write one JSON object per line; returns the number of rows."""
+    count = 0
+    for row in rows:
+        stream.write(dumps(row) + "\n")
+        count += 1
+    return count
+
+
+def write_csv(
+    rows: Iterable[Mapping[str, Any]], stream: IO[str], header: Iterable[str] | None = None
+) -> int:
+    """Write a header line then one line per row; returns the number of rows.
+
+    Without `header`, the columns are the keys of the first `HEADER_ROWS` rows in first-seen
+    order. Cells: None is empty, maps and lists are JSON text, bytes as in NDJSON, floats as
+    Python prints them (`nan`, `inf` included, which pandas reads back).
+    """
+    iterator: Iterator[Mapping[str, Any]] = iter(rows)
+    buffered: list[Mapping[str, Any]] = []
+    if header is None:
+        names: dict[str, None] = {}
+        for row in iterator:
+            buffered.append(row)
+            names.update(dict.fromkeys(row))
+            if len(buffered) >= HEADER_ROWS:
+                break
+        header = list(names)
+    columns = list(header)
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(columns)
+    count = 0
+    for row in _chain(buffered, iterator):
+        writer.writerow([_cell(row.get(name)) for name in columns])
+        count += 1
+    return count
+
+
+def _chain(
+    first: list[Mapping[str, Any]], rest: Iterator[Mapping[str, Any]]
+) -> Iterator[Mapping[str, Any]]:
+    yield from first
+    yield from rest
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float | int | str) or value is None:
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes | bytearray | memoryview | Mapping | list | tuple | np.ndarray):
+        return dumps(value)
+    return value
+
+
+__all__ = ["Row", "dumps", "flatten", "json_safe", "write_csv", "write_ndjson"]
