@@ -33,6 +33,8 @@ EXIT_PROBLEM = 1
 EXIT_BAD_INPUT = 2
 #: The format-neutral verbs, in the order `--help` lists them.
 VERBS = ("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "roundtrip")
+#: Verbs taking many inputs (a batch may mix formats): never handed to one format.
+_MANY_INPUTS = ("convert", "roundtrip")
 
 
 class _RoutingGroup(TyperGroup):
@@ -122,6 +124,8 @@ def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
     verb, rest = args[0], args[1:]
     known = set(group.list_commands(ctx))
     formats = _format_groups(group, ctx)
+    if verb in _MANY_INPUTS:
+        return args
     if verb in VERBS:
         source = _input_of(rest, _value_options([group.get_command(ctx, verb)]))
         name = _format_of(source) if source is not None else None

@@ -29,7 +29,6 @@ from nanorec.cli.options import (
     KeepGoing,
     Kinds,
     Messages,
-    OptionalOutput,
     Output,
     Start,
     TableFormat,
@@ -129,21 +128,50 @@ def convert_report_lines(report: ConvertReport) -> list[str]:
 
 @app.command()
 def convert(
-    source: Annotated[Path, typer.Argument(help="A native recording (.log, .bag, .pbstream...).")],
-    output: OptionalOutput = None,
+    sources: Annotated[
+        list[Path],
+        typer.Argument(help="Native recordings (.log, .bag, .pbstream...), or directories."),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Archive to write (default: SOURCE.nanover.zip); with several sources or a "
+            "directory, the directory to write them into.",
+        ),
+    ] = None,
     force: Force = False,
     keep_going: KeepGoing = False,
     fmt: FormatName = None,
     option: ConvertOptions = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Convert this many files at once (batches).")
+    ] = 1,
 ) -> None:
-    """Convert a native recording into an indexed, seekable nanorec archive.
+    """Convert native recordings into indexed, seekable nanorec archives.
 
     A crashed (cut) recording converts every complete message and keeps the rest verbatim,
-    so `nanorec export` gives the exact file back. Exit status 1 when the input was damaged
+    so `nanorec export` gives the exact file back. Exit status 1 when an input was damaged
     inside or a warning was given (unless --keep-going), 2 when it cannot be read.
+    Several sources or a directory convert as a batch: one bad file never stops it.
 
     Example: nanorec convert run.bag -o run.nanover.zip
     """
+    if len(sources) != 1 or sources[0].is_dir():
+        from nanorec.cli.batch import batch_convert
+
+        code = batch_convert(
+            sources,
+            output,
+            jobs=jobs,
+            force=force,
+            keep_going=keep_going,
+            fmt=fmt,
+            options=_options(option),
+        )
+        raise typer.Exit(code)
+    source = sources[0]
 
     def action() -> int:
         check_input(source)
@@ -190,8 +218,20 @@ def export(
     duration: Duration = None,
     messages: Messages = None,
     kinds: Kinds = None,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-F",
+            help="native (the recording's own format), parquet (a directory of tables, "
+            "needs the [tables] extra), mcap (needs the [mcap] extra), or a format's own "
+            "(pbstream: ros-map).",
+            metavar="FORMAT",
+        ),
+    ] = "native",
 ) -> None:
-    """Write the native file back, byte for byte, or a valid cut of it.
+    """Write the native file back, byte for byte, or a valid cut of it; or the recording in
+    another format (Parquet tables, MCAP).
 
     Without a range the whole recording is written and checked against the sha256 recorded
     at conversion (exit 1 if it differs). With --start/--end/--duration, --messages or
@@ -205,6 +245,8 @@ def export(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
         check_output(output, file)
+        if to in ("parquet", "mcap"):
+            return _export_other(to, file, output, selection, force)
         with opened_archive(file) as reader:
             converter = registry.for_archive(reader)
             if converter is None:
@@ -212,7 +254,10 @@ def export(
                     f"{file} is a plain archive (no converter wrote it): there is no native "
                     "file to export"
                 )
-            report = converter.export(reader, output, selection=selection, overwrite=force)
+            options = None if to == "native" else {"format": to}
+            report = converter.export(
+                reader, output, selection=selection, overwrite=force, options=options
+            )
         verdict = (
             f"a cut of {report.messages} messages"
             if report.identical is None
@@ -233,6 +278,21 @@ def message_dict(message: Message) -> dict[str, Any]:
         "kind": message.kind,
         "value": message.value,
     }
+
+
+def _export_other(to: str, file: Path, output: Path, selection: Selection, force: bool) -> int:
+    """Parquet tables or MCAP, from any recording (`nanorec.arrow`, `nanorec.mcap`)."""
+    with opened(file) as recording:
+        if to == "parquet":
+            from nanorec.arrow import export_parquet
+
+            lines = export_parquet(recording, output, selection=selection, overwrite=force)
+        else:
+            from nanorec.mcap import export_mcap
+
+            lines = export_mcap(recording, output, selection=selection, overwrite=force)
+    typer.echo("\n".join(lines))
+    return 0
 
 
 @contextlib.contextmanager

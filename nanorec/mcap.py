@@ -1,0 +1,15 @@
+"""Placeholder: being written (issue 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nanorec.errors import UnsupportedError
+from nanorec.selection import Selection
+
+
+def export_mcap(
+    recording: Any, output: Path, *, selection: Selection | None = None, overwrite: bool = False
+) -> list[str]:
+    raise UnsupportedError("not available yet")
