@@ -18,7 +18,7 @@ runner = CliRunner()
 
 def _invoke(*args: str) -> Result:
     _register()
-    return runner.invoke(app, ["roundtrip", *args])
+    return runner.invoke(app, ["carla", "roundtrip", *args])
 
 
 @pytest.fixture
