@@ -25,6 +25,7 @@ import numpy.typing as npt
 from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
+from nanorec.selection import Selection
 
 from .convert import WORLD_MEMBER, convert, read_meta
 from .header import Header
@@ -102,6 +103,25 @@ class CarlaRecording(ArchiveRecording):
 
     def decode(self, number: int) -> World:
         return self.frame(number)
+
+    def table_kinds(self) -> list[str]:
+        """CARLA's record kinds that tabulate (positions, collisions, spawns...)."""
+        from .table import table_kinds
+
+        return [kind.value for kind in table_kinds()]
+
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+        """The records of `kind` as rows (see `table.iter_rows`: frame, index, time, then
+        the record's fields in the file's units)."""
+        from .table import iter_rows
+
+        lo, hi = (selection or Selection()).span(self.reader.index)
+        if lo >= hi:
+            return iter(())
+        stamps = self.reader.index.timestamp_us
+        return iter_rows(
+            self, kind, start_s=stamps.item(lo) / 1e6, stop_s=stamps.item(hi - 1) / 1e6
+        )
 
     def summary(self) -> dict[str, Any]:
         summary = super().summary()
