@@ -19,7 +19,8 @@ import typer
 
 from nanorec.cli import fail, run
 from nanorec.cli.options import End, Force, OptionalOutput, Start, TableFormat
-from nanorec.errors import NanorecError
+from nanorec.errors import NanorecError, UsageError
+from nanorec.selection import Selection
 
 from .ids import FAMILIES
 
@@ -390,15 +391,16 @@ _RECORDING_HELP = "A CARLA recording: a nanorec archive (*.nanover.zip) or a CAR
 def cat_command(
     file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
     kind: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--type",
             "-t",
             help="Record type: position, state, anim_vehicle, kinematics, bounding_box, "
-            "collision, event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit).",
+            "collision, event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit). "
+            "Without it: each frame's world state as one NDJSON line (as play prints it).",
             metavar="TYPE",
         ),
-    ],
+    ] = None,
     actor: Annotated[
         int | None,
         typer.Option("--actor", "-a", help="Only records naming this actor id.", metavar="ID"),
@@ -423,6 +425,9 @@ def cat_command(
         fail(f"--format takes ndjson or csv, not {fmt!r}")
 
     def action() -> None:
+        if kind is None:
+            _cat_frames(file, family, fmt, Selection.make(start=start, end=end))
+            return
         chosen = parse_kind(kind)
         header = columns(chosen)
         # Strings in a recording are bytes that are usually UTF-8: write them back as found.
@@ -437,6 +442,20 @@ def cat_command(
             sys.stdout.flush()
 
     run(action)
+
+
+def _cat_frames(file: Path, family: str | None, fmt: str, selection: Selection) -> None:
+    from nanorec.tables import dumps
+
+    from .play import DEFAULT_PARTS, world_dict
+    from .recording import CarlaRecording
+
+    if fmt != "ndjson":
+        raise UsageError("CSV needs one --type (one table); NDJSON prints whole frames")
+    with CarlaRecording.open(file, family=family) as rec:
+        for number in selection.numbers(rec.reader.index).tolist():
+            sys.stdout.write(dumps(world_dict(rec.frame(number), DEFAULT_PARTS)) + "\n")
+    sys.stdout.flush()
 
 
 @app.command("play")
