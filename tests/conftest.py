@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -51,3 +53,11 @@ def fake_plugin_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     finally:
         sys.path.remove(str(site))
         registry.converters.cache_clear()
+
+
+def make_runner() -> CliRunner:
+    """A CliRunner keeping stderr apart from stdout on every click typer allows (click < 8.2
+    needs `mix_stderr=False`, later ones have no such argument)."""
+    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg, unused-ignore]
+    return CliRunner()

@@ -8,6 +8,7 @@ well, 1 when a problem is found, 2 when the input cannot be read at all.
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -58,7 +59,9 @@ def verify(
 
 def _verify_archive(path: Path, quiet: bool) -> dict[str, Any]:
     show = not quiet and sys.stderr.isatty()
-    with typer.progressbar(length=1, label="verifying", file=sys.stderr, hidden=not show) as bar:
+    with typer.progressbar(
+        length=1, label="verifying", file=sys.stderr if show else io.StringIO()
+    ) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.length = max(total, 1)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from typer.testing import CliRunner
 
 from nanorec import registry
 from nanorec.cli import _register, app
@@ -25,10 +24,11 @@ from nanorec.contract import SNIFF_BYTES, Converter, Recording
 from nanorec.errors import NanorecError
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
+from tests.conftest import make_runner
 
 #: Cuts tried per sample: evenly spread, plus the last bytes (a crash's usual place).
 CUTS = 12
-_runner = CliRunner()
+_runner = make_runner()
 
 
 def _sha(path: Path) -> str:

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from nanorec.converters.carla import roundtrip as roundtrip_module
 from nanorec.converters.carla.ids import FAMILIES
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from nanorec.cli import _register, app
+from tests.conftest import make_runner
 from tests.converters.carla import carla_bytes as cb
 
-runner = CliRunner()
+runner = make_runner()
 
 
 def _invoke(*args: str) -> Result:
