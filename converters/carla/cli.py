@@ -20,7 +20,7 @@ import typer
 from nanorec.cli import fail, run
 from nanorec.cli.options import End, Force, OptionalOutput, Start, TableFormat
 from nanorec.errors import NanorecError, UsageError
-from nanorec.selection import Selection
+from nanorec.selection import Selection, check_number, check_seconds
 
 from .ids import FAMILIES
 
@@ -357,6 +357,12 @@ def blocked_command(
     from .query import actors_blocked_json, iter_actors_blocked
 
     _check_family(family)
+    run(
+        lambda: (
+            check_seconds("--min-time", min_time),
+            check_number("--min-distance", min_distance),
+        )
+    )
     if hash_order is not None and hash_order not in ORDERS:
         fail(f"--hash-order takes one of {', '.join(ORDERS)}, not {hash_order!r}")
     order = cast("HashOrderName | None", hash_order)
@@ -428,6 +434,7 @@ def cat_command(
         if kind is None:
             _cat_frames(file, family, fmt, Selection.make(start=start, end=end))
             return
+        Selection.make(start=start, end=end)  # the same checks as every verb
         chosen = parse_kind(kind)
         header = columns(chosen)
         # Strings in a recording are bytes that are usually UTF-8: write them back as found.
