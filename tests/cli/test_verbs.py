@@ -152,7 +152,7 @@ def test_sigterm_during_convert_leaves_nothing(tmp_path: Path) -> None:
             str(source),
             "-o",
             str(out),
-        ],  # fmt: skip
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
