@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from nanorec.cli import fail, run
-from nanorec.cli.options import End, Force, OptionalOutput, Start, TableFormat
+from nanorec.cli.options import (
+    Duration,
+    End,
+    Force,
+    Messages,
+    OptionalOutput,
+    Output,
+    Start,
+    TableFormat,
+)
 from nanorec.errors import NanorecError, UsageError
 from nanorec.selection import Selection, check_number, check_seconds
 
@@ -140,6 +149,36 @@ def convert_command(
             )
         typer.echo("\n".join(convert_report_lines(report)))
         return 0 if report.clean or keep_going else 1
+
+    raise typer.Exit(run(action))
+
+
+@app.command("export")
+def export_command(
+    file: Annotated[Path, typer.Argument(help="A CARLA archive, or a .log/.rec file.")],
+    output: Output,
+    force: Force = False,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    frames: Messages = None,
+    to: Annotated[
+        str, typer.Option("--format", "-F", help="native, parquet or mcap.", metavar="FORMAT")
+    ] = "native",
+    family: _FAMILY = None,
+) -> None:
+    """Write the CARLA file back byte for byte, or a clip CARLA replays (its first frame
+    spawns every actor alive at the start; frame ids restart at 1, elapsed at 0).
+
+    Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
+    """
+    from nanorec.cli.verbs import export_file
+
+    def action() -> int:
+        _check_family(family)
+        selection = Selection.make(start=start, end=end, duration=duration, messages=frames)
+        options = {"family": family} if family else None
+        return export_file(file, output, selection, force=force, to=to, convert_options=options)
 
     raise typer.Exit(run(action))
 

@@ -13,7 +13,7 @@ import io
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -190,7 +190,9 @@ def convert(
 
 
 @contextlib.contextmanager
-def opened_archive(path: Path, fmt: str | None = None) -> Iterator[Any]:
+def opened_archive(
+    path: Path, fmt: str | None = None, options: Mapping[str, Any] | None = None
+) -> Iterator[Any]:
     """An `ArchiveReader` of `path`: the archive itself, or a native file converted into a
     temporary archive (removed afterwards)."""
     from nanorec.reader import ArchiveReader
@@ -203,7 +205,7 @@ def opened_archive(path: Path, fmt: str | None = None) -> Iterator[Any]:
     converter = native_converter(path, fmt)
     with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
         archive = Path(folder) / (path.name + ".nanover.zip")
-        converter.convert(path, archive)
+        converter.convert(path, archive, options=options)
         with ArchiveReader(archive) as reader:
             yield reader
 
@@ -240,35 +242,47 @@ def export(
     Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
     """
 
-    def action() -> int:
-        selection = Selection.make(
+    selection = run(
+        lambda: Selection.make(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
-        check_output(output, file)
-        if to in ("parquet", "mcap"):
-            return _export_other(to, file, output, selection, force)
-        with opened_archive(file) as reader:
-            converter = registry.for_archive(reader)
-            if converter is None:
-                raise UnsupportedError(
-                    f"{file} is a plain archive (no converter wrote it): there is no native "
-                    "file to export"
-                )
-            options = None if to == "native" else {"format": to}
-            report = converter.export(
-                reader, output, selection=selection, overwrite=force, options=options
-            )
-        verdict = (
-            f"a cut of {report.messages} messages"
-            if report.identical is None
-            else "identical to the source"
-            if report.identical
-            else "DIFFERS from the source"
-        )
-        typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256} ({verdict})")
-        return EXIT_PROBLEM if report.identical is False else 0
+    )
+    raise typer.Exit(run(lambda: export_file(file, output, selection, force=force, to=to)))
 
-    raise typer.Exit(run(action))
+
+def export_file(
+    file: Path,
+    output: Path,
+    selection: Selection,
+    *,
+    force: bool,
+    to: str = "native",
+    convert_options: Mapping[str, Any] | None = None,
+) -> int:
+    """`nanorec export` (and a format's own export): print the report, return the status."""
+    check_output(output, file)
+    if to in ("parquet", "mcap"):
+        return _export_other(to, file, output, selection, force)
+    with opened_archive(file, options=convert_options) as reader:
+        converter = registry.for_archive(reader)
+        if converter is None:
+            raise UnsupportedError(
+                f"{file} is a plain archive (no converter wrote it): there is no native "
+                "file to export"
+            )
+        options = None if to == "native" else {"format": to}
+        report = converter.export(
+            reader, output, selection=selection, overwrite=force, options=options
+        )
+    verdict = (
+        f"a cut of {report.messages} messages"
+        if report.identical is None
+        else "identical to the source"
+        if report.identical
+        else "DIFFERS from the source"
+    )
+    typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256} ({verdict})")
+    return EXIT_PROBLEM if report.identical is False else 0
 
 
 def message_dict(message: Message) -> dict[str, Any]:
