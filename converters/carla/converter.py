@@ -116,6 +116,7 @@ class CarlaConverter:
         return CarlaRecording(reader)
 
     def commands(self) -> typer.Typer | None:
+        from . import cli_queries  # noqa: F401 - its commands join the app
         from .cli import app
 
         return app

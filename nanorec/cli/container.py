@@ -17,8 +17,9 @@ import typer
 
 from nanorec import registry
 from nanorec.cli import EXIT_PROBLEM, app, run
+from nanorec.cli.convert import roundtrip_one
+from nanorec.cli.inputs import check_input, check_output
 from nanorec.cli.options import Force, Json, Output
-from nanorec.cli.verbs import check_input, check_output, roundtrip_one
 from nanorec.recover import recover as recover_archive
 from nanorec.verify import verify as verify_archive
 
