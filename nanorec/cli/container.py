@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from nanorec import registry
+from nanorec.adopt import adopt
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
 from nanorec.cli.inputs import check_input, check_output
@@ -103,7 +104,8 @@ def recover(
     output: Output,
     force: Force = False,
 ) -> None:
-    """Rebuild a valid archive from every complete message of a killed writer's file.
+    """Rebuild a valid archive from every complete message of a killed writer's file; an
+    archive a converter was writing becomes that format's archive again (export, queries).
 
     Example: nanorec recover .run.nanover.zip.partial -o run.nanover.zip
     """
@@ -112,10 +114,11 @@ def recover(
         check_input(file)
         check_output(output, file)
         result = recover_archive(file, output, overwrite=force)
+        name = adopt(result.output)
         typer.echo(
             f"{result.output}: {result.messages} messages recovered "
             f"({result.recovered_bytes} bytes kept, {result.discarded_bytes} dropped: "
-            f"{result.stop_reason})"
+            f"{result.stop_reason})" + (f"; a {name} archive again" if name else "")
         )
         if result.unknown_timestamps:
             typer.echo(
