@@ -11,6 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from nanorec.cli import _register, app
 from nanorec.converters.carla.ids import Kind
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.table import (
@@ -23,9 +26,6 @@ from nanorec.converters.carla.table import (
     write_csv,
     write_ndjson,
 )
-from typer.testing import CliRunner
-
-from nanorec.cli import _register, app
 from tests.conftest import SAMPLES, carla_realdata, make_runner
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.log"))

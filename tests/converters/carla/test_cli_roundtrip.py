@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from nanorec.converters.carla import roundtrip as roundtrip_module
-from nanorec.converters.carla.ids import FAMILIES
 from typer.testing import Result
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla import roundtrip as roundtrip_module
+from nanorec.converters.carla.ids import FAMILIES
 from tests.conftest import make_runner
 from tests.converters.carla import carla_bytes as cb
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import msgpack
 import pytest
+
+from nanorec import verify
 from nanorec.converters.carla.clip import export_clip
 from nanorec.converters.carla.convert import convert, export
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.world import World
-
-from nanorec import verify
 from nanorec.errors import BadMagicError, NanorecError, OutputExistsError
 from tests.conftest import carla_realdata
 from tests.container.nanover_reference import NanoverRecordingReader

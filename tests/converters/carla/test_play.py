@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nanorec.converters.carla.play import PARTS, check_parts, iter_dicts, world_dict
-from nanorec.converters.carla.recording import CarlaRecording
-from nanorec.converters.carla.table import frame_span
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla.play import PARTS, check_parts, iter_dicts, world_dict
+from nanorec.converters.carla.recording import CarlaRecording
+from nanorec.converters.carla.table import frame_span
 from nanorec.player import Player, TerminalKeys
 from tests.conftest import SAMPLES, make_runner
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from nanorec.converters.carla.plot import plot
-from nanorec.converters.carla.recording import CarlaRecording
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla.plot import plot
+from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.errors import OutputExistsError, UnsupportedError
 from tests.conftest import SAMPLES, carla_realdata, make_runner
 

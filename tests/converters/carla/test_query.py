@@ -13,6 +13,9 @@ import struct
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from nanorec.cli import _register, app
 from nanorec.converters.carla.query import (
     NOT_A_RECORDER,
     actors_blocked,
@@ -23,9 +26,6 @@ from nanorec.converters.carla.query import (
     file_info_json,
     iter_file_info,
 )
-from typer.testing import CliRunner
-
-from nanorec.cli import _register, app
 from tests.conftest import make_runner
 
 DATE = 1599118659  # 09/03/20 07:37:39 UTC
