@@ -36,6 +36,7 @@ import numpy as np
 from nanorec.atomic import atomic_output
 from nanorec.errors import FormatError, OutputExistsError
 from nanorec.reader import ArchiveReader
+from nanorec.wire import inflate_bounded
 from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
@@ -399,12 +400,23 @@ def _meta(
     )
 
 
+def _side_limit(reader: ArchiveReader) -> int:
+    """The most a CARLA side member may inflate to: its source file's size (the header and a
+    crashed tail are parts of it; the event tables hold less than the frames), plus slack."""
+    source = (reader.description or {}).get("source") or {}
+    size = source.get("size")
+    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
+    return known + (64 << 20)
+
+
 def read_meta(reader: ArchiveReader) -> dict[str, Any]:
     """The `carla.msgpack.zlib` member of an archive; FormatError if it is missing or damaged."""
     if META_MEMBER not in reader.member_names:
         raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
     try:
-        meta = msgpack.unpackb(zlib.decompress(reader.member(META_MEMBER)))
+        meta = msgpack.unpackb(
+            inflate_bounded(reader.member(META_MEMBER), _side_limit(reader), META_MEMBER)
+        )
         meta["header"]["bytes"]
         if meta["family"] not in FAMILIES:
             raise ValueError(f"unknown release family {meta['family']!r}")

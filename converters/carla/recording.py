@@ -26,8 +26,9 @@ from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
+from nanorec.wire import inflate_bounded
 
-from .convert import WORLD_MEMBER, convert, read_meta
+from .convert import WORLD_MEMBER, _side_limit, convert, read_meta
 from .header import Header
 from .ids import MAGIC, Family, Kind
 from .ids import family as family_named
@@ -74,7 +75,7 @@ class CarlaRecording(ArchiveRecording):
             len(head["bytes"]),
         )
         try:
-            blob = zlib.decompress(reader.member(WORLD_MEMBER))
+            blob = inflate_bounded(reader.member(WORLD_MEMBER), _side_limit(reader), WORLD_MEMBER)
         except zlib.error as error:
             raise FormatError(f"damaged {WORLD_MEMBER} member: {error}") from None
         self.tables = WorldTables.from_bytes(self.family.engine, blob)
