@@ -383,9 +383,9 @@ def _meta(
                 "header": {
                     "bytes": header_bytes,
                     "version": header.version,
-                    "magic": header.magic,
+                    "magic": _text(header.magic),
                     "date": header.date,
-                    "map_name": header.map_name,
+                    "map_name": _text(header.map_name),
                 },
                 "keys": kinds,
                 "orders": sorted(orders, key=orders.__getitem__),

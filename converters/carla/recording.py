@@ -69,9 +69,9 @@ class CarlaRecording(ArchiveRecording):
         head = meta["header"]
         self.header = Header(
             int(head["version"]),
-            str(head["magic"]),
+            _str(head["magic"]),
             int(head["date"]),
-            str(head["map_name"]),
+            _str(head["map_name"]),
             len(head["bytes"]),
         )
         try:
@@ -222,3 +222,11 @@ class CarlaRecording(ArchiveRecording):
         if not -count <= index < count:
             raise IndexError(f"frame {index} out of range: the recording has {count} frames")
         return index % count
+
+
+def _str(value: object) -> str:
+    """A header string from the CARLA member: bytes when it was not UTF-8 (kept as the file
+    has it, surrogate-escaped, so the text queries print the original bytes)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)
