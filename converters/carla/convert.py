@@ -50,6 +50,7 @@ from .message import (
     RAW_KEY,
     FrameEncoder,
     _text,
+    checked_frame,
     iter_message_packets,
     kind_key,
 )
@@ -435,13 +436,14 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
     for index in range(len(reader)):
         if index % 4096 == 4095:
             reader.release_pages()
-        frame = reader[index].get("frame")
-        if frame is None:
-            raise FormatError(f"message {index} has no frame")
-        yield b"".join(
-            PACKET_HEADER.pack(pid, len(body)) + body
-            for pid, body in iter_message_packets(frame, fam, orders)
-        )
+        frame = checked_frame(reader[index], index, fam.engine)
+        try:
+            yield b"".join(
+                PACKET_HEADER.pack(pid, len(body)) + body
+                for pid, body in iter_message_packets(frame, fam, orders)
+            )
+        except FormatError as error:
+            raise FormatError(f"archive message {index}: {error.message}") from None
     yield meta["tail"]
 
 

@@ -32,7 +32,7 @@ from .convert import WORLD_MEMBER, _side_limit, convert, read_meta
 from .header import Header
 from .ids import MAGIC, Family, Kind
 from .ids import family as family_named
-from .message import records
+from .message import _DAMAGE, checked_frame, records
 from .records import FIXED_DTYPES
 from .world import World, WorldTables, build_world
 
@@ -163,9 +163,7 @@ class CarlaRecording(ArchiveRecording):
         index = self._normalize(index)
         frame = self._cache.get(index)
         if frame is None:
-            frame = self.reader[index].get("frame")
-            if not isinstance(frame, dict):
-                raise FormatError(f"archive message {index} is not a CARLA frame")
+            frame = checked_frame(self.reader[index], index, self.family.engine)
             self._cache[index] = frame
             if len(self._cache) > 64:
                 self._cache.popitem(last=False)
@@ -177,7 +175,12 @@ class CarlaRecording(ArchiveRecording):
         Raises IndexError outside the recording.
         """
         index = self._normalize(index)
-        return build_world(index, self.frame_map(index), self.tables, earlier_frame=self.frame_map)
+        try:
+            return build_world(
+                index, self.frame_map(index), self.tables, earlier_frame=self.frame_map
+            )
+        except _DAMAGE as error:
+            raise FormatError(f"archive message {index}: damaged frame ({error})") from None
 
     def at(self, seconds: float) -> World:
         """The world at `seconds` after the start: the last frame whose elapsed time is
