@@ -56,3 +56,12 @@ def test_json_rotations_are_named() -> None:
     line = runner.invoke(app, ["play", sample, "--immediate", "--end", "0"]).stdout.splitlines()[0]
     actor = json.loads(line)["actors"][0]
     assert set(actor["rotation"]) == {"pitch", "yaw", "roll"}
+
+
+def test_traffic_lights_are_built_on_access() -> None:
+    with nanorec.open(SAMPLES / "carla-0.9.16-town03.log") as rec:
+        world = rec.frame(10)
+        lights = world.traffic_lights
+        assert not getattr(lights, "_built", None)  # nothing built by the seek itself
+        first = next(iter(lights))
+        assert lights[first].state is not None and len(lights) >= 1
