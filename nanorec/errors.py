@@ -71,6 +71,19 @@ class UsageError(NanorecError, ValueError):
     range, an unknown kind)."""
 
 
+class OutOfRangeError(UsageError, IndexError):
+    """A message or frame number outside the recording (an `IndexError` too, as sequences
+    raise)."""
+
+
+class UnknownNameError(UsageError, KeyError):
+    """A name nanorec does not know (a release family, a record kind), listing the known
+    ones (a `KeyError` too, as mappings raise)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return NanorecError.__str__(self)
+
+
 class DamagedError(NanorecError):
     """Input was damaged inside (not merely cut short): some of it could not be read."""
 
@@ -83,8 +96,10 @@ __all__ = [
     "FormatError",
     "IndexMismatchError",
     "NanorecError",
+    "OutOfRangeError",
     "OutputExistsError",
     "TruncatedError",
+    "UnknownNameError",
     "UnsupportedError",
     "UsageError",
 ]

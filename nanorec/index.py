@@ -26,7 +26,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import ArchiveError, FormatError, IndexMismatchError
+from nanorec.errors import ArchiveError, FormatError, IndexMismatchError, OutOfRangeError
 from nanorec.wire import read_array_header
 
 #: Index-entry keys NanoVer's `RecordingIndexEntry(**entry)` accepts; nothing else may appear.
@@ -197,7 +197,7 @@ class Index:
         if number < 0:
             number += count
         if not 0 <= number < count:
-            raise IndexError(f"message {number} out of range (archive holds {count})")
+            raise OutOfRangeError(f"message {number} out of range (archive holds {count})")
         return number
 
     def types(self, number: int) -> tuple[str, ...]:

@@ -43,8 +43,10 @@ from nanorec.errors import (
     ChecksumError,
     IndexMismatchError,
     NanorecError,
+    OutOfRangeError,
     TruncatedError,
     UnsupportedError,
+    UsageError,
 )
 from nanorec.index import Index, entry_positions, parse_entries
 from nanorec.wire import MAX_INFLATE_RATIO, TIMESTAMP_KEY, read_array_header
@@ -398,7 +400,7 @@ class ArchiveReader:
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
-            raise ValueError("I/O operation on a closed ArchiveReader")
+            raise UsageError("I/O operation on a closed ArchiveReader")
         return self._mm
 
     # -- messages --------------------------------------------------------------------------
@@ -437,7 +439,7 @@ class ArchiveReader:
         if number < 0:
             number += count
         if not 0 <= number < count:
-            raise IndexError(f"message {number} out of range (archive holds {count})")
+            raise OutOfRangeError(f"message {number} out of range (archive holds {count})")
         offset = self._offsets.item(number)
         data = self._read(offset, self._lengths.item(number))
         if self.verify if verify is None else verify:
@@ -529,7 +531,7 @@ class ArchiveReader:
             start = self._messages_start + offset
             mm = self._mm
             if mm is None:
-                raise ValueError("I/O operation on a closed ArchiveReader")
+                raise UsageError("I/O operation on a closed ArchiveReader")
             return mm[start : start + length]
         # Slow path: a deflated messages member is inflated once into a temporary file.
         inflated = self._inflated or self._inflate_messages()

@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nanorec.contract import Message
-from nanorec.errors import UsageError
+from nanorec.errors import OutOfRangeError, UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection, check_seconds
 from nanorec.tables import flatten
@@ -113,7 +113,7 @@ class ArchiveRecording:
 
     def at(self, t: float) -> Any:
         if not len(self):
-            raise IndexError("the recording holds no message")
+            raise OutOfRangeError("the recording holds no message")
         return self.decode(self.number_at(t))
 
     def play(self, **options: Any) -> Player:

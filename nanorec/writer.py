@@ -51,7 +51,7 @@ from nanorec.describe import (
     iter_description,
 )
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
-from nanorec.errors import FormatError, OutputExistsError
+from nanorec.errors import FormatError, OutputExistsError, UsageError
 from nanorec.index import RESERVED_METADATA, TypesRegistry, encode_entries, types_code_dtype
 from nanorec.wire import (
     TIMESTAMP_KEY,
@@ -275,9 +275,9 @@ class ArchiveWriter:
         """
         self._check_open()
         if name in RESERVED_MEMBERS or name.startswith("nanorec") or not name:
-            raise ValueError(f"member name {name!r} is reserved")
+            raise UsageError(f"member name {name!r} is reserved")
         if name in self._members:
-            raise ValueError(f"member {name!r} was already added")
+            raise UsageError(f"member {name!r} was already added")
         self._members[name] = bytes(data)
 
     def flush(self, *, fsync: bool = False) -> None:
@@ -335,18 +335,18 @@ class ArchiveWriter:
     ) -> int:
         """Buffer one message and its index row. `embed=False`: stored as given (recover)."""
         if self._closed:
-            raise ValueError("the archive writer is closed")
+            raise UsageError("the archive writer is closed")
         timestamp = timestamp_us if type(timestamp_us) is int else operator.index(timestamp_us)
         if not self._last_timestamp <= timestamp <= _INT64_MAX:
             if not _INT64_MIN <= timestamp <= _INT64_MAX:
-                raise ValueError(f"timestamp {timestamp} us does not fit in 64 bits")
-            raise ValueError(
+                raise UsageError(f"timestamp {timestamp} us does not fit in 64 bits")
+            raise UsageError(
                 f"timestamps must not decrease: message {self._count} has {timestamp} us after "
                 f"{self._last_timestamp} us"
             )
         flag_bits = flags if type(flags) is int else operator.index(flags)
         if not 0 <= flag_bits <= _UINT64_MAX:
-            raise ValueError(f"flags must be in [0, 2**64), not {flag_bits}")
+            raise UsageError(f"flags must be in [0, 2**64), not {flag_bits}")
         code = self._valid_types.get(types)
         if code is None:
             code = self._register_types(types)
@@ -390,9 +390,9 @@ class ArchiveWriter:
         try:
             count, header_len = read_map_header(packed)
         except FormatError as error:
-            raise ValueError(f"message {self._count}: {error}") from None
+            raise UsageError(f"message {self._count}: {error}") from None
         if count != entries:
-            raise ValueError(
+            raise UsageError(
                 f"message {self._count}: the packed map has {count} entries but {entries} "
                 "types were given"
             )
@@ -403,9 +403,9 @@ class ArchiveWriter:
             if type(name) is not str:
                 raise TypeError(f"top-level keys must be str, not {type(name).__name__}")
             if name == TIMESTAMP_KEY:
-                raise ValueError(f"{TIMESTAMP_KEY!r} is a reserved top-level key")
+                raise UsageError(f"{TIMESTAMP_KEY!r} is a reserved top-level key")
         if len(set(types)) != len(types):
-            raise ValueError(f"duplicate top-level keys in {types}")
+            raise UsageError(f"duplicate top-level keys in {types}")
         code = self._valid_types[types] = self._registry.code(types)
         return code
 
@@ -415,7 +415,7 @@ class ArchiveWriter:
             if type(key) is not str:
                 raise TypeError(f"metadata keys must be str, not {type(key).__name__}")
             if key in RESERVED_METADATA:
-                raise ValueError(f"metadata key {key!r} is written by nanorec itself")
+                raise UsageError(f"metadata key {key!r} is written by nanorec itself")
             try:
                 parts.append(msgpack.packb(key) + msgpack.packb(value))
             except (TypeError, ValueError, OverflowError) as error:
@@ -424,7 +424,7 @@ class ArchiveWriter:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError("the archive writer is closed")
+            raise UsageError("the archive writer is closed")
 
     # -- low-level output ------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from nanorec.atomic import atomic_output
+from nanorec.errors import FormatError, UsageError
 
 from .ids import ADDITIONAL_DATA, SHAPES, Engine, Kind, Shape
 from .message import (
@@ -61,12 +62,12 @@ def export_clip(
     """Write frames `[start, stop)` of `recording` as a standalone CARLA file at `output`.
 
     The world state at clip frame k equals the original's at frame `start + k`. Raises
-    ValueError for an empty or out-of-range frame range and `OutputExistsError` when
-    `output` exists and `overwrite` is false.
+    `UsageError` for an empty or out-of-range frame range, `FormatError` for a damaged
+    frame, and `OutputExistsError` when `output` exists and `overwrite` is false.
     """
     count = len(recording)
     if not 0 <= start < stop <= count:
-        raise ValueError(f"frames {start}:{stop} are not a non-empty range within 0:{count}")
+        raise UsageError(f"frames {start}:{stop} are not a non-empty range within 0:{count}")
     digest = hashlib.sha256()
     size = 0
     spawned = 0
@@ -108,7 +109,7 @@ def _header_bytes(rec: CarlaRecording) -> bytes:
 def _frame_start(frame: Any) -> tuple[int, float, float]:
     value = frame.get("start")
     if value is None:
-        raise ValueError("frame has no FrameStart")
+        raise FormatError("a frame of the archive has no FrameStart record")
     frame_id, duration, elapsed = FRAME_START.unpack(value)
     return int(frame_id), float(duration), float(elapsed)
 

@@ -33,6 +33,8 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.errors import UsageError
+
 from .ids import (
     ActorType,
     AttributeType,
@@ -882,16 +884,16 @@ def _scene(family: Family, options: dict[str, Any], frames: int) -> _Scene:
 def _check(family: Family, options: dict[str, Any]) -> None:
     for name in ("frames", "vehicles", "walkers", "traffic_lights", "sensors", "scene_lights"):
         if options[name] < 0 or (name == "frames" and options[name] < 1):
-            raise ValueError(f"{name} must be {'positive' if name == 'frames' else '>= 0'}")
+            raise UsageError(f"{name} must be {'positive' if name == 'frames' else '>= 0'}")
     if not (options["dt"] > 0 and math.isfinite(options["dt"])):
-        raise ValueError(f"dt must be a positive number of seconds, not {options['dt']}")
+        raise UsageError(f"dt must be a positive number of seconds, not {options['dt']}")
     if options["crash"] not in (False, True, "boundary", "mid-packet"):
-        raise ValueError(
+        raise UsageError(
             f"crash must be False, True, 'boundary' or 'mid-packet', not {options['crash']!r}"
         )
     wheel = options["physics_wheel_size"]
     if wheel is not None and (family.name != "0.9.10-0.9.13" or wheel not in (36, 48)):
-        raise ValueError("physics_wheel_size (36 or 48) only applies to the '0.9.10-0.9.13' family")
+        raise UsageError("physics_wheel_size (36 or 48) only applies to the '0.9.10-0.9.13' family")
 
 
 def _options(**options: Any) -> dict[str, Any]:
@@ -1008,7 +1010,7 @@ def generate_to(
     )
     _check(fam, options)
     if target_bytes is not None and target_bytes < 0:
-        raise ValueError(f"target_bytes must be >= 0, not {target_bytes}")
+        raise UsageError(f"target_bytes must be >= 0, not {target_bytes}")
     run_frames = frames
     if target_bytes is not None:
         run_frames = max(frames, _estimate_frames(fam, options, map_name, target_bytes))

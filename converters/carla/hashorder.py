@@ -33,6 +33,8 @@ import math
 from collections.abc import Iterator
 from typing import Protocol
 
+from nanorec.errors import UsageError
+
 _BEFORE = -1  # the list head sentinel (keys are u32, never negative)
 
 
@@ -391,7 +393,7 @@ def key_order(name: str) -> KeyOrder:
     try:
         return ORDERS[name]()
     except KeyError:
-        raise ValueError(
+        raise UsageError(
             f"unknown hash-map order {name!r}; choose one of {', '.join(ORDERS)}"
         ) from None
 

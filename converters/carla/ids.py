@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from nanorec.errors import UnknownNameError
+
 MAGIC = b"CARLA_RECORDER"
 HEADER_VERSION = 1
 PACKET_HEADER_SIZE = 5  # u8 id + u32 size
@@ -325,7 +327,7 @@ def family(name: str) -> Family:
         return FAMILIES[name]
     except KeyError:
         known = ", ".join(FAMILIES)
-        raise KeyError(f"unknown CARLA release family {name!r}; known: {known}") from None
+        raise UnknownNameError(f"unknown CARLA release family {name!r}; known: {known}") from None
 
 
 class ActorType(enum.IntEnum):

@@ -172,7 +172,7 @@ def maps_to_var(kind: Kind, content: Any, engine: Engine) -> list[VarRecord]:
             types = bytes(content["type"])
             names, attributes = content["type_id"], content["attributes"]
             if not len(types) == len(uids) == len(names) == len(attributes) == count:
-                raise ValueError("EventAdd columns of different lengths")
+                raise FormatError("EventAdd columns of different lengths")
             return [
                 ActorAdd(
                     ids[i],

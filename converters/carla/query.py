@@ -46,7 +46,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.errors import BadMagicError, NanorecError
+from nanorec.errors import BadMagicError, NanorecError, UsageError
 
 from .detect import resolve
 from .hashorder import KeyOrder, key_order
@@ -152,7 +152,7 @@ def _resolve_form(
         try:
             chosen = FORMS[form]
         except KeyError:
-            raise ValueError(
+            raise UsageError(
                 f"unknown text form {form!r}; choose one of {', '.join(FORMS)}"
             ) from None
     else:
@@ -162,7 +162,7 @@ def _resolve_form(
         chosen = FORMS[name]
     if labels is not None:
         if labels not in ("old", "new"):
-            raise ValueError(f"labels must be 'old' or 'new', not {labels!r}")
+            raise UsageError(f"labels must be 'old' or 'new', not {labels!r}")
         chosen = replace(chosen, colon_labels=labels == "new")
     return chosen
 
@@ -1135,7 +1135,7 @@ def _collision_columns() -> str:
 
 def _check_category(name: str, value: str) -> str:
     if value not in CATEGORY_LETTERS:
-        raise ValueError(
+        raise UsageError(
             f"{name} must be one of o (other), v (vehicle), w (walker), t (traffic light), "
             f"h (hero), a (any); got {value!r}"
         )

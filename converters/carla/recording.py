@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.errors import FormatError
+from nanorec.errors import FormatError, OutOfRangeError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
@@ -233,7 +233,7 @@ class CarlaRecording(ArchiveRecording):
     def _normalize(self, index: int) -> int:
         count = len(self)
         if not -count <= index < count:
-            raise IndexError(f"frame {index} out of range: the recording has {count} frames")
+            raise OutOfRangeError(f"frame {index} out of range: the recording has {count} frames")
         return index % count
 
 

@@ -19,6 +19,8 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from nanorec.errors import UsageError
+
 _U64 = struct.Struct("<Q")
 _F64 = struct.Struct("<d")
 _SIGN = 1 << 63
@@ -114,12 +116,12 @@ def parse_zone(name: str | None) -> tzinfo:
         sign, hours, minutes = match.groups()
         delta = timedelta(hours=int(hours), minutes=int(minutes or 0))
         if delta >= timedelta(hours=24):
-            raise ValueError(f"time zone offset {name!r} is out of range (must be under 24 h)")
+            raise UsageError(f"time zone offset {name!r} is out of range (must be under 24 h)")
         return timezone(-delta if sign == "-" else delta)
     try:
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
+        raise UsageError(
             f"unknown time zone {name!r}: give an IANA name such as Europe/Berlin "
             "or an offset such as +02:00"
         ) from None

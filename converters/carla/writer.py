@@ -181,7 +181,7 @@ def rotation_from_quaternion(quaternions: npt.ArrayLike) -> npt.NDArray[np.float
     q = np.asarray(quaternions, dtype=np.float64)
     norm = np.linalg.norm(q, axis=-1, keepdims=True)
     if np.any(norm == 0):
-        raise ValueError("a zero quaternion has no rotation")
+        raise UsageError("a zero quaternion has no rotation")
     x, y, z, w = np.moveaxis(q / norm, -1, 0)
     test = z * x - w * y
     yaw = np.degrees(np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
@@ -237,7 +237,7 @@ def default_physics_control(
     if family.engine is Engine.UE4:
         size = wheel_size or family.physics_wheel_size or 48
         if size not in PHYSICS_WHEEL_DTYPES:
-            raise ValueError(f"UE4 physics wheel records are 36 or 48 bytes, not {size}")
+            raise UsageError(f"UE4 physics wheel records are 36 or 48 bytes, not {size}")
         head = np.zeros(1, dtype=PHYSICS_UE4_DTYPE)[0]
         for name, value in (
             ("id", actor_id),
@@ -278,7 +278,7 @@ def default_physics_control(
         )
         return PhysicsControl(head, arrays)
     if wheel_size is not None and wheel_size <= 0:
-        raise ValueError(f"UE5 wheel elements need a positive size, not {wheel_size}")
+        raise UsageError(f"UE5 wheel elements need a positive size, not {wheel_size}")
     size = wheel_size or UE5_WHEEL_SIZE_GUESS
     head = np.zeros(1, dtype=PHYSICS_UE5_DTYPE)[0]
     for name, value in (
@@ -426,7 +426,7 @@ class RecordingWriter:
         if self.engine is Engine.UE4 and Kind.PHYSICS_CONTROL in order_kinds:
             wheel = physics_wheel_size or self.family.physics_wheel_size or 48
             if wheel not in PHYSICS_WHEEL_DTYPES:
-                raise ValueError(f"UE4 physics wheel records are 36 or 48 bytes, not {wheel}")
+                raise UsageError(f"UE4 physics wheel records are 36 or 48 bytes, not {wheel}")
             self.physics_wheel_size: int | None = wheel
         else:
             self.physics_wheel_size = physics_wheel_size
@@ -538,7 +538,7 @@ class RecordingWriter:
         else:
             new_elapsed = float(elapsed)
         if not math.isfinite(new_elapsed) or (step is not None and not math.isfinite(step)):
-            raise ValueError(f"frame times must be finite, got elapsed={elapsed} delta={delta}")
+            raise UsageError(f"frame times must be finite, got elapsed={elapsed} delta={delta}")
         if self._prev_duration_at is not None:
             duration = step if step is not None else new_elapsed - self._elapsed
             at = self._prev_duration_at - self._flushed
@@ -847,7 +847,7 @@ class RecordingWriter:
         """Weather: one record; missing parameters are 0, unknown names raise ValueError."""
         unknown = set(values) - set(_WEATHER_FIELDS)
         if unknown:
-            raise ValueError(f"unknown weather parameters {sorted(unknown)}")
+            raise UsageError(f"unknown weather parameters {sorted(unknown)}")
         self._fixed(Kind.WEATHER, 1, **dict(values))
 
     def visual_time(self, seconds: float) -> None:
@@ -964,16 +964,16 @@ class RecordingWriter:
         self._check_kind(kind)
         dtype = self._dtypes.get(kind)
         if dtype is None or SHAPES[kind] is not Shape.FIXED:
-            raise ValueError(f"{kind.value} is not a fixed-size record packet")
+            raise UsageError(f"{kind.value} is not a fixed-size record packet")
         if records.dtype != dtype:
-            raise ValueError(f"{kind.value} records need dtype {dtype}, got {records.dtype}")
+            raise UsageError(f"{kind.value} records need dtype {dtype}, got {records.dtype}")
         self._add(kind, records.tobytes(), len(records))
 
     def add_var(self, kind: Kind, record: VarRecord) -> None:
         """Add one variable-length record (ActorAdd, PhysicsControl, WalkerBones, wheels)."""
         self._check_kind(kind)
         if SHAPES[kind] is not Shape.VAR:
-            raise ValueError(f"{kind.value} is not a variable-length record packet")
+            raise UsageError(f"{kind.value} is not a variable-length record packet")
         self._add(kind, record.serialize(self.engine), 1)
         if isinstance(record, ActorAdd):
             self._pending_types[record.id] = record.type
@@ -987,7 +987,7 @@ class RecordingWriter:
         """
         self._check_kind(kind)
         if SHAPES[kind] not in (Shape.FIXED, Shape.VAR):
-            raise ValueError(f"{kind.value} holds one value, not records")
+            raise UsageError(f"{kind.value} holds one value, not records")
         self._add(kind, data, count)
 
     # --------------------------------------------------------------- internals
@@ -1011,9 +1011,9 @@ class RecordingWriter:
     def _ids(self, actor_ids: int | npt.ArrayLike) -> npt.NDArray[np.int64]:
         ids = np.atleast_1d(np.asarray(actor_ids, dtype=np.int64))
         if ids.ndim != 1:
-            raise ValueError(f"actor ids must be one-dimensional, got shape {ids.shape}")
+            raise UsageError(f"actor ids must be one-dimensional, got shape {ids.shape}")
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) > 0xFFFFFFFF):
-            raise ValueError("actor ids must fit a u32 (0 .. 4294967295)")
+            raise UsageError("actor ids must fit a u32 (0 .. 4294967295)")
         return ids
 
     def _fixed(self, kind: Kind, count: int, **fields: Any) -> None:

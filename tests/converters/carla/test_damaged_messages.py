@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from nanorec.writer import ArchiveWriter
 from tests.conftest import SAMPLES, make_runner
 
 TRIALS = 150 if os.environ.get("NANOREC_STRESS") else 15
+ODD = [1e300, -1e300, float("nan"), float("inf"), -5.0, 0.0]
 VALUES: list[Any] = [300, -1, 2**40, "x", b"", b"\xff" * 7, [], {}, None, 1.5, [1, 2], {"a": 1}]
 
 
@@ -49,7 +51,15 @@ def test_a_wrong_value_is_one_line(trial: int, base: dict[str, Any], tmp_path: P
     number = rng.randrange(len(messages))
     damaged = msgpack.unpackb(msgpack.packb(messages[number]))
     key = rng.choice(sorted(damaged["frame"]))
-    damaged["frame"][key] = rng.choice(VALUES)
+    change = rng.randrange(4)
+    if change == 0:
+        del damaged["frame"][key]  # a packet's records gone (FrameStart included)
+    elif change == 1 and "start" in damaged["frame"]:
+        key = "start"  # a FrameStart with an absurd elapsed time or duration
+        frame_id = struct.unpack_from("<Q", damaged["frame"]["start"])[0]
+        damaged["frame"]["start"] = struct.pack("<Qdd", frame_id, rng.choice(ODD), rng.choice(ODD))
+    else:
+        damaged["frame"][key] = rng.choice(VALUES)
     archive = tmp_path / "damaged.nanover.zip"
     with ArchiveWriter(archive, source_format="carla", source=base["source"]) as writer:
         for n, message in enumerate(messages):
