@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -126,10 +127,13 @@ def open(path: str | os.PathLike[str]) -> Recording:
     workdir = Path(tempfile.mkdtemp(prefix="nanorec-"))
     try:
         archive = workdir / (path.name + ".nanover.zip")
-        converter.convert(path, archive)
+        report = converter.convert(path, archive)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+    for problem in [*map(str, report.damaged), *report.warnings]:
+        # the recording opens, but some of it could not be read: say so, once
+        warnings.warn(f"{path}: damaged: {problem}", UserWarning, stacklevel=2)
     reader = ArchiveReader(archive, temporary_dir=workdir)
     try:
         return converter.open_archive(reader)

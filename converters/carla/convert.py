@@ -26,7 +26,7 @@ import os
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,8 @@ class ConvertReport:
     tail_bytes: int  # bytes after the last complete frame (a crashed recording)
     truncation: Truncation | None
     sha256: str
+    #: (offset, length) of damaged stretches inside the file, kept verbatim (frames lost)
+    damaged: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ def _convert(
     prelude = b""
     done = header.size  # bytes hashed so far
     truncation: Truncation | None = None
+    damaged: list[tuple[int, int, int]] = []  # (frame written before, start, end) offsets
     last_time = 0
     with ArchiveWriter(
         out,
@@ -233,22 +236,48 @@ def _convert(
             release(done)
             return last_time
 
-        # Hold one run back: only at the end is it known whether the last one is complete.
+        # Hold one run back: only a well-formed FrameStart after it proves a run whole, and
+        # only at the end is it known whether the last one is complete. A run followed by a
+        # malformed one, or by a cut mid-file, is damage (a broken size field throws the
+        # walk off): its bytes are kept verbatim and the walk starts again at the next
+        # FrameStart that continues the recording, if one follows.
         pending: _Frame | None = None
-        for item in iter_frames(buf, header.size):
-            if isinstance(item, Truncation):
-                truncation = item
-                break
-            if item.ids[0] != FRAME_START_ID:  # packets before the first FrameStart
-                prelude = bytes(buf[item.start : item.end])
-                digest.update(prelude)
-                done = item.end
-                continue
-            if pending is not None:
-                last_time = write(pending, last_time)
-                if progress is not None and writer.message_count % 1024 == 0:
-                    progress(done)
-            pending = item
+        position: int | None = header.size
+        previous: int | None = None  # frame id of the last frame written
+        while position is not None:
+            resume: int | None = None
+            for item in iter_frames(buf, position):
+                if isinstance(item, Truncation):
+                    if pending is not None and previous is not None:
+                        resume = _resync(buf, pending.start + 1, previous)
+                    if resume is None:
+                        truncation = item
+                    break
+                if item.ids[0] != FRAME_START_ID:  # packets before the first FrameStart
+                    prelude = bytes(buf[item.start : item.end])
+                    digest.update(prelude)
+                    done = item.end
+                    continue
+                if pending is not None:
+                    head = _frame_head(buf, pending)
+                    if head is None or _frame_head(buf, item) is None:
+                        resume = _resync(buf, pending.start + 1, previous)
+                        if resume is None:
+                            truncation = Truncation(pending.start, "damaged: no frame follows")
+                            pending = None
+                        break
+                    last_time = write(pending, last_time)
+                    previous = head
+                    if progress is not None and writer.message_count % 1024 == 0:
+                        progress(done)
+                pending = item
+            if resume is not None:
+                assert pending is not None
+                damaged.append((writer.message_count - 1, pending.start, resume))
+                digest.update(buf[done:resume])
+                done = resume
+                pending = None
+            position = resume
         if pending is not None:
             # Complete once its FrameEnd is written, even if a cut packet follows or user
             # packets come after it (as they do in mid-file frames).
@@ -265,7 +294,14 @@ def _convert(
         writer.add_member(
             META_MEMBER,
             _meta(
-                header, bytes(buf[: header.size]), fam, prelude, tail, truncation, encoder.orders
+                header,
+                bytes(buf[: header.size]),
+                fam,
+                prelude,
+                tail,
+                truncation,
+                encoder.orders,
+                [[after, bytes(buf[start:end])] for after, start, end in damaged],
             ),
         )
     if progress is not None:
@@ -281,6 +317,7 @@ def _convert(
         tail_bytes=len(tail),
         truncation=truncation,
         sha256=sha,
+        damaged=[(start, end - start) for _, start, end in damaged],
     )
 
 
@@ -331,6 +368,36 @@ def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
     return {"header": header_bytes, "family": fam.name, "prelude": prelude}
 
 
+def _frame_head(buf: Any, run: _Frame) -> int | None:
+    """The frame id of a run that opens with a well-formed FrameStart packet (id 0, a 24-byte
+    body), else None: a run opening otherwise is where a damaged size field threw the walk."""
+    if run.ids[0] != FRAME_START_ID or run.sizes[0] != FRAME_START.size:
+        return None
+    return int(FRAME_START.unpack_from(buf, run.offsets[0] + 5)[0])
+
+
+#: The packet header every FrameStart has: id 0, a 24-byte body.
+_FRAME_START_HEADER = PACKET_HEADER.pack(FRAME_START_ID, FRAME_START.size)
+#: How far past the last good frame id a resynchronised frame may be.
+_RESYNC_IDS = 100_000
+
+
+def _resync(buf: Any, search_from: int, last_id: int | None) -> int | None:
+    """Offset of the first FrameStart after `search_from` whose frame id follows `last_id`
+    (later, and not absurdly far: 8 bytes that random data hardly ever matches), or None."""
+    if last_id is None:
+        return None
+    position = search_from
+    while True:
+        position = buf.find(_FRAME_START_HEADER, position)
+        if position < 0 or position + 5 + FRAME_START.size > len(buf):
+            return None
+        frame_id = FRAME_START.unpack_from(buf, position + 5)[0]
+        if last_id < frame_id <= last_id + _RESYNC_IDS:
+            return int(position)
+        position += 1
+
+
 def _state_change(
     world: WorldTablesBuilder, spawned: list[int], destroyed: list[int], parents: bytes | None
 ) -> dict[str, Any]:
@@ -364,6 +431,7 @@ def _meta(
     tail: bytes,
     truncation: Truncation | None,
     orders: Mapping[bytes, int],
+    damaged: list[list[Any]] | None = None,
 ) -> bytes:
     """The `carla.msgpack.zlib` member: what the archive needs to give the native file back."""
     engine = fam.engine
@@ -392,6 +460,7 @@ def _meta(
                 "orders": sorted(orders, key=orders.__getitem__),
                 "prelude": prelude,
                 "tail": tail,
+                "damaged": damaged or [],
                 "truncation": None
                 if truncation is None
                 else {"offset": truncation.offset, "reason": truncation.reason},
@@ -432,8 +501,12 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
     fam = family_named(meta["family"])
     orders = meta.get("orders", [])
     reader.advise_sequential()
+    damaged: dict[int, list[bytes]] = {}
+    for after, data in meta.get("damaged", []):
+        damaged.setdefault(int(after), []).append(bytes(data))
     yield meta["header"]["bytes"]
     yield meta["prelude"]
+    yield from damaged.get(-1, [])
     for index in range(len(reader)):
         if index % 4096 == 4095:
             reader.release_pages()
@@ -445,6 +518,7 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
             )
         except FormatError as error:
             raise FormatError(f"archive message {index}: {error.message}") from None
+        yield from damaged.get(index, [])
     yield meta["tail"]
 
 

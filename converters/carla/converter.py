@@ -75,6 +75,10 @@ class CarlaConverter:
             archive_size=report.archive_size,
             sha256=report.sha256,
             cut=cut,
+            damaged=[
+                Region(offset, length, "damaged: frames here could not be read (kept verbatim)")
+                for offset, length in report.damaged
+            ],
             warnings=warnings,
             details={
                 "family": report.family,
