@@ -1,0 +1,153 @@
+"""Foxglove's message schemas, JSON-encoded, for converters that export MCAP.
+
+Foxglove (the viewer) recognises its own types by schema name (`foxglove.SceneUpdate`...)
+in any encoding. We use the JSON encoding with the JSON Schemas Foxglove publishes
+(`mcap_schemas.json`, copied unchanged from the `@foxglove/schemas` package): no protobuf
+dependency, and a message is a plain dict. JSON conventions of those schemas: times and
+durations are `{"sec", "nsec"}`, enums are integers, bytes are base64 text.
+
+The helpers build the small shared pieces (times, poses, colours) as plain dicts.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+from nanorec.mcap import McapRecord, json_bytes
+
+#: foxglove.Log levels.
+LOG_INFO, LOG_WARNING = 2, 3
+#: foxglove.LinePrimitive types.
+LINE_STRIP, LINE_LOOP, LINE_LIST = 0, 1, 2
+#: foxglove.SceneEntityDeletion type: delete the entity with this id.
+DELETE_MATCHING_ID = 0
+#: foxglove.PackedElementField numeric types.
+UINT8, INT8 = 1, 2
+
+IDENTITY_QUATERNION: dict[str, float] = {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}
+ZERO_DURATION: dict[str, int] = {"sec": 0, "nsec": 0}
+
+
+@functools.cache
+def _all_schemas() -> dict[str, Any]:
+    text = resources.files("nanorec").joinpath("mcap_schemas.json").read_text("utf-8")
+    schemas: dict[str, Any] = json.loads(text)
+    return schemas
+
+
+def schema_names() -> list[str]:
+    """The Foxglove types bundled here."""
+    return sorted(name for name in _all_schemas() if name.startswith("foxglove."))
+
+
+@functools.cache
+def schema(name: str) -> bytes:
+    """The JSON Schema of Foxglove type `name` (`"foxglove.SceneUpdate"`), as bytes; the
+    same bytes object every call. Raises KeyError for a type not bundled."""
+    return json_bytes(_all_schemas()[name])
+
+
+def stamp(time_ns: int) -> dict[str, int]:
+    """A Foxglove time from integer nanoseconds (>= 0)."""
+    sec, nsec = divmod(time_ns, 1_000_000_000)
+    return {"sec": sec, "nsec": nsec}
+
+
+def vector(x: float, y: float, z: float) -> dict[str, float]:
+    return {"x": x, "y": y, "z": z}
+
+
+def pose(position: tuple[float, float, float], quaternion: tuple[float, ...]) -> dict[str, Any]:
+    """A foxglove.Pose from (x, y, z) metres and an (x, y, z, w) quaternion."""
+    qx, qy, qz, qw = quaternion
+    return {
+        "position": vector(*position),
+        "orientation": {"x": qx, "y": qy, "z": qz, "w": qw},
+    }
+
+
+def color(r: float, g: float, b: float, a: float = 1.0) -> dict[str, float]:
+    return {"r": r, "g": g, "b": b, "a": a}
+
+
+def entity(
+    time_ns: int, frame_id: str, entity_id: str, metadata: dict[str, str], **primitives: Any
+) -> dict[str, Any]:
+    """A foxglove.SceneEntity that stays until replaced or deleted, with every primitive
+    list the schema requires (empty unless given: `cubes=[...]`, `lines=[...]`)."""
+    item: dict[str, Any] = {
+        "timestamp": stamp(time_ns),
+        "frame_id": frame_id,
+        "id": entity_id,
+        "lifetime": ZERO_DURATION,
+        "frame_locked": False,
+        "metadata": [{"key": key, "value": value} for key, value in metadata.items()],
+    }
+    for name in ("arrows", "cubes", "spheres", "cylinders", "lines", "triangles", "texts"):
+        item[name] = primitives.pop(name, [])
+    item["models"] = primitives.pop("models", [])
+    if primitives:
+        raise TypeError(f"unknown primitives: {', '.join(primitives)}")
+    return item
+
+
+def log(time_ns: int, level: int, message: str, name: str) -> dict[str, Any]:
+    """A foxglove.Log entry (no source file)."""
+    return {
+        "timestamp": stamp(time_ns),
+        "level": level,
+        "message": message,
+        "name": name,
+        "file": "",
+        "line": 0,
+    }
+
+
+def base64_text(data: bytes) -> str:
+    """Bytes fields (foxglove.Grid's `data`) in the JSON encoding."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def record(
+    topic: str, type_name: str, time_ns: int, message: dict[str, Any], *, sequence: int = 0
+) -> McapRecord:
+    """An `McapRecord` of Foxglove type `type_name`, JSON-encoded, logged at `time_ns`."""
+    return McapRecord(
+        topic=topic,
+        schema_name=type_name,
+        schema_encoding="jsonschema",
+        schema_data=schema(type_name),
+        message_encoding="json",
+        log_time_ns=time_ns,
+        publish_time_ns=time_ns,
+        data=json_bytes(message),
+        sequence=sequence,
+    )
+
+
+__all__ = [
+    "DELETE_MATCHING_ID",
+    "IDENTITY_QUATERNION",
+    "INT8",
+    "LINE_LIST",
+    "LINE_LOOP",
+    "LINE_STRIP",
+    "LOG_INFO",
+    "LOG_WARNING",
+    "UINT8",
+    "ZERO_DURATION",
+    "base64_text",
+    "color",
+    "entity",
+    "log",
+    "pose",
+    "record",
+    "schema",
+    "schema_names",
+    "stamp",
+    "vector",
+]
