@@ -225,11 +225,17 @@ def _report(output: Path, size: int, sink: McapSink, compression: str) -> list[s
 
 def generic_records(recording: Any, selection: Selection) -> Iterator[McapRecord]:
     """Each selected message's decoded value as a JSON object on `/<kind>` (a value that is
-    not a map is wrapped as `{"value": ...}`); times are the archive index's, in ns."""
-    stamps = recording.reader.index.timestamp_us
+    not a map is wrapped as `{"value": ...}`; with a kind filter, a message carrying several
+    types goes on the first one selected); times are the archive index's, in ns."""
+    index = recording.reader.index
+    stamps = index.timestamp_us
+    wanted = selection.kinds
     schemas: dict[str, bytes] = {}
     for message in recording.messages(selection):
-        kind = message.kind or "message"
+        kind = message.kind
+        if wanted is not None and kind not in wanted:  # selected for another of its types
+            kind = next((name for name in index.types(message.number) if name in wanted), kind)
+        kind = kind or "message"
         schema = schemas.get(kind)
         if schema is None:
             schema = schemas[kind] = permissive_schema(kind)
