@@ -119,7 +119,9 @@ class McapSink:
             channel_id = self.writer.register_channel(
                 record.topic, record.message_encoding, schema_id, dict(record.channel_metadata)
             )
-            channel = _Channel(channel_id, record.topic, record.schema_name, record.message_encoding)
+            channel = _Channel(
+                channel_id, record.topic, record.schema_name, record.message_encoding
+            )
             self.channels[key] = channel
         self._last[record.topic] = (record, channel)
         return channel
@@ -178,7 +180,9 @@ def export_mcap(
 
 def _writer_class(compression: str) -> tuple[Any, Any]:
     if compression not in COMPRESSIONS:
-        raise UsageError(f"MCAP compression is one of {', '.join(COMPRESSIONS)}, not {compression!r}")
+        raise UsageError(
+            f"MCAP compression is one of {', '.join(COMPRESSIONS)}, not {compression!r}"
+        )
     try:
         from mcap.writer import CompressionType, Writer
     except ImportError:
@@ -262,8 +266,15 @@ def permissive_schema(title: str) -> bytes:
 
 
 def json_bytes(value: Any) -> bytes:
-    """Compact UTF-8 JSON of plain JSON values (see `json_safe`); never NaN or Infinity."""
-    return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact UTF-8 JSON of `value`; NaN and infinities become null (then, and for values
+    that are not plain JSON, through `json_safe`), never invalid JSON."""
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, TypeError):
+        text = json.dumps(
+            json_safe(value), allow_nan=False, ensure_ascii=False, separators=(",", ":")
+        )
+    return text.encode()
 
 
 def plain(value: Any) -> Any:

@@ -3,9 +3,11 @@
 One frame gives, all at the frame's time (the archive index's microseconds, i.e. CARLA's
 elapsed seconds; MCAP's sequence number is the archive frame number):
 
-- `/tf` (`foxglove.FrameTransforms`): `world` -> `actor/<id>` for every live actor;
+- `/tf` (`foxglove.FrameTransforms`): `world` -> `actor/<id>` for every live actor (an
+  attached actor never positioned, a sensor, hangs from its parent: `reference_frame`);
 - `/carla/scene` (`foxglove.SceneUpdate`): one cube per live actor (not the spectator),
-  from its recorded bounding box, else a per-type default size; coloured by type (traffic
+  from its recorded bounding box, else (none, or CARLA's empty NaN/-inf box) a per-type
+  default size; coloured by type (traffic
   lights by their state); id, blueprint, type, role name and parent as metadata; actors
   destroyed in the frame are deleted;
 - `/carla/traffic_lights` (`carla.TrafficLights`, our own JSON Schema): each light's state;
@@ -13,6 +15,7 @@ elapsed seconds; MCAP's sequence number is the archive frame number):
   and destructions (info).
 
 Every frame repeats every live actor, so a viewer that seeks shows the full scene at once.
+An actor whose pose is not finite is left out of that frame.
 
 Axes. CARLA (Unreal) is left-handed: x forward, y right, z up, centimetres, rotations in
 degrees (roll about x, pitch about y with nose up positive, yaw about z turning x toward
@@ -26,6 +29,7 @@ Unreal's own matrix formula in `tests/mcap/test_carla_axes.py`).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +158,21 @@ def type_name(actor: Actor) -> str:
     return _BY_TYPE.get(actor.type, "other") if isinstance(actor.type, ActorType) else "other"
 
 
+def reference_frame(actor: Actor) -> str:
+    """The frame an actor's pose is in: `world`, except for an attached actor CARLA never
+    positioned (sensors), whose only pose is its spawn transform, relative to its parent
+    (spec §5.2 marks this uncertain; Foxglove then places it through `/tf`)."""
+    description = actor.description
+    if (
+        actor.parent_id is not None
+        and actor.pose_index == actor.spawn_index
+        and actor.location == description.location
+        and actor.rotation == description.rotation
+    ):
+        return f"actor/{actor.parent_id}"
+    return "world"
+
+
 def parse_topics(kinds: frozenset[str] | None) -> set[str]:
     """The MCAP topics a selection's kinds name (`scene` or `/carla/scene`; `frame`, the
     archive's message kind, means all). Raises `UsageError` for anything else."""
@@ -184,8 +203,12 @@ def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[Mcap
     """One frame's messages on `topics`, all logged at `time_ns`."""
     sequence = world.index
     actors = [world.actors[actor_id] for actor_id in world.actors]
-    location = np.array([a.location for a in actors], np.float64)
-    rotation = np.array([a.rotation for a in actors], np.float64)
+    location = np.array([a.location for a in actors], np.float64).reshape(-1, 3)
+    rotation = np.array([a.rotation for a in actors], np.float64).reshape(-1, 3)
+    finite = np.isfinite(location).all(axis=1) & np.isfinite(rotation).all(axis=1)
+    if not finite.all():  # a pose nobody can draw: leave the actor out of this frame
+        actors = [actors[row] for row in np.flatnonzero(finite).tolist()]
+        location, rotation = location[finite], rotation[finite]
     position, quaternion = to_foxglove(location, rotation)
     if actors and TOPICS["tf"] in topics:
         yield fox.record(
@@ -246,7 +269,7 @@ def _transforms(
     return [
         {
             "timestamp": stamp,
-            "parent_frame_id": "world",
+            "parent_frame_id": reference_frame(actor),
             "child_frame_id": f"actor/{actor.id}",
             "translation": fox.vector(*p),
             "rotation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
@@ -268,8 +291,12 @@ def _entities(
     for row, (actor, kind) in enumerate(zip(actors, kinds, strict=True)):
         box = actor.bounding_box
         _, default_offset, default_extent = _STYLE[kind]
-        offset[row] = default_offset if box is None else box.location
-        extent[row] = default_extent if box is None else box.extent
+        if box is None or not all(map(math.isfinite, (*box.location, *box.extent))):
+            # CARLA records an empty box (NaN origin, -inf extent) for actors without
+            # bounds (spectator, sensors): use the type's default.
+            offset[row], extent[row] = default_offset, default_extent
+        else:
+            offset[row], extent[row] = box.location, box.extent
     centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
     size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
     entities: list[dict[str, Any]] = []
@@ -290,7 +317,7 @@ def _entities(
             rgba = _LIGHT_COLOURS.get(light.state.name, rgba)
         cube = {"pose": fox.pose(c, q), "size": fox.vector(*s), "color": fox.color(*rgba)}
         entities.append(
-            fox.entity(time_ns, "world", f"actor/{actor.id}", metadata, cubes=[cube])
+            fox.entity(time_ns, reference_frame(actor), f"actor/{actor.id}", metadata, cubes=[cube])
         )
     return entities
 
@@ -328,4 +355,13 @@ def _who(world: World, actor_id: int, hero: bool) -> str:
     return name + (" [hero]" if hero else "")
 
 
-__all__ = ["TOPICS", "frame_records", "mcap_messages", "parse_topics", "rotate", "to_foxglove"]
+__all__ = [
+    "TOPICS",
+    "frame_records",
+    "mcap_messages",
+    "parse_topics",
+    "reference_frame",
+    "rotate",
+    "to_foxglove",
+    "type_name",
+]

@@ -76,7 +76,11 @@ def test_records_are_written_byte_identical(tmp_path: Path) -> None:
     assert [m.publish_time for m in checked.messages] == [r.publish_time_ns for r in records]
     assert [m.sequence for m in checked.messages] == [r.sequence for r in records]
     by_topic = {c.topic: c for c in checked.channels.values()}
-    assert by_topic["/map"].metadata == {"topic": "/map", "callerid": "/map_server", "latching": "1"}
+    assert by_topic["/map"].metadata == {
+        "topic": "/map",
+        "callerid": "/map_server",
+        "latching": "1",
+    }
     assert by_topic["/chatter"].message_encoding == "ros1"
     schema = checked.schemas[by_topic["/map"].schema_id]
     assert (schema.name, schema.encoding, schema.data) == (
@@ -94,8 +98,17 @@ def test_records_are_written_byte_identical(tmp_path: Path) -> None:
 def test_channels_differ_by_metadata_and_schema(tmp_path: Path) -> None:
     base = ros_records(4)
     other = [
-        McapRecord("/chatter", "std_msgs/String", "ros1msg", ROS_SCHEMA, "ros1", 9, 9, b"x",
-                   {"callerid": "/other"}),
+        McapRecord(
+            "/chatter",
+            "std_msgs/String",
+            "ros1msg",
+            ROS_SCHEMA,
+            "ros1",
+            9,
+            9,
+            b"x",
+            {"callerid": "/other"},
+        ),
         McapRecord("/chatter", "other/String", "ros1msg", b"string s\n", "ros1", 9, 9, b"y"),
     ]
     out = tmp_path / "out.mcap"
