@@ -70,6 +70,13 @@ _LIGHT_COLOURS = {
     "YELLOW": (0.95, 0.80, 0.10, 0.9),
     "GREEN": (0.10, 0.80, 0.20, 0.9),
 }
+_COLOURS = {
+    name: fox.color(*rgba)
+    for name, rgba in [*((k, v[0]) for k, v in _STYLE.items()), *_LIGHT_COLOURS.items()]
+}
+# Micrometres and 1e-9: below the resolution of CARLA's float32 centimetres and degrees,
+# and the JSON is half as long (and as fast) as with every float's 17 digits.
+POSITION_DECIMALS, QUATERNION_DECIMALS = 6, 9
 _BY_TYPE = {
     ActorType.VEHICLE: "vehicle",
     ActorType.WALKER: "walker",
@@ -266,15 +273,17 @@ def _transforms(
     time_ns: int,
 ) -> list[dict[str, Any]]:
     stamp = fox.stamp(time_ns)
+    positions = np.round(position, POSITION_DECIMALS).tolist()
+    quaternions = np.round(quaternion, QUATERNION_DECIMALS).tolist()
     return [
         {
             "timestamp": stamp,
             "parent_frame_id": reference_frame(actor),
             "child_frame_id": f"actor/{actor.id}",
-            "translation": fox.vector(*p),
+            "translation": {"x": p[0], "y": p[1], "z": p[2]},
             "rotation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
         }
-        for actor, p, q in zip(actors, position.tolist(), quaternion.tolist(), strict=True)
+        for actor, p, q in zip(actors, positions, quaternions, strict=True)
     ]
 
 
@@ -299,26 +308,45 @@ def _entities(
             offset[row], extent[row] = box.location, box.extent
     centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
     size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
+    template = fox.entity(time_ns, "world", "", {})  # shared empty lists: JSON only reads them
     entities: list[dict[str, Any]] = []
-    rows = zip(actors, kinds, centre.tolist(), quaternion.tolist(), size.tolist(), strict=True)
+    rows = zip(
+        actors,
+        kinds,
+        np.round(centre, POSITION_DECIMALS).tolist(),
+        np.round(quaternion, QUATERNION_DECIMALS).tolist(),
+        np.round(size, POSITION_DECIMALS).tolist(),
+        strict=True,
+    )
     for actor, kind, c, q, s in rows:
         if actor.type_id == "spectator":
             continue
-        rgba = _STYLE[kind][0]
-        metadata = {"id": str(actor.id), "blueprint": actor.type_id, "type": kind}
+        metadata = [
+            {"key": "id", "value": str(actor.id)},
+            {"key": "blueprint", "value": actor.type_id},
+            {"key": "type", "value": kind},
+        ]
         role = actor.attributes.get("role_name")
         if role:
-            metadata["role_name"] = role
+            metadata.append({"key": "role_name", "value": role})
         if actor.parent_id is not None:
-            metadata["parent"] = str(actor.parent_id)
+            metadata.append({"key": "parent", "value": str(actor.parent_id)})
+        colour = _COLOURS[kind]
         light = world.traffic_lights.get(actor.id)
         if light is not None and light.state is not None:
-            metadata["state"] = light.state.name
-            rgba = _LIGHT_COLOURS.get(light.state.name, rgba)
-        cube = {"pose": fox.pose(c, q), "size": fox.vector(*s), "color": fox.color(*rgba)}
-        entities.append(
-            fox.entity(time_ns, reference_frame(actor), f"actor/{actor.id}", metadata, cubes=[cube])
-        )
+            metadata.append({"key": "state", "value": light.state.name})
+            colour = _COLOURS.get(light.state.name, colour)
+        cube = {
+            "pose": {
+                "position": {"x": c[0], "y": c[1], "z": c[2]},
+                "orientation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
+            },
+            "size": {"x": s[0], "y": s[1], "z": s[2]},
+            "color": colour,
+        }
+        item = dict(template, id=f"actor/{actor.id}", metadata=metadata, cubes=[cube])
+        item["frame_id"] = reference_frame(actor)
+        entities.append(item)
     return entities
 
 
