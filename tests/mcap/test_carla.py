@@ -130,7 +130,9 @@ def test_actors_poses_and_deletions(exported: dict[str, Any], name: str) -> None
                 "x": row["location_x"] / 100,
                 "y": -row["location_y"] / 100,
                 "z": row["location_z"] / 100,
-            }
+            },
+            rel=0,
+            abs=0.5e-6,  # rounded to the micrometre
         )
     assert positions and set(positions) <= {"world"}
 
