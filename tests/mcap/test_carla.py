@@ -132,7 +132,7 @@ def test_actors_poses_and_deletions(exported: dict[str, Any], name: str) -> None
                 "z": row["location_z"] / 100,
             },
             rel=0,
-            abs=0.5e-6,  # rounded to the micrometre
+            abs=0.51e-6,  # rounded to the micrometre
         )
     assert positions and set(positions) <= {"world"}
 
