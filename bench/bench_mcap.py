@@ -252,7 +252,8 @@ def main() -> None:
         print(rows[-1])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = (
-        f"## MCAP export (`python bench/bench_mcap.py{' --quick' if args.quick else ''}`)\n\n"
+        f"## MCAP export (`python bench/bench_mcap.py{' --quick' if args.quick else ''}"
+        f"{' --protobuf' if args.protobuf else ''}`)\n\n"
         f"{stamp}, Python {platform.python_version()}, {platform.machine()}; best of 3; "
         "zstd chunks of 1 MiB (the Writer's defaults). `payload` is the messages' encoded "
         "bytes before compression, `export MB/s` payload per second of the whole export; "
