@@ -224,6 +224,42 @@ def _report(output: Path, size: int, sink: McapSink, compression: str) -> list[s
     return lines
 
 
+def ros1_record(
+    *,
+    topic: str,
+    datatype: str,
+    message_definition: str | bytes,
+    data: bytes,
+    time_ns: int,
+    connection_header: Mapping[str, str | bytes] | None = None,
+    sequence: int = 0,
+) -> McapRecord:
+    """A ROS1 message as `mcap convert` writes it: `ros1` encoding, the connection's
+    `message_definition` as a `ros1msg` schema named after its type, the payload untouched,
+    and the connection's `callerid` and `latching` as channel metadata (values as in the bag).
+    Reuse one `McapRecord`'s schema bytes per connection (see `McapRecord`)."""
+    definition = (
+        message_definition.encode() if isinstance(message_definition, str) else message_definition
+    )
+    metadata: dict[str, str] = {}
+    for key in ("callerid", "latching"):
+        value = (connection_header or {}).get(key)
+        if value is not None:
+            metadata[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return McapRecord(
+        topic=topic,
+        schema_name=datatype,
+        schema_encoding="ros1msg",
+        schema_data=definition,
+        message_encoding="ros1",
+        log_time_ns=time_ns,
+        publish_time_ns=time_ns,
+        data=data,
+        channel_metadata=metadata,
+        sequence=sequence,
+    )
+
+
 # -- the generic fallback: decoded values as JSON ---------------------------------------------
 
 
@@ -300,4 +336,5 @@ __all__ = [
     "json_bytes",
     "permissive_schema",
     "plain",
+    "ros1_record",
 ]

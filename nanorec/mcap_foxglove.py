@@ -17,6 +17,9 @@ import json
 from importlib import resources
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from nanorec.mcap import McapRecord, json_bytes
 
 #: foxglove.Log levels.
@@ -112,6 +115,77 @@ def base64_text(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def frame_transform(
+    time_ns: int,
+    parent: str,
+    child: str,
+    translation: tuple[float, float, float],
+    quaternion: tuple[float, ...],
+) -> dict[str, Any]:
+    """A foxglove.FrameTransform (metres, x/y/z/w quaternion)."""
+    qx, qy, qz, qw = quaternion
+    return {
+        "timestamp": stamp(time_ns),
+        "parent_frame_id": parent,
+        "child_frame_id": child,
+        "translation": vector(*translation),
+        "rotation": {"x": qx, "y": qy, "z": qz, "w": qw},
+    }
+
+
+def pose_in_frame(
+    time_ns: int, frame_id: str, position: tuple[float, float, float], quaternion: tuple[float, ...]
+) -> dict[str, Any]:
+    """A foxglove.PoseInFrame."""
+    return {"timestamp": stamp(time_ns), "frame_id": frame_id, "pose": pose(position, quaternion)}
+
+
+def line_strip(
+    points: npt.ArrayLike, rgba: tuple[float, float, float, float], thickness: float = 0.05
+) -> dict[str, Any]:
+    """A foxglove.LinePrimitive joining (n, 3) points in metres, `thickness` in metres."""
+    xyz = np.asarray(points, np.float64).reshape(-1, 3).tolist()
+    return {
+        "type": LINE_STRIP,
+        "pose": pose((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
+        "thickness": thickness,
+        "scale_invariant": False,
+        "points": [{"x": x, "y": y, "z": z} for x, y, z in xyz],
+        "color": color(*rgba),
+        "colors": [],
+        "indices": [],
+    }
+
+
+def occupancy_grid(
+    time_ns: int,
+    frame_id: str,
+    cells: npt.NDArray[Any],
+    resolution: float,
+    origin: tuple[float, float, float] = (0.0, 0.0, 0.0),
+    quaternion: tuple[float, ...] = (0.0, 0.0, 0.0, 1.0),
+) -> dict[str, Any]:
+    """A foxglove.Grid of one 8-bit field `occupancy` (int8 as ROS maps: -1 unknown, 0-100;
+    or uint8). `cells[row, column]`: row 0 is the one at the origin (lowest y), columns run
+    along +x; `resolution` metres per cell; `origin` the corner of cell (0, 0)."""
+    if cells.ndim != 2 or cells.dtype.itemsize != 1 or cells.dtype.kind not in "iu":
+        raise TypeError(f"a grid is a 2D array of int8 or uint8, not {cells.dtype} {cells.shape}")
+    columns = cells.shape[1]
+    return {
+        "timestamp": stamp(time_ns),
+        "frame_id": frame_id,
+        "pose": pose(origin, quaternion),
+        "column_count": columns,
+        "cell_size": {"x": resolution, "y": resolution},
+        "row_stride": columns,
+        "cell_stride": 1,
+        "fields": [
+            {"name": "occupancy", "offset": 0, "type": INT8 if cells.dtype.kind == "i" else UINT8}
+        ],
+        "data": base64_text(np.ascontiguousarray(cells).tobytes()),
+    }
+
+
 def record(
     topic: str, type_name: str, time_ns: int, message: dict[str, Any], *, sequence: int = 0
 ) -> McapRecord:
@@ -143,8 +217,12 @@ __all__ = [
     "base64_text",
     "color",
     "entity",
+    "frame_transform",
+    "line_strip",
     "log",
+    "occupancy_grid",
     "pose",
+    "pose_in_frame",
     "record",
     "schema",
     "schema_names",
