@@ -1,26 +1,22 @@
 """Write a file so that it appears under its name only when complete.
 
-Nothing the user had is ever lost: output goes to a temporary file in the same
+Nothing the user had is ever lost: output goes to `.<name>.partial` in the same
 directory (so the final rename is atomic on POSIX and Windows), which is flushed,
-fsynced and renamed over the target only on success; on any error it is removed.
+fsynced and renamed over the target only on success; on any error it is removed. A partial
+file left by a killed process (SIGKILL, power loss) has that same name, so the next run
+names it instead of silently adding another.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from nanorec.errors import OutputExistsError
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 @contextlib.contextmanager
@@ -32,10 +28,19 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
     """
     target = Path(path)
     if target.exists() and not overwrite:
-        raise OutputExistsError(f"{target} exists (use --force to overwrite it)")
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        raise OutputExistsError(f"{target} exists; pass overwrite=True to replace it")
+    if not target.parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such directory", str(target.parent))
+    temp = target.with_name(f".{target.name}.partial")
+    if temp.exists():
+        if not overwrite:
+            raise OutputExistsError(
+                f"{temp} exists, left by an interrupted write: remove it "
+                "(overwrite=True removes it)"
+            )
+        temp.unlink()
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
     try:
-        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "wb") as stream:
             yield stream
             stream.flush()

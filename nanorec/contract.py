@@ -235,6 +235,13 @@ class Converter(Protocol):
         ...
 
 
+#: Optional, beyond the protocol: `converter.adopt(reader) -> dict[str, bytes] | None`.
+#: Given an archive rebuilt by `nanorec recover` (a killed writer's messages, without the
+#: members written at close), return those members rebuilt from the messages if the
+#: messages are this format's, else None. `nanorec.adopt` calls it.
+ADOPT_HOOK = "adopt"
+
+
 __all__ = [
     "SNIFF_BYTES",
     "ConvertReport",

@@ -32,6 +32,13 @@ def check_seconds(name: str, value: float | None, *, positive: bool = False) -> 
     return float(value)
 
 
+def check_number(name: str, value: float) -> float:
+    """`value` if it is finite and >= 0, else `UsageError` naming the option."""
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{name} must be a finite number >= 0, not {value}")
+    return float(value)
+
+
 def parse_range(name: str, spec: str) -> tuple[int | None, int | None]:
     """`"A:B"` (either side may be empty) as message numbers; `UsageError` otherwise."""
     first, sep, stop = spec.partition(":")
@@ -129,4 +136,4 @@ def _us(seconds: float) -> int:
     return round(seconds * 1e6)
 
 
-__all__ = ["Selection", "check_seconds", "parse_range"]
+__all__ = ["Selection", "check_number", "check_seconds", "parse_range"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -24,3 +28,36 @@ def realdata_dir() -> Path:
     if not REALDATA.is_dir():
         pytest.skip("../shared/realdata is not present")
     return REALDATA
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fake_plugin_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Install `tests/converters/fake_plugin.py` as a third-party package would: a
+    distribution whose metadata declares a `nanorec.converters` entry point. nanorec finds
+    it through importlib.metadata alone."""
+    from nanorec import registry
+
+    site = tmp_path_factory.mktemp("site")
+    info = site / "nanorec_fake_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: nanorec-fake-plugin\nVersion: 1.0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[nanorec.converters]\nfake = tests.converters.fake_plugin:CONVERTER\n"
+    )
+    sys.path.insert(0, str(site))
+    registry.converters.cache_clear()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(site))
+        registry.converters.cache_clear()
+
+
+def make_runner() -> CliRunner:
+    """A CliRunner keeping stderr apart from stdout on every click typer allows (click < 8.2
+    needs `mix_stderr=False`, later ones have no such argument)."""
+    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg, unused-ignore]
+    return CliRunner()

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from nanorec.cli import fail, run
-from nanorec.cli.options import End, Force, OptionalOutput, Start, TableFormat
-from nanorec.errors import NanorecError
+from nanorec.cli.options import (
+    Duration,
+    End,
+    Force,
+    Messages,
+    OptionalOutput,
+    Output,
+    Start,
+    TableFormat,
+)
+from nanorec.errors import NanorecError, UsageError
+from nanorec.selection import Selection
 
 from .ids import FAMILIES
 
@@ -31,7 +39,7 @@ app = typer.Typer(
 )
 
 if TYPE_CHECKING:
-    from .query import HashOrderName, Labels
+    pass
 
 _FAMILY_HELP = "Force a release family instead of detecting it: " + ", ".join(FAMILIES) + "."
 
@@ -98,6 +106,11 @@ def roundtrip_command(
         raise typer.Exit(1)
 
 
+def _check_family(family: str | None) -> None:
+    if family is not None and family not in FAMILIES:
+        fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
+
+
 _FAMILY = Annotated[str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")]
 
 
@@ -119,13 +132,8 @@ def convert_command(
 
     Example: nanorec convert town03.log -o town03.nanover.zip --family 0.9.15
     """
-    from nanorec.cli.verbs import (
-        check_input,
-        check_output,
-        convert_report_lines,
-        native_converter,
-        progress_bar,
-    )
+    from nanorec.cli.convert import convert_report_lines
+    from nanorec.cli.inputs import check_input, check_output, native_converter, progress_bar
 
     def action() -> int:
         _check_family(family)
@@ -143,242 +151,34 @@ def convert_command(
     raise typer.Exit(run(action))
 
 
-# --------------------------------------------------------------------------- queries (issue 5)
-
-_TZ_HELP = (
-    "The server's local time zone for the Date line: an IANA name (Europe/Berlin) or an "
-    "offset (+02:00). CARLA prints local time; default UTC."
-)
-_WINDOWS_HELP = (
-    "Format as a Windows server does: exact ties round half away from zero "
-    "(-9144.125 -> -9144.13), NaNs print the MSVC way; blocked rows use MSVC's hash order."
-)
-_FORM_HELP = "Force a whole text form: 0.9.4, 0.9.5, 0.9.6, 0.9.15 or 2026 (default: by family)."
-
-
-def _write_chunks(chunks: Iterator[str]) -> bool:
-    """Stream query text to stdout as bytes; False if it was CARLA's not-a-recorder line."""
-    from .query import NOT_A_RECORDER
-
-    out = sys.stdout.buffer
-    first = True
-    try:
-        for chunk in chunks:
-            out.write(chunk.encode("utf-8", "surrogateescape"))
-            if first and chunk == NOT_A_RECORDER:
-                out.flush()
-                return False
-            first = False
-        out.flush()
-    except BrokenPipeError:  # `nanorec info --show-all big.log | head`
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise typer.Exit(0) from None
-    return True
-
-
-def _query(
-    path: Path, make: Callable[[Path], Iterator[str]], make_json: Callable[[Path], object]
+@app.command("export")
+def export_command(
+    file: Annotated[Path, typer.Argument(help="A CARLA archive, or a .log/.rec file.")],
+    output: Output,
+    force: Force = False,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    frames: Messages = None,
+    to: Annotated[
+        str, typer.Option("--format", "-F", help="native, parquet or mcap.", metavar="FORMAT")
+    ] = "native",
+    family: _FAMILY = None,
 ) -> None:
-    """Run a query on a CARLA file or on the native bytes of a nanorec archive."""
-    from .convert import native_file
+    """Write the CARLA file back byte for byte, or a clip CARLA replays (its first frame
+    spawns every actor alive at the start; frame ids restart at 1, elapsed at 0).
 
-    if not path.is_file():
-        fail(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
-
-    def action() -> bool:
-        try:
-            with native_file(path) as native:
-                if make_json is not _NO_JSON:
-                    typer.echo(json.dumps(make_json(native), indent=2, allow_nan=False))
-                    return True
-                return _write_chunks(make(native))
-        except ValueError as error:
-            fail(str(error))
-
-    if not run(action):
-        fail(f"{path}: not a CARLA recorder file (the magic string CARLA_RECORDER is missing)")
-
-
-def _NO_JSON(_: Path) -> object:  # a marker: plain text wanted
-    return None
-
-
-def _check_family(family: str | None) -> None:
-    if family is not None and family not in FAMILIES:
-        fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
-
-
-@app.command("info")
-def info_command(
-    file: Annotated[
-        Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its nanorec archive.")
-    ],
-    show_all: Annotated[
-        bool, typer.Option("--show-all", help="Every packet of every frame, as show_all=True.")
-    ] = False,
-    tz: Annotated[str | None, typer.Option("--tz", help=_TZ_HELP, metavar="ZONE")] = None,
-    windows: Annotated[bool, typer.Option("--windows", help=_WINDOWS_HELP)] = False,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="A JSON document instead: header, frames, duration, actors spawned and "
-            "destroyed with blueprint, type, attributes, frame and time; packet counts.",
-        ),
-    ] = False,
-    family: Annotated[
-        str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
-    ] = None,
-    labels: Annotated[
-        str | None,
-        typer.Option(
-            "--labels",
-            help="Label form: old (`Rotation (`, `Brake `; 0.9.6-0.9.14) or new "
-            "(`Rotation: (`, `Brake: `; 0.9.15+). Default: by release family.",
-            metavar="old|new",
-        ),
-    ] = None,
-    form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
-) -> None:
-    """Print exactly what CARLA's client.show_recorder_file_info(FILE, show_all) prints.
-
-    Labels follow the release that wrote the file; numbers and the date follow the
-    server's C library and time zone (glibc and UTC unless --windows / --tz).
-
-    Example: nanorec info town03.log --show-all --tz Europe/Berlin
+    Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
     """
-    from .query import file_info_json, iter_file_info
+    from nanorec.cli.export import export_file
 
-    _check_family(family)
-    if labels not in (None, "old", "new"):
-        fail(f"--labels takes old or new, not {labels!r}")
-    chosen = cast("Labels | None", labels)
-    _query(
-        file,
-        lambda native: iter_file_info(
-            native,
-            show_all=show_all,
-            tz=tz,
-            windows=windows,
-            family=family,
-            labels=chosen,
-            form=form,
-        ),
-        (lambda native: file_info_json(native, tz=tz, family=family)) if as_json else _NO_JSON,
-    )
+    def action() -> int:
+        _check_family(family)
+        selection = Selection.make(start=start, end=end, duration=duration, messages=frames)
+        options = {"family": family} if family else None
+        return export_file(file, output, selection, force=force, to=to, convert_options=options)
 
-
-@app.command("collisions")
-def collisions_command(
-    file: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its archive.")],
-    type1: Annotated[
-        str,
-        typer.Option(
-            "--type1",
-            help="Category of actor 1: o other, v vehicle, w walker, t traffic light, "
-            "h hero, a any.",
-            metavar="LETTER",
-        ),
-    ] = "a",
-    type2: Annotated[
-        str, typer.Option("--type2", help="Category of actor 2 (same letters).", metavar="LETTER")
-    ] = "a",
-    tz: Annotated[str | None, typer.Option("--tz", help=_TZ_HELP, metavar="ZONE")] = None,
-    windows: Annotated[bool, typer.Option("--windows", help=_WINDOWS_HELP)] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="A JSON document of the collision rows instead.")
-    ] = False,
-    family: Annotated[
-        str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
-    ] = None,
-    form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
-) -> None:
-    """Print exactly what CARLA's client.show_recorder_collisions(FILE, type1, type2) prints.
-
-    A collision lasting several frames prints once; CARLA's quirks are kept (category
-    letters h/a for traffic signs/sensors, the trailer's Duration without decimals after
-    a row).
-
-    Example: nanorec collisions town03.log --type1 v --type2 a
-    """
-    from .query import collisions_json, iter_collisions
-
-    _check_family(family)
-    _query(
-        file,
-        lambda native: iter_collisions(
-            native, type1, type2, tz=tz, windows=windows, family=family, form=form
-        ),
-        (lambda native: collisions_json(native, type1, type2, tz=tz, family=family))
-        if as_json
-        else _NO_JSON,
-    )
-
-
-@app.command("blocked")
-def blocked_command(
-    file: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its archive.")],
-    min_time: Annotated[
-        float, typer.Option("--min-time", help="Seconds an actor must stay stopped.")
-    ] = 60.0,
-    min_distance: Annotated[
-        float, typer.Option("--min-distance", help="Centimetres it may move and count as stopped.")
-    ] = 100.0,
-    tz: Annotated[str | None, typer.Option("--tz", help=_TZ_HELP, metavar="ZONE")] = None,
-    windows: Annotated[bool, typer.Option("--windows", help=_WINDOWS_HELP)] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="A JSON document of the blocked rows instead.")
-    ] = False,
-    family: Annotated[
-        str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
-    ] = None,
-    form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
-    hash_order: Annotated[
-        str | None,
-        typer.Option(
-            "--hash-order",
-            help="Order of equal-duration rows of actors stopped until the end: libc++ "
-            "(Linux servers, default), msvc (default with --windows), libstdc++, or file.",
-            metavar="NAME",
-        ),
-    ] = None,
-) -> None:
-    """Print exactly what CARLA's client.show_recorder_actors_blocked(FILE, ...) prints.
-
-    Rows are actors that moved less than --min-distance cm for at least --min-time
-    seconds, longest first; an actor stopped until the end counts the last frame's
-    duration of -1 s, as CARLA does.
-
-    Example: nanorec blocked town03.log --min-time 60 --min-distance 100
-    """
-    from .hashorder import ORDERS
-    from .query import actors_blocked_json, iter_actors_blocked
-
-    _check_family(family)
-    if hash_order is not None and hash_order not in ORDERS:
-        fail(f"--hash-order takes one of {', '.join(ORDERS)}, not {hash_order!r}")
-    order = cast("HashOrderName | None", hash_order)
-    _query(
-        file,
-        lambda native: iter_actors_blocked(
-            native,
-            min_time,
-            min_distance,
-            tz=tz,
-            windows=windows,
-            family=family,
-            form=form,
-            hash_order=order,
-        ),
-        (
-            lambda native: actors_blocked_json(
-                native, min_time, min_distance, tz=tz, family=family, hash_order=order
-            )
-        )
-        if as_json
-        else _NO_JSON,
-    )
+    raise typer.Exit(run(action))
 
 
 # ------------------------------------------------------------------ cat, play, plot (issue 5)
@@ -390,15 +190,16 @@ _RECORDING_HELP = "A CARLA recording: a nanorec archive (*.nanover.zip) or a CAR
 def cat_command(
     file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
     kind: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--type",
             "-t",
             help="Record type: position, state, anim_vehicle, kinematics, bounding_box, "
-            "collision, event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit).",
+            "collision, event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit). "
+            "Without it: each frame's world state as one NDJSON line (as play prints it).",
             metavar="TYPE",
         ),
-    ],
+    ] = None,
     actor: Annotated[
         int | None,
         typer.Option("--actor", "-a", help="Only records naming this actor id.", metavar="ID"),
@@ -423,6 +224,10 @@ def cat_command(
         fail(f"--format takes ndjson or csv, not {fmt!r}")
 
     def action() -> None:
+        if kind is None:
+            _cat_frames(file, family, fmt, Selection.make(start=start, end=end))
+            return
+        Selection.make(start=start, end=end)  # the same checks as every verb
         chosen = parse_kind(kind)
         header = columns(chosen)
         # Strings in a recording are bytes that are usually UTF-8: write them back as found.
@@ -437,6 +242,20 @@ def cat_command(
             sys.stdout.flush()
 
     run(action)
+
+
+def _cat_frames(file: Path, family: str | None, fmt: str, selection: Selection) -> None:
+    from nanorec.tables import dumps
+
+    from .play import DEFAULT_PARTS, world_dict
+    from .recording import CarlaRecording
+
+    if fmt != "ndjson":
+        raise UsageError("CSV needs one --type (one table); NDJSON prints whole frames")
+    with CarlaRecording.open(file, family=family) as rec:
+        for number in selection.numbers(rec.reader.index).tolist():
+            sys.stdout.write(dumps(world_dict(rec.frame(number), DEFAULT_PARTS)) + "\n")
+    sys.stdout.flush()
 
 
 @app.command("play")

@@ -60,6 +60,7 @@ SOURCE_FORMAT = "carla"
 META_MEMBER = "carla.msgpack.zlib"  # zlib: small, read once at open
 WORLD_MEMBER = "carla-world.msgpack.zlib"  # zlib: it repeats spawn records (loaded once)
 META_VERSION = 1
+HEAD_KEY = "carla"  # the first message's extra entry (see `_head`)
 STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` change
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
@@ -212,6 +213,7 @@ def _convert(
 
         def write(run: _Frame, last_time: int) -> int:
             nonlocal done
+            first = writer.message_count == 0
             last_time = _write_frame(
                 writer,
                 packer,
@@ -222,6 +224,7 @@ def _convert(
                 raw_counts,
                 last_time,
                 encoder,
+                _head(bytes(buf[: header.size]), fam, prelude) if first else None,
             )
             digest.update(buf[done : run.end])
             done = run.end
@@ -289,14 +292,18 @@ def _write_frame(
     raw_counts: dict[int, int],
     last_time: int,
     encoder: FrameEncoder,
+    head: dict[str, Any] | None = None,
 ) -> int:
-    """Write one frame message; returns its timestamp (µs)."""
+    """Write one frame message (the first one also carries `head`); returns its timestamp
+    (µs)."""
     frame, _ = encoder.encode(index, buf, run.ids, run.offsets, run.sizes)
     for position, _body in frame.get(RAW_KEY, ()):
         pid = run.ids[position]
         raw_counts[pid] = raw_counts.get(pid, 0) + 1
     spawned, destroyed = world.observe(index, frame)
     message: dict[str, Any] = {"frame": frame}
+    if head is not None:
+        message[HEAD_KEY] = head
     flags = 0
     for key in frame:
         flags |= _KEY_BITS.get(key, 0)
@@ -313,6 +320,13 @@ def _write_frame(
         packer.pack(message), types=list(message), timestamp_us=timestamp, flags=flags
     )
     return timestamp
+
+
+def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
+    """What the first message carries besides its frame: the file's header and release
+    family, and any packets before the first frame, so that an archive recovered from a
+    killed writer (without its CARLA member) can be made whole again (`adopt.py`)."""
+    return {"header": header_bytes, "family": fam.name, "prelude": prelude}
 
 
 def _state_change(

@@ -115,7 +115,14 @@ class CarlaConverter:
 
         return CarlaRecording(reader)
 
+    def adopt(self, reader: ArchiveReader) -> dict[str, bytes] | None:
+        """Side members for a recovered archive whose messages are CARLA frames."""
+        from .adopt import rebuild_members
+
+        return rebuild_members(reader)
+
     def commands(self) -> typer.Typer | None:
+        from . import cli_queries  # noqa: F401 - its commands join the app
         from .cli import app
 
         return app

@@ -4,9 +4,10 @@ A frame (FrameStart up to the next FrameStart) becomes the NanoVer-style message
 `{"frame": {...}}` whose map holds:
 
 - `frame.index`: the frame's 0-based position in the archive (NanoVer's key);
-- `order`: the number of the frame's packet-id sequence in the archive's table of
-  sequences (`orders` in the CARLA member; frames repeat a handful of them), or the
-  sequence itself as bytes;
+- `order`: the frame's packet-id sequence as bytes where it first occurs, else its number
+  in the archive's table of sequences (`orders` in the CARLA member, in order of first
+  occurrence; frames repeat a handful of them), so the table can be rebuilt from the
+  messages alone (after a killed writer);
 - a short key per known kind that has records (`KIND_KEYS`: `pos` for Position, `tl`
   for traffic-light State...): AnimVehicleWheels records (written every frame) as their
   packed bytes, the other fixed-size records as the
@@ -345,7 +346,12 @@ class FrameEncoder:
             if content is not _EMPTY:
                 frame[key] = content
         order = bytes(ids)
-        frame[ORDER_KEY] = self.orders.setdefault(order, len(self.orders))
+        number = self.orders.get(order)
+        if number is None:  # first use: the sequence itself, so messages describe themselves
+            self.orders[order] = len(self.orders)
+            frame[ORDER_KEY] = order
+        else:
+            frame[ORDER_KEY] = number
         if raw:
             frame[RAW_KEY] = raw
         return frame, raw_positions

@@ -109,7 +109,7 @@ def run(action: Callable[[], T]) -> T:
 def _register() -> None:
     """Add the verbs and every registered format's group (once)."""
     from nanorec import registry
-    from nanorec.cli import container, verbs  # noqa: F401 - their commands join `app`
+    from nanorec.cli import container, convert, export, verbs  # noqa: F401 - commands join `app`
 
     for converter in registry.converters().values():
         commands = converter.commands()

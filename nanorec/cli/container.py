@@ -8,6 +8,7 @@ well, 1 when a problem is found, 2 when the input cannot be read at all.
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,9 +16,11 @@ from typing import Annotated, Any
 import typer
 
 from nanorec import registry
+from nanorec.adopt import adopt
 from nanorec.cli import EXIT_PROBLEM, app, run
+from nanorec.cli.convert import roundtrip_one
+from nanorec.cli.inputs import check_input, check_output
 from nanorec.cli.options import Force, Json, Output
-from nanorec.cli.verbs import check_input, check_output, roundtrip_one
 from nanorec.recover import recover as recover_archive
 from nanorec.verify import verify as verify_archive
 
@@ -58,7 +61,9 @@ def verify(
 
 def _verify_archive(path: Path, quiet: bool) -> dict[str, Any]:
     show = not quiet and sys.stderr.isatty()
-    with typer.progressbar(length=1, label="verifying", file=sys.stderr, hidden=not show) as bar:
+    with typer.progressbar(
+        length=1, label="verifying", file=sys.stderr if show else io.StringIO()
+    ) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.length = max(total, 1)
@@ -99,7 +104,8 @@ def recover(
     output: Output,
     force: Force = False,
 ) -> None:
-    """Rebuild a valid archive from every complete message of a killed writer's file.
+    """Rebuild a valid archive from every complete message of a killed writer's file; an
+    archive a converter was writing becomes that format's archive again (export, queries).
 
     Example: nanorec recover .run.nanover.zip.partial -o run.nanover.zip
     """
@@ -108,10 +114,11 @@ def recover(
         check_input(file)
         check_output(output, file)
         result = recover_archive(file, output, overwrite=force)
+        name = adopt(result.output)
         typer.echo(
             f"{result.output}: {result.messages} messages recovered "
             f"({result.recovered_bytes} bytes kept, {result.discarded_bytes} dropped: "
-            f"{result.stop_reason})"
+            f"{result.stop_reason})" + (f"; a {name} archive again" if name else "")
         )
         if result.unknown_timestamps:
             typer.echo(

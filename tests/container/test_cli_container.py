@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from nanorec.cli import _register, app
 from nanorec.writer import ArchiveWriter, partial_path
+from tests.conftest import make_runner
 
 from .helpers import sample_messages, write_archive
 
 _register()
-runner = CliRunner()
+runner = make_runner()
 
 
 def test_verify_ok(tmp_path: Path) -> None:

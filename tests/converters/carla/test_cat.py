@@ -11,6 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from nanorec.cli import _register, app
 from nanorec.converters.carla.ids import Kind
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.table import (
@@ -23,10 +26,7 @@ from nanorec.converters.carla.table import (
     write_csv,
     write_ndjson,
 )
-from typer.testing import CliRunner
-
-from nanorec.cli import _register, app
-from tests.conftest import SAMPLES, carla_realdata
+from tests.conftest import SAMPLES, carla_realdata, make_runner
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.log"))
 REAL = carla_realdata()
@@ -196,7 +196,7 @@ def test_writers() -> None:
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     _register()
-    return CliRunner()
+    return make_runner()
 
 
 def test_cli_csv_round_trips(runner: CliRunner, recordings: dict[str, CarlaRecording]) -> None:

@@ -6,14 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from nanorec.converters.carla import roundtrip as roundtrip_module
-from nanorec.converters.carla.ids import FAMILIES
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla import roundtrip as roundtrip_module
+from nanorec.converters.carla.ids import FAMILIES
+from tests.conftest import make_runner
 from tests.converters.carla import carla_bytes as cb
 
-runner = CliRunner()
+runner = make_runner()
 
 
 def _invoke(*args: str) -> Result:
@@ -56,11 +57,11 @@ def test_unreadable_input_exits_2_with_one_line(files: dict[str, Path], tmp_path
     for bad in (files["junk"], tmp_path / "missing.log"):
         result = _invoke(str(files["good"]), str(bad))
         assert result.exit_code == 2
-        errors = [line for line in result.output.splitlines() if line.startswith("nanorec:")]
+        errors = [line for line in result.stderr.splitlines() if line.startswith("nanorec:")]
         assert len(errors) == 1 and str(bad) in errors[0]
-        assert "Traceback" not in result.output
+        assert "Traceback" not in result.stdout + result.stderr
     result = _invoke("--family", "0.9.99", str(files["good"]))
-    assert result.exit_code == 2 and "unknown CARLA release family" in result.output
+    assert result.exit_code == 2 and "unknown CARLA release family" in result.stderr
 
 
 def test_not_identical_exits_1(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from nanorec.converters.carla import codec
 from nanorec.converters.carla.codec import (
     EmptyTable,
@@ -21,7 +22,6 @@ from nanorec.converters.carla.codec import (
 )
 from nanorec.converters.carla.ids import FAMILIES, SHAPES, Engine, Kind, Shape
 from nanorec.converters.carla.records import ActorAdd, PhysicsControl, VehicleWheels, WalkerBones
-
 from nanorec.errors import FormatError, TruncatedError
 from tests.converters.carla import carla_bytes as cb
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from nanorec.converters.carla.codec import Reader, decode, encode
 from nanorec.converters.carla.roundtrip import roundtrip
 

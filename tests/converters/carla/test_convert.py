@@ -8,12 +8,12 @@ from pathlib import Path
 
 import msgpack
 import pytest
+
+from nanorec import verify
 from nanorec.converters.carla.clip import export_clip
 from nanorec.converters.carla.convert import convert, export
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.world import World
-
-from nanorec import verify
 from nanorec.errors import BadMagicError, NanorecError, OutputExistsError
 from tests.conftest import carla_realdata
 from tests.container.nanover_reference import NanoverRecordingReader
@@ -179,8 +179,11 @@ def test_archive_messages_are_plain_msgpack(tmp_path: Path) -> None:
     with CarlaRecording.open(archive) as rec:
         first = msgpack.unpackb(rec.reader.raw(0))
         assert first["frame"]["frame.index"] == 0
-        assert rec.orders[first["frame"]["order"]][0] == 0  # a FrameStart opens the frame
+        # the first use of a packet sequence is the sequence itself, later ones its number
+        assert first["frame"]["order"] == rec.orders[0] and rec.orders[0][0] == 0  # FrameStart
+        assert first["carla"]["header"] == source.read_bytes()[: rec.header.size]
         assert "state" in first  # frame 1 spawns the world
+        assert isinstance(rec.reader[1]["frame"]["order"], int | bytes)
 
 
 def _sample_or_skip() -> Path:

@@ -11,11 +11,11 @@ import random
 import struct
 
 import pytest
+
 from nanorec.converters.carla.codec import decode, encode
 from nanorec.converters.carla.header import Header
 from nanorec.converters.carla.ids import FAMILIES
 from nanorec.converters.carla.roundtrip import roundtrip
-
 from nanorec.errors import BadMagicError, FormatError, NanorecError, TruncatedError
 from tests.converters.carla import carla_bytes as cb
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import struct
 
 import pytest
+
 from nanorec.converters.carla.codec import decode, encode
 from nanorec.converters.carla.detect import detect, resolve
 from nanorec.converters.carla.ids import FAMILIES
-
 from nanorec.errors import UnsupportedError
 from tests.converters.carla import carla_bytes as cb
 

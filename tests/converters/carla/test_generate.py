@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nanorec.converters.carla.generate import generate, generate_to, main
 from nanorec.converters.carla.ids import ADDITIONAL_DATA, FAMILIES, Engine, Family, Kind, family
-
 from nanorec.errors import OutputExistsError, UnsupportedError
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"

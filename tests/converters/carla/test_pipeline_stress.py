@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from nanorec.cli import _register, app
 from nanorec.converters.carla.clip import export_clip
 from nanorec.converters.carla.convert import ConvertReport, convert, export
 from nanorec.converters.carla.generate import generate
@@ -39,10 +41,8 @@ from nanorec.converters.carla.ids import ADDITIONAL_DATA, FAMILIES, ActorType, F
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.world import World
 from nanorec.converters.carla.writer import RecordingWriter
-from typer.testing import CliRunner
-
-from nanorec.cli import _register, app
 from nanorec.errors import NanorecError
+from tests.conftest import make_runner
 from tests.container.nanover_reference import NanoverRecordingReader
 from tests.converters.carla import carla_bytes as cb
 from tests.converters.carla.replay_reference import Snapshot, replay
@@ -367,7 +367,7 @@ def test_generated_recording_goes_through_the_pipeline(
 
 # ------------------------------------------------------------------------------- CLI
 
-_runner = CliRunner()
+_runner = make_runner()
 _QUERIES: list[list[str]] = [
     ["info"],
     ["info", "--show-all"],

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nanorec.converters.carla.play import PARTS, check_parts, iter_dicts, world_dict
-from nanorec.converters.carla.recording import CarlaRecording
-from nanorec.converters.carla.table import frame_span
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla.play import PARTS, check_parts, iter_dicts, world_dict
+from nanorec.converters.carla.recording import CarlaRecording
+from nanorec.converters.carla.table import frame_span
 from nanorec.player import Player, TerminalKeys
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, make_runner
 
 SAMPLE = SAMPLES / "carla-0.9.15-town03.log"
 
@@ -211,7 +211,7 @@ def test_terminal_keys_cbreak_and_restore() -> None:
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     _register()
-    return CliRunner()
+    return make_runner()
 
 
 def test_cli_prints_ndjson(runner: CliRunner, rec: CarlaRecording) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from nanorec.converters.carla.plot import plot
-from nanorec.converters.carla.recording import CarlaRecording
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla.plot import plot
+from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.errors import OutputExistsError, UnsupportedError
-from tests.conftest import SAMPLES, carla_realdata
+from tests.conftest import SAMPLES, carla_realdata, make_runner
 
 pytest.importorskip("matplotlib")
 
@@ -108,7 +108,7 @@ def test_real_recordings_render(path: Path, tmp_path: Path, realdata_dir: Path) 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     _register()
-    return CliRunner()
+    return make_runner()
 
 
 def test_cli(runner: CliRunner, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
+
 from nanorec.converters.carla.codec import decode, encode
 from nanorec.converters.carla.ids import (
     ADDITIONAL_DATA,
@@ -25,7 +26,6 @@ from nanorec.converters.carla.ids import (
 )
 from nanorec.converters.carla.records import fixed_dtype
 from nanorec.converters.carla.roundtrip import roundtrip
-
 from tests.converters.carla import carla_bytes as cb
 
 FAMILY_NAMES = list(FAMILIES)

@@ -13,6 +13,9 @@ import struct
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from nanorec.cli import _register, app
 from nanorec.converters.carla.query import (
     NOT_A_RECORDER,
     actors_blocked,
@@ -23,9 +26,7 @@ from nanorec.converters.carla.query import (
     file_info_json,
     iter_file_info,
 )
-from typer.testing import CliRunner
-
-from nanorec.cli import _register, app
+from tests.conftest import make_runner
 
 DATE = 1599118659  # 09/03/20 07:37:39 UTC
 HEAD = "Version: 1\nMap: Town01\nDate: 09/03/20 07:37:39\n\n"
@@ -494,7 +495,7 @@ def test_info_json_document(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     _register()
-    return CliRunner()
+    return make_runner()
 
 
 def test_cli_text_json_and_errors(tmp_path: Path, runner: CliRunner) -> None:

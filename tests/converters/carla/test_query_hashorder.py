@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from nanorec.converters.carla.hashorder import (
     FileOrder,
     KeyOrder,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from nanorec.converters.carla.query import actors_blocked, collisions, file_info
 
 pytestmark = pytest.mark.realdata

@@ -26,6 +26,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+
 from nanorec.converters.carla.generate import generate
 from nanorec.converters.carla.query import actors_blocked, collisions, file_info
 

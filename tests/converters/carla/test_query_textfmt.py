@@ -17,6 +17,7 @@ import sys
 from datetime import timedelta, timezone
 
 import pytest
+
 from nanorec.converters.carla.textfmt import (
     fmt_f0,
     fmt_g,

@@ -7,9 +7,9 @@ import random
 import struct
 
 import numpy as np
+
 from nanorec.converters.carla.ids import Engine
 from nanorec.converters.carla.walk import gather, iter_walk, scatter, walk
-
 from tests.converters.carla import carla_bytes as cb
 
 

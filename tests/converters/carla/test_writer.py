@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from nanorec.converters.carla.ids import (
     ADDITIONAL_DATA,
     FAMILIES,
@@ -36,7 +37,6 @@ from nanorec.converters.carla.writer import (
     rotation_from_quaternion,
     wrap_degrees,
 )
-
 from nanorec.errors import FormatError, OutputExistsError, UnsupportedError
 
 HEADER_TOWN01 = bytes.fromhex(

@@ -1,0 +1,157 @@
+"""Format-neutral benchmark: every converter's convert MB/s against the MCAP writer merely
+storing the same message bytes, and random message reads, in one run.
+
+The anchor is what a user might pick instead of an indexed archive: MCAP's own Python
+writer (`mcap` package, chunked, with its index) writing the very bytes our converter wrote
+as messages, prebuilt in memory and with no decoding at all. The ratio `mcap s / convert s`
+is the share of the MCAP writer's speed our conversion reaches (1.0 = as fast; the issue's
+aim: >= 0.5). Random read: `reader.raw(i)` and `recording.message(i)` at random i.
+
+Inputs come from each format's own generator (`INPUTS`); a format without one is listed as
+skipped. Writes its table into bench/RESULTS.md between the `convert` markers.
+
+    python bench/bench_convert.py              # ~100 MB per format
+    python bench/bench_convert.py --mb 20      # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+START, END = "<!-- convert:start -->", "<!-- convert:end -->"
+
+
+def _carla_input(path: Path, size: int) -> None:
+    from nanorec.converters.carla.generate import generate_to
+
+    generate_to(path, "0.9.16", target_bytes=size, vehicles=120, walkers=60, traffic_lights=40)
+
+
+#: How to make a benchmark input of about `size` bytes, per format.
+INPUTS: dict[str, Callable[[Path, int], None]] = {"carla": _carla_input}
+
+
+def bench_format(name: str, work: Path, size: int) -> dict[str, Any]:
+    from mcap.writer import CompressionType, Writer
+
+    from nanorec import registry
+    from nanorec.reader import ArchiveReader
+
+    converter = registry.get(name)
+    source = work / f"input.{name}"
+    INPUTS[name](source, size)
+    source_size = source.stat().st_size
+    archive = work / f"{name}.nanover.zip"
+    os.sync()
+    start = time.perf_counter()
+    report = converter.convert(source, archive, overwrite=True)
+    convert_s = time.perf_counter() - start
+
+    with ArchiveReader(archive) as reader:
+        payloads = [reader.raw(i) for i in range(len(reader))]
+        stamps = (reader.index.timestamp_us * 1000).tolist()
+        kinds = [
+            reader.index.types(i)[0] if reader.index.types(i) else "" for i in range(len(reader))
+        ]
+    out = work / f"{name}.mcap"
+    start = time.perf_counter()
+    with out.open("wb") as stream:
+        writer = Writer(stream, compression=CompressionType.NONE)
+        writer.start()
+        schema = writer.register_schema(name="bytes", encoding="", data=b"")
+        channels: dict[str, int] = {}
+        for payload, stamp, kind in zip(payloads, stamps, kinds, strict=True):
+            channel = channels.get(kind)
+            if channel is None:
+                channel = channels[kind] = writer.register_channel(kind, "msgpack", schema)
+            writer.add_message(channel, log_time=stamp, data=payload, publish_time=stamp)
+        writer.finish()
+    mcap_s = time.perf_counter() - start
+    del payloads
+
+    reads: list[float] = []
+    decodes: list[float] = []
+    with registry.open(archive) as rec:
+        count = len(rec)
+        rng = random.Random(1)
+        picks = [rng.randrange(count) for _ in range(2000)]
+        for number in picks:
+            t0 = time.perf_counter()
+            rec.reader.raw(number)
+            reads.append(time.perf_counter() - t0)
+        for number in picks[:300]:
+            t0 = time.perf_counter()
+            rec.message(number)
+            decodes.append(time.perf_counter() - t0)
+    mb = source_size / 1e6
+    return {
+        "format": name,
+        "source MB": round(mb, 1),
+        "messages": report.messages,
+        "convert MB/s": round(mb / convert_s, 1),
+        "MCAP writer MB/s (same bytes)": round(report.archive_size / 1e6 / mcap_s, 1),
+        "ratio (mcap s / convert s)": round(mcap_s / convert_s, 2),
+        "raw read median µs": round(statistics.median(reads) * 1e6, 1),
+        "message read median µs": round(statistics.median(decodes) * 1e6, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=100, help="input size per format, MB")
+    args = parser.parse_args()
+    from nanorec import registry
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="nanorec-bench-") as folder:
+        for name in sorted(registry.converters()):
+            if name not in INPUTS:
+                print(f"{name}: no input generator, skipped", file=sys.stderr)
+                continue
+            work = Path(folder) / name
+            work.mkdir()
+            row = bench_format(name, work, args.mb * 1_000_000)
+            print(row, file=sys.stderr)
+            rows.append(row)
+    header = list(rows[0])
+    table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    table += ["| " + " | ".join(str(row[key]) for key in header) + " |" for row in rows]
+    text = "\n".join(
+        [
+            START,
+            "## Convert, every format, against the MCAP writer",
+            "",
+            f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}. Date: {datetime.date.today()}. Command: "
+            f"`python bench/bench_convert.py --mb {args.mb}`. The MCAP writer (`mcap` "
+            "package, no compression) stores the same message bytes, prebuilt in memory.",
+            "",
+            *table,
+            END,
+        ]
+    )
+    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n"
+    if START in old:
+        before, rest = old.split(START, 1)
+        old = before + text + rest.split(END, 1)[1]
+    else:
+        old = old.rstrip("\n") + "\n\n" + text + "\n"
+    RESULTS.write_text(old)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""`nanorec convert` (one file, or a batch) and `nanorec roundtrip`."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, run
+from nanorec.cli.inputs import (
+    check_input,
+    check_output,
+    native_converter,
+    progress_bar,
+)
+from nanorec.cli.options import (
+    Force,
+    Json,
+    KeepGoing,
+)
+from nanorec.contract import ConvertReport
+from nanorec.errors import NanorecError, UsageError
+
+FormatName = Annotated[
+    str | None,
+    typer.Option("--from", help="Read the input as this format instead of detecting it."),
+]
+
+
+ConvertOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        "-O",
+        help="A converter option KEY=VALUE (e.g. -O family=0.9.15 for CARLA); repeatable.",
+        metavar="KEY=VALUE",
+    ),
+]
+
+
+def _options(pairs: list[str] | None) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option takes KEY=VALUE, not {pair!r}")
+        options[key] = value
+    return options
+
+
+def convert_report_lines(report: ConvertReport) -> list[str]:
+    ratio = report.archive_size / max(report.source_size, 1)
+    lines = [
+        f"{report.source} -> {report.output}",
+        f"  {report.format}: {report.messages} messages, {report.archive_size} bytes "
+        f"({ratio:.3f}x the source), sha256 {report.sha256}",
+    ]
+    lines += [f"  {key}: {value}" for key, value in report.details.items()]
+    if report.cut is not None:
+        lines.append(f"  cut short: {report.cut} (kept verbatim)")
+    lines += [f"  DAMAGED: {region} (kept verbatim)" for region in report.damaged]
+    lines += [f"  warning: {warning}" for warning in report.warnings]
+    return lines
+
+
+@app.command()
+def convert(
+    sources: Annotated[
+        list[Path],
+        typer.Argument(help="Native recordings (.log, .bag, .pbstream...), or directories."),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Archive to write (default: SOURCE.nanover.zip); with several sources or a "
+            "directory, the directory to write them into.",
+        ),
+    ] = None,
+    force: Force = False,
+    keep_going: KeepGoing = False,
+    fmt: FormatName = None,
+    option: ConvertOptions = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Convert this many files at once (batches).")
+    ] = 1,
+) -> None:
+    """Convert native recordings into indexed, seekable nanorec archives.
+
+    A crashed (cut) recording converts every complete message and keeps the rest verbatim,
+    so `nanorec export` gives the exact file back. Exit status 1 when an input was damaged
+    inside or a warning was given (unless --keep-going), 2 when it cannot be read.
+    Several sources or a directory convert as a batch: one bad file never stops it.
+
+    Example: nanorec convert run.bag -o run.nanover.zip
+    """
+    if len(sources) != 1 or sources[0].is_dir():
+        from nanorec.cli.batch import batch_convert
+
+        code = batch_convert(
+            sources,
+            output,
+            jobs=jobs,
+            force=force,
+            keep_going=keep_going,
+            fmt=fmt,
+            options=_options(option),
+        )
+        raise typer.Exit(code)
+    source = sources[0]
+
+    def action() -> int:
+        check_input(source)
+        converter = native_converter(source, fmt)
+        out = output or source.with_name(source.name + ".nanover.zip")
+        check_output(out, source)
+        options = _options(option)
+        with progress_bar("converting", source.stat().st_size) as update:
+            report = converter.convert(
+                source, out, overwrite=force, progress=update, options=options
+            )
+        typer.echo("\n".join(convert_report_lines(report)))
+        return 0 if report.clean or keep_going else EXIT_PROBLEM
+
+    raise typer.Exit(run(action))
+
+
+@app.command()
+def roundtrip(
+    files: Annotated[list[Path], typer.Argument(help="Native recordings to check.")],
+    as_json: Json = False,
+) -> None:
+    """Convert each native file into an archive, export it back, and compare the bytes.
+
+    Exit status: 0 all identical, 1 some file not identical, 2 some file unreadable.
+
+    Example: nanorec roundtrip recordings/*.bag --json
+    """
+    from nanorec.tables import dumps
+
+    results = []
+    worst = 0
+    for path in files:
+        try:
+            result = roundtrip_one(path)
+        except (NanorecError, OSError) as error:
+            result = {"file": str(path), "error": str(error)}
+            worst = max(worst, EXIT_BAD_INPUT)
+        else:
+            worst = max(worst, 0 if result["identical"] else EXIT_PROBLEM)
+        results.append(result)
+        if not as_json:
+            if "error" in result:
+                typer.echo(f"nanorec: {path}: {result['error']}", err=True)
+            else:
+                verdict = "identical" if result["identical"] else "NOT IDENTICAL"
+                typer.echo(
+                    f"{path}: {result['format']}, {result['messages']} messages, "
+                    f"archive {result['archive_size']} bytes: {verdict}"
+                )
+    if as_json:
+        typer.echo(dumps(results))
+    raise typer.Exit(worst)
+
+
+def roundtrip_one(path: Path) -> dict[str, Any]:
+    """Native -> archive -> native for one file, compared by sha256."""
+    check_input(path)
+    converter = native_converter(path, None)
+    with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
+        archive = Path(folder) / "a.nanover.zip"
+        report = converter.convert(path, archive)
+        back = Path(folder) / "back"
+        from nanorec.reader import ArchiveReader
+
+        with ArchiveReader(archive) as reader:
+            converter.export(reader, back)
+        identical = _sha256(back) == _sha256(path)
+    return {
+        "file": str(path),
+        "format": converter.name,
+        "messages": report.messages,
+        "archive_size": report.archive_size,
+        "identical": identical,
+        "damaged": [str(region) for region in report.damaged],
+        "cut": None if report.cut is None else str(report.cut),
+    }
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

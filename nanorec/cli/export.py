@@ -1,0 +1,119 @@
+"""`nanorec export`: the native file back (byte for byte, or a valid cut), or the
+recording as Parquet tables or MCAP."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nanorec import registry
+from nanorec.cli import EXIT_PROBLEM, app, run
+from nanorec.cli.inputs import (
+    check_output,
+    opened,
+    opened_archive,
+)
+from nanorec.cli.options import (
+    Duration,
+    End,
+    Force,
+    Kinds,
+    Messages,
+    Output,
+    Start,
+)
+from nanorec.errors import UnsupportedError
+from nanorec.selection import Selection
+
+
+@app.command()
+def export(
+    file: Annotated[Path, typer.Argument(help="An archive (or a native file, converted first).")],
+    output: Output,
+    force: Force = False,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-F",
+            help="native (the recording's own format), parquet (a directory of tables, "
+            "needs the [tables] extra), mcap (needs the [mcap] extra), or a format's own "
+            "(pbstream: ros-map).",
+            metavar="FORMAT",
+        ),
+    ] = "native",
+) -> None:
+    """Write the native file back, byte for byte, or a valid cut of it; or the recording in
+    another format (Parquet tables, MCAP).
+
+    Without a range the whole recording is written and checked against the sha256 recorded
+    at conversion (exit 1 if it differs). With --start/--end/--duration, --messages or
+    --type, a valid native file holding just that (where the format allows such a cut).
+
+    Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
+    """
+
+    selection = run(
+        lambda: Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+        )
+    )
+    raise typer.Exit(run(lambda: export_file(file, output, selection, force=force, to=to)))
+
+
+def export_file(
+    file: Path,
+    output: Path,
+    selection: Selection,
+    *,
+    force: bool,
+    to: str = "native",
+    convert_options: Mapping[str, Any] | None = None,
+) -> int:
+    """`nanorec export` (and a format's own export): print the report, return the status."""
+    check_output(output, file)
+    if to in ("parquet", "mcap"):
+        return _export_other(to, file, output, selection, force)
+    with opened_archive(file, options=convert_options) as reader:
+        converter = registry.for_archive(reader)
+        if converter is None:
+            raise UnsupportedError(
+                f"{file} is a plain archive (no converter wrote it): there is no native "
+                "file to export"
+            )
+        options = None if to == "native" else {"format": to}
+        report = converter.export(
+            reader, output, selection=selection, overwrite=force, options=options
+        )
+    verdict = (
+        f"a cut of {report.messages} messages"
+        if report.identical is None
+        else "identical to the source"
+        if report.identical
+        else "DIFFERS from the source"
+    )
+    typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256} ({verdict})")
+    return EXIT_PROBLEM if report.identical is False else 0
+
+
+def _export_other(to: str, file: Path, output: Path, selection: Selection, force: bool) -> int:
+    """Parquet tables or MCAP, from any recording (`nanorec.arrow`, `nanorec.mcap`)."""
+    with opened(file) as recording:
+        if to == "parquet":
+            from nanorec.arrow import export_parquet
+
+            lines = export_parquet(recording, output, selection=selection, overwrite=force)
+        else:
+            from nanorec.mcap import export_mcap
+
+            lines = export_mcap(recording, output, selection=selection, overwrite=force)
+    typer.echo("\n".join(lines))
+    return 0

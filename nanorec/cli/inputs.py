@@ -1,0 +1,109 @@
+"""What every verb does with its inputs and outputs: one wording for a missing, empty or
+foreign file, no output over an input, a progress bar, and inputs opened as archives
+(a native file converted into a temporary one first)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from nanorec import registry
+from nanorec.contract import Converter, Message, Recording
+from nanorec.errors import UsageError
+
+
+def check_input(path: Path) -> None:
+    """One wording for an input that is not there, not a file, or empty."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    if not path.is_file():
+        raise UsageError(f"{path}: not a regular file")
+    if path.stat().st_size == 0:
+        raise UsageError(f"{path}: the file is empty")
+
+
+def check_output(output: Path, *inputs: Path) -> None:
+    """Refuse an output that would replace an input (whatever `--force` says) or that has
+    no directory to go to."""
+    if not output.parent.is_dir():
+        raise UsageError(f"{output}: the directory {output.parent} does not exist")
+    for source in inputs:
+        if output.exists() and source.exists() and os.path.samefile(output, source):
+            raise UsageError(f"{output} is the input: refusing to write over it")
+
+
+def native_converter(path: Path, name: str | None = None) -> Converter:
+    """The converter for native file `path` (`name` forces one); `UsageError` for an archive,
+    `UnsupportedError` for a file no converter takes."""
+    head = registry.read_head(path)
+    if registry.is_archive(head):
+        raise UsageError(
+            f"{path} is already an archive: nothing to convert (`nanorec export` writes "
+            "the native file back)"
+        )
+    return registry.get(name) if name is not None else registry.for_native(path, head)
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, total: int) -> Iterator[Any]:
+    """A progress bar on stderr when it is a terminal (and nothing otherwise)."""
+    shown = sys.stderr.isatty()
+    with typer.progressbar(
+        length=max(total, 1),
+        label=label,
+        file=sys.stderr if shown else io.StringIO(),
+        show_eta=True,
+    ) as bar:
+
+        def update(done: int, _total: int) -> None:
+            bar.update(done - bar.pos)
+
+        yield update
+
+
+@contextlib.contextmanager
+def opened(path: Path) -> Iterator[Recording]:
+    check_input(path)
+    recording = registry.open(path)
+    try:
+        yield recording
+    finally:
+        recording.close()
+
+
+@contextlib.contextmanager
+def opened_archive(
+    path: Path, fmt: str | None = None, options: Mapping[str, Any] | None = None
+) -> Iterator[Any]:
+    """An `ArchiveReader` of `path`: the archive itself, or a native file converted into a
+    temporary archive (removed afterwards)."""
+    from nanorec.reader import ArchiveReader
+
+    check_input(path)
+    if registry.is_archive(registry.read_head(path)):
+        with ArchiveReader(path) as reader:
+            yield reader
+        return
+    converter = native_converter(path, fmt)
+    with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
+        archive = Path(folder) / (path.name + ".nanover.zip")
+        converter.convert(path, archive, options=options)
+        with ArchiveReader(archive) as reader:
+            yield reader
+
+
+def message_dict(message: Message) -> dict[str, Any]:
+    return {
+        "number": message.number,
+        "time": message.time,
+        "kind": message.kind,
+        "value": message.value,
+    }

@@ -1,0 +1,185 @@
+"""The converter contract, as tests every registered format inherits.
+
+A format's test module subclasses `ConverterContract`, names its converter and its sample
+files (small native recordings), and gets: registration and sniffing, convert -> export
+byte-identical, random access equal to sequential reading, a cut input converting what is
+complete and exporting back byte for byte, garbage giving a `NanorecError`, a JSON-able
+`summary()`, and every CLI verb surviving cut and flipped inputs with one line and an exit
+status (never a traceback). The fake plug-in format runs it too (`test_contract_fake.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from nanorec import registry
+from nanorec.cli import _register, app
+from nanorec.contract import SNIFF_BYTES, Converter, Recording
+from nanorec.errors import NanorecError
+from nanorec.reader import ArchiveReader
+from nanorec.selection import Selection
+from tests.conftest import make_runner
+
+#: Cuts tried per sample: evenly spread, plus the last bytes (a crash's usual place).
+CUTS = 12
+_runner = make_runner()
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class ConverterContract:
+    """Subclass with `name` (the converter's) and a `samples` fixture."""
+
+    name: ClassVar[str]
+
+    @pytest.fixture
+    def samples(self) -> list[Path]:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def converter(self) -> Converter:
+        return registry.get(self.name)
+
+    def convert(self, converter: Converter, source: Path, work: Path) -> Path:
+        out = work / (source.name + ".nanover.zip")
+        converter.convert(source, out, overwrite=True)
+        return out
+
+    # -- registration ------------------------------------------------------------------------
+
+    def test_registered_and_sniffs(self, converter: Converter, samples: list[Path]) -> None:
+        assert isinstance(converter, Converter)
+        assert converter.name == self.name and converter.suffixes and converter.title
+        for sample in samples:
+            head = sample.read_bytes()[:SNIFF_BYTES]
+            assert converter.sniff(head), sample
+            assert registry.for_native(sample).name == self.name
+        for other in (b"", b"\x89PNG\r\n\x1a\n" + bytes(100), bytes(range(256)) * 4):
+            assert not converter.sniff(other)
+
+    # -- round trips -------------------------------------------------------------------------
+
+    def test_convert_export_byte_identical(
+        self, converter: Converter, samples: list[Path], tmp_path: Path
+    ) -> None:
+        for sample in samples:
+            archive = self.convert(converter, sample, tmp_path)
+            back = tmp_path / ("back-" + sample.name)
+            with ArchiveReader(archive) as reader:
+                assert registry.for_archive(reader) is converter
+                report = converter.export(reader, back)
+                assert report.messages == len(reader)
+            assert _sha(back) == _sha(sample), sample
+            assert report.identical is True and report.sha256 == _sha(sample)
+
+    def test_random_access_equals_sequential(
+        self, converter: Converter, samples: list[Path], tmp_path: Path
+    ) -> None:
+        for sample in samples:
+            archive = self.convert(converter, sample, tmp_path)
+            with registry.open(archive) as rec:
+                assert isinstance(rec, Recording) and rec.format == self.name
+                sequential = list(rec.messages())
+                assert [m.number for m in sequential] == list(range(len(rec)))
+                times = [m.time for m in sequential]
+                assert times == sorted(times) and rec.duration == pytest.approx(
+                    times[-1] - times[0] if times else 0.0
+                )
+                order = list(range(len(rec)))
+                random.Random(7).shuffle(order)
+                for number in order[:50]:
+                    again = rec.message(number)
+                    assert (again.number, again.time, again.kind) == (
+                        number,
+                        sequential[number].time,
+                        sequential[number].kind,
+                    )
+                    assert rec.reader.raw(number) == rec.reader.raw(number)
+                if len(rec):
+                    middle = rec.time_of(len(rec) // 2)
+                    assert rec.number_at(middle) >= len(rec) // 2 - 1  # type: ignore[attr-defined]
+                    picked = list(rec.messages(Selection.make(start=middle)))
+                    assert all(m.time >= middle for m in picked) and picked
+
+    def test_summary_is_json(
+        self, converter: Converter, samples: list[Path], tmp_path: Path
+    ) -> None:
+        for sample in samples:
+            with registry.open(sample) as rec:
+                text = json.dumps(rec.summary(), allow_nan=False)
+                assert json.loads(text)["messages"] == len(rec)
+
+    # -- damaged input -----------------------------------------------------------------------
+
+    def test_cut_input_converts_what_is_complete(
+        self, converter: Converter, samples: list[Path], tmp_path: Path
+    ) -> None:
+        for sample in samples:
+            data = sample.read_bytes()
+            cuts = sorted(
+                {len(data) * k // CUTS for k in range(1, CUTS)} | {len(data) - 1, len(data) - 3}
+            )
+            for cut in cuts:
+                source = tmp_path / f"cut-{cut}{sample.suffix}"
+                source.write_bytes(data[:cut])
+                out = tmp_path / f"cut-{cut}.nanover.zip"
+                try:
+                    report = converter.convert(source, out, overwrite=True)
+                except NanorecError:
+                    continue  # too little left to be this format: a clear error is right
+                back = tmp_path / f"back-{cut}"
+                with ArchiveReader(out) as reader:
+                    assert len(reader) == report.messages
+                    converter.export(reader, back, overwrite=True)
+                assert back.read_bytes() == data[:cut], (sample, cut)
+
+    def test_garbage_is_a_nanorec_error(self, converter: Converter, tmp_path: Path) -> None:
+        for name, data in (("zeros", bytes(4096)), ("text", b"hello world\n" * 50)):
+            source = tmp_path / (name + converter.suffixes[0])
+            source.write_bytes(data)
+            with pytest.raises(NanorecError):
+                converter.convert(source, tmp_path / f"{name}.nanover.zip")
+
+    def test_every_verb_on_damaged_input_is_one_line(
+        self, samples: list[Path], tmp_path: Path
+    ) -> None:
+        """Cut and byte-flipped copies through each verb: exit 0, 1 or 2, never a traceback."""
+        _register()
+        sample = samples[0]
+        data = sample.read_bytes()
+        rng = random.Random(11)
+        variants = {"whole": data, "cut": data[: len(data) * 2 // 3]}
+        flipped = bytearray(data)
+        for _ in range(8):
+            flipped[rng.randrange(len(flipped))] ^= 0xFF
+        variants["flipped"] = bytes(flipped)
+        for label, content in variants.items():
+            source = tmp_path / f"{label}{sample.suffix}"
+            source.write_bytes(content)
+            out = tmp_path / f"{label}.out"
+            for args in (
+                ["info", str(source), "--json"],
+                ["cat", str(source)],
+                ["play", str(source), "--immediate"],
+                ["verify", str(source)],
+                ["convert", str(source), "-o", str(out) + ".zip", "--force"],
+                ["export", str(source), "-o", str(out), "--force"],
+                ["roundtrip", str(source)],
+            ):
+                result = _runner.invoke(app, args)
+                assert isinstance(result.exception, SystemExit | None), (
+                    label,
+                    args,
+                    result.exception,
+                )
+                assert result.exit_code in (0, 1, 2), (label, args, result.exit_code)
+                if result.exit_code == 2:
+                    assert result.stderr.startswith("nanorec: "), (label, args, result.stderr)

@@ -1,0 +1,139 @@
+"""A third-party format, registered the way a plug-in package would: through an entry point.
+
+The format ("FAKELOG"): a line `FAKELOG 1`, then one line per message, `<t_us> <kind>
+<text>`. A last line without its newline is a crashed writer's tail: kept verbatim. It is
+small on purpose: the contract suite runs on it to prove that nanorec finds and drives a
+format it has never imported (see `conftest.py`, which installs the entry point).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nanorec.atomic import atomic_output
+from nanorec.contract import ConvertReport, ExportReport, Progress, Region
+from nanorec.errors import BadMagicError, FormatError, UsageError
+from nanorec.reader import ArchiveReader
+from nanorec.recording import ArchiveRecording
+from nanorec.selection import Selection
+from nanorec.writer import ArchiveWriter
+
+MAGIC = b"FAKELOG 1\n"
+
+
+class FakeRecording(ArchiveRecording):
+    format = "fake"
+
+    def kind_of(self, number: int) -> str:
+        return str(self.reader.read(number)["line"]["kind"])
+
+    def decode(self, number: int) -> Any:
+        return self.reader.read(number)["line"]["text"]
+
+
+class FakeConverter:
+    name = "fake"
+    title = "FAKELOG text log"
+    suffixes = (".fakelog",)
+
+    def sniff(self, head: bytes) -> bool:
+        return head.startswith(MAGIC)
+
+    def convert(
+        self,
+        source: Path,
+        output: Path,
+        *,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ConvertReport:
+        data = source.read_bytes()
+        if not data.startswith(MAGIC):
+            raise BadMagicError(f"{source} does not start with {MAGIC!r}", offset=0)
+        position, count, last, cut = len(MAGIC), 0, 0, None
+        with ArchiveWriter(output, overwrite=overwrite, source_format=self.name) as writer:
+            writer.source.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+            while position < len(data):
+                end = data.find(b"\n", position)
+                if end < 0:
+                    cut = Region(position, len(data) - position, "a line without its newline")
+                    break
+                line = data[position:end]
+                stamp, _, rest = line.partition(b" ")
+                kind, _, text = rest.partition(b" ")
+                try:
+                    t_us = int(stamp)
+                except ValueError:
+                    raise FormatError(f"line {count + 2} has no time", offset=position) from None
+                if t_us < last:
+                    raise FormatError(f"line {count + 2} goes back in time", offset=position)
+                message = {"kind": kind.decode("latin-1"), "text": text.decode("latin-1")}
+                writer.write({"line": message}, timestamp_us=t_us)
+                last, position, count = t_us, end + 1, count + 1
+                if progress is not None:
+                    progress(position, len(data))
+            writer.add_member("fake-tail", data[position:])
+        return ConvertReport(
+            source,
+            output,
+            self.name,
+            count,
+            len(data),
+            output.stat().st_size,
+            hashlib.sha256(data).hexdigest(),
+            cut=cut,
+        )
+
+    def export(
+        self,
+        reader: ArchiveReader,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        if options and options.get("format") not in (None, "native"):
+            raise UsageError(f"fake exports no {options['format']!r}")
+        whole = selection is None or selection.everything
+        numbers = (selection or Selection()).numbers(reader.index).tolist()
+        digest = hashlib.sha256()
+        with atomic_output(output, overwrite=overwrite) as stream:
+            for chunk in self._chunks(reader, numbers, whole):
+                stream.write(chunk)
+                digest.update(chunk)
+        expected = (reader.description or {}).get("source", {}).get("sha256")
+        sha = digest.hexdigest()
+        identical = (sha == expected) if whole and expected else None
+        return ExportReport(output, output.stat().st_size, sha, len(numbers), identical)
+
+    def _chunks(self, reader: ArchiveReader, numbers: list[int], whole: bool) -> Any:
+        yield MAGIC
+        stamps = reader.index.timestamp_us
+        for number in numbers:
+            line = reader.read(number)["line"]
+            text = f"{stamps.item(number)} {line['kind']} {line['text']}\n"
+            yield text.encode("latin-1")
+        if whole:
+            yield reader.member("fake-tail")
+
+    def open_archive(self, reader: ArchiveReader) -> FakeRecording:
+        return FakeRecording(reader)
+
+    def commands(self) -> None:
+        return None
+
+
+CONVERTER = FakeConverter()
+
+
+def sample(path: Path, lines: int = 50, tail: bytes = b"") -> Path:
+    """Write a FAKELOG of `lines` messages (kinds a and b) at `path`, plus `tail`."""
+    body = b"".join(f"{i * 100_000} {'ab'[i % 2]} message {i}\n".encode() for i in range(lines))
+    path.write_bytes(MAGIC + body + tail)
+    return path

@@ -1,0 +1,37 @@
+"""`nanorec.open` on a native file: its temporary archive never outlives the recording."""
+
+from __future__ import annotations
+
+import gc
+import tempfile
+from pathlib import Path
+
+import nanorec
+from nanorec.contract import Recording
+from tests.conftest import SAMPLES
+
+SAMPLE = SAMPLES / "carla-0.9.16-town03.log"
+
+
+def _ours() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("nanorec-*"))
+
+
+def test_closed_or_collected_recordings_leave_no_temporary_archive() -> None:
+    before = _ours()
+    rec = nanorec.open(SAMPLE)
+    assert isinstance(rec, Recording) and len(_ours() - before) == 1
+    rec.close()
+    assert _ours() == before
+    for _ in range(3):  # a notebook re-running a cell, never closing
+        rec = nanorec.open(SAMPLE)
+        len(rec)
+    del rec
+    gc.collect()
+    assert _ours() == before
+
+
+def test_reprs_are_one_line() -> None:
+    with nanorec.open(SAMPLE) as rec:
+        assert "\n" not in repr(rec) and "frames" in repr(rec)
+        assert "\n" not in repr(rec.reader)
