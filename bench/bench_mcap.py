@@ -150,6 +150,7 @@ def protobuf_comparison(recording: Any) -> str:
 
     import zstandard
     from foxglove_schemas_protobuf.SceneUpdate_pb2 import SceneUpdate
+
     from nanorec.converters.carla.mcap import frame_records
 
     worlds = [recording.frame(i) for i in range(min(len(recording), 100))]
@@ -212,10 +213,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smaller synthetic town")
     parser.add_argument("--protobuf", action="store_true", help="JSON vs protobuf encoding")
     args = parser.parse_args()
+    from nanorec import ArchiveReader
     from nanorec.converters.carla.generate import generate
     from nanorec.converters.carla.recording import CarlaRecording
-
-    from nanorec import ArchiveReader
     from nanorec.recording import ArchiveRecording
 
     rows: list[dict[str, Any]] = []

@@ -12,11 +12,11 @@ from typing import Any
 
 import jsonschema
 import pytest
-from nanorec.converters.carla.mcap import TOPICS
-from nanorec.converters.carla.recording import CarlaRecording
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla.mcap import TOPICS
+from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.errors import NanorecError, UsageError
 from nanorec.mcap import export_mcap
 from nanorec.selection import Selection

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
+
 from nanorec.converters.carla.mcap import rotate, to_foxglove
 
 MIRROR = np.diag([1.0, -1.0, 1.0])  # Unreal's y (right) is Foxglove's -y (left)
