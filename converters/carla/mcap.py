@@ -7,9 +7,8 @@ elapsed seconds; MCAP's sequence number is the archive frame number):
   attached actor never positioned, a sensor, hangs from its parent: `reference_frame`);
 - `/carla/scene` (`foxglove.SceneUpdate`): one cube per live actor (not the spectator),
   from its recorded bounding box, else (none, or CARLA's empty NaN/-inf box) a per-type
-  default size; coloured by type (traffic
-  lights by their state); id, blueprint, type, role name and parent as metadata; actors
-  destroyed in the frame are deleted;
+  default size; coloured by type (traffic lights by their state); id, blueprint, type,
+  role name and parent as metadata; actors destroyed in the frame are deleted;
 - `/carla/traffic_lights` (`carla.TrafficLights`, our own JSON Schema): each light's state;
 - `/carla/collisions` and `/carla/events` (`foxglove.Log`): collisions (warnings), spawns
   and destructions (info).
