@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,3 +225,30 @@ def test_cut_recordings_export_or_fail_cleanly(tmp_path: Path) -> None:
         out.unlink()
         path.unlink()
     assert exported > 10
+
+
+def test_damaged_archives_export_or_fail_cleanly(tmp_path: Path) -> None:
+    """Bytes flipped across a CARLA archive: a valid MCAP or a NanorecError, never another
+    exception, and never a partial output."""
+    from nanorec.converters.carla.convert import convert
+
+    archive = tmp_path / "a.nanover.zip"
+    convert(SAMPLES / "carla-0.9.15-town03.log", archive)
+    data = archive.read_bytes()
+    rng = random.Random(7)
+    outcomes: Counter[str] = Counter()
+    for offset in sorted(rng.sample(range(len(data)), 40)):
+        damaged = tmp_path / "d.nanover.zip"
+        damaged.write_bytes(data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1 :])
+        out = tmp_path / "d.mcap"
+        try:
+            with CarlaRecording.open(damaged) as recording:
+                export_mcap(recording, out, selection=Selection.make(messages="0:40"))
+        except NanorecError:
+            assert not out.exists()
+            outcomes["error"] += 1
+            continue
+        doctor(out)
+        out.unlink()
+        outcomes["exported"] += 1
+    assert outcomes["error"] and outcomes["exported"]
