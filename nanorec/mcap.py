@@ -236,16 +236,17 @@ def ros1_record(
 ) -> McapRecord:
     """A ROS1 message as `mcap convert` writes it: `ros1` encoding, the connection's
     `message_definition` as a `ros1msg` schema named after its type, the payload untouched,
-    and the connection's `callerid` and `latching` as channel metadata (values as in the bag).
-    Reuse one `McapRecord`'s schema bytes per connection (see `McapRecord`)."""
+    and the connection header's other fields (`topic`, `md5sum`, `callerid`, `latching`) as
+    channel metadata, values as in the bag (`latching` stays "1"/"0", as `mcap convert`
+    keeps it). Pass the same definition bytes object for a connection's messages."""
     definition = (
         message_definition.encode() if isinstance(message_definition, str) else message_definition
     )
-    metadata: dict[str, str] = {}
-    for key in ("callerid", "latching"):
-        value = (connection_header or {}).get(key)
-        if value is not None:
-            metadata[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    metadata = {
+        key: value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        for key, value in (connection_header or {}).items()
+        if key not in ("type", "message_definition") and value is not None
+    }
     return McapRecord(
         topic=topic,
         schema_name=datatype,

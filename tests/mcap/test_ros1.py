@@ -42,18 +42,14 @@ class BagRecording:
                 definition = definitions.get(connection.id)
                 if definition is None:
                     definition = definitions[connection.id] = connection.msgdef.data.encode()
-                header = {
-                    key: value
-                    for key, value in (
-                        ("callerid", connection.ext.callerid),
-                        (
-                            "latching",
-                            None
-                            if connection.ext.latching is None
-                            else str(connection.ext.latching),
-                        ),
-                    )
-                    if value is not None
+                latching = connection.ext.latching
+                header = {  # a bag connection's header, as rosbags gives it
+                    "topic": connection.topic,
+                    "type": ros1_type(connection.msgtype),
+                    "md5sum": connection.digest,
+                    "message_definition": connection.msgdef.data,
+                    "callerid": connection.ext.callerid,
+                    "latching": None if latching is None else str(latching),
                 }
                 yield ros1_record(
                     topic=connection.topic,
@@ -84,6 +80,7 @@ def test_real_bag_to_mcap(bag: Path, tmp_path: Path) -> None:
     with rosbag1.Reader(bag) as reader:
         payloads = [bytes(data) for _, _, data in reader.messages()]
         types = {c.topic: ros1_type(c.msgtype) for c in reader.connections}
+        digests = {c.topic: c.digest for c in reader.connections}
     assert [m.data for m in checked.messages] == payloads
     start, end, topics = info_yaml(bag)
     assert checked.topic_counts() == topics
@@ -91,6 +88,9 @@ def test_real_bag_to_mcap(bag: Path, tmp_path: Path) -> None:
     assert times[0] / 1e9 == pytest.approx(start, abs=1e-6)
     assert times[-1] / 1e9 == pytest.approx(end, abs=1e-6)
     for channel in checked.channels.values():
+        assert channel.metadata["md5sum"] == digests[channel.topic]
+        assert channel.metadata["topic"] == channel.topic
+        assert set(channel.metadata) <= {"topic", "md5sum", "callerid", "latching"}
         schema = checked.schemas[channel.schema_id]
         assert (schema.encoding, channel.message_encoding) == ("ros1msg", "ros1")
         assert schema.name == types[channel.topic]
@@ -111,6 +111,6 @@ def test_ros1_record_metadata() -> None:
         time_ns=5,
         connection_header={"callerid": b"/map_server", "latching": b"1", "md5sum": b"x"},
     )
-    assert record.channel_metadata == {"callerid": "/map_server", "latching": "1"}
+    assert record.channel_metadata == {"callerid": "/map_server", "latching": "1", "md5sum": "x"}
     assert record.schema_data == b"int8[] data\n"
     assert (record.schema_encoding, record.message_encoding) == ("ros1msg", "ros1")
