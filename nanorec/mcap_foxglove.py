@@ -186,6 +186,16 @@ def occupancy_grid(
     }
 
 
+def occupancy_from_probability(probability: npt.ArrayLike) -> npt.NDArray[np.int8]:
+    """ROS occupancy values (int8: 0-100 percent, -1 unknown) from probabilities in [0, 1]
+    (NaN for cells never observed), for `occupancy_grid`."""
+    p = np.asarray(probability, np.float64)
+    known = np.isfinite(p)
+    cells = np.full(p.shape, -1, np.int8)
+    cells[known] = np.rint(np.clip(p[known], 0.0, 1.0) * 100).astype(np.int8)
+    return cells
+
+
 def record(
     topic: str, type_name: str, time_ns: int, message: dict[str, Any], *, sequence: int = 0
 ) -> McapRecord:
@@ -220,6 +230,7 @@ __all__ = [
     "frame_transform",
     "line_strip",
     "log",
+    "occupancy_from_probability",
     "occupancy_grid",
     "pose",
     "pose_in_frame",

@@ -108,3 +108,10 @@ def test_map_like_export(tmp_path: Path) -> None:
     for message in checked.messages:
         schema = checked.schemas[checked.channels[message.channel_id].schema_id]
         validate(schema.name, json.loads(message.data))
+
+
+def test_occupancy_from_probability() -> None:
+    p = np.array([[0.0, 0.5, 1.0], [np.nan, 0.654, 2.0]])
+    cells = fox.occupancy_from_probability(p)
+    assert cells.dtype == np.int8
+    assert cells.tolist() == [[0, 50, 100], [-1, 65, 100]]
