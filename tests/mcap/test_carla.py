@@ -22,6 +22,7 @@ from nanorec.errors import NanorecError, UsageError
 from nanorec.mcap import export_mcap
 from nanorec.selection import Selection
 from tests.conftest import SAMPLES, carla_realdata
+from tests.mcap.conformance import check_mcap_export
 from tests.mcap.doctor import Checked, doctor
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.log"))
@@ -252,3 +253,9 @@ def test_damaged_archives_export_or_fail_cleanly(tmp_path: Path) -> None:
         out.unlink()
         outcomes["exported"] += 1
     assert outcomes["error"] and outcomes["exported"]
+
+
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=ids(SAMPLE_FILES))
+def test_conformance(path: Path, tmp_path: Path) -> None:
+    with CarlaRecording.open(path) as recording:
+        check_mcap_export(recording, tmp_path, validate_every=7)
