@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from mcap.reader import make_reader
 
 from nanorec import ArchiveReader, ArchiveWriter
 from nanorec.errors import FormatError, OutputExistsError, UnsupportedError, UsageError
-from nanorec.mcap import McapRecord, export_mcap
+from nanorec.mcap import McapRecord, export_mcap, json_bytes
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from tests.conftest import REALDATA
@@ -254,3 +255,29 @@ def test_real_nanover_recording(tmp_path: Path) -> None:
 def test_generic_conformance(archive: Path, tmp_path: Path) -> None:
     with ArchiveRecording(ArchiveReader(archive)) as recording:
         check_mcap_export(recording, tmp_path)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson", "json"])
+def test_json_bytes(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson (when installed) and the json module give the same values, NaN as null."""
+    import nanorec.mcap
+
+    if not fast:
+        monkeypatch.setattr(nanorec.mcap, "_orjson", None)
+    elif nanorec.mcap._orjson is None:
+        pytest.skip("orjson is not installed")
+    value = {
+        "a": [1.5, math.nan, -math.inf, 2**70],
+        "b": b"\xff",
+        "é": "ü",
+        "n": {1: None, "t": (1, 2)},
+        "x": np.float32(0.5),
+    }
+    assert strict_json(json_bytes(value)) == {
+        "a": [1.5, None, None, 2**70],
+        "b": {"base64": "/w=="},
+        "é": "ü",
+        "n": {"1": None, "t": [1, 2]},
+        "x": 0.5,
+    }
+    assert strict_json(json_bytes({"f": [0.1, math.inf]})) == {"f": [0.1, None]}
