@@ -259,3 +259,23 @@ def test_damaged_archives_export_or_fail_cleanly(tmp_path: Path) -> None:
 def test_conformance(path: Path, tmp_path: Path) -> None:
     with CarlaRecording.open(path) as recording:
         check_mcap_export(recording, tmp_path, validate_every=7)
+
+
+def test_attached_sensors_hang_from_their_parent(exported: dict[str, Any]) -> None:
+    """Real file: scenario_runner attaches its sensors to the hero (EventParent) and CARLA
+    records their spawn transform relative to it (the gnss 1 m forward, 2.8 m up; the camera
+    5.9 m behind): spec §5.2's uncertainty, settled. Their transforms hang from the hero."""
+    name = "scenario_runner_DistanceToLaneCenter.log"
+    if name not in exported:
+        pytest.skip(f"{name} is not present")
+    recording, checked = exported[name]
+    world = recording.frame(240)
+    hero = world.actors[243].parent_id
+    tf = {
+        t["child_frame_id"]: t
+        for t in json.loads(checked.by_topic(TOPICS["tf"])[240].data)["transforms"]
+    }
+    for sensor in (239, 240, 241, 242, 243):
+        assert tf[f"actor/{sensor}"]["parent_frame_id"] == f"actor/{hero}"
+    assert tf[f"actor/{hero}"]["parent_frame_id"] == "world"
+    assert tf["actor/241"]["translation"] == {"x": 1.0, "y": -0.0, "z": 2.8}
