@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcap.reader import make_reader
 
 from nanorec import ArchiveReader, ArchiveWriter
@@ -281,3 +283,70 @@ def test_json_bytes(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
         "x": 0.5,
     }
     assert strict_json(json_bytes({"f": [0.1, math.inf]})) == {"f": [0.1, None]}
+
+
+@st.composite
+def record_lists(draw: st.DrawFn) -> list[McapRecord]:
+    """Records over a few topics whose schema, encoding and metadata vary at random."""
+    schemas = [b"a", b"b\n", b""]
+    metas: list[dict[str, str]] = [{}, {"callerid": "/x"}, {"callerid": "/y", "latching": "1"}]
+    count = draw(st.integers(1, 40))
+    times = sorted(draw(st.lists(st.integers(0, 2**63), min_size=count, max_size=count)))
+    records = []
+    for i, time_ns in enumerate(times):
+        records.append(
+            McapRecord(
+                topic=draw(st.sampled_from(["/a", "/b", "c"])),
+                schema_name=draw(st.sampled_from(["pkg/A", "pkg/B"])),
+                schema_encoding="ros1msg",
+                schema_data=draw(st.sampled_from(schemas)),
+                message_encoding=draw(st.sampled_from(["ros1", "json"])),
+                log_time_ns=time_ns,
+                publish_time_ns=draw(st.integers(0, 2**64 - 1)),
+                data=draw(st.binary(max_size=64)),
+                channel_metadata=draw(st.sampled_from(metas)),
+                sequence=i,
+            )
+        )
+    return records
+
+
+@settings(max_examples=40, deadline=None)
+@given(records=record_lists())
+def test_any_records_round_trip(records: list[McapRecord], tmp_path_factory: Any) -> None:
+    """Whatever the mix, each message comes back on a channel with exactly its record's
+    topic, encodings, schema and metadata, with its times, sequence and bytes."""
+    out = tmp_path_factory.mktemp("prop") / "out.mcap"
+    export_mcap(FakeRecording(records), out, chunk_size=256)
+    checked = doctor(out)
+    assert len(checked.messages) == len(records)
+    for message, record in zip(checked.messages, records, strict=True):
+        channel = checked.channels[message.channel_id]
+        schema = checked.schemas[channel.schema_id]
+        assert (channel.topic, channel.message_encoding, channel.metadata) == (
+            record.topic,
+            record.message_encoding,
+            dict(record.channel_metadata),
+        )
+        assert (schema.name, schema.encoding, schema.data) == (
+            record.schema_name,
+            record.schema_encoding,
+            record.schema_data,
+        )
+        assert (message.log_time, message.publish_time, message.sequence, message.data) == (
+            record.log_time_ns,
+            record.publish_time_ns,
+            record.sequence,
+            record.data,
+        )
+    distinct = {
+        (
+            r.topic,
+            r.message_encoding,
+            r.schema_name,
+            r.schema_data,
+            tuple(r.channel_metadata.items()),
+        )
+        for r in records
+    }
+    assert len(checked.channels) == len(distinct)
