@@ -206,9 +206,10 @@ class Converter(Protocol):
         options: Mapping[str, Any] | None = None,
     ) -> ConvertReport:
         """Convert `source` into a new archive at `output` (atomically: a partial file renamed
-        at the end). Raises `OutputExistsError` unless `overwrite`, `NanorecError`s for input
-        that cannot be converted at all; a truncated or damaged input converts what is
-        complete and says the rest in the report."""
+        at the end), recording `source={"name", "size", "sha256"}` in its description (batch
+        resumption and export checks read them). Raises `OutputExistsError` unless
+        `overwrite`, `NanorecError`s for input that cannot be converted at all; a truncated
+        or damaged input converts what is complete and says the rest in the report."""
         ...
 
     def export(

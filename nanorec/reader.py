@@ -195,8 +195,11 @@ class ArchiveReader:
         *,
         use_description: bool = True,
         temporary_dir: Path | None = None,
+        verify: bool = True,
     ) -> None:
         self.path = Path(path)
+        #: Whether each read checks the message's CRC-32 (`ChecksumError` on a mismatch).
+        self.verify = verify
         # A directory holding a temporary archive (a native file opened directly): removed at
         # close, at garbage collection or at exit, whichever comes first.
         self._cleanup = (
@@ -402,12 +405,14 @@ class ArchiveReader:
         for number in range(self._count):
             yield self.read(number)
 
-    def read(self, number: int, *, verify: bool = False) -> dict[str, Any]:
+    def read(self, number: int, *, verify: bool | None = None) -> dict[str, Any]:
         """Message `number` as a map, `"nanorec.t"` removed.
 
-        With `verify=True` the stored bytes are first checked against the CRC-32 recorded in
-        the index (`ChecksumError` on mismatch; no check when the index has none, as in
-        NanoVer files). Raises `IndexError`, `ArchiveError` as `reader[number]`.
+        The stored bytes are first checked against the CRC-32 recorded in the index
+        (`ChecksumError` naming the message on a mismatch; no check when the index has none,
+        as in NanoVer files), unless `verify=False` here or for the whole reader
+        (`ArchiveReader(path, verify=False)`, for speed). Raises `IndexError`, `ArchiveError`
+        as `reader[number]`.
         """
         count = self._count
         if number < 0:
@@ -416,18 +421,18 @@ class ArchiveReader:
             raise IndexError(f"message {number} out of range (archive holds {count})")
         offset = self._offsets.item(number)
         data = self._read(offset, self._lengths.item(number))
-        if verify:
+        if self.verify if verify is None else verify:
             self._verify(number, data)
         return self._decode(number, data, self._messages_start + offset)
 
-    def raw(self, number: int, *, verify: bool = False) -> bytes:
+    def raw(self, number: int, *, verify: bool | None = None) -> bytes:
         """The stored bytes of message `number` (still holding the `"nanorec.t"` entry).
 
-        Raises `IndexError` out of range; `ChecksumError` with `verify=True` on a mismatch.
+        Raises `IndexError` out of range; `ChecksumError` on a mismatch (checked as `read`).
         """
         number = self.index.normalize(number)
         data = self._read(self._offsets.item(number), self._lengths.item(number))
-        if verify:
+        if self.verify if verify is None else verify:
             self._verify(number, data)
         return data
 

@@ -20,6 +20,8 @@ from nanorec.selection import Selection, check_seconds
 from nanorec.tables import flatten
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from nanorec.player import Player
 
 _R = TypeVar("_R", bound="ArchiveRecording")
@@ -137,6 +139,13 @@ class ArchiveRecording:
             row: dict[str, Any] = {"number": number, "time": self.time_of(number)}
             row.update(flatten(value) if isinstance(value, dict) else {kind: value})
             yield row
+
+    def table(self, kind: str, selection: Selection | None = None) -> pa.Table:
+        """`rows(kind)` as an Arrow table (needs the `[tables]` extra): `.to_pandas()`,
+        `polars.from_arrow(...)`, or query it with DuckDB."""
+        from nanorec.arrow import table
+
+        return table(self, kind, selection)
 
     def summary(self) -> dict[str, Any]:
         """Counts per kind, times and the archive's self-description."""

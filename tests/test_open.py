@@ -6,6 +6,8 @@ import gc
 import tempfile
 from pathlib import Path
 
+import pytest
+
 import nanorec
 from nanorec.contract import Recording
 from tests.conftest import SAMPLES
@@ -17,7 +19,10 @@ def _ours() -> set[Path]:
     return set(Path(tempfile.gettempdir()).glob("nanorec-*"))
 
 
-def test_closed_or_collected_recordings_leave_no_temporary_archive() -> None:
+def test_closed_or_collected_recordings_leave_no_temporary_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # alone in it, whatever else runs
     before = _ours()
     rec = nanorec.open(SAMPLE)
     assert isinstance(rec, Recording) and len(_ours() - before) == 1

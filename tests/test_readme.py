@@ -45,8 +45,11 @@ def test_there_are_examples() -> None:
     assert len(_commands()) >= 8 and len(_blocks("python")) >= 2
 
 
-def test_shell_examples_run(scratch: Path) -> None:
+def test_examples_run_in_order(scratch: Path) -> None:
+    """The shell lines, then the Python blocks (which may read what the lines wrote)."""
     pytest.importorskip("matplotlib")  # one example plots
+    pytest.importorskip("pyarrow")  # one writes Parquet
+    pytest.importorskip("duckdb")  # one reads it
     for line in _commands():
         args = shlex.split(line, comments=True)[1:]
         result = subprocess.run(
@@ -57,12 +60,8 @@ def test_shell_examples_run(scratch: Path) -> None:
             timeout=300,
         )
         assert result.returncode == 0, (line, result.stderr)
-
-
-@pytest.mark.parametrize("number", range(len(_blocks("python"))))
-def test_python_examples_run(number: int, scratch: Path) -> None:
-    code = _blocks("python")[number]
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=scratch, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr
+    for code in _blocks("python"):
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=scratch, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, (code, result.stderr)

@@ -55,6 +55,14 @@ class CarlaConverter:
             overwrite=overwrite,
             progress=None if progress is None else (lambda done: progress(done, total)),
         )
+        warnings = []
+        forced = (options or {}).get("family")
+        raw = sum(report.raw_packets.values())
+        if forced and raw:
+            warnings.append(
+                f"family {forced} was forced and {raw} packets did not fit it (kept raw): "
+                "the recording is probably of another release (leave --family out to detect it)"
+            )
         cut = None
         if report.truncation is not None:
             cut = Region(report.truncation.offset, report.tail_bytes, str(report.truncation.reason))
@@ -67,6 +75,7 @@ class CarlaConverter:
             archive_size=report.archive_size,
             sha256=report.sha256,
             cut=cut,
+            warnings=warnings,
             details={
                 "family": report.family,
                 "raw_packets": {str(k): v for k, v in sorted(report.raw_packets.items())},

@@ -1447,7 +1447,9 @@ def file_info_json(
     """The facts behind `show_recorder_file_info` as a JSON-ready document.
 
     Keys: `header` (version, map, date in Unix s and as text, detected family),
-    `frames` (last frame id), `duration` (last frame's elapsed s), `actors` (each spawn:
+    `frames` (last frame id, as CARLA's text counts), `complete_frames` (frames that reach
+    their FrameEnd: what `convert` and `len(rec)` count; one less than `frames` when a crash
+    cut the last one), `duration` (last frame's elapsed s), `actors` (each spawn:
     id, type, blueprint, uid, attributes, location cm, rotation deg, created/destroyed
     frame and elapsed s; destroyed matched by the real deleted id), `parents`,
     `collisions` (count), `packets` (count per kind, unknown ids as `id_<n>`) and
@@ -1465,6 +1467,7 @@ def file_info_json(
         alive: dict[int, dict[str, Any]] = {}
         parents = 0
         collision_count = 0
+        complete_frames = 0
         frame = _Frame()
         truncated: dict[str, Any] | None = None
         for item in _iter_packets(rec.buf, header.size, rerun=False) if header.complete else ():
@@ -1478,6 +1481,8 @@ def file_info_json(
                 continue
             if kind is Kind.FRAME_START:
                 frame.read(item)
+            elif kind is Kind.FRAME_END:
+                complete_frames += 1
             elif kind is Kind.EVENT_ADD:
                 for add in _var_records(item, lambda cur: ActorAdd.parse(cur, engine))[1]:
                     entry = {
@@ -1511,6 +1516,7 @@ def file_info_json(
         return {
             "header": _json_header(header, opts),
             "frames": frame.id,
+            "complete_frames": complete_frames,
             "duration": _json_float(frame.elapsed),
             "actors": actors,
             "parents": parents,

@@ -33,7 +33,7 @@ EXIT_PROBLEM = 1
 EXIT_BAD_INPUT = 2
 #: The format-neutral verbs, in the order `--help` lists them.
 VERBS = ("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "roundtrip")
-#: Verbs taking many inputs (a batch may mix formats): never handed to one format.
+#: Verbs taking many inputs: handed to a format only when given exactly one file.
 _MANY_INPUTS = ("convert", "roundtrip")
 
 
@@ -124,11 +124,12 @@ def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
     verb, rest = args[0], args[1:]
     known = set(group.list_commands(ctx))
     formats = _format_groups(group, ctx)
-    if verb in _MANY_INPUTS:
-        return args
     if verb in VERBS:
-        source = _input_of(rest, _value_options([group.get_command(ctx, verb)]))
-        name = _format_of(source) if source is not None else None
+        inputs = _inputs_of(rest, _value_options([group.get_command(ctx, verb)]))
+        if verb in _MANY_INPUTS and len(inputs) != 1:
+            return args  # a batch may mix formats
+        source = inputs[0] if inputs else None
+        name = _format_of(source) if source is not None and source.is_file() else None
         if name in formats and verb in formats[name].commands:
             return [name, verb, *rest]
         return args
@@ -160,8 +161,9 @@ def _value_options(commands: Sequence[Any]) -> set[str]:
     return names
 
 
-def _input_of(args: Sequence[str], value_options: set[str]) -> Path | None:
-    """The first argument naming an existing file (skipping values of options)."""
+def _inputs_of(args: Sequence[str], value_options: set[str]) -> list[Path]:
+    """The positional arguments naming existing files or folders (skipping option values)."""
+    found = []
     skip = False
     for token in args:
         if skip:
@@ -171,9 +173,9 @@ def _input_of(args: Sequence[str], value_options: set[str]) -> Path | None:
             skip = token in value_options
             continue
         path = Path(token)
-        if path.is_file():
-            return path
-    return None
+        if path.exists():
+            found.append(path)
+    return found
 
 
 def _format_of(path: Path) -> str | None:

@@ -75,6 +75,10 @@ class ConverterContract:
             back = tmp_path / ("back-" + sample.name)
             with ArchiveReader(archive) as reader:
                 assert registry.for_archive(reader) is converter
+                # what resuming a batch and checking an export rely on
+                source = (reader.description or {})["source"]
+                assert source["name"] == sample.name and source["size"] == sample.stat().st_size
+                assert source["sha256"] == _sha(sample)
                 report = converter.export(reader, back)
                 assert report.messages == len(reader)
             assert _sha(back) == _sha(sample), sample

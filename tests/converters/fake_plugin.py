@@ -9,6 +9,8 @@ format it has never imported (see `conftest.py`, which installs the entry point)
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -56,7 +58,8 @@ class FakeConverter:
             raise BadMagicError(f"{source} does not start with {MAGIC!r}", offset=0)
         position, count, last, cut = len(MAGIC), 0, 0, None
         with ArchiveWriter(output, overwrite=overwrite, source_format=self.name) as writer:
-            writer.source.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+            digest = hashlib.sha256(data).hexdigest()
+            writer.source.update(name=source.name, size=len(data), sha256=digest)
             while position < len(data):
                 end = data.find(b"\n", position)
                 if end < 0:
@@ -71,6 +74,8 @@ class FakeConverter:
                     raise FormatError(f"line {count + 2} has no time", offset=position) from None
                 if t_us < last:
                     raise FormatError(f"line {count + 2} goes back in time", offset=position)
+                if kind == b"die":  # lets the batch tests kill a worker process mid-file
+                    os.kill(os.getpid(), signal.SIGKILL)
                 message = {"kind": kind.decode("latin-1"), "text": text.decode("latin-1")}
                 writer.write({"line": message}, timestamp_us=t_us)
                 last, position, count = t_us, end + 1, count + 1

@@ -1,0 +1,224 @@
+"""Convert many recordings at once: a process pool, resumable, one bad file never fatal.
+
+`plan` turns the sources (files, directories searched recursively, glob patterns) into jobs,
+each a native file and the archive it becomes under the output directory (a directory's
+layout is kept, so equal names in different folders do not collide). `run_batch` converts
+them in `jobs` worker processes (each worker is replaced after `TASKS_PER_WORKER` files, so
+memory stays that of one conversion) and yields one `Outcome` per file as it finishes.
+
+Resuming is near free: an archive that exists, opens, and records the same source name and
+size is skipped without reading the source again (`--force` converts anyway). Every archive
+is written through `ArchiveWriter`'s partial file, so a killed worker or run leaves no
+half-written archive under a final name; partial files a killed run left are removed before
+their file is converted again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import contextlib
+import glob
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nanorec import registry
+from nanorec.errors import NanorecError, UsageError
+from nanorec.reader import ArchiveReader
+from nanorec.writer import partial_path
+
+#: Files one worker converts before it is replaced by a fresh process.
+TASKS_PER_WORKER = 16
+SUFFIX = ".nanover.zip"
+
+
+@dataclass(frozen=True)
+class Job:
+    source: Path
+    output: Path
+    size: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one file: `status` is converted, skipped or failed."""
+
+    job: Job
+    status: str
+    messages: int = 0
+    seconds: float = 0.0
+    problem: str = ""
+
+
+def _candidates(sources: Iterable[Path]) -> Iterator[tuple[Path, Path, bool]]:
+    """(file, the root its output path is taken relative to, whether it was named rather
+    than found in a directory) for every source."""
+    for source in sources:
+        text = str(source)
+        if any(char in text for char in "*?[") and not source.exists():
+            for match in sorted(glob.glob(text, recursive=True)):
+                path = Path(match)
+                if path.is_file():
+                    yield path, path.parent, True
+            continue
+        if source.is_dir():
+            for path in sorted(source.rglob("*")):
+                if path.is_file() and not path.name.endswith(SUFFIX):
+                    yield path, source, False
+        else:
+            yield source, source.parent, True
+
+
+def plan(sources: Iterable[Path], outdir: Path) -> tuple[list[Job], list[Outcome]]:
+    """The jobs for `sources`, and the outcomes known without converting: files in a
+    directory that no converter takes are left out silently (a folder holds other things),
+    named files that are missing or foreign fail."""
+    jobs: list[Job] = []
+    failed: list[Outcome] = []
+    seen: set[Path] = set()
+    for path, root, named in _candidates(sources):
+        output = outdir / path.relative_to(root).with_name(path.name + SUFFIX)
+        if output in seen:
+            continue
+        try:
+            size = path.stat().st_size
+            registry.for_native(path)
+        except (NanorecError, OSError) as error:
+            if named:
+                failed.append(Outcome(Job(path, output, 0), "failed", problem=_line(error)))
+            continue
+        seen.add(output)
+        jobs.append(Job(path, output, size))
+    return jobs, failed
+
+
+def is_done(job: Job) -> bool:
+    """Whether `job.output` is a complete archive of `job.source` (name and size recorded
+    at conversion): the resume check, which never reads the source."""
+    if not job.output.is_file():
+        return False
+    try:
+        with ArchiveReader(job.output) as reader:
+            source = (reader.description or {}).get("source") or {}
+            return bool(source.get("name") == job.source.name and source.get("size") == job.size)
+    except (NanorecError, OSError):
+        return False
+
+
+def convert_one(job: Job, options: Mapping[str, Any], fmt: str | None) -> Outcome:
+    """Convert one file (in a worker); every problem becomes the outcome's one line."""
+    start = time.perf_counter()
+    try:
+        job.output.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            partial_path(job.output).unlink()  # a killed run's leftover
+        converter = registry.get(fmt) if fmt else registry.for_native(job.source)
+        report = converter.convert(job.source, job.output, overwrite=True, options=options)
+    except (NanorecError, OSError) as error:
+        return Outcome(job, "failed", seconds=time.perf_counter() - start, problem=_line(error))
+    except Exception as error:  # a converter bug must not stop the batch: report it
+        problem = f"internal error: {type(error).__name__}: {error}"
+        return Outcome(job, "failed", seconds=time.perf_counter() - start, problem=problem)
+    problems = [str(region) for region in report.damaged] + list(report.warnings)
+    return Outcome(
+        job,
+        "converted",
+        messages=report.messages,
+        seconds=time.perf_counter() - start,
+        problem="; ".join(problems),
+    )
+
+
+def run_batch(
+    jobs: list[Job],
+    *,
+    workers: int,
+    force: bool = False,
+    options: Mapping[str, Any] | None = None,
+    fmt: str | None = None,
+) -> Iterator[Outcome]:
+    """Yield an `Outcome` per job, skipped ones first, the rest as they finish."""
+    if workers < 1:
+        raise UsageError(f"--jobs must be 1 or more, not {workers}")
+    todo = []
+    for job in jobs:
+        if not force and is_done(job):
+            yield Outcome(job, "skipped")
+        else:
+            todo.append(job)
+    options = dict(options or {})
+    if workers == 1 or len(todo) <= 1:
+        for job in todo:
+            yield convert_one(job, options, fmt)
+        return
+    yield from _pooled(todo, workers, options, fmt)
+
+
+def _pooled(
+    todo: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None
+) -> Iterator[Outcome]:
+    """Run `todo` in a process pool. When a worker dies (killed, out of memory), every file
+    it might have held is tried again, each alone in a fresh one-worker pool, so only the
+    file that kills its worker fails."""
+    retry: list[Job] = []
+    for job, outcome in _in_pool(todo, workers, options, fmt):
+        if outcome is None:
+            retry.append(job)
+        else:
+            yield outcome
+    for job in retry:
+        for _, outcome in _in_pool([job], 1, options, fmt):
+            yield outcome or Outcome(job, "failed", problem="its worker process was killed")
+
+
+def _in_pool(
+    jobs: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None
+) -> Iterator[tuple[Job, Outcome | None]]:
+    """(job, outcome) as each finishes; outcome None when the pool broke under it."""
+    extra: dict[str, Any] = {}
+    if sys.version_info >= (3, 11):
+        extra["max_tasks_per_child"] = TASKS_PER_WORKER
+    pool = futures.ProcessPoolExecutor(max_workers=workers, **extra)
+    try:
+        pending = {pool.submit(convert_one, job, options, fmt): job for job in jobs}
+        for future in futures.as_completed(pending):
+            job = pending[future]
+            try:
+                yield job, future.result()
+            except futures.process.BrokenProcessPool:
+                _remove_partial(job)
+                yield job, None
+    finally:
+        _stop(pool)
+
+
+def _remove_partial(job: Job) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        partial_path(job.output).unlink()
+
+
+def _stop(pool: futures.ProcessPoolExecutor) -> None:
+    """Shut the pool down; on an early exit (Ctrl-C, SIGTERM) workers get SIGTERM, which
+    unwinds their writers so they remove their partial files."""
+    processes = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            if process.is_alive():
+                process.terminate()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=10)
+
+
+def _line(error: BaseException) -> str:
+    if isinstance(error, OSError) and not isinstance(error, NanorecError):
+        where = f": {error.filename}" if error.filename else ""
+        return f"{error.strerror or error}{where}"
+    return str(error)
+
+
+__all__ = ["Job", "Outcome", "convert_one", "is_done", "plan", "run_batch"]

@@ -1,0 +1,99 @@
+"""Many recordings on a cluster: Dask dataframes per record kind, and batch conversion on a
+`dask.distributed` client (the `[dask]` extra).
+
+`read_kind(paths, kind)` is a lazy `dask.dataframe` with one partition per archive (local
+paths or any fsspec URL: `s3://`, `gs://`, `https://`...; remote archives are copied to the
+worker's temporary directory first, since archives are read through `mmap`). Each partition
+is `nanorec.arrow.table(recording, kind).to_pandas()`, with the `recording` column.
+`convert_many(sources, outdir, client)` runs `nanorec.batch` jobs as client tasks.
+
+Pointing it at a real cluster: `client = distributed.Client("tcp://scheduler:8786")`, with
+nanorec installed on every worker and the archives where the workers can read them (a shared
+file system, or object storage through fsspec).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nanorec.batch import Outcome, convert_one, is_done, plan
+from nanorec.errors import UnsupportedError
+
+
+def _dask() -> tuple[Any, Any]:
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError:
+        raise UnsupportedError("this needs dask: pip install 'nanorec[dask]'") from None
+    return dask, dd
+
+
+@contextlib.contextmanager
+def local_copy(url: str) -> Iterator[Path]:
+    """`url` as a local path: itself when local, else a temporary copy (fsspec)."""
+    if "://" not in url or url.startswith("file://"):
+        yield Path(url.removeprefix("file://"))
+        return
+    import fsspec
+
+    folder = Path(tempfile.mkdtemp(prefix="nanorec-dask-"))
+    try:
+        target = folder / Path(url.split("?")[0]).name
+        with fsspec.open(url, "rb") as source, target.open("wb") as sink:
+            shutil.copyfileobj(source, sink, 1 << 20)
+        yield target
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def kind_frame(url: str, kind: str) -> Any:
+    """One archive's `kind` table as a pandas DataFrame (one partition)."""
+    from nanorec import registry
+    from nanorec.arrow import table
+
+    with local_copy(url) as path, registry.open(path) as recording:
+        return table(recording, kind).to_pandas()
+
+
+def read_kind(urls: Sequence[str | Path], kind: str) -> Any:
+    """A lazy `dask.dataframe.DataFrame` of `kind` over `urls`, one partition per archive.
+
+    The columns come from the first archive (read once, eagerly, for Dask's metadata)."""
+    dask, dd = _dask()
+    names = [str(url) for url in urls]
+    if not names:
+        raise UnsupportedError("read_kind needs at least one archive")
+    meta = kind_frame(names[0], kind).iloc[:0]
+    parts = [dask.delayed(kind_frame)(name, kind) for name in names]
+    return dd.from_delayed(parts, meta=meta)
+
+
+def convert_many(
+    sources: Sequence[Path],
+    outdir: Path,
+    client: Any = None,
+    *,
+    force: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> list[Outcome]:
+    """Convert every recording of `sources` into `outdir` (as `nanorec convert -o`), as tasks
+    on `client` (a `distributed.Client`), or here in a process pool without one."""
+    jobs, outcomes = plan(sources, outdir)
+    if client is None:
+        from nanorec.batch import run_batch
+
+        return outcomes + list(run_batch(jobs, workers=2, force=force, options=options))
+    todo = [job for job in jobs if force or not is_done(job)]
+    outcomes += [Outcome(job, "skipped") for job in jobs if job not in todo]
+    futures = client.map(convert_one, todo, options=dict(options or {}), fmt=None, pure=False)
+    outcomes += client.gather(futures)
+    return outcomes
+
+
+__all__ = ["convert_many", "kind_frame", "local_copy", "read_kind"]

@@ -1,0 +1,90 @@
+"""Batch conversion: many files, a process pool, resumable, never stopped by one file."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nanorec.batch import plan, run_batch
+from nanorec.cli import _register, app
+from tests.conftest import SAMPLES, make_runner
+from tests.converters.fake_plugin import MAGIC, sample
+
+runner = make_runner()
+
+
+def _tree(root: Path) -> Path:
+    """Two folders, same file names, a foreign file, a cut file, a plug-in format's file."""
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    shutil.copy(SAMPLES / "carla-0.9.16-town03.log", root / "a" / "run.log")
+    shutil.copy(SAMPLES / "carla-0.9.15-town03.log", root / "b" / "run.log")
+    (root / "a" / "notes.txt").write_text("not a recording\n")
+    data = (SAMPLES / "carla-0.9.15-crash-town05.log").read_bytes()
+    (root / "b" / "cut.log").write_bytes(data[: len(data) // 2])
+    sample(root / "b" / "x.fakelog")
+    return root
+
+
+def _convert(*args: object) -> tuple[int, str, str]:
+    _register()
+    result = runner.invoke(app, ["convert", *map(str, args)])
+    assert isinstance(result.exception, SystemExit | None), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_directory_converts_then_resumes(tmp_path: Path, jobs: int) -> None:
+    source = _tree(tmp_path / "in")
+    out = tmp_path / "out"
+    code, stdout, _ = _convert(source, "-o", out, "-j", jobs)
+    assert code == 0, stdout
+    assert stdout.startswith("4 converted") and "0 failed" in stdout
+    made = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.nanover.zip"))
+    assert made == [
+        "a/run.log.nanover.zip",
+        "b/cut.log.nanover.zip",
+        "b/run.log.nanover.zip",
+        "b/x.fakelog.nanover.zip",
+    ]
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.zip")}
+    code, stdout, _ = _convert(source, "-o", out, "-j", jobs)
+    assert code == 0 and stdout.startswith("0 converted") and "4 skipped" in stdout
+    assert before == {p: p.stat().st_mtime_ns for p in out.rglob("*.zip")}
+    (source / "b" / "x.fakelog").write_bytes(MAGIC)  # changed since: converted again
+    code, stdout, _ = _convert(source, "-o", out, "--force", "-j", jobs)
+    assert code == 0 and stdout.startswith("4 converted")
+
+
+def test_bad_files_are_reported_never_fatal(tmp_path: Path) -> None:
+    source = _tree(tmp_path / "in")
+    png = tmp_path / "picture.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    code, stdout, _ = _convert(source, png, tmp_path / "missing.log", "-o", tmp_path / "out")
+    assert code == 1
+    assert stdout.startswith("4 converted") and "2 failed" in stdout
+    assert f"FAILED {png}: " in stdout and "not a recording nanorec knows" in stdout
+    assert "No such file" in stdout
+
+
+def test_a_killed_worker_fails_only_its_file(tmp_path: Path) -> None:
+    source = _tree(tmp_path / "in")
+    (source / "b" / "die.fakelog").write_bytes(MAGIC + b"0 a fine\n100000 die now\n")
+    out = tmp_path / "out"
+    jobs, failed = plan([source], out)
+    outcomes = list(run_batch(jobs, workers=2))
+    status = {o.job.source.name + "/" + o.job.source.parent.name: o.status for o in outcomes}
+    assert failed == [] and status.pop("die.fakelog/b") == "failed"
+    assert set(status.values()) == {"converted"} and len(status) == 4, [
+        (o.job.source, o.problem) for o in outcomes
+    ]
+    leftovers = [p.name for p in out.rglob("*") if p.name.endswith(".partial")]
+    assert leftovers == [] and not (out / "b" / "die.fakelog.nanover.zip").exists()
+
+
+def test_several_sources_need_an_output_directory(tmp_path: Path) -> None:
+    source = _tree(tmp_path / "in")
+    code, _, err = _convert(source)
+    assert code == 2 and "need -o OUTDIR" in err
