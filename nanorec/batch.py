@@ -3,8 +3,8 @@
 `plan` turns the sources (files, directories searched recursively, glob patterns) into jobs,
 each a native file and the archive it becomes under the output directory (a directory's
 layout is kept, so equal names in different folders do not collide). `run_batch` converts
-them in `jobs` worker processes (each worker is replaced after `TASKS_PER_WORKER` files, so
-memory stays that of one conversion) and yields one `Outcome` per file as it finishes.
+them in `jobs` worker processes (replaced by fresh ones every `TASKS_PER_WORKER` files each,
+so memory stays that of one conversion) and yields one `Outcome` per file as it finishes.
 
 Resuming is near free: an archive that exists, opens, and records the same source name and
 size is skipped without reading the source again (`--force` converts anyway). Every archive
@@ -18,7 +18,6 @@ from __future__ import annotations
 import concurrent.futures as futures
 import contextlib
 import glob
-import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -30,8 +29,9 @@ from nanorec.errors import NanorecError, UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.writer import partial_path
 
-#: Files one worker converts before it is replaced by a fresh process.
-TASKS_PER_WORKER = 16
+#: Files each worker converts before the pool is replaced by fresh processes (bounds what a
+#: leak could grow; done by rounds, as `max_tasks_per_child` can hang CPython 3.11's pool).
+TASKS_PER_WORKER = 64
 SUFFIX = ".nanover.zip"
 
 
@@ -164,11 +164,13 @@ def _pooled(
     it might have held is tried again, each alone in a fresh one-worker pool, so only the
     file that kills its worker fails."""
     retry: list[Job] = []
-    for job, outcome in _in_pool(todo, workers, options, fmt):
-        if outcome is None:
-            retry.append(job)
-        else:
-            yield outcome
+    round_size = workers * TASKS_PER_WORKER
+    for first in range(0, len(todo), round_size):
+        for job, outcome in _in_pool(todo[first : first + round_size], workers, options, fmt):
+            if outcome is None:
+                retry.append(job)
+            else:
+                yield outcome
     for job in retry:
         for _, outcome in _in_pool([job], 1, options, fmt):
             yield outcome or Outcome(job, "failed", problem="its worker process was killed")
@@ -178,10 +180,7 @@ def _in_pool(
     jobs: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None
 ) -> Iterator[tuple[Job, Outcome | None]]:
     """(job, outcome) as each finishes; outcome None when the pool broke under it."""
-    extra: dict[str, Any] = {}
-    if sys.version_info >= (3, 11):
-        extra["max_tasks_per_child"] = TASKS_PER_WORKER
-    pool = futures.ProcessPoolExecutor(max_workers=workers, **extra)
+    pool = futures.ProcessPoolExecutor(max_workers=workers)
     try:
         pending = {pool.submit(convert_one, job, options, fmt): job for job in jobs}
         for future in futures.as_completed(pending):

@@ -47,7 +47,7 @@ from nanorec.errors import (
     UnsupportedError,
 )
 from nanorec.index import Index, entry_positions, parse_entries
-from nanorec.wire import TIMESTAMP_KEY, read_array_header
+from nanorec.wire import MAX_INFLATE_RATIO, TIMESTAMP_KEY, read_array_header
 from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
 from nanorec.zipfile64 import (
     DEFLATED,
@@ -130,7 +130,7 @@ def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
     return end, members
 
 
-_INFLATE_CHUNK: Final = 16 << 20
+_INFLATE_CHUNK: Final = 4 << 20
 
 
 def iter_member_data(buf: Buffer, member: Member) -> Iterator[bytes]:
@@ -147,28 +147,39 @@ def iter_member_data(buf: Buffer, member: Member) -> Iterator[bytes]:
             yield bytes(buf[position : position + step])
             position += step
         return
+    declared = member.header.uncompressed_size
+    if declared > MAX_INFLATE_RATIO * member.size + (1 << 20):
+        raise ArchiveError(
+            f"deflated member {member.name!r} claims {declared} bytes from {member.size}: "
+            f"more than {MAX_INFLATE_RATIO}x, refused (a zip bomb?)",
+            offset=member.data_start,
+        )
     inflater = zlib.decompressobj(-zlib.MAX_WBITS)
     produced = 0
     try:
-        while position < stop:
-            step = min(_INFLATE_CHUNK, stop - position)
-            chunk = inflater.decompress(bytes(buf[position : position + step]))
-            position += step
+        while not inflater.eof and (position < stop or inflater.unconsumed_tail):
+            data = inflater.unconsumed_tail
+            if not data:
+                step = min(_INFLATE_CHUNK, stop - position)
+                data = bytes(buf[position : position + step])
+                position += step
+            # Bounded output per call: a bomb cannot allocate more than this at once...
+            chunk = inflater.decompress(data, _INFLATE_CHUNK)
             produced += len(chunk)
+            if produced > declared:  # ...nor more than the central directory records
+                break
             yield chunk
-        tail = inflater.flush()
-        produced += len(tail)
-        yield tail
     except zlib.error as error:
         raise ArchiveError(
             f"deflated member {member.name!r} is damaged ({error})", offset=member.data_start
         ) from None
-    if not inflater.eof or produced != member.header.uncompressed_size:
+    if not inflater.eof or produced != declared:
+        more = "more than " if produced > declared else ""
         raise TruncatedError(
-            f"deflated member {member.name!r} inflates to {produced} bytes, the central "
-            f"directory records {member.header.uncompressed_size}",
+            f"deflated member {member.name!r} inflates to {more}{produced} bytes, the central "
+            f"directory records {declared}",
             offset=member.data_start,
-            expected=member.header.uncompressed_size,
+            expected=declared,
             actual=produced,
         )
 

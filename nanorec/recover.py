@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,13 @@ from typing import Any, Final
 
 import msgpack
 
-from nanorec.errors import ArchiveError, NanorecError, TruncatedError, UnsupportedError
+from nanorec.errors import (
+    ArchiveError,
+    NanorecError,
+    TruncatedError,
+    UnsupportedError,
+    UsageError,
+)
 from nanorec.reader import MSGPACK_ERRORS, open_members
 from nanorec.wire import TIMESTAMP_KEY
 from nanorec.writer import MESSAGES_MEMBER, ArchiveWriter
@@ -51,6 +58,9 @@ class RecoverResult:
     discarded_bytes: int
     #: Why the message stream ended: "end of data", "incomplete message", "not a map"...
     stop_reason: str
+    #: Messages dropped because they fail the CRC-32 the source's index recorded for them
+    #: (a damaged archive, not a killed writer's: recovery never re-blesses damaged bytes).
+    failed_checksums: int = 0
 
 
 class _Window:
@@ -121,12 +131,12 @@ def recover(
 
     Raises `TruncatedError`/`ArchiveError` when `source` holds no messages member at all,
     `UnsupportedError` for a deflated one, `OutputExistsError` if `output` exists and
-    `overwrite` is false, `ValueError` if `output` is `source`; `OSError` passes through.
+    `overwrite` is false, `UsageError` if `output` is `source`; `OSError` passes through.
     """
     source_path = Path(source)
     output_path = Path(output)
     if output_path.exists() and output_path.resolve() == source_path.resolve():
-        raise ValueError("recover cannot write over its own input")
+        raise UsageError(f"{output_path} is the input: recover cannot write over it")
     with open(source_path, "rb") as file:
         file_size = os.fstat(file.fileno()).st_size
         if file_size == 0:
@@ -139,12 +149,16 @@ def recover(
                 source_format="nanorec-recovered",
                 source={"recovered_from": source_path.name, "recovered_from_size": file_size},
             )
+            crcs = _recorded_crcs(source_path)
             with writer:
-                result = _copy_messages(mm, start, size, writer, flags_of, progress)
+                result = _copy_messages(mm, start, size, writer, flags_of, progress, crcs)
                 writer.source.update(
-                    unknown_timestamps=result[1], stop_reason=result[3], messages=result[0]
+                    unknown_timestamps=result[1],
+                    stop_reason=result[3],
+                    messages=result[0],
+                    failed_checksums=result[4],
                 )
-    messages, unknown, kept, reason = result
+    messages, unknown, kept, reason, failed = result
     return RecoverResult(
         output=output_path,
         messages=messages,
@@ -152,7 +166,22 @@ def recover(
         recovered_bytes=kept,
         discarded_bytes=size - kept,
         stop_reason=reason,
+        failed_checksums=failed,
     )
+
+
+def _recorded_crcs(source: Path) -> dict[int, int]:
+    """Offset -> CRC-32 of each message, when `source` still has a readable index (a damaged
+    archive rather than a killed writer's partial file); else nothing to check against."""
+    from nanorec.reader import ArchiveReader
+
+    try:
+        with ArchiveReader(source, verify=False) as reader:
+            known = reader.index.crc_known
+            offsets = reader.index.offset[known].tolist()
+            return dict(zip(offsets, reader.index.crc[known].tolist(), strict=True))
+    except (NanorecError, OSError):
+        return {}
 
 
 def _copy_messages(
@@ -162,8 +191,10 @@ def _copy_messages(
     writer: ArchiveWriter,
     flags_of: Callable[[dict[str, Any]], int] | None,
     progress: Callable[[int, int], None] | None,
-) -> tuple[int, int, int, str]:
-    """Stream-decode messages into `writer`: `(count, unknown timestamps, bytes kept, why)`."""
+    crcs: dict[int, int],
+) -> tuple[int, int, int, str, int]:
+    """Stream-decode messages into `writer`: `(count, unknown timestamps, bytes kept, why,
+    messages dropped for failing their recorded CRC-32)`."""
     unpacker = msgpack.Unpacker(
         _Window(mm, start, start + size),
         read_size=min(_READ_SIZE, max(size, 1)),
@@ -172,6 +203,7 @@ def _copy_messages(
     count = 0
     unknown = 0
     kept = 0
+    failed = 0
     timestamp = 0
     reason = "end of data"
     while kept < size:
@@ -184,6 +216,11 @@ def _copy_messages(
             reason = f"undecodable data ({error})"
             break
         end = unpacker.tell()
+        expected = crcs.get(kept)
+        if expected is not None and zlib.crc32(mm[start + kept : start + end]) != expected:
+            failed += 1  # damaged: dropped, never stored with a fresh CRC
+            kept = end
+            continue
         if type(message) is not dict or not all(type(key) is str for key in message):
             reason = "not a map with str keys"
             break
@@ -210,7 +247,7 @@ def _copy_messages(
             progress(kept, size)
     if progress is not None:
         progress(kept, size)
-    return count, unknown, kept, reason
+    return count, unknown, kept, reason, failed
 
 
 __all__ = ["RecoverResult", "recover"]

@@ -4,7 +4,8 @@ A recording gives rows of a kind with `rows(kind, selection)` (dicts, flat or ne
 module flattens nested maps into dotted column names (`pose.position.x`), and writes rows
 as CSV (a header from the first rows' keys, in first-seen order) or NDJSON (one JSON object a
 line). NDJSON is always valid JSON: NaN and infinities become `null`, bytes become text when
-they are UTF-8 and `{"base64": ...}` otherwise, numpy values become JSON numbers and lists.
+they are UTF-8 and `{"base64": ...}` otherwise (so do strings a file held as bytes that are not
+UTF-8), numpy values become JSON numbers and lists.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ def json_safe(value: Any) -> Any:
     """`value` as plain JSON values (see the module docstring for the rules)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # text that was not UTF-8 in the file (surrogate-escaped)
+            return json_safe(value.encode("utf-8", "surrogateescape"))
+        return value
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, Mapping):
         return {str(key): json_safe(item) for key, item in value.items()}

@@ -13,6 +13,7 @@ decoding the message.
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Final
 
 import msgpack
@@ -141,3 +142,22 @@ __all__ = [
     "timestamp_entry",
     "timestamp_patch",
 ]
+
+
+#: The largest expansion `inflate_bounded` accepts for data whose size nothing records.
+MAX_INFLATE_RATIO = 200
+
+
+def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
+    """`zlib.decompress(data)`, refusing to produce more than `limit` bytes (a zip bomb, or
+    a damaged stream, fails fast with bounded memory). Raises `FormatError` naming `what`."""
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as error:
+        raise FormatError(f"{what} does not inflate ({error})") from None
+    if len(out) > limit:
+        raise FormatError(f"{what} inflates past {limit} bytes: refused", expected=limit)
+    if not inflater.eof:
+        raise FormatError(f"{what} ends before its compressed stream does")
+    return out

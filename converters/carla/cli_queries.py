@@ -18,6 +18,7 @@ import typer
 
 from nanorec.cli import fail, run
 from nanorec.selection import check_number, check_seconds
+from nanorec.tables import json_safe
 
 from .cli import _FAMILY, _check_family, app
 
@@ -69,7 +70,7 @@ def _query(
         try:
             with native_file(path) as native:
                 if make_json is not _NO_JSON:
-                    typer.echo(json.dumps(make_json(native), indent=2, allow_nan=False))
+                    typer.echo(json.dumps(json_safe(make_json(native)), indent=2, allow_nan=False))
                     return True
                 return _write_chunks(make(native))
         except ValueError as error:

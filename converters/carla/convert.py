@@ -36,6 +36,7 @@ import numpy as np
 from nanorec.atomic import atomic_output
 from nanorec.errors import FormatError, OutputExistsError
 from nanorec.reader import ArchiveReader
+from nanorec.wire import inflate_bounded
 from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
@@ -49,6 +50,7 @@ from .message import (
     RAW_KEY,
     FrameEncoder,
     _text,
+    checked_frame,
     iter_message_packets,
     kind_key,
 )
@@ -382,9 +384,9 @@ def _meta(
                 "header": {
                     "bytes": header_bytes,
                     "version": header.version,
-                    "magic": header.magic,
+                    "magic": _text(header.magic),
                     "date": header.date,
-                    "map_name": header.map_name,
+                    "map_name": _text(header.map_name),
                 },
                 "keys": kinds,
                 "orders": sorted(orders, key=orders.__getitem__),
@@ -399,12 +401,23 @@ def _meta(
     )
 
 
+def _side_limit(reader: ArchiveReader) -> int:
+    """The most a CARLA side member may inflate to: its source file's size (the header and a
+    crashed tail are parts of it; the event tables hold less than the frames), plus slack."""
+    source = (reader.description or {}).get("source") or {}
+    size = source.get("size")
+    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
+    return known + (64 << 20)
+
+
 def read_meta(reader: ArchiveReader) -> dict[str, Any]:
     """The `carla.msgpack.zlib` member of an archive; FormatError if it is missing or damaged."""
     if META_MEMBER not in reader.member_names:
         raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
     try:
-        meta = msgpack.unpackb(zlib.decompress(reader.member(META_MEMBER)))
+        meta = msgpack.unpackb(
+            inflate_bounded(reader.member(META_MEMBER), _side_limit(reader), META_MEMBER)
+        )
         meta["header"]["bytes"]
         if meta["family"] not in FAMILIES:
             raise ValueError(f"unknown release family {meta['family']!r}")
@@ -423,13 +436,14 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
     for index in range(len(reader)):
         if index % 4096 == 4095:
             reader.release_pages()
-        frame = reader[index].get("frame")
-        if frame is None:
-            raise FormatError(f"message {index} has no frame")
-        yield b"".join(
-            PACKET_HEADER.pack(pid, len(body)) + body
-            for pid, body in iter_message_packets(frame, fam, orders)
-        )
+        frame = checked_frame(reader[index], index, fam.engine)
+        try:
+            yield b"".join(
+                PACKET_HEADER.pack(pid, len(body)) + body
+                for pid, body in iter_message_packets(frame, fam, orders)
+            )
+        except FormatError as error:
+            raise FormatError(f"archive message {index}: {error.message}") from None
     yield meta["tail"]
 
 

@@ -370,6 +370,48 @@ class FrameEncoder:
 _EMPTY: Any = object()
 
 
+_DAMAGE = (TypeError, KeyError, ValueError, IndexError, struct.error, OverflowError)
+
+
+def checked_frame(message: Mapping[str, Any], number: int, engine: Engine) -> dict[str, Any]:
+    """The frame map of archive message `number`, its values checked against their kind's
+    shape (raw bytes a whole number of records long, a packet order of bytes or a table
+    number, raw packets as [position, bytes] pairs), so that damage (or another writer's
+    mistake) is a `FormatError` naming the message instead of a wrong value or a crash
+    further on. Unknown keys are left alone (a newer nanorec may add some)."""
+    frame = message.get("frame")
+    if not isinstance(frame, dict):
+        raise FormatError(f"archive message {number} holds no CARLA frame")
+    for key, value in frame.items():
+        kind = KEY_KINDS.get(key)
+        if key == ORDER_KEY:
+            ok = isinstance(value, bytes) or (type(value) is int and value >= 0)
+        elif key == RAW_KEY:
+            ok = isinstance(value, list) and all(
+                isinstance(item, list | tuple)
+                and len(item) == 2
+                and type(item[0]) is int
+                and isinstance(item[1], bytes)
+                for item in value
+            )
+        elif kind is None:
+            continue
+        elif SHAPES[kind] in (Shape.SINGLE, Shape.FIXED):
+            size = FIXED_DTYPES[engine][kind].itemsize
+            ok = isinstance(value, bytes) and len(value) % size == 0 and len(value) < size << 16
+            if ok and SHAPES[kind] is Shape.SINGLE:
+                ok = len(value) == size
+        elif kind is Kind.ANIM_VEHICLE_WHEELS:
+            ok = isinstance(value, bytes)
+        else:
+            ok = isinstance(value, list | dict)  # variable records: maps, or columns
+        if not ok:
+            raise FormatError(
+                f"archive message {number}: damaged {key!r} entry ({type(value).__name__})"
+            )
+    return frame
+
+
 def iter_message_packets(
     frame: Mapping[str, Any], family: Family, orders: Sequence[bytes] = ()
 ) -> Iterator[tuple[int, bytes]]:
@@ -411,7 +453,11 @@ def iter_message_packets(
                 raise FormatError("malformed anim_vehicle_wheels records in archive")
             yield packet_id, struct.pack("<H", len(found)) + bytes(content)
         else:
-            yield packet_id, serialize_var_body(maps_to_var(kind, content, engine), engine)
+            try:
+                body = serialize_var_body(maps_to_var(kind, content, engine), engine)
+            except _DAMAGE as error:
+                raise FormatError(f"damaged {kind.value} records ({error})") from None
+            yield packet_id, body
 
 
 def records(frame: Mapping[str, Any], kind: Kind, engine: Engine) -> np.ndarray[Any, Any]:

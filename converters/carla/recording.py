@@ -26,12 +26,13 @@ from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
+from nanorec.wire import inflate_bounded
 
-from .convert import WORLD_MEMBER, convert, read_meta
+from .convert import WORLD_MEMBER, _side_limit, convert, read_meta
 from .header import Header
 from .ids import MAGIC, Family, Kind
 from .ids import family as family_named
-from .message import records
+from .message import _DAMAGE, checked_frame, records
 from .records import FIXED_DTYPES
 from .world import World, WorldTables, build_world
 
@@ -68,13 +69,13 @@ class CarlaRecording(ArchiveRecording):
         head = meta["header"]
         self.header = Header(
             int(head["version"]),
-            str(head["magic"]),
+            _str(head["magic"]),
             int(head["date"]),
-            str(head["map_name"]),
+            _str(head["map_name"]),
             len(head["bytes"]),
         )
         try:
-            blob = zlib.decompress(reader.member(WORLD_MEMBER))
+            blob = inflate_bounded(reader.member(WORLD_MEMBER), _side_limit(reader), WORLD_MEMBER)
         except zlib.error as error:
             raise FormatError(f"damaged {WORLD_MEMBER} member: {error}") from None
         self.tables = WorldTables.from_bytes(self.family.engine, blob)
@@ -168,9 +169,7 @@ class CarlaRecording(ArchiveRecording):
         index = self._normalize(index)
         frame = self._cache.get(index)
         if frame is None:
-            frame = self.reader[index].get("frame")
-            if not isinstance(frame, dict):
-                raise FormatError(f"archive message {index} is not a CARLA frame")
+            frame = checked_frame(self.reader[index], index, self.family.engine)
             self._cache[index] = frame
             if len(self._cache) > 64:
                 self._cache.popitem(last=False)
@@ -182,7 +181,12 @@ class CarlaRecording(ArchiveRecording):
         Raises IndexError outside the recording.
         """
         index = self._normalize(index)
-        return build_world(index, self.frame_map(index), self.tables, earlier_frame=self.frame_map)
+        try:
+            return build_world(
+                index, self.frame_map(index), self.tables, earlier_frame=self.frame_map
+            )
+        except _DAMAGE as error:
+            raise FormatError(f"archive message {index}: damaged frame ({error})") from None
 
     def at(self, seconds: float) -> World:
         """The world at `seconds` after the start: the last frame whose elapsed time is
@@ -227,3 +231,11 @@ class CarlaRecording(ArchiveRecording):
         if not -count <= index < count:
             raise IndexError(f"frame {index} out of range: the recording has {count} frames")
         return index % count
+
+
+def _str(value: object) -> str:
+    """A header string from the CARLA member: bytes when it was not UTF-8 (kept as the file
+    has it, surrogate-escaped, so the text queries print the original bytes)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return str(value)

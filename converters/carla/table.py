@@ -32,7 +32,7 @@ import numpy.typing as npt
 from nanorec.errors import UsageError
 
 from .ids import ActorType, Engine, Kind, TrafficLightState
-from .message import KIND_KEYS, maps_to_var, wheel_records
+from .message import KIND_KEYS, checked_frame, maps_to_var, wheel_records
 from .records import FIXED_DTYPES, WHEEL_ANIM_DTYPE, ActorAdd
 
 if TYPE_CHECKING:
@@ -270,9 +270,7 @@ def iter_rows(
     key = KIND_KEYS[kind]
     times = rec.reader.index.timestamp_us
     for number in numbers.tolist():
-        frame = rec.reader[number].get("frame")
-        if not isinstance(frame, Mapping):
-            continue
+        frame = checked_frame(rec.reader[number], number, engine)
         content = frame.get(key)
         if content is None:
             continue

@@ -120,6 +120,12 @@ def recover(
             f"({result.recovered_bytes} bytes kept, {result.discarded_bytes} dropped: "
             f"{result.stop_reason})" + (f"; a {name} archive again" if name else "")
         )
+        if result.failed_checksums:
+            typer.echo(
+                f"nanorec: warning: {result.failed_checksums} damaged messages dropped (they "
+                "fail the CRC-32 the archive recorded for them)",
+                err=True,
+            )
         if result.unknown_timestamps:
             typer.echo(
                 f"nanorec: warning: {result.unknown_timestamps} messages had no embedded "

@@ -44,3 +44,18 @@ def test_a_flipped_bit_is_named_not_returned(tmp_path: Path) -> None:
     _register()
     result = make_runner().invoke(app, ["cat", str(damaged), "--type", "position"])
     assert result.exit_code == 2 and "message 73 fails its CRC-32" in result.stderr
+
+
+def test_recover_drops_what_fails_its_checksum_never_reblesses_it(tmp_path: Path) -> None:
+    from nanorec.recover import recover
+    from nanorec.verify import verify
+
+    damaged = _flipped(tmp_path, 73)
+    with ArchiveReader(damaged, verify=False) as reader:
+        count = len(reader)
+        wanted = [reader.raw(n) for n in range(count) if n != 73]
+    result = recover(damaged, tmp_path / "out.nanover.zip")
+    assert result.failed_checksums == 1 and result.messages == count - 1
+    assert verify(tmp_path / "out.nanover.zip").ok
+    with ArchiveReader(tmp_path / "out.nanover.zip") as out:
+        assert [out.raw(n) for n in range(len(out))] == wanted
