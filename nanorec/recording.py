@@ -106,6 +106,8 @@ class ArchiveRecording:
 
     def messages(self, selection: Selection | None = None) -> Iterator[Message]:
         numbers = (selection or Selection()).numbers(self.reader.index)
+        if len(numbers) > 1024:
+            self.reader.advise_sequential()  # a pass: read ahead
         for number in numbers.tolist():
             yield self.message(number)
 

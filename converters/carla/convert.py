@@ -431,6 +431,7 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
     meta = read_meta(reader)
     fam = family_named(meta["family"])
     orders = meta.get("orders", [])
+    reader.advise_sequential()
     yield meta["header"]["bytes"]
     yield meta["prelude"]
     for index in range(len(reader)):

@@ -44,7 +44,7 @@ def world_dict(world: World, parts: Collection[str] = DEFAULT_PARTS) -> dict[str
 
     Always `index` (archive frame), `frame` (CARLA frame id), `time` (elapsed s) and the
     recorded `visual_time`/`platform_time`; then the `parts` asked for: `actors` (id,
-    type_id, parent_id, location [x, y, z], rotation [pitch, yaw, roll], then whatever else
+    type_id, parent_id, location [x, y, z], rotation {pitch, yaw, roll}, then whatever else
     is recorded: control, walker_speed, light_state, velocity (m/s), angular_velocity,
     bounding_box, biker, doors), `traffic_lights`, `scene_lights`, `weather` (when
     recorded) and `events` (only in frames that have some).
@@ -110,7 +110,7 @@ def actor_dict(actor: Actor) -> dict[str, Any]:
     if actor.parent_id is not None:
         item["parent_id"] = actor.parent_id
     item["location"] = list(actor.location)
-    item["rotation"] = list(actor.rotation)
+    item["rotation"] = actor.rotation._asdict()  # {"pitch", "yaw", "roll"}: never a bare triple
     if actor.control is not None:
         item["control"] = actor.control._asdict()
     if actor.walker_speed is not None:

@@ -1438,6 +1438,12 @@ def _json_header(header: RecorderHeader, opts: QueryOptions) -> dict[str, Any]:
     }
 
 
+def _rotation_json(recorded: Any) -> dict[str, float | None]:
+    """A recorded (roll, pitch, yaw) vector as a named object (degrees)."""
+    roll, pitch, yaw = (_json_float(float(v)) for v in recorded)
+    return {"pitch": pitch, "yaw": yaw, "roll": roll}
+
+
 def file_info_json(
     path: str | os.PathLike[str],
     *,
@@ -1450,7 +1456,8 @@ def file_info_json(
     `frames` (last frame id, as CARLA's text counts), `complete_frames` (frames that reach
     their FrameEnd: what `convert` and `len(rec)` count; one less than `frames` when a crash
     cut the last one), `duration` (last frame's elapsed s), `actors` (each spawn:
-    id, type, blueprint, uid, attributes, location cm, rotation deg, created/destroyed
+    id, type, blueprint, uid, attributes, location cm, rotation {pitch, yaw, roll} deg,
+    created/destroyed
     frame and elapsed s; destroyed matched by the real deleted id), `parents`,
     `collisions` (count), `packets` (count per kind, unknown ids as `id_<n>`) and
     `truncated` (offset and reason, or null). Non-finite numbers become null. Raises
@@ -1494,7 +1501,7 @@ def file_info_json(
                             {"type": a.type, "id": a.id, "value": a.value} for a in add.attributes
                         ],
                         "location": [_json_float(float(v)) for v in add.location],
-                        "rotation": [_json_float(float(v)) for v in add.rotation],
+                        "rotation": _rotation_json(add.rotation),
                         "created_frame": frame.id,
                         "created_time": _json_float(frame.elapsed),
                         "destroyed_frame": None,

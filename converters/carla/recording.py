@@ -36,20 +36,28 @@ from .message import _DAMAGE, checked_frame, records
 from .records import FIXED_DTYPES
 from .world import World, WorldTables, build_world
 
+#: Rotations in Python: named fields, in `carla.Rotation`'s order (degrees).
+ROTATION_DTYPE = np.dtype([("pitch", "<f8"), ("yaw", "<f8"), ("roll", "<f8")])
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class Trajectory:
     """An actor's recorded poses: one row per frame in which it has a Position record.
 
     `index` are archive frame numbers, `time` the frames' elapsed seconds, `location`
-    (n, 3) x/y/z in cm and `rotation` (n, 3) pitch/yaw/roll in degrees.
+    (n, 3) x/y/z in cm and `rotation` a structured array with fields `pitch`, `yaw`, `roll`
+    in degrees (`rotation["yaw"]`; what `RecordingWriter.positions` takes back).
     """
 
     actor_id: int
     index: npt.NDArray[np.int64]
     time: npt.NDArray[np.float64]
     location: npt.NDArray[np.float64]
-    rotation: npt.NDArray[np.float64]
+    rotation: npt.NDArray[np.void]
+
+    def __repr__(self) -> str:
+        span = f", {self.time[0]:.3f}-{self.time[-1]:.3f} s" if len(self.time) else ""
+        return f"<Trajectory of actor {self.actor_id}: {len(self.time)} poses{span}>"
 
 
 class CarlaRecording(ArchiveRecording):
@@ -217,13 +225,15 @@ class CarlaRecording(ArchiveRecording):
                     found.append(hit[-1:])
         poses = np.concatenate(found) if found else np.empty(0, dtype)
         index_array = np.asarray(indexes, dtype=np.int64)
-        rotation = poses["rotation"].astype(np.float64)  # recorded as roll, pitch, yaw
+        recorded = poses["rotation"].astype(np.float64).reshape(-1, 3)  # roll, pitch, yaw
+        rotation = np.zeros(len(recorded), ROTATION_DTYPE)
+        rotation["roll"], rotation["pitch"], rotation["yaw"] = recorded.T
         return Trajectory(
             actor_id,
             index_array,
             self.reader.index.timestamp_us[index_array].astype(np.float64) / 1e6,
             poses["location"].astype(np.float64),
-            rotation[:, [1, 2, 0]] if len(rotation) else rotation.reshape(0, 3),
+            rotation,
         )
 
     def _normalize(self, index: int) -> int:

@@ -484,10 +484,14 @@ def build_world(
     rows = tables.alive_rows(index)
     tl_states = _by_id(records(frame, Kind.STATE, engine))
     tl_times = tables.sparse[Kind.TRAFFIC_LIGHT_TIME].latest_by(index, "id")
-    traffic_lights = {
-        light_id: _traffic_light(light_id, tl_states.get(light_id), tl_times.get(light_id))
-        for light_id in tl_states.keys() | tl_times.keys()
-    }
+    # Built on access: a town holds hundreds of lights and most seeks never look at them.
+    traffic_lights = _LazyMap(
+        {
+            light_id: (light_id, tl_states.get(light_id), tl_times.get(light_id))
+            for light_id in tl_states.keys() | tl_times.keys()
+        },
+        _light_from_row,
+    )
     scene_lights = _LazyMap(
         _columns(tables.sparse[Kind.SCENE_LIGHT].latest_rows(index, "light_id")), _scene_light
     )
@@ -700,6 +704,10 @@ class _LazyMap(Mapping[int, T]):
         if value is None:
             value = self._built[key] = self._build(self._raw[key])
         return value
+
+
+def _light_from_row(row: tuple[Any, ...]) -> TrafficLight:
+    return _traffic_light(row[0], row[1], row[2])
 
 
 def _scene_light(row: tuple[Any, ...]) -> SceneLight:

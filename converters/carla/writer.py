@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.errors import FormatError, OutputExistsError, UnsupportedError
+from nanorec.errors import FormatError, OutputExistsError, UnsupportedError, UsageError
 
 from .ids import (
     ADDITIONAL_DATA,
@@ -386,7 +386,7 @@ class RecordingWriter:
     with RecordingWriter("out.log", "0.9.16", map_name="Town03") as rec:
         with rec.frame(elapsed=0.0):
             rec.spawn(1, ActorType.OTHER, "spectator")
-            rec.positions([1], [(0, 0, 500)], [(0, 0, 90)])
+            rec.positions([1], [(0, 0, 500)], [(0, 90, 0)])  # pitch, yaw, roll
     ```
 
     `target` is a path (written to a temporary file in the same directory and renamed on
@@ -720,9 +720,13 @@ class RecordingWriter:
     def positions(
         self, actor_ids: npt.ArrayLike, locations: npt.ArrayLike, rotations: npt.ArrayLike
     ) -> None:
-        """Position: global `locations` (n, 3) cm and `rotations` (n, 3) (roll, pitch, yaw)°."""
+        """Position: global `locations` (n, 3) x, y, z in cm and `rotations` in degrees as
+        pitch, yaw, roll: an (n, 3) array in that order (`carla.Rotation`'s), or a
+        structured array with fields `pitch`, `yaw`, `roll` (as `Trajectory.rotation`).
+        The file stores (roll, pitch, yaw); the reordering happens here."""
         ids = self._ids(actor_ids)
-        self._fixed(Kind.POSITION, len(ids), id=ids, location=locations, rotation=rotations)
+        stored = _file_rotations(rotations, len(ids))
+        self._fixed(Kind.POSITION, len(ids), id=ids, location=locations, rotation=stored)
 
     def traffic_light_states(
         self,
@@ -1086,3 +1090,16 @@ class RecordingWriter:
             self._stream.write(self._buf)
             self._flushed += len(self._buf)
             self._buf = bytearray()
+
+
+def _file_rotations(rotations: npt.ArrayLike, count: int) -> npt.NDArray[np.float64]:
+    """Pitch/yaw/roll rotations (named fields, or columns in that order) as the file's
+    (roll, pitch, yaw) rows."""
+    array = np.asarray(rotations)
+    if array.dtype.names is not None:
+        if not {"pitch", "yaw", "roll"} <= set(array.dtype.names):
+            raise UsageError("rotations need fields pitch, yaw and roll")
+        columns = [array["roll"], array["pitch"], array["yaw"]]
+        return np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=-1).reshape(-1, 3)
+    array = np.asarray(array, dtype=np.float64).reshape(count, 3)
+    return array[:, [2, 0, 1]]

@@ -171,7 +171,8 @@ def test_world_dict_is_compact_json(rec: CarlaRecording) -> None:
     assert hero["type_id"] == "vehicle.mini.cooper_s" and set(hero["control"]) >= {"throttle"}
     world = rec.frame(0)
     assert hero["location"] == list(world.actors[6].location)
-    assert hero["rotation"] == list(world.actors[6].rotation)
+    assert hero["rotation"] == world.actors[6].rotation._asdict()
+    assert set(hero["rotation"]) == {"pitch", "yaw", "roll"}
     assert actors[14]["parent_id"] == 6 and "parent_id" not in hero
     assert {light["state"] for light in first["traffic_lights"]} <= {"red", "yellow", "green"}
     assert len(first["events"]["spawned"]) == len(world.actors) == 19 and first["scene_lights"]

@@ -124,7 +124,7 @@ def test_records_serialize_like_the_shared_record_layouts() -> None:
         )
         rec.vehicle_wheels([7], [[0, 1, 2, 3]], [[10, 10, 0, 0]], [[1, 2, 3, 4]])
         rec.walker_bones([9], ["crl_root", "é"], np.ones((1, 2, 3)), np.zeros((1, 2, 3)))
-        rec.positions([7, 9], [(1, 2, 3), (4, 5, 6)], [(0, 0, 90), (0, 0, -90)])
+        rec.positions([7, 9], [(1, 2, 3), (4, 5, 6)], [(0, 90, 0), (0, -90, 0)])  # yaw
         rec.end_frame()
     bodies = dict(packets(buffer.getvalue()))
     expected_add = ActorAdd(
@@ -156,7 +156,7 @@ def test_records_serialize_like_the_shared_record_layouts() -> None:
 def test_ue5_vectors_are_float64() -> None:
     buffer = io.BytesIO()
     with RecordingWriter(buffer, "ue5-0.10", map_name="M") as rec, rec.frame(elapsed=0.0):
-        rec.positions([3], [(0.1, 0.2, 0.3)], [(0, 0, 45)])
+        rec.positions([3], [(0.1, 0.2, 0.3)], [(0, 45, 0)])  # pitch, yaw, roll
     body = dict(packets(buffer.getvalue()))[6]
     assert len(body) == 2 + 52
     assert struct.unpack_from("<I6d", body, 2) == (3, 0.1, 0.2, 0.3, 0.0, 0.0, 45.0)
