@@ -132,6 +132,12 @@ class CarlaRecording(ArchiveRecording):
             self, kind, start_s=stamps.item(lo) / 1e6, stop_s=stamps.item(hi - 1) / 1e6
         )
 
+    def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]:
+        """Foxglove messages for MCAP export (`nanorec.mcap`; see `mcap.py`)."""
+        from .mcap import mcap_messages
+
+        return mcap_messages(self, selection)
+
     def summary(self) -> dict[str, Any]:
         summary = super().summary()
         summary.update(

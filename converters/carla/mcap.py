@@ -1,0 +1,394 @@
+"""A CARLA recording as Foxglove messages for MCAP export (`nanorec.mcap`).
+
+One frame gives, all at the frame's time (the archive index's microseconds, i.e. CARLA's
+elapsed seconds; MCAP's sequence number is the archive frame number):
+
+- `/tf` (`foxglove.FrameTransforms`): `world` -> `actor/<id>` for every live actor (an
+  attached actor never positioned, a sensor, hangs from its parent: `reference_frame`);
+- `/carla/scene` (`foxglove.SceneUpdate`): one cube per live actor (not the spectator),
+  from its recorded bounding box, else (none, or CARLA's empty NaN/-inf box) a per-type
+  default size; coloured by type (traffic lights by their state); id, blueprint, type,
+  role name and parent as metadata; actors destroyed in the frame are deleted;
+- `/carla/traffic_lights` (`carla.TrafficLights`, our own JSON Schema): each light's state;
+- `/carla/collisions` and `/carla/events` (`foxglove.Log`): collisions (warnings), spawns
+  and destructions (info).
+
+Every frame repeats every live actor, so a viewer that seeks shows the full scene at once.
+An actor whose pose is not finite is left out of that frame.
+
+Axes. CARLA (Unreal) is left-handed: x forward, y right, z up, centimetres, rotations in
+degrees (roll about x, pitch about y with nose up positive, yaw about z turning x toward
++y). Foxglove (ROS REP 103) is right-handed: x forward, y left, z up, metres, radians.
+Mirroring y (S = diag(1, -1, 1)) maps a point p to S p and a rotation R to S R S; writing
+Unreal's rotation matrix out shows S R(roll, pitch, yaw) S = R_zyx(yaw=-yaw, pitch=-pitch,
+roll=roll): roll is kept, pitch and yaw change sign (`to_foxglove`; tested against
+Unreal's own matrix formula in `tests/mcap/test_carla_axes.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from nanorec import mcap_foxglove as fox
+from nanorec.errors import UsageError
+from nanorec.mcap import McapRecord, json_bytes
+from nanorec.selection import Selection
+
+from .ids import ActorType
+from .world import Actor, World
+
+if TYPE_CHECKING:
+    from .recording import CarlaRecording
+
+TOPICS = {
+    "tf": "/tf",
+    "scene": "/carla/scene",
+    "traffic_lights": "/carla/traffic_lights",
+    "collisions": "/carla/collisions",
+    "events": "/carla/events",
+}
+SCENERY_IDS = (0, 0xFFFFFFFF)  # actor2 of a collision with the world (before/after 0.9.13)
+
+# type name -> (colour rgba, default box origin offset in cm, default half-size in cm)
+_STYLE: dict[str, tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]] = {
+    "vehicle": ((0.20, 0.45, 0.90, 0.85), (0.0, 0.0, 75.0), (230.0, 100.0, 75.0)),
+    "walker": ((1.00, 0.55, 0.10, 0.85), (0.0, 0.0, 0.0), (25.0, 25.0, 90.0)),
+    "traffic_light": ((0.50, 0.50, 0.50, 0.85), (0.0, 0.0, 200.0), (25.0, 25.0, 200.0)),
+    "traffic_sign": ((0.90, 0.90, 0.90, 0.85), (0.0, 0.0, 100.0), (10.0, 50.0, 100.0)),
+    "sensor": ((0.60, 0.20, 0.80, 0.85), (0.0, 0.0, 0.0), (10.0, 10.0, 10.0)),
+    "other": ((0.60, 0.60, 0.60, 0.85), (0.0, 0.0, 50.0), (50.0, 50.0, 50.0)),
+}
+_LIGHT_COLOURS = {
+    "RED": (0.90, 0.10, 0.10, 0.9),
+    "YELLOW": (0.95, 0.80, 0.10, 0.9),
+    "GREEN": (0.10, 0.80, 0.20, 0.9),
+}
+_COLOURS = {
+    name: fox.color(*rgba)
+    for name, rgba in [*((k, v[0]) for k, v in _STYLE.items()), *_LIGHT_COLOURS.items()]
+}
+# Micrometres and 1e-9: below the resolution of CARLA's float32 centimetres and degrees,
+# and the JSON is half as long (and as fast) as with every float's 17 digits.
+POSITION_DECIMALS, QUATERNION_DECIMALS = 6, 9
+_BY_TYPE = {
+    ActorType.VEHICLE: "vehicle",
+    ActorType.WALKER: "walker",
+    ActorType.TRAFFIC_LIGHT: "traffic_light",
+    ActorType.TRAFFIC_SIGN: "traffic_sign",
+    ActorType.SENSOR: "sensor",
+}
+
+TRAFFIC_LIGHTS_SCHEMA = json_bytes(
+    {
+        "title": "carla.TrafficLights",
+        "description": "CARLA traffic-light states of one frame (times in seconds)",
+        "type": "object",
+        "properties": {
+            "timestamp": {
+                "type": "object",
+                "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}},
+            },
+            "frame_id": {"type": "integer", "description": "CARLA's frame number"},
+            "lights": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer"},
+                        "state": {"type": ["string", "null"]},
+                        "is_frozen": {"type": ["boolean", "null"]},
+                        "elapsed_time": {"type": ["number", "null"]},
+                        "green_time": {"type": ["number", "null"]},
+                        "yellow_time": {"type": ["number", "null"]},
+                        "red_time": {"type": ["number", "null"]},
+                    },
+                },
+            },
+        },
+        "required": ["timestamp", "frame_id", "lights"],
+    }
+)
+
+
+def to_foxglove(
+    location_cm: npt.ArrayLike, rotation_deg: npt.ArrayLike
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """CARLA poses to Foxglove: (n, 3) locations in cm and (n, 3) pitch/yaw/roll in degrees
+    (CARLA's `carla.Rotation` order) give (n, 3) positions in metres and (n, 4) x/y/z/w
+    quaternions (see the module docstring for the axes)."""
+    loc = np.asarray(location_cm, np.float64).reshape(-1, 3)
+    rot = np.radians(np.asarray(rotation_deg, np.float64).reshape(-1, 3))
+    position = loc * np.array([0.01, -0.01, 0.01])
+    half_pitch, half_yaw, half_roll = -rot[:, 0] / 2, -rot[:, 1] / 2, rot[:, 2] / 2
+    cr, sr = np.cos(half_roll), np.sin(half_roll)
+    cp, sp = np.cos(half_pitch), np.sin(half_pitch)
+    cy, sy = np.cos(half_yaw), np.sin(half_yaw)
+    quaternion = np.stack(
+        [
+            sr * cp * cy - cr * sp * sy,
+            cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy,
+            cr * cp * cy + sr * sp * sy,
+        ],
+        axis=1,
+    )
+    return position, quaternion
+
+
+def rotate(quaternion: npt.NDArray[np.float64], v: npt.NDArray[np.float64]) -> Any:
+    """Each (x, y, z, w) quaternion applied to the vector of the same row."""
+    u, w = quaternion[:, :3], quaternion[:, 3:]
+    t = 2 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def type_name(actor: Actor) -> str:
+    """vehicle, walker, traffic_light, traffic_sign, sensor or other: from the blueprint
+    (stable across releases), else from EventAdd's type byte."""
+    blueprint = actor.type_id
+    for prefix, name in (
+        ("vehicle.", "vehicle"),
+        ("walker.", "walker"),
+        ("traffic.traffic_light", "traffic_light"),
+        ("traffic.", "traffic_sign"),
+        ("sensor.", "sensor"),
+    ):
+        if blueprint.startswith(prefix):
+            return name
+    return _BY_TYPE.get(actor.type, "other") if isinstance(actor.type, ActorType) else "other"
+
+
+def reference_frame(actor: Actor) -> str:
+    """The frame an actor's pose is in: `world`, except for an attached actor CARLA never
+    positioned (sensors), whose only pose is its spawn transform, relative to its parent
+    (spec §5.2 marks this uncertain; Foxglove then places it through `/tf`)."""
+    description = actor.description
+    if (
+        actor.parent_id is not None
+        and actor.pose_index == actor.spawn_index
+        and actor.location == description.location
+        and actor.rotation == description.rotation
+    ):
+        return f"actor/{actor.parent_id}"
+    return "world"
+
+
+def parse_topics(kinds: frozenset[str] | None) -> set[str]:
+    """The MCAP topics a selection's kinds name (`scene` or `/carla/scene`; `frame`, the
+    archive's message kind, means all). Raises `UsageError` for anything else."""
+    if kinds is None or "frame" in kinds:
+        return set(TOPICS.values())
+    topics: set[str] = set()
+    for kind in kinds:
+        topic = TOPICS.get(kind, kind)
+        if topic not in TOPICS.values():
+            names = ", ".join(sorted(TOPICS)) + ", " + ", ".join(sorted(TOPICS.values()))
+            raise UsageError(f"no MCAP topic {kind!r} in a CARLA export (topics: {names})")
+        topics.add(topic)
+    return topics
+
+
+def mcap_messages(recording: CarlaRecording, selection: Selection | None) -> Iterator[McapRecord]:
+    """The selected frames as Foxglove messages, frame by frame in time order."""
+    selection = selection or Selection()
+    topics = parse_topics(selection.kinds)
+    numbers = dataclasses.replace(selection, kinds=None).numbers(recording.reader.index)
+    stamps = recording.reader.index.timestamp_us
+    for number in numbers.tolist():
+        world = recording.frame(number)
+        yield from frame_records(world, int(stamps[number]) * 1000, topics)
+
+
+def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[McapRecord]:
+    """One frame's messages on `topics`, all logged at `time_ns`."""
+    sequence = world.index
+    actors = [world.actors[actor_id] for actor_id in world.actors]
+    location = np.array([a.location for a in actors], np.float64).reshape(-1, 3)
+    rotation = np.array([a.rotation for a in actors], np.float64).reshape(-1, 3)
+    finite = np.isfinite(location).all(axis=1) & np.isfinite(rotation).all(axis=1)
+    if not finite.all():  # a pose nobody can draw: leave the actor out of this frame
+        actors = [actors[row] for row in np.flatnonzero(finite).tolist()]
+        location, rotation = location[finite], rotation[finite]
+    position, quaternion = to_foxglove(location, rotation)
+    if actors and TOPICS["tf"] in topics:
+        yield fox.record(
+            TOPICS["tf"],
+            "foxglove.FrameTransforms",
+            time_ns,
+            {"transforms": _transforms(actors, position, quaternion, time_ns)},
+            sequence=sequence,
+        )
+    if TOPICS["scene"] in topics and (actors or world.events.destroyed):
+        entities = _entities(world, actors, position, quaternion, time_ns)
+        deletions = [
+            {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
+            for i in world.events.destroyed
+        ]
+        yield fox.record(
+            TOPICS["scene"],
+            "foxglove.SceneUpdate",
+            time_ns,
+            {"deletions": deletions, "entities": entities},
+            sequence=sequence,
+        )
+    if TOPICS["traffic_lights"] in topics and world.traffic_lights:
+        yield McapRecord(
+            TOPICS["traffic_lights"],
+            "carla.TrafficLights",
+            "jsonschema",
+            TRAFFIC_LIGHTS_SCHEMA,
+            "json",
+            time_ns,
+            time_ns,
+            json_bytes(_lights(world, time_ns)),
+            sequence=sequence,
+        )
+    if TOPICS["events"] in topics:
+        yield from _events(world, time_ns)
+    if TOPICS["collisions"] in topics:
+        for hit in world.events.collisions:
+            text = f"collision: {_who(world, hit.actor1_id, hit.is_actor1_hero)} hit "
+            text += (
+                "the scenery"
+                if hit.actor2_id in SCENERY_IDS
+                else _who(world, hit.actor2_id, hit.is_actor2_hero)
+            )
+            message = fox.log(time_ns, fox.LOG_WARNING, text, "carla")
+            yield fox.record(
+                TOPICS["collisions"], "foxglove.Log", time_ns, message, sequence=sequence
+            )
+
+
+def _transforms(
+    actors: list[Actor],
+    position: npt.NDArray[np.float64],
+    quaternion: npt.NDArray[np.float64],
+    time_ns: int,
+) -> list[dict[str, Any]]:
+    stamp = fox.stamp(time_ns)
+    positions = np.round(position, POSITION_DECIMALS).tolist()
+    quaternions = np.round(quaternion, QUATERNION_DECIMALS).tolist()
+    return [
+        {
+            "timestamp": stamp,
+            "parent_frame_id": reference_frame(actor),
+            "child_frame_id": f"actor/{actor.id}",
+            "translation": {"x": p[0], "y": p[1], "z": p[2]},
+            "rotation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
+        }
+        for actor, p, q in zip(actors, positions, quaternions, strict=True)
+    ]
+
+
+def _entities(
+    world: World,
+    actors: list[Actor],
+    position: npt.NDArray[np.float64],
+    quaternion: npt.NDArray[np.float64],
+    time_ns: int,
+) -> list[dict[str, Any]]:
+    kinds = [type_name(actor) for actor in actors]
+    offset = np.empty((len(actors), 3))
+    extent = np.empty((len(actors), 3))
+    for row, (actor, kind) in enumerate(zip(actors, kinds, strict=True)):
+        box = actor.bounding_box
+        _, default_offset, default_extent = _STYLE[kind]
+        if box is None or not all(map(math.isfinite, (*box.location, *box.extent))):
+            # CARLA records an empty box (NaN origin, -inf extent) for actors without
+            # bounds (spectator, sensors): use the type's default.
+            offset[row], extent[row] = default_offset, default_extent
+        else:
+            offset[row], extent[row] = box.location, box.extent
+    centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
+    size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
+    template = fox.entity(time_ns, "world", "", {})  # shared empty lists: JSON only reads them
+    entities: list[dict[str, Any]] = []
+    rows = zip(
+        actors,
+        kinds,
+        np.round(centre, POSITION_DECIMALS).tolist(),
+        np.round(quaternion, QUATERNION_DECIMALS).tolist(),
+        np.round(size, POSITION_DECIMALS).tolist(),
+        strict=True,
+    )
+    for actor, kind, c, q, s in rows:
+        if actor.type_id == "spectator":
+            continue
+        metadata = [
+            {"key": "id", "value": str(actor.id)},
+            {"key": "blueprint", "value": actor.type_id},
+            {"key": "type", "value": kind},
+        ]
+        role = actor.attributes.get("role_name")
+        if role:
+            metadata.append({"key": "role_name", "value": role})
+        if actor.parent_id is not None:
+            metadata.append({"key": "parent", "value": str(actor.parent_id)})
+        colour = _COLOURS[kind]
+        light = world.traffic_lights.get(actor.id)
+        if light is not None and light.state is not None:
+            metadata.append({"key": "state", "value": light.state.name})
+            colour = _COLOURS.get(light.state.name, colour)
+        cube = {
+            "pose": {
+                "position": {"x": c[0], "y": c[1], "z": c[2]},
+                "orientation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
+            },
+            "size": {"x": s[0], "y": s[1], "z": s[2]},
+            "color": colour,
+        }
+        item = dict(template, id=f"actor/{actor.id}", metadata=metadata, cubes=[cube])
+        item["frame_id"] = reference_frame(actor)
+        entities.append(item)
+    return entities
+
+
+def _lights(world: World, time_ns: int) -> dict[str, Any]:
+    return {
+        "timestamp": fox.stamp(time_ns),
+        "frame_id": world.frame_id,
+        "lights": [
+            {
+                "id": light.id,
+                "state": None if light.state is None else light.state.name,
+                "is_frozen": light.is_frozen,
+                "elapsed_time": light.elapsed_time,
+                "green_time": light.green_time,
+                "yellow_time": light.yellow_time,
+                "red_time": light.red_time,
+            }
+            for light in sorted(world.traffic_lights.values(), key=lambda light: light.id)
+        ],
+    }
+
+
+def _events(world: World, time_ns: int) -> Iterator[McapRecord]:
+    texts = [f"spawned actor {d.id} ({d.type_id})" for d in world.events.spawned]
+    texts += [f"destroyed actor {actor_id}" for actor_id in world.events.destroyed]
+    for text in texts:
+        message = fox.log(time_ns, fox.LOG_INFO, text, "carla")
+        yield fox.record(TOPICS["events"], "foxglove.Log", time_ns, message, sequence=world.index)
+
+
+def _who(world: World, actor_id: int, hero: bool) -> str:
+    actor = world.actors.get(actor_id)
+    name = f"actor {actor_id}" + ("" if actor is None else f" ({actor.type_id})")
+    return name + (" [hero]" if hero else "")
+
+
+__all__ = [
+    "TOPICS",
+    "frame_records",
+    "mcap_messages",
+    "parse_topics",
+    "reference_frame",
+    "rotate",
+    "to_foxglove",
+    "type_name",
+]
