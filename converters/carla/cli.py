@@ -20,6 +20,7 @@ from nanorec.cli.options import (
     Duration,
     End,
     Force,
+    Kinds,
     Messages,
     OptionalOutput,
     Output,
@@ -160,6 +161,7 @@ def export_command(
     end: End = None,
     duration: Duration = None,
     frames: Messages = None,
+    kinds: Kinds = None,
     to: Annotated[
         str, typer.Option("--format", "-F", help="native, parquet or mcap.", metavar="FORMAT")
     ] = "native",
@@ -174,7 +176,9 @@ def export_command(
 
     def action() -> int:
         _check_family(family)
-        selection = Selection.make(start=start, end=end, duration=duration, messages=frames)
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=frames, kinds=kinds
+        )
         options = {"family": family} if family else None
         return export_file(file, output, selection, force=force, to=to, convert_options=options)
 
