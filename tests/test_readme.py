@@ -50,6 +50,7 @@ def test_examples_run_in_order(scratch: Path) -> None:
     pytest.importorskip("matplotlib")  # one example plots
     pytest.importorskip("pyarrow")  # one writes Parquet
     pytest.importorskip("duckdb")  # one reads it
+    pytest.importorskip("mcap")  # one writes MCAP
     for line in _commands():
         args = shlex.split(line, comments=True)[1:]
         result = subprocess.run(
