@@ -40,3 +40,14 @@ def test_reprs_are_one_line() -> None:
     with nanorec.open(SAMPLE) as rec:
         assert "\n" not in repr(rec) and "frames" in repr(rec)
         assert "\n" not in repr(rec.reader)
+
+
+def test_carla_values_print_on_one_line() -> None:
+    from nanorec.converters.carla.ids import FAMILIES
+
+    assert repr(FAMILIES["0.9.16"]).startswith("<Family 0.9.16")
+    with nanorec.open(SAMPLE) as rec:
+        world = rec.frame(5)
+        for value in (world, world.actors, rec.trajectory(6)):
+            text = repr(value)
+            assert "\n" not in text and " at 0x" not in text and len(text) < 400, text

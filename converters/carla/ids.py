@@ -127,9 +127,12 @@ class OrderItem:
     always: bool  # written every frame even when empty; else only when it has records
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Family:
     """A release family: its id table, vector width and per-frame packet order."""
+
+    def __repr__(self) -> str:
+        return f"<Family {self.name}: {self.description}>"
 
     name: str
     description: str

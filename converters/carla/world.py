@@ -210,13 +210,19 @@ class FrameEvents:
     collisions: tuple[Collision, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class World:
     """The full world state after frame `index` (0-based archive position).
 
     `frame_id` is CARLA's own 1-based frame number; `elapsed` and `duration` are the
     FrameStart values in seconds (the last frame's duration is -1, as CARLA writes it).
     """
+
+    def __repr__(self) -> str:
+        return (
+            f"<World frame {self.frame_id} (index {self.index}) at {self.elapsed:.3f} s: "
+            f"{len(self.actors)} actors, {len(self.traffic_lights)} traffic lights>"
+        )
 
     index: int
     frame_id: int
@@ -553,6 +559,11 @@ def _columns(rows: npt.NDArray[Any]) -> dict[int, tuple[Any, ...]]:
 
 
 class _ActorMap(Mapping[int, Actor]):
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{i}: {self[i].type_id!r}" for i in list(self)[:8])
+        more = f", ... ({len(self)} actors)" if len(self) > 8 else ""
+        return "{" + shown + more + "}"
+
     """The live actors of a frame, each built on first lookup from prepared columns."""
 
     def __init__(
