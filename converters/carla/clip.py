@@ -84,20 +84,27 @@ def _iter_clip(rec: CarlaRecording, start: int, stop: int) -> Iterator[tuple[byt
     yield _header_bytes(rec), 0
     base = _elapsed(rec.frame_map(start))
     first, actors = _first_frame(rec, start, stop)
-    yield first, actors
+    yield first + (_frame_end(rec, start) if stop - start == 1 else b""), actors
     for index in range(start + 1, stop):
         frame = rec.frame_map(index)
         _, duration, elapsed = _frame_start(frame)
         if index == stop - 1:
             duration = -1.0
-        yield (
-            _packets(
-                rec,
-                frame,
-                {Kind.FRAME_START: FRAME_START.pack(index - start + 1, duration, elapsed - base)},
-            ),
-            0,
-        )
+        replace = {Kind.FRAME_START: FRAME_START.pack(index - start + 1, duration, elapsed - base)}
+        body = _packets(rec, frame, replace)
+        yield body + (_frame_end(rec, index) if index == stop - 1 else b""), 0
+
+
+def _frame_end(rec: CarlaRecording, index: int) -> bytes:
+    """A FrameEnd packet for the clip's last frame when the source frame had none (a damaged
+    source): without it the clip's last frame would read as cut short, one frame lost."""
+    order = rec.frame_map(index).get("order")
+    if isinstance(order, int) and 0 <= order < len(rec.orders):
+        order = rec.orders[order]
+    end_id = next(pid for pid, kind in rec.family.ids.items() if kind is Kind.FRAME_END)
+    if isinstance(order, bytes) and end_id in order:
+        return b""
+    return PACKET_HEADER.pack(end_id, 0)
 
 
 def _header_bytes(rec: CarlaRecording) -> bytes:
