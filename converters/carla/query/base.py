@@ -367,7 +367,12 @@ class _Stale:
             array = np.frombuffer(data, dtype=dtype, count=whole)
             rows = array.tolist()
             self.raw[slot] = data[(whole - 1) * size : whole * size]
-        if whole < count:
+        if whole < count and not packet.complete:
+            # At the end of a cut file CARLA's loop reads on with a failed stream: the
+            # missing records repeat the last bytes read. Inside the file a count larger
+            # than its packet is damage, not something CARLA's output can be matched on:
+            # only the records the packet holds count, so a query stays linear in the
+            # file (a forged count can no longer make it do 65535 records' work per packet).
             stale = self.raw.get(slot, bytes(size))
             partial = data[whole * size : (whole + 1) * size]
             if partial:
