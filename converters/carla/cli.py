@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from nanorec.cli import fail, run
+from nanorec.cli.inputs import check_input
 from nanorec.cli.options import (
     Duration,
     End,
@@ -228,6 +229,7 @@ def cat_command(
         fail(f"--format takes ndjson or csv, not {fmt!r}")
 
     def action() -> None:
+        check_input(file)
         if kind is None:
             _cat_frames(file, family, fmt, Selection.make(start=start, end=end))
             return
@@ -317,6 +319,7 @@ def play_command(
     )
 
     def action() -> None:
+        check_input(file)
         check_parts(chosen)
         options = dict(rate=rate, start=start, end=end, duration=duration)
         with (
@@ -374,6 +377,7 @@ def plot_command(
     from .recording import CarlaRecording
 
     def action() -> None:
+        check_input(file)
         with CarlaRecording.open(file, family=family) as rec:
             report = plot(
                 rec,

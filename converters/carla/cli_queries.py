@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from nanorec.cli import fail, run
+from nanorec.cli.inputs import check_input
 from nanorec.selection import check_number, check_seconds
 from nanorec.tables import json_safe
 
@@ -63,8 +64,7 @@ def _query(
     """Run a query on a CARLA file or on the native bytes of a nanorec archive."""
     from .convert import native_file
 
-    if not path.is_file():
-        fail(f"{path}: no such file" if not path.exists() else f"{path}: not a regular file")
+    run(lambda: check_input(path))  # one wording for missing, non-regular and empty files
 
     def action() -> bool:
         try:

@@ -166,3 +166,14 @@ def test_sigterm_during_convert_leaves_nothing(tmp_path: Path) -> None:
         pytest.skip("the conversion finished before the signal")
     assert process.returncode == 128 + signal.SIGTERM
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.log"]
+
+
+def test_one_wording_for_missing_and_empty_files(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    for verb in ("info", "collisions", "blocked", "cat", "play", "verify", "export", "convert"):
+        extra = ["-o", str(tmp_path / "out")] if verb == "export" else []
+        for path, words in ((empty, "the file is empty"), (tmp_path / "nope.log", "no such file")):
+            code, _, err = _run(verb, path, *extra)
+            _one_line_error(code, err)
+            assert err == f"nanorec: {path}: {words}\n", (verb, err)
