@@ -26,8 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+from results import write_section
+
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "RESULTS.md"
 WORK = Path("/tmp/nanorec-bench-batch")
 START, END = "<!-- batch:start -->", "<!-- batch:end -->"
 QUERY = """
@@ -183,13 +184,7 @@ def main() -> None:
             END,
         ]
     )
-    old = RESULTS.read_text()
-    if START in old:
-        before, rest = old.split(START, 1)
-        old = before + text + rest.split(END, 1)[1]
-    else:
-        old = old.rstrip("\n") + "\n\n" + text + "\n"
-    RESULTS.write_text(old)
+    write_section(START, END, text)
     print(text)
 
 

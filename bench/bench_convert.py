@@ -29,8 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from results import write_section
+
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "RESULTS.md"
 START, END = "<!-- convert:start -->", "<!-- convert:end -->"
 
 
@@ -143,13 +144,7 @@ def main() -> None:
             END,
         ]
     )
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n"
-    if START in old:
-        before, rest = old.split(START, 1)
-        old = before + text + rest.split(END, 1)[1]
-    else:
-        old = old.rstrip("\n") + "\n\n" + text + "\n"
-    RESULTS.write_text(old)
+    write_section(START, END, text)
     print(text)
 
 
