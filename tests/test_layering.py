@@ -60,3 +60,19 @@ def test_installed_name_only() -> None:
     be a second copy of the package (and does not exist once installed)."""
     for path in sorted((REPO / "converters").rglob("*.py")):
         assert not {n for n in _imported(path) if n.split(".")[0] == "converters"}, path
+
+
+def test_every_package_is_installed() -> None:
+    """pyproject.toml lists packages explicitly (the converters/ folder maps onto
+    nanorec.converters); a package left out would be missing from wheels only."""
+    import re
+
+    listed = set(re.findall(r'"(nanorec[\w.]*)"', (REPO / "pyproject.toml").read_text()))
+    for root, prefix in (
+        (REPO / "nanorec", "nanorec"),
+        (REPO / "converters", "nanorec.converters"),
+    ):
+        for init in root.rglob("__init__.py"):
+            parts = init.parent.relative_to(root).parts
+            name = ".".join((prefix, *parts))
+            assert name in listed, f"{name} is missing from [tool.setuptools] packages"
