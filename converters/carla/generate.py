@@ -557,8 +557,6 @@ def _run(
 ) -> None:
     """Write frames 1.. until `frames` are done and the file holds `target_bytes`."""
     kinds = scene.kinds
-    era = scene.era
-    additional = scene.additional
     changes = {1, scene.f_spawn, scene.f_destroy}
     layout: _Layout | None = None
     veh = wlk = np.zeros(0, dtype=np.int64)
@@ -579,121 +577,7 @@ def _run(
 
         _events(writer, scene, f)
 
-        # ---- snapshot packets
-        layout.vmotion.pose(t, layout.vloc, layout.vrot)
-        layout.wmotion.pose(t, layout.wloc, layout.wrot)
-        writer.add_records(Kind.POSITION, layout.pos)
-
-        if len(scene.tl_ids):
-            cycle_red = scene.tl_green + scene.tl_yellow
-            phase_t = np.mod(t + scene.tl_offset, cycle_red + scene.tl_red)
-            green = phase_t < scene.tl_green
-            yellow = ~green & (phase_t < scene.tl_green + scene.tl_yellow)
-            layout.state["state"] = np.where(
-                green,
-                int(TrafficLightState.GREEN),
-                np.where(yellow, int(TrafficLightState.YELLOW), int(TrafficLightState.RED)),
-            )
-            layout.state["elapsed_time"] = np.where(
-                green,
-                phase_t,
-                np.where(
-                    yellow, phase_t - scene.tl_green, phase_t - scene.tl_green - scene.tl_yellow
-                ),
-            )
-            writer.add_records(Kind.STATE, layout.state)
-
-        brake_wave = _q(np.sin(0.5 * t + scene.veh_brake_phase[veh]))
-        braking = brake_wave > 0.85
-        anim = layout.anim
-        anim["steering"] = scene.veh_steer[veh]
-        anim["throttle"] = np.where(braking, 0.0, 0.45 + 0.1 * brake_wave)
-        anim["brake"] = np.where(braking, 0.6, 0.0)
-        writer.add_records(Kind.ANIM_VEHICLE, anim)
-        writer.add_records(Kind.ANIM_WALKER, layout.walk)
-
-        if Kind.VEHICLE_LIGHT in kinds:
-            lights = np.where(scene.veh_lights_on[veh], 0x3, 0x0) | np.where(braking, 0x8, 0)
-            blink = int(t / 0.4) % 2 == 0
-            signalling = scene.veh_signals[veh] & (brake_wave < -0.3) & blink
-            side = np.where(scene.veh_omega[veh] > 0, 0x20, 0x10)
-            layout.lights["state"] = lights | np.where(signalling, side, 0)
-            writer.add_records(Kind.VEHICLE_LIGHT, layout.lights)
-
-        if scene.n_scene_lights and (f == 1 or f == scene.f_lights):
-            n = scene.n_scene_lights if f == 1 else (scene.n_scene_lights + 1) // 2
-            on = f == 1
-            writer.scene_lights(
-                np.arange(n),
-                intensities=np.full(n, 1500.0 if on else 0.0),
-                colors=np.tile((1.0, 0.85, 0.6, 1.0), (n, 1)),
-                on=np.full(n, on),
-                types=2,
-            )
-
-        if Kind.VEHICLE_DOOR in kinds and scene.n_initial >= 2:
-            door_car = scene.veh_ids[1]
-            if f == scene.f_door_open:
-                writer.vehicle_doors([door_car], [0], [True])
-            elif f == scene.f_door_close:
-                writer.vehicle_doors([door_car], [6], [False])
-
-        if era.animate_wheels:
-            speed = scene.veh_speed[veh]
-            spin = wrap_degrees(np.degrees(speed * t / 37.0))
-            steer_deg = scene.veh_steer[veh] * 70.0
-            is_bike = scene.veh_bike[veh]
-            cw = layout.car_wheels
-            if len(cw):
-                cw["wheels"]["steering_angle"][:, :2] = steer_deg[~is_bike][:, None]
-                cw["wheels"]["tire_rotation"] = spin[~is_bike][:, None]
-                writer.add_raw(Kind.ANIM_VEHICLE_WHEELS, cw.tobytes(), len(cw))
-            bw = layout.bike_wheels
-            if len(bw):
-                bw["wheels"]["steering_angle"][:, 0] = steer_deg[is_bike]
-                bw["wheels"]["tire_rotation"] = spin[is_bike][:, None]
-                writer.add_raw(Kind.ANIM_VEHICLE_WHEELS, bw.tobytes(), len(bw))
-                layout.biker["engine_rotation"] = np.where(
-                    braking[is_bike], 0.15, 0.35 + 0.3 * brake_wave[is_bike] ** 2
-                )
-                writer.add_records(Kind.ANIM_BIKER, layout.biker)
-
-        if Kind.WEATHER in kinds and (f == 1 or f == scene.f_weather):
-            rain = f != 1
-            writer.weather(
-                {
-                    "cloudiness": 80.0 if rain else 10.0,
-                    "precipitation": 40.0 if rain else 0.0,
-                    "precipitation_deposits": 20.0 if rain else 0.0,
-                    "wind_intensity": 35.0 if rain else 10.0,
-                    "sun_azimuth_angle": 45.0,
-                    "sun_altitude_angle": 30.0 if rain else 60.0,
-                    "fog_distance": 0.75,
-                    "fog_falloff": 0.1,
-                    "wetness": 30.0 if rain else 0.0,
-                    "scattering_intensity": 1.0,
-                    "mie_scattering_scale": 0.03,
-                    "rayleigh_scattering_scale": 0.0331,
-                }
-            )
-
-        # ---- additional data
-        if additional:
-            if Kind.KINEMATICS in kinds and len(layout.kin):
-                lin = layout.kin["linear_velocity"]
-                layout.vmotion.velocity(lin[: len(veh)])
-                layout.wmotion.velocity(lin[len(veh) :])
-                writer.add_records(Kind.KINEMATICS, layout.kin)
-            if Kind.PLATFORM_TIME in kinds:
-                micros = int(t * 1.25e6) + 1500 * f  # a server slower than real time
-                writer.platform_time(micros / 1e6)
-            if Kind.WALKER_BONES in kinds and len(layout.bones):
-                swing = _q(np.sin(2.0 * math.pi * 0.9 * t + scene.walker_phase[wlk]))
-                bones = layout.bones
-                for i in range(len(_BONES)):
-                    if _BONE_SWING[i]:
-                        bones[f"r{i}"][:, 1] = _BONE_SWING[i] * swing
-                writer.add_raw(Kind.WALKER_BONES, bones.tobytes(), len(bones))
+        _snapshot_packets(writer, scene, layout, veh, wlk, f, t)
 
         if last:
             if crash:
@@ -705,6 +589,158 @@ def _run(
         frame_bytes = writer.stats.size - size_before
         if frame_sizes is not None:
             frame_sizes.append(frame_bytes)
+
+
+def _snapshot_packets(
+    writer: RecordingWriter,
+    scene: _Scene,
+    layout: _Layout,
+    veh: npt.NDArray[np.int64],
+    wlk: npt.NDArray[np.int64],
+    f: int,
+    t: float,
+) -> None:
+    """Frame `f`'s per-frame packets at time `t`, in CARLA's order."""
+    kinds = scene.kinds
+    layout.vmotion.pose(t, layout.vloc, layout.vrot)
+    layout.wmotion.pose(t, layout.wloc, layout.wrot)
+    writer.add_records(Kind.POSITION, layout.pos)
+    if len(scene.tl_ids):
+        _traffic_lights(writer, scene, layout, t)
+    brake_wave = _q(np.sin(0.5 * t + scene.veh_brake_phase[veh]))
+    braking = brake_wave > 0.85
+    anim = layout.anim
+    anim["steering"] = scene.veh_steer[veh]
+    anim["throttle"] = np.where(braking, 0.0, 0.45 + 0.1 * brake_wave)
+    anim["brake"] = np.where(braking, 0.6, 0.0)
+    writer.add_records(Kind.ANIM_VEHICLE, anim)
+    writer.add_records(Kind.ANIM_WALKER, layout.walk)
+    if Kind.VEHICLE_LIGHT in kinds:
+        lights = np.where(scene.veh_lights_on[veh], 0x3, 0x0) | np.where(braking, 0x8, 0)
+        blink = int(t / 0.4) % 2 == 0
+        signalling = scene.veh_signals[veh] & (brake_wave < -0.3) & blink
+        side = np.where(scene.veh_omega[veh] > 0, 0x20, 0x10)
+        layout.lights["state"] = lights | np.where(signalling, side, 0)
+        writer.add_records(Kind.VEHICLE_LIGHT, layout.lights)
+    if scene.n_scene_lights and (f == 1 or f == scene.f_lights):
+        n = scene.n_scene_lights if f == 1 else (scene.n_scene_lights + 1) // 2
+        on = f == 1
+        writer.scene_lights(
+            np.arange(n),
+            intensities=np.full(n, 1500.0 if on else 0.0),
+            colors=np.tile((1.0, 0.85, 0.6, 1.0), (n, 1)),
+            on=np.full(n, on),
+            types=2,
+        )
+    if Kind.VEHICLE_DOOR in kinds and scene.n_initial >= 2:
+        door_car = scene.veh_ids[1]
+        if f == scene.f_door_open:
+            writer.vehicle_doors([door_car], [0], [True])
+        elif f == scene.f_door_close:
+            writer.vehicle_doors([door_car], [6], [False])
+    if scene.era.animate_wheels:
+        _wheels(writer, scene, layout, veh, t, braking, brake_wave)
+    if Kind.WEATHER in kinds and (f == 1 or f == scene.f_weather):
+        _weather(writer, rain=f != 1)
+    if scene.additional:
+        _additional_data(writer, scene, layout, veh, wlk, f, t)
+
+
+def _traffic_lights(writer: RecordingWriter, scene: _Scene, layout: _Layout, t: float) -> None:
+    """Each light's state and time in it, from its cycle and offset."""
+    cycle_red = scene.tl_green + scene.tl_yellow
+    phase_t = np.mod(t + scene.tl_offset, cycle_red + scene.tl_red)
+    green = phase_t < scene.tl_green
+    yellow = ~green & (phase_t < scene.tl_green + scene.tl_yellow)
+    layout.state["state"] = np.where(
+        green,
+        int(TrafficLightState.GREEN),
+        np.where(yellow, int(TrafficLightState.YELLOW), int(TrafficLightState.RED)),
+    )
+    layout.state["elapsed_time"] = np.where(
+        green,
+        phase_t,
+        np.where(yellow, phase_t - scene.tl_green, phase_t - scene.tl_green - scene.tl_yellow),
+    )
+    writer.add_records(Kind.STATE, layout.state)
+
+
+def _wheels(
+    writer: RecordingWriter,
+    scene: _Scene,
+    layout: _Layout,
+    veh: npt.NDArray[np.int64],
+    t: float,
+    braking: npt.NDArray[np.bool_],
+    brake_wave: npt.NDArray[np.float64],
+) -> None:
+    """Cars' and bikes' wheel animation, and the bikers' engine."""
+    speed = scene.veh_speed[veh]
+    spin = wrap_degrees(np.degrees(speed * t / 37.0))
+    steer_deg = scene.veh_steer[veh] * 70.0
+    is_bike = scene.veh_bike[veh]
+    cw = layout.car_wheels
+    if len(cw):
+        cw["wheels"]["steering_angle"][:, :2] = steer_deg[~is_bike][:, None]
+        cw["wheels"]["tire_rotation"] = spin[~is_bike][:, None]
+        writer.add_raw(Kind.ANIM_VEHICLE_WHEELS, cw.tobytes(), len(cw))
+    bw = layout.bike_wheels
+    if len(bw):
+        bw["wheels"]["steering_angle"][:, 0] = steer_deg[is_bike]
+        bw["wheels"]["tire_rotation"] = spin[is_bike][:, None]
+        writer.add_raw(Kind.ANIM_VEHICLE_WHEELS, bw.tobytes(), len(bw))
+        layout.biker["engine_rotation"] = np.where(
+            braking[is_bike], 0.15, 0.35 + 0.3 * brake_wave[is_bike] ** 2
+        )
+        writer.add_records(Kind.ANIM_BIKER, layout.biker)
+
+
+def _weather(writer: RecordingWriter, *, rain: bool) -> None:
+    writer.weather(
+        {
+            "cloudiness": 80.0 if rain else 10.0,
+            "precipitation": 40.0 if rain else 0.0,
+            "precipitation_deposits": 20.0 if rain else 0.0,
+            "wind_intensity": 35.0 if rain else 10.0,
+            "sun_azimuth_angle": 45.0,
+            "sun_altitude_angle": 30.0 if rain else 60.0,
+            "fog_distance": 0.75,
+            "fog_falloff": 0.1,
+            "wetness": 30.0 if rain else 0.0,
+            "scattering_intensity": 1.0,
+            "mie_scattering_scale": 0.03,
+            "rayleigh_scattering_scale": 0.0331,
+        }
+    )
+
+
+def _additional_data(
+    writer: RecordingWriter,
+    scene: _Scene,
+    layout: _Layout,
+    veh: npt.NDArray[np.int64],
+    wlk: npt.NDArray[np.int64],
+    f: int,
+    t: float,
+) -> None:
+    """The packets of a recording made with additional data (kinematics, platform time,
+    walker bones)."""
+    kinds = scene.kinds
+    if Kind.KINEMATICS in kinds and len(layout.kin):
+        lin = layout.kin["linear_velocity"]
+        layout.vmotion.velocity(lin[: len(veh)])
+        layout.wmotion.velocity(lin[len(veh) :])
+        writer.add_records(Kind.KINEMATICS, layout.kin)
+    if Kind.PLATFORM_TIME in kinds:
+        micros = int(t * 1.25e6) + 1500 * f  # a server slower than real time
+        writer.platform_time(micros / 1e6)
+    if Kind.WALKER_BONES in kinds and len(layout.bones):
+        swing = _q(np.sin(2.0 * math.pi * 0.9 * t + scene.walker_phase[wlk]))
+        bones = layout.bones
+        for i in range(len(_BONES)):
+            if _BONE_SWING[i]:
+                bones[f"r{i}"][:, 1] = _BONE_SWING[i] * swing
+        writer.add_raw(Kind.WALKER_BONES, bones.tobytes(), len(bones))
 
 
 def _events(writer: RecordingWriter, scene: _Scene, f: int) -> None:
