@@ -13,13 +13,11 @@ UCRT way. Everything here is pure and cheap: these functions run once per printe
 from __future__ import annotations
 
 import math
-import re
 import struct
 from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import ROUND_HALF_UP, Decimal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from nanorec.errors import UsageError
+from nanorec.timezones import parse_zone
 
 _U64 = struct.Struct("<Q")
 _F64 = struct.Struct("<d")
@@ -100,31 +98,6 @@ def pad_left(text: str, width: int) -> str:
     """`std::setw(width) << std::left << text`: spaces behind, never truncates (bytes)."""
     size = len(text.encode("utf-8", "surrogateescape"))
     return text + " " * (width - size) if size < width else text
-
-
-_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?$")
-
-
-def parse_zone(name: str | None) -> tzinfo:
-    """A time zone from an IANA name (`Europe/Berlin`), an offset (`+02:00`, `-0530`,
-    `UTC+1`) or `UTC`/`Z`; `None` means UTC. Raises ValueError naming the bad value."""
-    if name is None or name.strip().upper() in ("", "UTC", "Z", "GMT"):
-        return timezone.utc
-    text = name.strip()
-    match = _OFFSET.match(text.upper())
-    if match:
-        sign, hours, minutes = match.groups()
-        delta = timedelta(hours=int(hours), minutes=int(minutes or 0))
-        if delta >= timedelta(hours=24):
-            raise UsageError(f"time zone offset {name!r} is out of range (must be under 24 h)")
-        return timezone(-delta if sign == "-" else delta)
-    try:
-        return ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise UsageError(
-            f"unknown time zone {name!r}: give an IANA name such as Europe/Berlin "
-            "or an offset such as +02:00"
-        ) from None
 
 
 def _civil_from_days(days: int) -> tuple[int, int, int]:

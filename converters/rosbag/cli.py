@@ -1,0 +1,238 @@
+"""`nanorec rosbag ...`, and `nanorec info|cat|play x.bag` routed here: rosbag's own
+commands without ROS."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from nanorec import registry
+from nanorec.cli import fail, run
+from nanorec.cli.inputs import check_input, opened
+from nanorec.cli.options import Duration, End, Start
+from nanorec.errors import NanorecError, UsageError
+from nanorec.selection import Selection
+from nanorec.timezones import parse_zone
+
+from .info import Facts, facts_of_archive, facts_of_index, text, yaml
+
+app = typer.Typer(help="ROS1 bags: rosbag info, cat, play without ROS.", no_args_is_help=True)
+
+_TOPICS = Annotated[
+    list[str] | None,
+    typer.Option("--topics", "--topic", "-t", help="Only this topic; repeatable.", metavar="TOPIC"),
+]
+_BAG = Annotated[Path, typer.Argument(help="A ROS bag (.bag, .bag.active) or its archive.")]
+
+
+def facts(file: Path, freq: bool) -> Facts:
+    """From the bag's own index when it has one (fast, as rosbag reads it); else from a
+    conversion (a crashed bag: what it holds), saying so on stderr."""
+    from .index import read_index
+
+    check_input(file)
+    if not registry.is_archive(registry.read_head(file)):
+        try:
+            return facts_of_index(str(file), read_index(file, entries=freq))
+        except NanorecError as error:
+            typer.echo(f"nanorec: {file}: {error}; reading its records instead", err=True)
+    with opened(file) as recording:
+        from .recording import BagRecording
+
+        if not isinstance(recording, BagRecording):
+            raise UsageError(f"{file} is not a ROS bag")
+        found = facts_of_archive(recording, str(file))
+        if not freq:
+            found.times = None
+        return found
+
+
+@app.command("info")
+def info_command(
+    file: _BAG,
+    freq: Annotated[
+        bool, typer.Option("--freq", help="Topic frequencies (reads the index).")
+    ] = False,
+    as_yaml: Annotated[bool, typer.Option("--yaml", "-y", help="As rosbag info --yaml.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The same facts as JSON.")] = False,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            "--tz", help="Time zone of the dates (default: this machine's, as ROS).", metavar="ZONE"
+        ),
+    ] = None,
+) -> None:
+    """Print exactly what `rosbag info` prints (--freq, --yaml as rosbag's).
+
+    Example: nanorec info run.bag --freq --tz UTC
+    """
+
+    def action() -> None:
+        zone = None if tz is None else parse_zone(tz)
+        found = facts(file, freq or as_json)
+        if as_json:
+            typer.echo(json.dumps(found.to_json(), indent=2))
+        elif as_yaml:
+            typer.echo(yaml(found))
+        else:
+            typer.echo(text(found, zone))
+        for note in found.notes:
+            typer.echo(f"nanorec: {note}", err=True)
+
+    run(action)
+
+
+@app.command("cat")
+def cat_command(
+    file: _BAG,
+    topics: _TOPICS = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="ndjson or csv.")] = "ndjson",
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+) -> None:
+    """One row per message: number, time (s from the start), time_ns, time_s (Unix), then
+    the message's fields flattened. Every topic (NDJSON) when none is given.
+
+    Example: nanorec cat run.bag --topic /odom --format csv > odom.csv
+    """
+    from nanorec.tables import write_csv, write_ndjson
+
+    if fmt not in ("ndjson", "csv"):
+        fail(f"--format takes ndjson or csv, not {fmt!r}")
+
+    def action() -> None:
+        selection = Selection.make(start=start, end=end, duration=duration)
+        with opened(file) as recording:
+            chosen = topics or recording.table_kinds()
+            if fmt == "csv" and len(chosen) != 1:
+                raise UsageError("CSV holds one table: give one --topic")
+            if not topics:
+                numbers = selection.numbers(recording.reader.index).tolist()
+                write_ndjson(map(_line(recording), numbers), sys.stdout)
+            else:
+                for topic in chosen:
+                    (write_csv if fmt == "csv" else write_ndjson)(
+                        recording.rows(topic, selection), sys.stdout
+                    )
+        sys.stdout.flush()
+
+    run(action)
+
+
+def _line(recording: Any) -> Any:
+    def line(number: int) -> dict[str, Any]:
+        row = recording.decoded(number)
+        ns = row.pop("time")
+        return {
+            "number": number,
+            "topic": row["topic"],
+            "type": row["type"],
+            "time_ns": ns,
+            "time_s": ns / 1e9,
+            "message": row["message"],
+        }
+
+    return line
+
+
+@app.command("play")
+def play_command(
+    file: _BAG,
+    rate: Annotated[float, typer.Option("--rate", "-r", help="Speed factor.")] = 1.0,
+    start: Annotated[
+        float | None, typer.Option("--start", "-s", help="Start SEC seconds into the bag.")
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option("--duration", "-u", help="Play only SEC seconds.")
+    ] = None,
+    topics: _TOPICS = None,
+    loop: Annotated[bool, typer.Option("--loop", "-l", help="Loop playback.")] = False,
+    pause: Annotated[bool, typer.Option("--pause", help="Start paused (space resumes).")] = False,
+    immediate: Annotated[
+        bool, typer.Option("--immediate", "-i", help="Play without waiting.")
+    ] = False,
+    delay: Annotated[float, typer.Option("--delay", "-d", help="Sleep SEC before playing.")] = 0.0,
+    skip_empty: Annotated[
+        float | None, typer.Option("--skip-empty", help="Skip gaps longer than SEC.")
+    ] = None,
+    clock: Annotated[bool, typer.Option("--clock", help="Also print clock lines at --hz.")] = False,
+    hz: Annotated[float, typer.Option("--hz", help="Clock lines per second.")] = 100.0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No status line.")] = False,
+) -> None:
+    """Play the bag as `rosbag play` would: one NDJSON line per message (topic, time, the
+    decoded message) at its time on stdout, the status line on stderr; on a terminal,
+    space pauses, s steps, q quits.
+
+    Example: nanorec play run.bag --rate 2 -s 10 -u 5 --topics /odom | wc -l
+    """
+    from nanorec.tables import dumps
+
+    from .play import BagPlayer
+
+    def emit_clock(seconds: float) -> None:
+        sys.stdout.write(json.dumps({"clock": seconds}) + "\n")
+
+    def action() -> None:
+        from .recording import BagRecording
+
+        with opened(file) as recording, _keys(pause) as keys:
+            if not isinstance(recording, BagRecording):
+                raise UsageError(f"{file} is not a ROS bag")
+            origin = recording.start_time
+            player = BagPlayer(
+                recording,
+                rate=rate,
+                start=start,
+                duration=duration,
+                kinds=topics,
+                loop=loop,
+                immediate=immediate,
+                paused=pause,
+                keys=keys,
+                delay=delay,
+                skip_empty=skip_empty,
+                clock=emit_clock if clock else None,
+                hz=hz,
+            )
+            if recording.meta.unindexed:
+                typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
+            status = 0.0
+            total = recording.duration
+            for row in player.paced(_line(recording)):
+                sys.stdout.write(dumps(row) + "\n")
+                if not immediate:
+                    sys.stdout.flush()
+                if not quiet and time.monotonic() - status > 0.1:
+                    status = time.monotonic()
+                    state = "PAUSED " if player.paused else "RUNNING"
+                    elapsed = row["time_s"] - origin
+                    sys.stderr.write(
+                        f"\r [{state}]  Bag Time: {row['time_s']:13.6f}   "
+                        f"Duration: {elapsed:.6f} / {total:.6f}               \r"
+                    )
+            if not quiet:
+                sys.stderr.write("\nDone.\n")
+        sys.stdout.flush()
+
+    run(action)
+
+
+@contextlib.contextmanager
+def _keys(pause: bool) -> Iterator[Any]:
+    from nanorec.player import TerminalKeys
+
+    if not sys.stdin.isatty():
+        if pause:
+            raise UsageError("--pause needs a terminal on stdin (space resumes, s steps)")
+        yield None
+        return
+    with TerminalKeys(sys.stdin.fileno()) as terminal:
+        yield terminal.wait

@@ -1,0 +1,114 @@
+"""The ROS1 bag converter, registered under the entry-point group `nanorec.converters`.
+
+A thin adapter from the contract to `convert.py`, `export.py`, `filter.py` and
+`BagRecording`; imports are deferred so listing formats costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nanorec.contract import ConvertReport, ExportReport, Progress
+from nanorec.errors import UsageError
+
+from .records import VERSION_LINE
+
+if TYPE_CHECKING:
+    import typer
+
+    from nanorec.reader import ArchiveReader
+    from nanorec.selection import Selection
+
+    from .recording import BagRecording
+
+
+class BagConverter:
+    """ROS1 bags, format 2.0 (uncompressed, bz2 and lz4 chunks; crashed `.bag.active` too)."""
+
+    name = "rosbag"
+    title = "ROS1 bag"
+    suffixes = (".bag", ".bag.active")
+
+    def sniff(self, head: bytes) -> bool:
+        return head.startswith(b"#ROSBAG V") and len(head) >= len(VERSION_LINE)
+
+    def convert(
+        self,
+        source: Path,
+        output: Path,
+        *,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ConvertReport:
+        from .convert import convert
+
+        total = source.stat().st_size
+        done = convert(
+            source,
+            output,
+            overwrite=overwrite,
+            progress=None if progress is None else (lambda n: progress(n, total)),
+        )
+        return ConvertReport(
+            source=done.source,
+            output=done.output,
+            format=self.name,
+            messages=done.messages,
+            source_size=done.source_size,
+            archive_size=done.archive_size,
+            sha256=done.sha256,
+            cut=done.cut,
+            damaged=done.damaged,
+            details={
+                "chunks": done.chunks,
+                "kept_chunks": done.kept_chunks,
+                "unindexed": done.unindexed,
+            },
+        )
+
+    def export(
+        self,
+        reader: ArchiveReader,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """The exact bag without a selection; else (or with `options={"format": "indexed"}`,
+        the repair of a crashed bag) a new indexed bag of the selected messages. Option
+        `compression`: none (default), bz2 or lz4 for the new bag's chunks."""
+        opts = dict(options or {})
+        form = opts.get("format") or "native"
+        if form not in ("native", "indexed"):
+            raise UsageError(f"a bag exports as native or indexed, not {form!r}")
+        if (selection is None or selection.everything) and form == "native":
+            from .export import export_exact
+
+            return export_exact(reader, output, overwrite=overwrite)
+        from .filter import export_selection
+
+        return export_selection(
+            reader,
+            output,
+            selection=selection,
+            overwrite=overwrite,
+            compression=str(opts.get("compression") or "none"),
+        )
+
+    def open_archive(self, reader: ArchiveReader) -> BagRecording:
+        from .recording import BagRecording
+
+        return BagRecording(reader)
+
+    def commands(self) -> typer.Typer | None:
+        from .cli import app
+
+        return app
+
+
+CONVERTER = BagConverter()

@@ -1,0 +1,84 @@
+"""Archive -> bag: the original file byte for byte, or a new indexed bag of a selection."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nanorec.atomic import atomic_output
+from nanorec.contract import ExportReport
+from nanorec.errors import FormatError
+from nanorec.reader import ArchiveReader
+
+from . import compression
+from .meta import BagMeta
+from .records import pack_u32
+from .template import Template
+
+
+def payload(reader: ArchiveReader, number: int) -> dict[str, Any]:
+    """The `{"conn", "sec", "nsec", "data"}` map of archive message `number`."""
+    message = reader[number]
+    for value in message.values():
+        if isinstance(value, dict) and "data" in value:
+            return value
+    raise FormatError(f"archive message {number} is not a bag message")
+
+
+def message_record(meta: BagMeta, templates: list[Template], number: int, value: Any) -> bytes:
+    header = meta.headers.get(number)
+    if header is None:
+        template = int(meta.template[number])
+        if template < 0 or template >= len(templates):
+            raise FormatError(f"archive message {number} has no header template")
+        time = int(value["sec"]) * 1_000_000_000 + int(value["nsec"])
+        header = templates[template].build(int(value["conn"]), time)
+    data: bytes = value["data"]
+    return pack_u32(len(header)) + header + pack_u32(len(data)) + data
+
+
+def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
+    """The bag of an archive as consecutive pieces of bytes."""
+    meta = BagMeta(reader)
+    raw = meta.raw
+    templates = [Template(order) for order in meta.orders]
+    reader.advise_sequential()
+    done = 0
+    for segment in meta.segments:
+        if segment[0] == "raw":
+            start, length = segment[1:3]
+            yield raw[start : start + length]
+            continue
+        _, (hstart, hlength), kind, mode, items_bytes, inner = segment
+        yield raw[hstart : hstart + hlength]
+        parts = []
+        for item in np.frombuffer(items_bytes, dtype=np.int64).tolist():
+            if item >= 0:
+                parts.append(message_record(meta, templates, item, payload(reader, item)))
+                done += 1
+                if done % 8192 == 0:
+                    reader.release_pages()
+            else:
+                start, length = inner[-1 - item]
+                parts.append(raw[start : start + length])
+        data = b"".join(parts)
+        yield data if mode == "open" else compression.compress(kind, data)
+
+
+def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> ExportReport:
+    digest = hashlib.sha256()
+    size = 0
+    with atomic_output(output, overwrite=overwrite) as stream:
+        for piece in iter_native(reader):
+            stream.write(piece)
+            digest.update(piece)
+            size += len(piece)
+    expected = ((reader.description or {}).get("source") or {}).get("sha256")
+    sha = digest.hexdigest()
+    return ExportReport(
+        output, size, sha, len(reader), None if expected is None else sha == expected
+    )

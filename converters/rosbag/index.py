@@ -1,0 +1,134 @@
+"""Read a bag's own index section, as `rosbag info` does: the bag header's `index_pos`, the
+connection and chunk info records there, each chunk's header, and (for `--freq`) the index
+data records after each chunk. Nothing is decompressed, so this costs little on any size.
+
+`read_index` raises `NanorecError` when the bag has no index (a crashed writer's) or the
+index does not hold together; callers then scan the bag instead (`scan.py`).
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nanorec.errors import FormatError
+
+from .connection import Connection
+from .records import (
+    OP_BAG_HEADER,
+    OP_CHUNK,
+    OP_CHUNK_INFO,
+    OP_CONNECTION,
+    OP_INDEX,
+    VERSION_LINE,
+    get,
+    need,
+    op_of,
+    parse_fields,
+    span_at,
+    time_ns,
+    u32,
+    u64,
+)
+from .scan import check_version
+
+_ENTRY = np.dtype([("sec", "<u4"), ("nsec", "<u4"), ("offset", "<u4")])
+_PAIR = np.dtype([("conn", "<u4"), ("count", "<u4")])
+
+
+@dataclass
+class ChunkInfo:
+    position: int
+    start_ns: int
+    end_ns: int
+    counts: dict[int, int]
+    compression: str = "none"
+    size: int = 0
+    stored: int = 0
+
+
+@dataclass
+class BagIndex:
+    size: int
+    connections: dict[int, Connection]
+    chunks: list[ChunkInfo]
+    #: Per connection, its messages' times in ns (read only when asked: `--freq`).
+    times: dict[int, NDArray[np.int64]] = field(default_factory=dict)
+
+
+def read_index(path: Path, *, entries: bool = False) -> BagIndex:
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if size < len(VERSION_LINE):
+            check_version(handle.read())
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            return _read(buf, size, entries)
+
+
+def _fields(buf: Any, pos: int, size: int, op: int) -> tuple[Any, Any]:
+    span = span_at(buf, pos, size)
+    fields = parse_fields(buf, span.header_start, span.header_end, pos)
+    if op_of(fields, pos) != op:
+        raise FormatError(f"expected a record of op {op:#04x}", offset=pos)
+    return span, fields
+
+
+def _read(buf: Any, size: int, entries: bool) -> BagIndex:
+    check_version(buf)
+    span, header = _fields(buf, len(VERSION_LINE), size, OP_BAG_HEADER)
+    index_pos = u64(need(header, b"index_pos", 8, span.start))
+    conn_count = u32(need(header, b"conn_count", 4, span.start))
+    chunk_count = u32(need(header, b"chunk_count", 4, span.start))
+    if index_pos == 0:
+        raise FormatError("the bag is unindexed (its writer did not close it)", offset=span.start)
+    if not span.data_end <= index_pos < size or conn_count + chunk_count > size // 8:
+        raise FormatError(f"the bag header's index position {index_pos} is outside the file")
+    connections: dict[int, Connection] = {}
+    pos = index_pos
+    for _ in range(conn_count):
+        span, fields = _fields(buf, pos, size, OP_CONNECTION)
+        conn = Connection.parse(fields, bytes(buf[span.data_start : span.data_end]), pos)
+        connections[conn.id] = conn
+        pos = span.data_end
+    chunks = []
+    for _ in range(chunk_count):
+        span, fields = _fields(buf, pos, size, OP_CHUNK_INFO)
+        pairs = np.frombuffer(buf, _PAIR, (span.data_end - span.data_start) // 8, span.data_start)
+        chunks.append(
+            ChunkInfo(
+                u64(need(fields, b"chunk_pos", 8, pos)),
+                time_ns(need(fields, b"start_time", 8, pos)),
+                time_ns(need(fields, b"end_time", 8, pos)),
+                dict(zip(pairs["conn"].tolist(), pairs["count"].tolist(), strict=True)),
+            )
+        )
+        pos = span.data_end
+    times: dict[int, list[NDArray[np.int64]]] = {}
+    for chunk in chunks:
+        span, fields = _fields(buf, chunk.position, size, OP_CHUNK)
+        chunk.compression = (get(fields, b"compression") or b"").decode("ascii", "replace")
+        chunk.size = u32(need(fields, b"size", 4, span.start))
+        chunk.stored = span.data_end - span.data_start
+        pos = span.data_end
+        for _ in range(len(chunk.counts) if entries else 0):
+            span, fields = _fields(buf, pos, size, OP_INDEX)
+            count = u32(need(fields, b"count", 4, pos))
+            if count * 12 > span.data_end - span.data_start:
+                raise FormatError(
+                    "an index data record holds fewer entries than it says", offset=pos
+                )
+            rows = np.frombuffer(buf, _ENTRY, count, span.data_start)
+            stamps = rows["sec"].astype(np.int64) * 1_000_000_000 + rows["nsec"]
+            times.setdefault(u32(need(fields, b"conn", 4, pos)), []).append(stamps)
+            pos = span.data_end
+    return BagIndex(
+        size,
+        connections,
+        chunks,
+        {conn: np.sort(np.concatenate(parts)) for conn, parts in times.items()},
+    )

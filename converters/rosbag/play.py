@@ -1,0 +1,96 @@
+"""`rosbag play` semantics over a converted bag (`BagPlayer`).
+
+On top of `nanorec.player.Player` (bag time -> wall time as rosbag's time translator, pause
+shifting it, step, loop, rate): `delay` before the first message, `skip_empty` jumping over
+gaps of bag time longer than it, a `clock` callback called at `hz` with the bag time while
+waiting (rosbag's `--clock`), and, when starting after the beginning, the last message
+before the start of every latched connection (`latching=1`) played first, as ROS does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from nanorec.errors import UsageError
+from nanorec.player import Player
+
+if TYPE_CHECKING:
+    from .recording import BagRecording
+
+T = TypeVar("T")
+
+
+class BagPlayer(Player):
+    def __init__(
+        self,
+        rec: BagRecording,
+        *,
+        delay: float = 0.0,
+        skip_empty: float | None = None,
+        clock: Callable[[float], None] | None = None,
+        hz: float = 100.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(rec, **options)
+        if delay < 0 or (skip_empty is not None and skip_empty <= 0) or hz <= 0:
+            raise UsageError("--delay must be >= 0, --skip-empty and --hz > 0")
+        self.bag = rec
+        self.delay = delay
+        self.skip_empty_us = None if skip_empty is None else int(skip_empty * 1e6)
+        self.on_clock = clock
+        self.clock_period = 1.0 / hz
+        self._next_clock = 0.0
+        #: Latched messages replayed before the start (archive numbers, time order).
+        self.latched = self._latched_before(self.numbers[0]) if self.numbers[0] > 0 else []
+
+    def _latched_before(self, first: int) -> list[int]:
+        meta = self.bag.meta
+        latched = [c.id for c in meta.connections.values() if c.latching]
+        found = []
+        for conn in latched:
+            before = np.flatnonzero(meta.conn[:first] == conn)
+            if len(before):
+                found.append(int(before[-1]))
+        return sorted(found)
+
+    def paced(self, load: Callable[[int], T]) -> Iterator[T]:
+        if self.delay:
+            self._idle(self.delay)
+        for number in self.latched:
+            self.index = number
+            yield load(number)
+        previous: int | None = None
+        for item in super().paced(load):
+            yield item
+            previous = self.index
+            del previous
+
+    def _wait(self, stamp_us: int) -> bool:
+        if self.skip_empty_us is not None and self.index is not None and not self.paused:
+            gap = stamp_us - int(self._stamps_us[self.index])
+            if gap > self.skip_empty_us:  # jump: the gap takes no wall time
+                self._anchor_us += gap
+        return super()._wait(stamp_us)
+
+    def bag_time_us(self) -> int:
+        """The bag time the translator maps the present to."""
+        now = self._paused_at if self.paused else self._clock()
+        return self._anchor_us + int((now - self._anchor_wall) * self.rate * 1e6)
+
+    def _idle(self, seconds: float) -> None:
+        if self.on_clock is None:
+            super()._idle(seconds)
+            return
+        end = self._clock() + seconds
+        while True:
+            now = self._clock()
+            if now >= self._next_clock:
+                self.on_clock(self.bag_time_us() / 1e6)
+                self._next_clock = now + self.clock_period
+            left = end - now
+            if left <= 0:
+                return
+            super()._idle(min(left, max(self._next_clock - now, 0.0)))

@@ -1,0 +1,126 @@
+"""`BagRecording`: a converted bag as a `nanorec.contract.Recording`.
+
+Message kinds are topics; `message(n).value` is the decoded ROS message (a dict; `bytes` when
+its connection's definition cannot be parsed). `raw(n)` gives the exact payload and
+`decoded(n)` the message with its topic, type and time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from nanorec.errors import FormatError, UsageError
+from nanorec.reader import ArchiveReader
+from nanorec.recording import ArchiveRecording
+from nanorec.selection import Selection
+from nanorec.tables import flatten
+
+from .export import payload
+from .meta import BagMeta
+from .msgdef import Decoder
+
+
+class BagRecording(ArchiveRecording):
+    format = "rosbag"
+
+    def __init__(self, reader: ArchiveReader) -> None:
+        super().__init__(reader)
+        self.meta = BagMeta(reader)
+        self._decoders: dict[int, Decoder | None] = {}
+
+    # -- messages ------------------------------------------------------------------------
+
+    def kind_of(self, number: int) -> str:
+        number = self.reader.index.normalize(number)
+        return self.meta.topic(int(self.meta.conn[number]))
+
+    def time_ns(self, number: int) -> int:
+        """The message's ROS time, in integer nanoseconds since the Unix epoch."""
+        return int(self.meta.time[self.reader.index.normalize(number)])
+
+    def raw(self, number: int) -> bytes:
+        """The message's ROS-serialized payload, exactly as in the bag."""
+        return bytes(payload(self.reader, number)["data"])
+
+    def decoder(self, conn: int) -> Decoder | None:
+        """The decoder of connection `conn` (None when its definition cannot be parsed)."""
+        if conn not in self._decoders:
+            connection = self.meta.connections.get(conn)
+            decoder = None
+            if connection is not None:
+                try:
+                    decoder = Decoder(connection.type, connection.definition)
+                except (FormatError, SyntaxError, RecursionError):
+                    decoder = None
+            self._decoders[conn] = decoder
+        return self._decoders[conn]
+
+    def decode(self, number: int) -> Any:
+        value = payload(self.reader, number)
+        decoder = self.decoder(int(value["conn"]))
+        if decoder is None:
+            return bytes(value["data"])
+        try:
+            return decoder.decode(value["data"])
+        except FormatError as error:
+            raise FormatError(f"message {number}: {error.message}", offset=error.offset) from None
+
+    def decoded(self, number: int) -> dict[str, Any]:
+        """`{"topic", "type", "time", "message"}`: time in ns, the message decoded."""
+        conn = int(self.meta.conn[self.reader.index.normalize(number)])
+        connection = self.meta.connections.get(conn)
+        return {
+            "topic": self.meta.topic(conn),
+            "type": "" if connection is None else connection.type,
+            "time": self.time_ns(number),
+            "message": self.decode(number),
+        }
+
+    # -- tables --------------------------------------------------------------------------
+
+    @cached_property
+    def topics(self) -> list[str]:
+        return sorted({c.topic for c in self.meta.connections.values()})
+
+    def table_kinds(self) -> list[str]:
+        return self.topics
+
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+        """One row per message of topic `kind`: number, time (s from the start), time_ns,
+        time_s (Unix seconds), then the message's fields flattened."""
+        if kind not in self.topics:
+            raise UsageError(f"no topic {kind!r} (topics: {', '.join(self.topics) or 'none'})")
+        numbers = (selection or Selection()).numbers(self.reader.index)
+        numbers = numbers[self.meta.conns_of({kind})[numbers]]
+        for number in numbers.tolist():
+            ns = self.time_ns(number)
+            row: dict[str, Any] = {
+                "number": number,
+                "time": self.time_of(number),
+                "time_ns": ns,
+                "time_s": ns / 1e9,
+            }
+            value = self.decode(number)
+            row.update(flatten(value) if isinstance(value, dict) else {"data": value})
+            yield row
+
+    def at(self, t: float) -> dict[str, Any]:
+        """The latest message of every topic at `t` seconds from the start, decoded."""
+        last = self.number_at(t)
+        conn = self.meta.conn[: last + 1]
+        latest: dict[str, Any] = {}
+        for c in np.unique(conn).tolist():
+            number = int(np.flatnonzero(conn == c)[-1])
+            latest[self.meta.topic(c)] = self.decode(number)
+        return latest
+
+    def summary(self) -> dict[str, Any]:
+        from .info import facts_of_archive
+
+        base = super().summary()
+        base.update(facts_of_archive(self).to_json())
+        return base

@@ -1,0 +1,354 @@
+"""Walk a bag's records once: where every message is, what each chunk needs to be rebuilt.
+
+The walk never trusts the index section (a crashed bag has none, a damaged one may lie): it
+reads the records from the version line on. Every message record inside a chunk becomes an
+entry (connection, time, where its payload is); every byte that is not rebuilt from
+messages is kept as a range of the source (`RawSegment`). A cut record ends the walk: the
+bytes from there on are the `tail`.
+
+Uncompressed chunk data is referenced in the source itself; decompressed data goes to a
+spool file, so memory stays bounded on bags larger than RAM.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any, Final
+
+from nanorec.contract import Region
+from nanorec.errors import (
+    BadMagicError,
+    FormatError,
+    NanorecError,
+    TruncatedError,
+    UnsupportedError,
+)
+
+from . import compression
+from .connection import Connection
+from .records import (
+    OP_BAG_HEADER,
+    OP_CHUNK,
+    OP_CONNECTION,
+    OP_MESSAGE,
+    VERSION_LINE,
+    Fields,
+    get,
+    need,
+    op_of,
+    parse_fields,
+    span_at,
+    u32,
+)
+from .template import Templates
+
+FROM_SOURCE: Final = 0
+FROM_SPOOL: Final = 1
+_U32: Final = struct.Struct("<I")
+
+
+@dataclass
+class RawSegment:
+    """Source bytes `[start, end)` written back as they are."""
+
+    start: int
+    end: int
+
+
+@dataclass
+class ChunkPlan:
+    """A chunk written back from its messages: `head` is the source range of its header
+    length word, header and data length word; `items` its records in file order (`>= 0`: a
+    message entry, `< 0`: `-1 - i` for `inner[i]`, a record kept as source bytes)."""
+
+    head: RawSegment
+    compression: str
+    size: int
+    stored_size: int
+    #: "rebuild": compress the records again (checked to give the stored bytes);
+    #: "open": a crashed writer's uncompressed chunk, written as plain records.
+    mode: str
+    items: list[int] = field(default_factory=list)
+    inner: list[RawSegment | bytes] = field(default_factory=list)
+    start_ns: int = -1
+    end_ns: int = -1
+
+
+@dataclass
+class Entries:
+    """One row per message record, in file order."""
+
+    conn: list[int] = field(default_factory=list)
+    time: list[int] = field(default_factory=list)  # ns
+    src: list[int] = field(default_factory=list)
+    offset: list[int] = field(default_factory=list)  # of the payload, in source or spool
+    length: list[int] = field(default_factory=list)
+    template: list[int] = field(default_factory=list)  # -1: header in `headers`
+    headers: dict[int, bytes] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.conn)
+
+
+@dataclass
+class Scan:
+    segments: list[RawSegment | ChunkPlan]
+    entries: Entries
+    templates: Templates
+    connections: dict[int, Connection]
+    bag_header: Fields | None
+    tail_start: int
+    cut: Region | None = None
+    damaged: list[Region] = field(default_factory=list)
+    #: Chunks kept as stored bytes because recompressing them gave other bytes.
+    kept_chunks: int = 0
+    #: (compression, size, stored size) of every complete chunk, in file order.
+    chunk_stats: list[tuple[str, int, int]] = field(default_factory=list)
+    unindexed: bool = False
+
+
+def check_version(buf: Any) -> None:
+    head = bytes(buf[: len(VERSION_LINE)])
+    if head == VERSION_LINE:
+        return
+    if head.startswith(b"#ROSBAG V"):
+        line = bytes(buf[:32]).split(b"\n")[0].decode("ascii", "replace")
+        raise UnsupportedError(
+            f"{line!r}: only bag format 2.0 is supported (convert 1.2 bags with "
+            "`rosbag fix` or `rosbag reindex` first)",
+            offset=0,
+        )
+    if len(head) < len(VERSION_LINE) and VERSION_LINE.startswith(head):
+        raise TruncatedError("the file ends inside the version line", offset=len(head))
+    raise BadMagicError("not a ROS bag: no '#ROSBAG V2.0' line", offset=0)
+
+
+class _Walker:
+    def __init__(self, buf: Any, spool: IO[bytes], progress: Callable[[int], None] | None):
+        self.buf = buf
+        self.size = len(buf)
+        self.spool = spool
+        self.spool_size = 0
+        self.progress = progress
+        self.entries = Entries()
+        self.templates = Templates()
+        self.connections: dict[int, Connection] = {}
+        self.segments: list[RawSegment | ChunkPlan] = []
+        self.damaged: list[Region] = []
+        self.kept = 0
+        self.chunk_stats: list[tuple[str, int, int]] = []
+        self.bag_header: Fields | None = None
+
+    def raw(self, start: int, end: int) -> None:
+        last = self.segments[-1] if self.segments else None
+        if isinstance(last, RawSegment) and last.end == start:
+            last.end = end
+        else:
+            self.segments.append(RawSegment(start, end))
+
+    def walk(self) -> Scan:
+        check_version(self.buf)
+        self.raw(0, len(VERSION_LINE))
+        pos = len(VERSION_LINE)
+        cut: Region | None = None
+        while pos < self.size:
+            try:
+                span = span_at(self.buf, pos, self.size)
+                fields = parse_fields(self.buf, span.header_start, span.header_end, pos)
+                op = op_of(fields, pos)
+                open_chunk = op == OP_CHUNK and span.data_end == span.data_start
+            except TruncatedError as error:
+                open_chunk = op_is_chunk(self.buf, pos)
+                if not open_chunk:
+                    cut = Region(pos, self.size - pos, f"cut: {error.message}")
+                    break
+            except FormatError as error:
+                cut = Region(pos, self.size - pos, f"damaged: {error.message}")
+                break
+            if open_chunk:  # being written when the writer stopped, or cut: the last one
+                stop, reason = self.cut_chunk(pos)
+                if stop < self.size:
+                    cut = Region(stop, self.size - stop, reason)
+                pos = self.size if cut is None else stop
+                break
+            if op == OP_CHUNK:
+                self.chunk(span, fields)
+            else:
+                if op == OP_BAG_HEADER and self.bag_header is None:
+                    self.bag_header = fields
+                elif op == OP_CONNECTION:
+                    self.connection(fields, bytes(self.buf[span.data_start : span.data_end]), pos)
+                self.raw(pos, span.data_end)
+            pos = span.data_end
+            if self.progress is not None:
+                self.progress(pos)
+        return Scan(
+            self.segments,
+            self.entries,
+            self.templates,
+            self.connections,
+            self.bag_header,
+            pos if cut is None else cut.offset,
+            cut,
+            self.damaged,
+            self.kept,
+            self.chunk_stats,
+            unindexed=self.bag_header is None or _index_pos(self.bag_header) == 0,
+        )
+
+    def connection(self, fields: Fields, data: bytes, where: int) -> None:
+        try:
+            conn = Connection.parse(fields, data, where)
+        except NanorecError as error:
+            self.damaged.append(Region(where, 0, f"unreadable connection record: {error}"))
+            return
+        self.connections.setdefault(conn.id, conn)
+
+    def chunk(self, span: Any, fields: Fields) -> None:
+        where = span.start
+        kind = need(fields, b"compression", None, where).decode("ascii", "replace")
+        size = u32(need(fields, b"size", 4, where))
+        stored = bytes(self.buf[span.data_start : span.data_end]) if kind != "none" else b""
+        self.chunk_stats.append((kind, size, span.data_end - span.data_start))
+        plan = ChunkPlan(
+            RawSegment(span.start, span.data_start),
+            kind,
+            size,
+            span.data_end - span.data_start,
+            "rebuild",
+        )
+        try:
+            if kind == "none":
+                self.records(self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0)
+            else:
+                data = compression.decompress(kind, stored, size, where)
+                self.spool.write(data)
+                self.spool_size += len(data)
+                self.records(
+                    memoryview(data), 0, len(data), plan, FROM_SPOOL, self.spool_size - len(data)
+                )
+                if compression.compress(kind, data) != stored:
+                    self.kept += 1  # messages stay entries; the chunk goes back as stored
+                    self.raw(span.start, span.data_end)
+                    return
+        except (FormatError, TruncatedError, UnsupportedError) as error:
+            if isinstance(error, UnsupportedError) and "install" in error.message:
+                raise
+            self.damaged.append(
+                Region(where, span.data_end - where, f"chunk kept as stored bytes: {error.message}")
+            )
+            self.raw(span.start, span.data_end)
+            return
+        self.segments.append(plan)
+
+    def records(
+        self,
+        data: Any,
+        pos: int,
+        end: int,
+        plan: ChunkPlan,
+        src: int,
+        spool_base: int,
+        *,
+        tolerant: bool = False,
+    ) -> int:
+        """Read the records of a chunk's data `data[pos:end]`. `spool_base` shifts positions
+        into the spool (FROM_SPOOL). `tolerant`: stop at the first cut or unreadable record
+        and return its position, instead of raising."""
+        entries = self.entries
+        templates = self.templates
+        while pos < end:
+            if tolerant:
+                try:
+                    span = span_at(data, pos, end)
+                    parse_fields(data, span.header_start, span.header_end, pos)
+                except NanorecError:
+                    return pos
+            else:
+                span = span_at(data, pos, end)
+            header = bytes(data[span.header_start : span.header_end])
+            match = templates.match(header)
+            if match is not None:
+                template, conn, time = match
+            else:
+                fields = parse_fields(header, 0, len(header), pos)
+                op = op_of(fields, pos)
+                if op != OP_MESSAGE:
+                    if op == OP_CONNECTION:
+                        self.connection(fields, bytes(data[span.data_start : span.data_end]), pos)
+                    plan.items.append(-1 - len(plan.inner))
+                    plan.inner.append(bytes(data[span.start : span.data_end]))
+                    pos = span.data_end
+                    continue
+                template, conn, time = templates.learn(fields, header, pos)
+                if template < 0:
+                    entries.headers[len(entries)] = header
+            plan.items.append(len(entries))
+            entries.conn.append(conn)
+            entries.time.append(time)
+            entries.src.append(src)
+            entries.offset.append(spool_base + span.data_start)
+            entries.length.append(span.data_end - span.data_start)
+            entries.template.append(template)
+            if plan.start_ns < 0 or time < plan.start_ns:
+                plan.start_ns = time
+            plan.end_ns = max(plan.end_ns, time)
+            pos = span.data_end
+        return pos
+
+    def cut_chunk(self, pos: int) -> tuple[int, str]:
+        """A chunk whose data runs past the end (or an open one, data length 0): convert
+        the records that are complete. Returns where the cut tail starts, and why."""
+        header_len = _U32.unpack_from(self.buf, pos)[0]
+        head_end = pos + 4 + header_len + 4
+        if head_end > self.size:
+            return pos, "cut: a chunk header is cut"
+        fields = parse_fields(self.buf, pos + 4, pos + 4 + header_len, pos)
+        kind = (get(fields, b"compression") or b"?").decode("ascii", "replace")
+        size_field = get(fields, b"size")
+        size = u32(size_field) if size_field is not None and len(size_field) == 4 else 0
+        plan = ChunkPlan(RawSegment(pos, head_end), kind, size, 0, "open")
+        if kind == "none":
+            stop = self.records(self.buf, head_end, self.size, plan, FROM_SOURCE, 0, tolerant=True)
+            self.segments.append(plan)
+            return stop, "cut: the last record of an unfinished chunk"
+        # compressed: convert what decompresses; the chunk's bytes are kept as they are
+        first = len(self.entries)
+        limit = max(size, self.size - head_end) * 64
+        data = compression.decompress_prefix(kind, bytes(self.buf[head_end:]), limit)
+        if data:
+            self.spool.write(data)
+            self.spool_size += len(data)
+            scratch = ChunkPlan(plan.head, kind, size, 0, "open")
+            base = self.spool_size - len(data)
+            self.records(memoryview(data), 0, len(data), scratch, FROM_SPOOL, base, tolerant=True)
+        found = len(self.entries) - first
+        return pos, f"an unfinished {kind} chunk ({found} messages decompressed from it)"
+
+
+def op_is_chunk(buf: Any, pos: int) -> bool:
+    """Whether the cut record at `pos` is a chunk (its header, at least, is whole)."""
+    if pos + 4 > len(buf):
+        return False
+    header_len = _U32.unpack_from(buf, pos)[0]
+    if header_len > 4096 or pos + 4 + header_len > len(buf):
+        return False
+    try:
+        fields = parse_fields(buf, pos + 4, pos + 4 + header_len, pos)
+        return op_of(fields, pos) == OP_CHUNK
+    except FormatError:
+        return False
+
+
+def _index_pos(fields: Fields) -> int:
+    for name, value in fields:
+        if name == b"index_pos" and len(value) == 8:
+            return int.from_bytes(value, "little")
+    return 0
+
+
+def walk(buf: Any, spool: IO[bytes], progress: Callable[[int], None] | None = None) -> Scan:
+    """Walk the bag in `buf` (an mmap or bytes); decompressed chunk data goes to `spool`."""
+    return _Walker(buf, spool, progress).walk()

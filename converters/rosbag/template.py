@@ -1,0 +1,96 @@
+"""Message record headers, rebuilt instead of stored.
+
+A message data record's header holds exactly `op`, `conn` and `time`, in the order its
+writer uses. `Templates` learns each order once; a header that is exactly a known order
+with its values is stored as the order's number, anything else (extra fields, other sizes)
+as its bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from nanorec.errors import FormatError
+
+from .records import OP_MESSAGE, Fields
+
+_NAMES: Final = frozenset({b"op", b"conn", b"time"})
+_U32: Final = struct.Struct("<I")
+_TIME: Final = struct.Struct("<II")
+_LENGTHS: Final = {b"op": 1, b"conn": 4, b"time": 8}
+
+
+class Template:
+    """One field order: the header is `pieces` joined with the conn and time values."""
+
+    def __init__(self, names: tuple[bytes, ...]) -> None:
+        self.names = names
+        self.conn_at = 0
+        self.time_at = 0
+        position = 0
+        for name in names:
+            position += 4 + len(name) + 1
+            if name == b"conn":
+                self.conn_at = position
+            elif name == b"time":
+                self.time_at = position
+            position += _LENGTHS[name]
+        self.length = position
+
+    def build(self, conn: int, time_ns: int) -> bytes:
+        values = {
+            b"op": bytes((OP_MESSAGE,)),
+            b"conn": _U32.pack(conn),
+            b"time": _TIME.pack(*divmod(time_ns, 1_000_000_000)),
+        }
+        return b"".join(
+            _U32.pack(len(n) + 1 + _LENGTHS[n]) + n + b"=" + values[n] for n in self.names
+        )
+
+
+class Templates:
+    def __init__(self, orders: list[tuple[bytes, ...]] | None = None) -> None:
+        self.list = [Template(order) for order in orders or []]
+        self._last: Template | None = self.list[-1] if self.list else None
+        self._last_id = len(self.list) - 1
+
+    def match(self, header: bytes) -> tuple[int, int, int] | None:
+        """(template number, conn, time ns) when `header` is the last learnt order."""
+        last = self._last
+        if last is None or len(header) != last.length:
+            return None
+        conn = _U32.unpack_from(header, last.conn_at)[0]
+        sec, nsec = _TIME.unpack_from(header, last.time_at)
+        if nsec >= 1_000_000_000:
+            return None  # kept as bytes: the ns total would not give these fields back
+        time = sec * 1_000_000_000 + nsec
+        if last.build(conn, time) != header:
+            return None
+        return self._last_id, conn, time
+
+    def learn(self, fields: Fields, header: bytes, where: int) -> tuple[int, int, int]:
+        """(template number or -1, conn, time ns) of a message header `match` did not take."""
+        values = dict(fields)
+        try:
+            conn = _U32.unpack(values[b"conn"])[0]
+            sec, nsec = _TIME.unpack(values[b"time"])
+        except (KeyError, struct.error):
+            raise FormatError("a message record without a valid conn/time", offset=where) from None
+        time = sec * 1_000_000_000 + nsec
+        names = tuple(name for name, _ in fields)
+        if set(names) == _NAMES and len(names) == 3 and nsec < 1_000_000_000:
+            template = Template(names)
+            if template.build(conn, time) == header:
+                known = [t.names for t in self.list]
+                if names in known:
+                    number = known.index(names)
+                else:
+                    number = len(self.list)
+                    self.list.append(template)
+                self._last, self._last_id = self.list[number], number
+                return number, conn, time
+        return -1, conn, time
+
+    def orders(self) -> list[list[bytes]]:
+        return [list(t.names) for t in self.list]
