@@ -88,6 +88,8 @@ _SPOOL_ROW: Final = np.dtype(
         ("extra_length", "<u4"),
     ]
 )
+#: Buffers per `os.writev` call (under every system's IOV_MAX).
+_IOV_BATCH: Final = 512
 _FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
 
 _INT64_MIN: Final = -(2**63)
@@ -167,7 +169,8 @@ class ArchiveWriter:
         elif self.partial_path.exists():
             self.partial_path.unlink()
         self._fd = os.open(self.partial_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        self._parts: list[bytes] = []  # buffered output, joined and written at flush
+        # buffered output, written at flush with writev (no joining copy)
+        self._parts: list[bytes | memoryview] = []
         self._pending = 0  # bytes in _parts
         self._position = 0  # file offset of the first buffered byte
         self._messages_crc = 0
@@ -283,13 +286,12 @@ class ArchiveWriter:
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
         if self._parts:
-            data = b"".join(self._parts)
             if self._in_messages:
-                self._messages_crc = zlib.crc32(data, self._messages_crc)
-            self._write_all(data)
-            self._position += len(data)
-            self._parts.clear()
-            self._pending = 0
+                crc = self._messages_crc
+                for part in self._parts:
+                    crc = zlib.crc32(part, crc)
+                self._messages_crc = crc
+            self._flush_raw()
         self._last_flush_count = self._count
         self._last_flush_time = time.monotonic()
         if fsync:
@@ -351,15 +353,19 @@ class ArchiveWriter:
         if code is None:
             code = self._register_types(types)
         extra = self._pack_metadata(metadata) if metadata else b""
-        stored = self._embed(packed, len(types), timestamp) if embed else bytes(packed)
-        length = len(stored)
-        self._parts.append(stored)
+        pieces = self._embed(packed, len(types), timestamp) if embed else (bytes(packed),)
+        length = 0
+        crc = 0
+        for piece in pieces:
+            length += len(piece)
+            crc = zlib.crc32(piece, crc)
+        self._parts += pieces
         self._pending += length
         self._rows.append(
             (
                 length,
                 timestamp,
-                zlib.crc32(stored),
+                crc,
                 flag_bits,
                 code,
                 len(metadata) if extra and metadata else 0,
@@ -381,12 +387,16 @@ class ArchiveWriter:
             self._spool_rows()
         return number
 
-    def _embed(self, packed: bytes, entries: int, timestamp: int) -> bytes:
-        """`packed` with the `"nanorec.t"` entry appended (see `nanorec.wire`)."""
+    def _embed(
+        self, packed: bytes, entries: int, timestamp: int
+    ) -> tuple[bytes | memoryview, ...]:
+        """`packed` with the `"nanorec.t"` entry appended (see `nanorec.wire`), as pieces
+        written one after the other (a large message is not copied)."""
         first = packed[0] if packed else 0
         # The common case, a fixmap that stays a fixmap: only the count byte changes.
         if 0x80 <= first <= 0x8E and first - 0x80 == entries:
-            return _FIXMAP_HEADERS[entries + 1] + packed[1:] + timestamp_entry(timestamp)
+            body = packed[1:] if len(packed) < 4096 else memoryview(packed)[1:]
+            return _FIXMAP_HEADERS[entries + 1], body, timestamp_entry(timestamp)
         try:
             count, header_len = read_map_header(packed)
         except FormatError as error:
@@ -396,7 +406,7 @@ class ArchiveWriter:
                 f"message {self._count}: the packed map has {count} entries but {entries} "
                 "types were given"
             )
-        return map_header(count + 1) + packed[header_len:] + timestamp_entry(timestamp)
+        return map_header(count + 1), memoryview(packed)[header_len:], timestamp_entry(timestamp)
 
     def _register_types(self, types: tuple[str, ...]) -> int:
         for name in types:
@@ -435,9 +445,14 @@ class ArchiveWriter:
             self._flush_raw()
 
     def _flush_raw(self) -> None:
-        data = b"".join(self._parts)
-        self._write_all(data)
-        self._position += len(data)
+        parts = self._parts
+        for start in range(0, len(parts), _IOV_BATCH):
+            batch = parts[start : start + _IOV_BATCH]
+            size = sum(len(part) for part in batch)
+            done = os.writev(self._fd, batch)
+            if done < size:  # a short write: the rest the plain way
+                self._write_all(b"".join(batch)[done:])
+        self._position += self._pending
         self._parts.clear()
         self._pending = 0
 

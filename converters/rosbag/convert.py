@@ -15,6 +15,7 @@ import hashlib
 import mmap
 import os
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ SOURCE_FORMAT: Final = "rosbag"
 META_MEMBER: Final = "rosbag.msgpack.zlib"
 RAW_MEMBER: Final = "rosbag-raw.bin"
 META_VERSION: Final = 1
+_RELEASE_BYTES: Final = 64 << 20
 
 
 @dataclass
@@ -93,7 +95,6 @@ def _write(
     rank[order] = np.arange(count)
     conns = np.array(entries.conn, dtype=np.uint32)
     topics = {c.id: c.topic for c in scan.connections.values()}
-    sha = hashlib.sha256(buf).hexdigest() if len(buf) else hashlib.sha256().hexdigest()
     with ArchiveWriter(
         output,
         overwrite=overwrite,
@@ -101,30 +102,38 @@ def _write(
         source={
             "name": source.name,
             "size": len(buf),
-            "sha256": sha,
             "topics": {c.topic: c.type for c in scan.connections.values()},
         },
     ) as writer:
+        hashing = _Sha256(source)
         packer = msgpack.Packer()
-        sources = (buf, spool)
+        views = (memoryview(buf), memoryview(spool))
         src = entries.src
         offset = entries.offset
         length = entries.length
+        released = 0
+        value: dict[str, Any] = {}
         for entry in order.tolist():
             conn = entries.conn[entry]
             topic = topics.get(conn, f"conn:{conn}")
             sec, nsec = divmod(entries.time[entry], 1_000_000_000)
             start = offset[entry]
-            payload = sources[src[entry]][start : start + length[entry]]
+            value = {"conn": conn, "sec": sec, "nsec": nsec}
+            value["data"] = views[src[entry]][start : start + length[entry]]
             writer.write_packed(
-                packer.pack(
-                    {topic: {"conn": conn, "sec": sec, "nsec": nsec, "data": bytes(payload)}}
-                ),
+                packer.pack({topic: value}),
                 types=(topic,),
                 timestamp_us=entries.time[entry] // 1000,
             )
+            released += length[entry]
+            if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
+                writer.flush()
+                _release(buf, spool)
+                released = 0
+        del views, value
         raw = bytearray()
         meta = _meta(buf, scan, rank, order, conns, times, raw)
+        sha = writer.source["sha256"] = hashing.result()
         writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
         writer.add_member(RAW_MEMBER, bytes(raw))
     return Converted(
@@ -140,6 +149,41 @@ def _write(
         len(scan.chunk_stats),
         scan.unindexed,
     )
+
+
+class _Sha256(threading.Thread):
+    """The source's sha256, computed beside the conversion (hashlib releases the GIL) from
+    plain reads, so it neither waits for the walk nor holds the file's pages in memory."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.digest = hashlib.sha256()
+        self.error: OSError | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            with self.path.open("rb", buffering=0) as handle:
+                block = bytearray(8 << 20)
+                view = memoryview(block)
+                while size := handle.readinto(block):
+                    self.digest.update(view[:size])
+        except OSError as error:
+            self.error = error
+
+    def result(self) -> str:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.digest.hexdigest()
+
+
+def _release(*buffers: Any) -> None:
+    for buf in buffers:
+        if isinstance(buf, mmap.mmap):
+            with contextlib.suppress(OSError, ValueError):
+                buf.madvise(mmap.MADV_DONTNEED)
 
 
 def _meta(

@@ -37,6 +37,15 @@ class Template:
                 self.time_at = position
             position += _LENGTHS[name]
         self.length = position
+        # the header without its conn and time values: the same for every message
+        sample = self.build(0, 0)
+        first, second = sorted(((self.conn_at, 4), (self.time_at, 8)))
+        self._cuts = (first[0], first[0] + first[1], second[0], second[0] + second[1])
+        self.constant = self._constant_part(sample)
+
+    def _constant_part(self, header: bytes) -> bytes:
+        a, b, c, d = self._cuts
+        return header[:a] + header[b:c] + header[d:]
 
     def build(self, conn: int, time_ns: int) -> bytes:
         values = {
@@ -60,14 +69,13 @@ class Templates:
         last = self._last
         if last is None or len(header) != last.length:
             return None
+        if last._constant_part(header) != last.constant:
+            return None
         conn = _U32.unpack_from(header, last.conn_at)[0]
         sec, nsec = _TIME.unpack_from(header, last.time_at)
         if nsec >= 1_000_000_000:
             return None  # kept as bytes: the ns total would not give these fields back
-        time = sec * 1_000_000_000 + nsec
-        if last.build(conn, time) != header:
-            return None
-        return self._last_id, conn, time
+        return self._last_id, conn, sec * 1_000_000_000 + nsec
 
     def learn(self, fields: Fields, header: bytes, where: int) -> tuple[int, int, int]:
         """(template number or -1, conn, time ns) of a message header `match` did not take."""
