@@ -387,9 +387,7 @@ class ArchiveWriter:
             self._spool_rows()
         return number
 
-    def _embed(
-        self, packed: bytes, entries: int, timestamp: int
-    ) -> tuple[bytes | memoryview, ...]:
+    def _embed(self, packed: bytes, entries: int, timestamp: int) -> tuple[bytes | memoryview, ...]:
         """`packed` with the `"nanorec.t"` entry appended (see `nanorec.wire`), as pieces
         written one after the other (a large message is not copied)."""
         first = packed[0] if packed else 0

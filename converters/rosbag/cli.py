@@ -199,7 +199,7 @@ def play_command(
                 keys=keys,
                 delay=delay,
                 skip_empty=skip_empty,
-                clock=emit_clock if clock else None,
+                on_clock=emit_clock if clock else None,
                 hz=hz,
             )
             if recording.meta.unindexed:

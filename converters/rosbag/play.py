@@ -30,7 +30,7 @@ class BagPlayer(Player):
         *,
         delay: float = 0.0,
         skip_empty: float | None = None,
-        clock: Callable[[float], None] | None = None,
+        on_clock: Callable[[float], None] | None = None,
         hz: float = 100.0,
         **options: Any,
     ) -> None:
@@ -40,7 +40,7 @@ class BagPlayer(Player):
         self.bag = rec
         self.delay = delay
         self.skip_empty_us = None if skip_empty is None else int(skip_empty * 1e6)
-        self.on_clock = clock
+        self.on_clock = on_clock
         self.clock_period = 1.0 / hz
         self._next_clock = 0.0
         #: Latched messages replayed before the start (archive numbers, time order).

@@ -1,0 +1,42 @@
+"""Helpers for the bag tests: synthetic bags in a folder, and rosbags' view of a bag."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nanorec.converters.rosbag.generate import generate
+
+
+def make_bag(folder: Path, name: str = "robot.bag", **options: Any) -> Path:
+    options.setdefault("seconds", 2.0)
+    options.setdefault("chunk_threshold", 64 * 1024)
+    return generate(folder / name, **options)
+
+
+def plain(value: Any) -> Any:
+    """A rosbags message (dataclasses, numpy, Time) as our decoder's dicts and values."""
+    if is_dataclass(value):
+        # constants are fields with a default in rosbags' classes; they take no bytes
+        names = [f.name for f in fields(value) if f.default is MISSING and f.name != "__msgtype__"]
+        if names == ["sec", "nanosec"]:
+            return {"secs": value.sec, "nsecs": value.nanosec}
+        return {n: plain(getattr(value, n)) for n in names}
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def ours(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: ours(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, list):
+        return [ours(v) for v in value]
+    return value
