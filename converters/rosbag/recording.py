@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from nanorec.tables import flatten
 from .export import payload
 from .meta import BagMeta
 from .msgdef import Decoder
+
+if TYPE_CHECKING:
+    from nanorec.mcap import McapRecord
 
 
 class BagRecording(ArchiveRecording):
@@ -117,6 +120,12 @@ class BagRecording(ArchiveRecording):
             number = int(np.flatnonzero(conn == c)[-1])
             latest[self.meta.topic(c)] = self.decode(number)
         return latest
+
+    def mcap_messages(self, selection: Selection | None = None) -> Iterator[McapRecord]:
+        """For `nanorec.mcap.export_mcap`: the payloads untouched, as `mcap convert` does."""
+        from .mcap import mcap_messages
+
+        return mcap_messages(self, selection)
 
     def summary(self) -> dict[str, Any]:
         from .info import facts_of_archive

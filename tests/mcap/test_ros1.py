@@ -1,19 +1,19 @@
-"""ROS1 bags -> MCAP through `nanorec.mcap.ros1_record`, as the rosbag converter will give
-them: real bags read by an independent reader (`rosbags`), every payload byte-identical in
-the MCAP, topic counts and times as ROS's own `rosbag info` printed them, and every message
-decodable by the `mcap-ros1-support` decoder from our schema alone."""
+"""ROS1 bags -> MCAP (the rosbag converter's `mcap_messages`, through
+`nanorec.mcap.ros1_record`): compared with an independent reader (`rosbags`), every payload
+byte-identical in the MCAP, topic counts and times as ROS's own `rosbag info` printed them,
+and every message decodable by the `mcap-ros1-support` decoder from our schema alone."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from nanorec.mcap import McapRecord, export_mcap, ros1_record
-from nanorec.selection import Selection
-from tests.conftest import REALDATA
+from nanorec import registry
+from nanorec.mcap import export_mcap, ros1_record
+from tests.conftest import REALDATA, SAMPLES
+from tests.mcap.conformance import check_mcap_export
 from tests.mcap.doctor import doctor
 
 rosbag1 = pytest.importorskip("rosbags.rosbag1")
@@ -25,41 +25,6 @@ BAGS = sorted((REALDATA / "rosbag").glob("*.bag")) if (REALDATA / "rosbag").is_d
 def ros1_type(msgtype: str) -> str:
     """rosbags names types the ROS 2 way (`std_msgs/msg/String`); a bag says `std_msgs/String`."""
     return msgtype.replace("/msg/", "/")
-
-
-class BagRecording:
-    """A bag read by `rosbags`, offering `mcap_messages` as the rosbag converter would."""
-
-    format = "rosbag"
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def mcap_messages(self, selection: Selection | None) -> Iterator[McapRecord]:
-        definitions: dict[int, bytes] = {}
-        with rosbag1.Reader(self.path) as reader:
-            for number, (connection, time_ns, data) in enumerate(reader.messages()):
-                definition = definitions.get(connection.id)
-                if definition is None:
-                    definition = definitions[connection.id] = connection.msgdef.data.encode()
-                latching = connection.ext.latching
-                header = {  # a bag connection's header, as rosbags gives it
-                    "topic": connection.topic,
-                    "type": ros1_type(connection.msgtype),
-                    "md5sum": connection.digest,
-                    "message_definition": connection.msgdef.data,
-                    "callerid": connection.ext.callerid,
-                    "latching": None if latching is None else str(latching),
-                }
-                yield ros1_record(
-                    topic=connection.topic,
-                    datatype=ros1_type(connection.msgtype),
-                    message_definition=definition,
-                    data=bytes(data),
-                    time_ns=time_ns,
-                    connection_header=header,
-                    sequence=number,
-                )
 
 
 def info_yaml(path: Path) -> tuple[float, float, dict[str, int]]:
@@ -75,13 +40,14 @@ def info_yaml(path: Path) -> tuple[float, float, dict[str, int]]:
 @pytest.mark.parametrize("bag", BAGS, ids=[b.name for b in BAGS])
 def test_real_bag_to_mcap(bag: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.mcap"
-    export_mcap(BagRecording(bag), out)
+    with registry.open(bag) as recording:
+        export_mcap(recording, out)
     checked = doctor(out)
     with rosbag1.Reader(bag) as reader:
         payloads = [bytes(data) for _, _, data in reader.messages()]
         types = {c.topic: ros1_type(c.msgtype) for c in reader.connections}
         digests = {c.topic: c.digest for c in reader.connections}
-    assert [m.data for m in checked.messages] == payloads
+    assert sorted(m.data for m in checked.messages) == sorted(payloads)
     start, end, topics = info_yaml(bag)
     assert checked.topic_counts() == topics
     times = [m.log_time for m in checked.messages]
@@ -114,3 +80,9 @@ def test_ros1_record_metadata() -> None:
     assert record.channel_metadata == {"callerid": "/map_server", "latching": "1", "md5sum": "x"}
     assert record.schema_data == b"int8[] data\n"
     assert (record.schema_encoding, record.message_encoding) == ("ros1msg", "ros1")
+
+
+def test_sample_bags_pass_the_conformance_checks(tmp_path: Path) -> None:
+    for sample in sorted(SAMPLES.glob("rosbag-robot*.bag")):
+        with registry.open(sample) as recording:
+            check_mcap_export(recording, tmp_path)
