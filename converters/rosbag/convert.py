@@ -35,7 +35,7 @@ SOURCE_FORMAT: Final = "rosbag"
 META_MEMBER: Final = "rosbag.msgpack.zlib"
 RAW_MEMBER: Final = "rosbag-raw.bin"
 META_VERSION: Final = 1
-_RELEASE_BYTES: Final = 64 << 20
+_RELEASE_BYTES: Final = 16 << 20
 
 
 @dataclass
@@ -89,11 +89,11 @@ def _write(
 ) -> Converted:
     entries = scan.entries
     count = len(entries)
-    times = np.array(entries.time, dtype=np.int64)
+    times = np.frombuffer(entries.time, dtype=np.int64) if count else np.zeros(0, np.int64)
     order = np.lexsort((np.arange(count), times))  # archive number -> file-order entry
     rank = np.empty(count, dtype=np.int64)
     rank[order] = np.arange(count)
-    conns = np.array(entries.conn, dtype=np.uint32)
+    conns = np.frombuffer(entries.conn, dtype=np.uint32) if count else np.zeros(0, np.uint32)
     topics = {c.id: c.topic for c in scan.connections.values()}
     with ArchiveWriter(
         output,
@@ -113,7 +113,7 @@ def _write(
         length = entries.length
         released = 0
         value: dict[str, Any] = {}
-        for entry in order.tolist():
+        for entry in _iter_ints(order):
             conn = entries.conn[entry]
             topic = topics.get(conn, f"conn:{conn}")
             sec, nsec = divmod(entries.time[entry], 1_000_000_000)
@@ -125,7 +125,7 @@ def _write(
                 types=(topic,),
                 timestamp_us=entries.time[entry] // 1000,
             )
-            released += length[entry]
+            released += length[entry] + 64  # with the record's header, roughly
             if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
                 writer.flush()
                 _release(buf, spool)
@@ -179,6 +179,12 @@ class _Sha256(threading.Thread):
         return self.digest.hexdigest()
 
 
+def _iter_ints(values: Any) -> Any:
+    """The ints of a numpy array, a block at a time (no list of millions of ints)."""
+    for start in range(0, len(values), 1 << 16):
+        yield from values[start : start + (1 << 16)].tolist()
+
+
 def _release(*buffers: Any) -> None:
     for buf in buffers:
         if isinstance(buf, mmap.mmap):
@@ -206,7 +212,7 @@ def _meta(
             if segment.end > segment.start:
                 segments.append(["raw", *keep(buf[segment.start : segment.end])])
             continue
-        items = np.array(segment.items, dtype=np.int64)
+        items = np.array(segment.items, dtype=np.int64)  # a copy: mapped below
         messages = items >= 0
         items[messages] = rank[items[messages]]
         inner = [

@@ -12,7 +12,10 @@ spool file, so memory stays bounded on bags larger than RAM.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import struct
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
@@ -46,6 +49,7 @@ from .template import Templates
 
 FROM_SOURCE: Final = 0
 FROM_SPOOL: Final = 1
+_RELEASE_BYTES: Final = 16 << 20
 _U32: Final = struct.Struct("<I")
 
 
@@ -70,7 +74,7 @@ class ChunkPlan:
     #: "rebuild": compress the records again (checked to give the stored bytes);
     #: "open": a crashed writer's uncompressed chunk, written as plain records.
     mode: str
-    items: list[int] = field(default_factory=list)
+    items: array[int] = field(default_factory=lambda: array("q"))
     inner: list[RawSegment | bytes] = field(default_factory=list)
     start_ns: int = -1
     end_ns: int = -1
@@ -78,14 +82,14 @@ class ChunkPlan:
 
 @dataclass
 class Entries:
-    """One row per message record, in file order."""
+    """One row per message record, in file order (compact arrays: millions of rows)."""
 
-    conn: list[int] = field(default_factory=list)
-    time: list[int] = field(default_factory=list)  # ns
-    src: list[int] = field(default_factory=list)
-    offset: list[int] = field(default_factory=list)  # of the payload, in source or spool
-    length: list[int] = field(default_factory=list)
-    template: list[int] = field(default_factory=list)  # -1: header in `headers`
+    conn: array[int] = field(default_factory=lambda: array("I"))
+    time: array[int] = field(default_factory=lambda: array("q"))  # ns
+    src: array[int] = field(default_factory=lambda: array("b"))
+    offset: array[int] = field(default_factory=lambda: array("q"))  # in source or spool
+    length: array[int] = field(default_factory=lambda: array("I"))
+    template: array[int] = field(default_factory=lambda: array("h"))  # -1: in `headers`
     headers: dict[int, bytes] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -140,6 +144,7 @@ class _Walker:
         self.kept = 0
         self.chunk_stats: list[tuple[str, int, int]] = []
         self.bag_header: Fields | None = None
+        self.released = 0
 
     def raw(self, start: int, end: int) -> None:
         last = self.segments[-1] if self.segments else None
@@ -182,6 +187,10 @@ class _Walker:
                     self.connection(fields, bytes(self.buf[span.data_start : span.data_end]), pos)
                 self.raw(pos, span.data_end)
             pos = span.data_end
+            if pos - self.released > _RELEASE_BYTES:  # bounded RSS on bags larger than RAM
+                self.released = pos
+                with contextlib.suppress(AttributeError, OSError, ValueError):
+                    self.buf.madvise(mmap.MADV_DONTNEED)
             if self.progress is not None:
                 self.progress(pos)
         return Scan(
