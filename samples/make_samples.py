@@ -1,8 +1,10 @@
-"""Make (or check) the committed synthetic CARLA recordings and their JSON summary twins.
+"""Make (or check) the committed synthetic recordings and their JSON summary twins.
 
-Each sample is one `nanorec.converters.carla.generate.generate(...)` call, listed in `SAMPLES`;
-its `.log.json` twin records that call, so the bytes can always be rebuilt and compared
-(`tests/converters/carla/test_generate.py` does so). Run from the repository root:
+Each CARLA sample is one `nanorec.converters.carla.generate.generate(...)` call, listed in
+`SAMPLES`, each ROS bag one `nanorec.converters.rosbag.generate.generate(...)` call, listed in
+`BAGS`; the `.json` twin records that call, so the bytes can always be rebuilt and compared
+(`tests/converters/carla/test_generate.py`, `tests/converters/rosbag/test_samples.py`). Run
+from the repository root:
 
     python samples/make_samples.py          # (re)write every sample and twin
     python samples/make_samples.py --check  # exit 1 if a committed file differs
@@ -47,8 +49,49 @@ SAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+# file name -> keyword arguments of the bag generator
+BAGS: dict[str, dict[str, Any]] = {
+    "rosbag-robot.bag": {"seconds": 6.0, "chunk_threshold": 262144},
+    "rosbag-robot-bz2.bag": {"seconds": 3.0, "compression": "bz2", "chunk_threshold": 131072},
+    "rosbag-robot-lz4.bag": {"seconds": 3.0, "compression": "lz4", "chunk_threshold": 131072},
+    "rosbag-crashed.bag.active": {
+        "seconds": 3.0,
+        "crash": True,
+        "cut": 11,
+        "chunk_threshold": 131072,
+    },
+}
+
+
+def build_bag(name: str) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of bag sample `name` and its JSON summary."""
+    import hashlib
+    import tempfile
+
+    from nanorec import registry
+    from nanorec.converters.rosbag.generate import generate
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = generate(Path(folder) / name, **BAGS[name])
+        data = path.read_bytes()
+        with registry.open(path) as recording:
+            topics: dict[str, int] = {}
+            for number in range(len(recording)):
+                kind = recording.kind_of(number)
+                topics[kind] = topics.get(kind, 0) + 1
+    return data, {
+        "generate": BAGS[name],
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "messages": sum(topics.values()),
+        "topics": dict(sorted(topics.items())),
+    }
+
+
 def build(name: str) -> tuple[bytes, dict[str, Any]]:
     """The bytes of sample `name` and its JSON summary."""
+    if name in BAGS:
+        return build_bag(name)
     options = dict(SAMPLES[name])
     family = options.pop("family")
     buffer = io.BytesIO()
@@ -69,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
     failed = False
-    for name in SAMPLES:
+    for name in [*SAMPLES, *BAGS]:
         data, info = build(name)
         text = json.dumps(info, indent=2) + "\n"
         log, twin = HERE / name, HERE / f"{name}.json"

@@ -26,6 +26,8 @@ from .msgdef import Decoder
 if TYPE_CHECKING:
     from nanorec.mcap import McapRecord
 
+    from .play import BagPlayer
+
 
 class BagRecording(ArchiveRecording):
     format = "rosbag"
@@ -120,6 +122,13 @@ class BagRecording(ArchiveRecording):
             number = int(np.flatnonzero(conn == c)[-1])
             latest[self.meta.topic(c)] = self.decode(number)
         return latest
+
+    def play(self, **options: Any) -> BagPlayer:
+        """A `BagPlayer`: rosbag play's semantics (rate, start, duration, kinds, loop,
+        delay, skip_empty, on_clock and hz; latched topics replayed when starting late)."""
+        from .play import BagPlayer
+
+        return BagPlayer(self, **options)
 
     def mcap_messages(self, selection: Selection | None = None) -> Iterator[McapRecord]:
         """For `nanorec.mcap.export_mcap`: the payloads untouched, as `mcap convert` does."""

@@ -111,3 +111,21 @@ def test_unparsable_definition_gives_raw_payload(tmp_path: Path) -> None:
         values = [recording.decode(n) for n in range(len(recording))]
     assert any(isinstance(v, bytes) for v in values)
     assert any(isinstance(v, dict) for v in values)
+
+
+def test_images_and_point_clouds_as_shaped_arrays(tmp_path: Path) -> None:
+    from nanorec.converters.rosbag.arrays import image_array, pointcloud_array
+
+    bag = make_bag(tmp_path, seconds=1.0)
+    with registry.open(bag) as recording:
+        kinds = [recording.kind_of(n) for n in range(len(recording))]
+        image = recording.decode(kinds.index("/camera/image"))
+        cloud = recording.decode(kinds.index("/points"))
+    pixels = image_array(image)
+    assert pixels.shape == (48, 64, 3) and (pixels == pixels[0, 0, 0]).all()
+    points = pointcloud_array(cloud)
+    assert points.shape == (256,) and points.dtype.names == ("x", "y", "z")
+    assert ((points["x"] >= 0) & (points["x"] < 1)).all()
+    cloud["data"] = cloud["data"][:-1]
+    with pytest.raises(FormatError):
+        pointcloud_array(cloud)
