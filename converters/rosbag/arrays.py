@@ -38,7 +38,7 @@ def image_array(message: dict[str, Any]) -> NDArray[Any]:
     if step < width * channels * dtype.itemsize or len(data) < height * step:
         raise FormatError(f"image of {len(data)} bytes is too small for {height} rows of {step}")
     rows = data[: height * step].reshape(height, step)[:, : width * channels * dtype.itemsize]
-    pixels = np.ascontiguousarray(rows).view(dtype).reshape(height, width, channels)
+    pixels: NDArray[Any] = np.ascontiguousarray(rows).view(dtype).reshape(height, width, channels)
     return pixels[:, :, 0] if channels == 1 else pixels
 
 
