@@ -86,7 +86,7 @@ def _read(buf: Any, size: int, entries: bool) -> BagIndex:
     chunk_count = u32(need(header, b"chunk_count", 4, span.start))
     if index_pos == 0:
         raise FormatError("the bag is unindexed (its writer did not close it)", offset=span.start)
-    if not span.data_end <= index_pos < size or conn_count + chunk_count > size // 8:
+    if not span.data_end <= index_pos <= size or conn_count + chunk_count > size // 8:
         raise FormatError(f"the bag header's index position {index_pos} is outside the file")
     connections: dict[int, Connection] = {}
     pos = index_pos

@@ -93,3 +93,20 @@ def test_export_cut_and_repair(tmp_path: Path) -> None:
     assert result.exit_code == 0
     info = runner.invoke(app, ["info", str(fixed), "--json"])
     assert json.loads(info.stdout)["indexed"] and "unindexed" not in info.stderr
+
+
+def test_empty_bag(tmp_path: Path) -> None:
+    from nanorec.converters.rosbag.writer import BagWriter
+
+    bag = tmp_path / "empty.bag"
+    with bag.open("wb") as stream:
+        BagWriter(stream).close()
+    assert bag.stat().st_size == 4117
+    result = runner.invoke(app, ["info", str(bag)])
+    assert (result.stdout, result.stderr) == (
+        f"path:    {bag}\nversion: 2.0\nsize:    4.0 KB\n",
+        "",
+    )
+    same = tmp_path / "same.bag"
+    assert runner.invoke(app, ["export", str(bag), "-o", str(same)]).exit_code == 0
+    assert same.read_bytes() == bag.read_bytes()
