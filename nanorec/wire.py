@@ -28,6 +28,7 @@ _U8: Final = struct.Struct(">B")
 _U16: Final = struct.Struct(">BH")
 _U32: Final = struct.Struct(">BI")
 _U32_ENTRY: Final = struct.Struct(f">{len(TIMESTAMP_KEY_PACKED)}sBI")
+_U64_ENTRY: Final = struct.Struct(f">{len(TIMESTAMP_KEY_PACKED)}sBQ")
 
 FIXMAP_MAX: Final = 15
 MAP16_MAX: Final = 0xFFFF
@@ -109,6 +110,8 @@ def timestamp_entry(timestamp_us: int) -> bytes:
     """The packed `"nanorec.t": timestamp_us` map entry appended to each message."""
     if 0 <= timestamp_us <= 0xFFFF_FFFF:
         return _U32_ENTRY.pack(TIMESTAMP_KEY_PACKED, 0xCE, timestamp_us)
+    if 0 <= timestamp_us <= 0xFFFF_FFFF_FFFF_FFFF:  # Unix times in µs: as msgpack packs them
+        return _U64_ENTRY.pack(TIMESTAMP_KEY_PACKED, 0xCF, timestamp_us)
     return TIMESTAMP_KEY_PACKED + msgpack.packb(timestamp_us)
 
 

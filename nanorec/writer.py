@@ -393,8 +393,13 @@ class ArchiveWriter:
         first = packed[0] if packed else 0
         # The common case, a fixmap that stays a fixmap: only the count byte changes.
         if 0x80 <= first <= 0x8E and first - 0x80 == entries:
-            body = packed[1:] if len(packed) < 4096 else memoryview(packed)[1:]
-            return _FIXMAP_HEADERS[entries + 1], body, timestamp_entry(timestamp)
+            if len(packed) < 4096:  # small: one piece (one CRC, one buffer to write)
+                return (
+                    b"".join(
+                        (_FIXMAP_HEADERS[entries + 1], packed[1:], timestamp_entry(timestamp))
+                    ),
+                )
+            return _FIXMAP_HEADERS[entries + 1], memoryview(packed)[1:], timestamp_entry(timestamp)
         try:
             count, header_len = read_map_header(packed)
         except FormatError as error:

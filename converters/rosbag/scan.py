@@ -76,8 +76,6 @@ class ChunkPlan:
     mode: str
     items: array[int] = field(default_factory=lambda: array("q"))
     inner: list[RawSegment | bytes] = field(default_factory=list)
-    start_ns: int = -1
-    end_ns: int = -1
 
 
 @dataclass
@@ -268,20 +266,31 @@ class _Walker:
         and return its position, instead of raising."""
         entries = self.entries
         templates = self.templates
+        unpack = _U32.unpack_from
         while pos < end:
-            if tolerant:
-                try:
+            # fast path: a whole message record whose header is the last learnt order
+            last = templates.last
+            found = None
+            if last is not None and pos + 4 <= end and unpack(data, pos)[0] == last.length:
+                data_at = pos + 4 + last.length
+                if data_at + 4 <= end:
+                    data_end = data_at + 4 + unpack(data, data_at)[0]
+                    if data_end <= end:
+                        found = last.read(data, pos + 4)
+            if found is not None:
+                conn, time = found
+                template = templates.last_id
+                data_start = data_at + 4
+            else:
+                if tolerant:
+                    try:
+                        span = span_at(data, pos, end)
+                        parse_fields(data, span.header_start, span.header_end, pos)
+                    except NanorecError:
+                        return pos
+                else:
                     span = span_at(data, pos, end)
-                    parse_fields(data, span.header_start, span.header_end, pos)
-                except NanorecError:
-                    return pos
-            else:
-                span = span_at(data, pos, end)
-            header = bytes(data[span.header_start : span.header_end])
-            match = templates.match(header)
-            if match is not None:
-                template, conn, time = match
-            else:
+                header = bytes(data[span.header_start : span.header_end])
                 fields = parse_fields(header, 0, len(header), pos)
                 op = op_of(fields, pos)
                 if op != OP_MESSAGE:
@@ -294,17 +303,15 @@ class _Walker:
                 template, conn, time = templates.learn(fields, header, pos)
                 if template < 0:
                     entries.headers[len(entries)] = header
+                data_start, data_end = span.data_start, span.data_end
             plan.items.append(len(entries))
             entries.conn.append(conn)
             entries.time.append(time)
             entries.src.append(src)
-            entries.offset.append(spool_base + span.data_start)
-            entries.length.append(span.data_end - span.data_start)
+            entries.offset.append(spool_base + data_start)
+            entries.length.append(data_end - data_start)
             entries.template.append(template)
-            if plan.start_ns < 0 or time < plan.start_ns:
-                plan.start_ns = time
-            plan.end_ns = max(plan.end_ns, time)
-            pos = span.data_end
+            pos = data_end
         return pos
 
     def cut_chunk(self, pos: int) -> tuple[int, str]:

@@ -9,7 +9,7 @@ as its bytes.
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Any, Final
 
 from nanorec.errors import FormatError
 
@@ -43,6 +43,22 @@ class Template:
         self._cuts = (first[0], first[0] + first[1], second[0], second[0] + second[1])
         self.constant = self._constant_part(sample)
 
+    def read(self, data: Any, at: int) -> tuple[int, int] | None:
+        """(conn, time ns) when the header at `data[at:at + self.length]` is this order with
+        its values; None otherwise (the caller then parses it field by field)."""
+        a, b, c, d = self._cuts
+        constant = self.constant
+        if (
+            data[at : at + a] != constant[:a]
+            or data[at + b : at + c] != constant[a : a + c - b]
+            or data[at + d : at + self.length] != constant[a + c - b :]
+        ):
+            return None
+        sec, nsec = _TIME.unpack_from(data, at + self.time_at)
+        if nsec >= 1_000_000_000:
+            return None  # kept as bytes: the ns total would not give these fields back
+        return _U32.unpack_from(data, at + self.conn_at)[0], sec * 1_000_000_000 + nsec
+
     def _constant_part(self, header: bytes) -> bytes:
         a, b, c, d = self._cuts
         return header[:a] + header[b:c] + header[d:]
@@ -64,18 +80,14 @@ class Templates:
         self._last: Template | None = self.list[-1] if self.list else None
         self._last_id = len(self.list) - 1
 
-    def match(self, header: bytes) -> tuple[int, int, int] | None:
-        """(template number, conn, time ns) when `header` is the last learnt order."""
-        last = self._last
-        if last is None or len(header) != last.length:
-            return None
-        if last._constant_part(header) != last.constant:
-            return None
-        conn = _U32.unpack_from(header, last.conn_at)[0]
-        sec, nsec = _TIME.unpack_from(header, last.time_at)
-        if nsec >= 1_000_000_000:
-            return None  # kept as bytes: the ns total would not give these fields back
-        return self._last_id, conn, sec * 1_000_000_000 + nsec
+    @property
+    def last(self) -> Template | None:
+        """The order learnt last (the one a writer's next header most likely has)."""
+        return self._last
+
+    @property
+    def last_id(self) -> int:
+        return self._last_id
 
     def learn(self, fields: Fields, header: bytes, where: int) -> tuple[int, int, int]:
         """(template number or -1, conn, time ns) of a message header `match` did not take."""
