@@ -41,8 +41,14 @@ def _carla_input(path: Path, size: int) -> None:
     generate_to(path, "0.9.16", target_bytes=size, vehicles=120, walkers=60, traffic_lights=40)
 
 
+def _rosbag_input(path: Path, size: int) -> None:
+    from nanorec.converters.rosbag.generate import generate
+
+    generate(path, seconds=size / 1.95e6, image=640)  # ~1.95 MB of messages per second
+
+
 #: How to make a benchmark input of about `size` bytes, per format.
-INPUTS: dict[str, Callable[[Path, int], None]] = {"carla": _carla_input}
+INPUTS: dict[str, Callable[[Path, int], None]] = {"carla": _carla_input, "rosbag": _rosbag_input}
 
 
 def bench_format(name: str, work: Path, size: int) -> dict[str, Any]:
