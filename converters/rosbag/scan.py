@@ -69,8 +69,6 @@ class ChunkPlan:
 
     head: RawSegment
     compression: str
-    size: int
-    stored_size: int
     #: "rebuild": compress the records again (checked to give the stored bytes);
     #: "open": a crashed writer's uncompressed chunk, written as plain records.
     mode: str
@@ -118,8 +116,8 @@ def check_version(buf: Any) -> None:
     if head.startswith(b"#ROSBAG V"):
         line = bytes(buf[:32]).split(b"\n")[0].decode("ascii", "replace")
         raise UnsupportedError(
-            f"{line!r}: only bag format 2.0 is supported (convert 1.2 bags with "
-            "`rosbag fix` or `rosbag reindex` first)",
+            f"{line!r}: only bag format 2.0 is supported (ROS rewrites an older bag as 2.0: "
+            "`rosbag filter old.bag new.bag True`)",
             offset=0,
         )
     if len(head) < len(VERSION_LINE) and VERSION_LINE.startswith(head):
@@ -219,13 +217,7 @@ class _Walker:
         size = u32(need(fields, b"size", 4, where))
         stored = bytes(self.buf[span.data_start : span.data_end]) if kind != "none" else b""
         self.chunk_stats.append((kind, size, span.data_end - span.data_start))
-        plan = ChunkPlan(
-            RawSegment(span.start, span.data_start),
-            kind,
-            size,
-            span.data_end - span.data_start,
-            "rebuild",
-        )
+        plan = ChunkPlan(RawSegment(span.start, span.data_start), kind, "rebuild")
         try:
             if kind == "none":
                 self.records(self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0)
@@ -325,7 +317,7 @@ class _Walker:
         kind = (get(fields, b"compression") or b"?").decode("ascii", "replace")
         size_field = get(fields, b"size")
         size = u32(size_field) if size_field is not None and len(size_field) == 4 else 0
-        plan = ChunkPlan(RawSegment(pos, head_end), kind, size, 0, "open")
+        plan = ChunkPlan(RawSegment(pos, head_end), kind, "open")
         if kind == "none":
             stop = self.records(self.buf, head_end, self.size, plan, FROM_SOURCE, 0, tolerant=True)
             self.segments.append(plan)
@@ -337,7 +329,7 @@ class _Walker:
         if data:
             self.spool.write(data)
             self.spool_size += len(data)
-            scratch = ChunkPlan(plan.head, kind, size, 0, "open")
+            scratch = ChunkPlan(plan.head, kind, "open")
             base = self.spool_size - len(data)
             self.records(memoryview(data), 0, len(data), scratch, FROM_SPOOL, base, tolerant=True)
         found = len(self.entries) - first
