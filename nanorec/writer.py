@@ -186,7 +186,7 @@ class ArchiveWriter:
         self._chunks: list[_Chunk] = []
         self._max_length = 0
         self._max_flags = 0
-        self._members: dict[str, bytes] = {}
+        self._members: dict[str, bytes | Iterable[bytes]] = {}
         self._central: list[CentralHeader] = []
         self._in_messages = False  # whether flushed bytes belong to messages.msgpack
         try:
@@ -270,8 +270,9 @@ class ArchiveWriter:
         """
         return self._append(packed, tuple(types), timestamp_us, flags, metadata, embed=True)
 
-    def add_member(self, name: str, data: bytes) -> None:
-        """Store an extra member `name` (written at close, uncompressed).
+    def add_member(self, name: str, data: bytes | Iterable[bytes]) -> None:
+        """Store an extra member `name` (written at close, uncompressed): its bytes, or an
+        iterable of byte blocks consumed at close (a large member streamed from a file).
 
         Raises `ValueError` for a reserved name (`messages.msgpack`, `index.msgpack`, anything
         starting with "nanorec") or a name already added.
@@ -281,7 +282,9 @@ class ArchiveWriter:
             raise UsageError(f"member name {name!r} is reserved")
         if name in self._members:
             raise UsageError(f"member {name!r} was already added")
-        self._members[name] = bytes(data)
+        self._members[name] = (
+            bytes(data) if isinstance(data, bytes | bytearray | memoryview) else data
+        )
 
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
@@ -548,7 +551,10 @@ class ArchiveWriter:
             DESCRIPTION_MEMBER, iter_description(fields, self._description_columns(count))
         )
         for name, data in self._members.items():
-            self._write_whole(name, data)
+            if isinstance(data, bytes):
+                self._write_whole(name, data)
+            else:
+                self._write_streamed(name, data)
 
         cd_offset = self._tell()
         for header in self._central:

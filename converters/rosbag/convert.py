@@ -17,24 +17,30 @@ import os
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import msgpack
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.contract import Region
 from nanorec.errors import OutputExistsError
 from nanorec.writer import ArchiveWriter
 
-from .scan import RawSegment, Scan, walk
+from .scan import ROW, RawSegment, Scan, walk
 
 SOURCE_FORMAT: Final = "rosbag"
 META_MEMBER: Final = "rosbag.msgpack.zlib"
 RAW_MEMBER: Final = "rosbag-raw.bin"
-META_VERSION: Final = 1
+META_VERSION: Final = 2
+TIME_MEMBER: Final = "rosbag-time.bin"
+CONN_MEMBER: Final = "rosbag-conn.bin"
+TEMPLATE_MEMBER: Final = "rosbag-template.bin"
+RANK_MEMBER: Final = "rosbag-rank.bin"
+_BLOCK: Final = 1 << 16
 _RELEASE_BYTES: Final = 16 << 20
 
 
@@ -63,38 +69,62 @@ def convert(
     """Convert the bag `source` into a new archive `output` (see the module docstring)."""
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists (use --force to overwrite it)")
-    with source.open("rb") as handle:
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(source.open("rb"))
         size = os.fstat(handle.fileno()).st_size
         buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        try:
-            with tempfile.TemporaryFile(dir=output.parent, prefix=".nanorec-spool-") as spool:
-                scan = walk(buf, spool, progress)
-                spool.flush()
-                spooled: Any = (
-                    mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) if spool.tell() else b""
-                )
-                try:
-                    return _write(buf, spooled, scan, source, output, overwrite)
-                finally:
-                    if isinstance(spooled, mmap.mmap):
-                        spooled.close()
-        finally:
-            if isinstance(buf, mmap.mmap):
-                with contextlib.suppress(BufferError):
-                    buf.close()
+        if isinstance(buf, mmap.mmap):
+            stack.callback(_close, buf)
+
+        def temporary(prefix: str) -> IO[bytes]:
+            return stack.enter_context(
+                tempfile.TemporaryFile(dir=output.parent, prefix=f".nanorec-{prefix}-")
+            )
+
+        spool, rows = temporary("spool"), temporary("rows")
+        scan = walk(buf, spool, rows, progress)
+        spooled, table = _map(spool), _map(rows)
+        for mapped in (spooled, table):
+            if isinstance(mapped, mmap.mmap):
+                stack.callback(_close, mapped)
+        return _write(buf, spooled, table, scan, source, output, overwrite, temporary)
+
+
+def _map(file: IO[bytes]) -> Any:
+    file.flush()
+    return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if file.tell() else b""
+
+
+def _close(buf: mmap.mmap) -> None:
+    with contextlib.suppress(BufferError):  # views still alive in a traceback
+        buf.close()
 
 
 def _write(
-    buf: Any, spool: Any, scan: Scan, source: Path, output: Path, overwrite: bool
+    buf: Any,
+    spool: Any,
+    table: Any,
+    scan: Scan,
+    source: Path,
+    output: Path,
+    overwrite: bool,
+    temporary: Callable[[str], IO[bytes]],
 ) -> Converted:
-    entries = scan.entries
-    count = len(entries)
-    times = np.frombuffer(entries.time, dtype=np.int64) if count else np.zeros(0, np.int64)
-    order = np.lexsort((np.arange(count), times))  # archive number -> file-order entry
-    rank = np.empty(count, dtype=np.int64)
-    rank[order] = np.arange(count)
-    conns = np.frombuffer(entries.conn, dtype=np.uint32) if count else np.zeros(0, np.uint32)
+    count = len(scan.entries)
+    rows = np.frombuffer(table, ROW) if count else np.zeros(0, ROW)
+    # the sort: the only step holding one value per message (int64 times, then the order)
+    times = np.empty(count, np.int64)
+    for start in range(0, count, 1 << 20):  # read the column, dropping the pages read
+        times[start : start + (1 << 20)] = rows["time"][start : start + (1 << 20)]
+        _release(table)
+    index = np.uint32 if count < 2**32 else np.int64
+    order = np.argsort(times, kind="stable").astype(index)  # ties stay in file order
+    del times
+    rank = np.empty(count, index)
+    for start in range(0, count, _BLOCK):
+        rank[order[start : start + _BLOCK]] = np.arange(start, min(start + _BLOCK, count))
     topics = {c.id: c.topic for c in scan.connections.values()}
+    columns = {name: temporary(name) for name in (TIME_MEMBER, CONN_MEMBER, TEMPLATE_MEMBER)}
     with ArchiveWriter(
         output,
         overwrite=overwrite,
@@ -108,34 +138,35 @@ def _write(
         hashing = _Sha256(source)
         packer = msgpack.Packer()
         views = (memoryview(buf), memoryview(spool))
-        src = entries.src
-        offset = entries.offset
-        length = entries.length
         released = 0
-        value: dict[str, Any] = {}
-        for entry in _iter_ints(order):
-            conn = entries.conn[entry]
-            topic = topics.get(conn, f"conn:{conn}")
-            sec, nsec = divmod(entries.time[entry], 1_000_000_000)
-            start = offset[entry]
-            value = {"conn": conn, "sec": sec, "nsec": nsec}
-            value["data"] = views[src[entry]][start : start + length[entry]]
-            writer.write_packed(
-                packer.pack({topic: value}),
-                types=(topic,),
-                timestamp_us=entries.time[entry] // 1000,
-            )
-            released += length[entry] + 64  # with the record's header, roughly
-            if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
-                writer.flush()
-                _release(buf, spool)
-                released = 0
-        del views, value
-        raw = bytearray()
-        meta = _meta(buf, scan, rank, order, conns, times, raw)
+        for start in range(0, count, _BLOCK):
+            block = rows[order[start : start + _BLOCK]]
+            columns[TIME_MEMBER].write(block["time"].astype("<i8").tobytes())
+            columns[CONN_MEMBER].write(block["conn"].astype("<u4").tobytes())
+            columns[TEMPLATE_MEMBER].write(block["template"].astype("<i2").tobytes())
+            for conn, time, src, offset, length, _ in block.tolist():
+                topic = topics.get(conn, f"conn:{conn}")
+                sec, nsec = divmod(time, 1_000_000_000)
+                value = {"conn": conn, "sec": sec, "nsec": nsec}
+                value["data"] = views[src][offset : offset + length]
+                writer.write_packed(
+                    packer.pack({topic: value}), types=(topic,), timestamp_us=time // 1000
+                )
+                released += length + 64  # with the record's header, roughly
+                if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
+                    writer.flush()
+                    _release(buf, spool, table)
+                    released = 0
+        del views, rows
+        value = {}
+        raw = temporary("raw")
+        meta = _meta(buf, scan, raw)
         sha = writer.source["sha256"] = hashing.result()
         writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
-        writer.add_member(RAW_MEMBER, bytes(raw))
+        writer.add_member(RAW_MEMBER, _blocks(raw))
+        for name, file in columns.items():
+            writer.add_member(name, _blocks(file))
+        writer.add_member(RANK_MEMBER, _blocks_of(rank))
     return Converted(
         source,
         output,
@@ -149,6 +180,19 @@ def _write(
         len(scan.chunk_stats),
         scan.unindexed,
     )
+
+
+def _blocks(file: IO[bytes]) -> Iterator[bytes]:
+    """A temporary file's bytes from the start, 1 MiB at a time (a streamed member)."""
+    file.flush()
+    file.seek(0)
+    while block := file.read(1 << 20):
+        yield block
+
+
+def _blocks_of(values: NDArray[Any]) -> Iterator[bytes]:
+    for start in range(0, len(values), 1 << 18):
+        yield values[start : start + (1 << 18)].astype(values.dtype.newbyteorder("<")).tobytes()
 
 
 class _Sha256(threading.Thread):
@@ -179,12 +223,6 @@ class _Sha256(threading.Thread):
         return self.digest.hexdigest()
 
 
-def _iter_ints(values: Any) -> Any:
-    """The ints of a numpy array, a block at a time (no list of millions of ints)."""
-    for start in range(0, len(values), 1 << 16):
-        yield from values[start : start + (1 << 16)].tolist()
-
-
 def _release(*buffers: Any) -> None:
     for buf in buffers:
         if isinstance(buf, mmap.mmap):
@@ -192,52 +230,49 @@ def _release(*buffers: Any) -> None:
                 buf.madvise(mmap.MADV_DONTNEED)
 
 
-def _meta(
-    buf: Any,
-    scan: Scan,
-    rank: Any,
-    order: Any,
-    conns: Any,
-    times: Any,
-    raw: bytearray,
-) -> dict[str, Any]:
-    def keep(data: Any) -> list[int]:
-        start = len(raw)
-        raw.extend(data)
-        return [start, len(raw) - start]
+def _meta(buf: Any, scan: Scan, raw: IO[bytes]) -> dict[str, Any]:
+    """The layout member; the bytes kept as they are go to `raw` (the raw member)."""
+
+    read = 0
+
+    def keep(data: Any, begin: int = 0, end: int | None = None) -> list[int]:
+        """Append `data[begin:end]` (a block at a time, dropping the source pages read: the
+        index section of a big bag is large)."""
+        nonlocal read
+        start = raw.tell()
+        end = len(data) if end is None else end
+        for block in range(begin, end, _RELEASE_BYTES):
+            raw.write(data[block : min(block + _RELEASE_BYTES, end)])
+            read += min(_RELEASE_BYTES, end - block)
+            if read > _RELEASE_BYTES:
+                _release(data)
+                read = 0
+        return [start, end - begin]
 
     segments: list[Any] = []
     for segment in [*scan.segments, RawSegment(scan.tail_start, len(buf))]:
         if isinstance(segment, RawSegment):
             if segment.end > segment.start:
-                segments.append(["raw", *keep(buf[segment.start : segment.end])])
+                segments.append(["raw", *keep(buf, segment.start, segment.end)])
             continue
-        items = np.array(segment.items, dtype=np.int64)  # a copy: mapped below
-        messages = items >= 0
-        items[messages] = rank[items[messages]]
-        inner = [
-            keep(buf[i.start : i.end] if isinstance(i, RawSegment) else i) for i in segment.inner
-        ]
         segments.append(
             [
                 "chunk",
-                keep(buf[segment.head.start : segment.head.end]),
+                keep(buf, segment.head.start, segment.head.end),
                 segment.compression,
                 segment.mode,
-                items.tobytes(),
-                inner,
+                segment.first,
+                np.asarray(segment.runs, dtype="<i8").tobytes(),
+                [keep(record) for record in segment.inner],
             ]
         )
-    template = np.array(scan.entries.template, dtype=np.int16)[order]
     return {
         "version": META_VERSION,
         "connections": [c.pack() for c in sorted(scan.connections.values(), key=lambda c: c.id)],
         "orders": scan.templates.orders(),
         "segments": segments,
-        "template": template.tobytes(),
-        "headers": {int(rank[k]): v for k, v in scan.entries.headers.items()},
-        "conn": conns[order].tobytes(),
-        "time": times[order].tobytes(),
+        "headers": scan.entries.headers,  # by file-order entry
+        "rank": "<u4" if len(scan.entries) < 2**32 else "<i8",
         "chunks": [list(c) for c in scan.chunk_stats],
         "bag_header": None if scan.bag_header is None else [list(f) for f in scan.bag_header],
         "unindexed": scan.unindexed,

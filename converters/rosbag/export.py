@@ -29,8 +29,11 @@ def payload(reader: ArchiveReader, number: int) -> dict[str, Any]:
     raise FormatError(f"archive message {number} is not a bag message")
 
 
-def message_record(meta: BagMeta, templates: list[Template], number: int, value: Any) -> bytes:
-    header = meta.headers.get(number)
+def message_record(
+    meta: BagMeta, templates: list[Template], entry: int, number: int, value: Any
+) -> bytes:
+    """The record of file-order `entry`, archive message `number` (its `value`)."""
+    header = meta.headers.get(entry)
     if header is None:
         template = int(meta.template[number])
         if template < 0 or template >= len(templates):
@@ -46,25 +49,30 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
     meta = BagMeta(reader)
     raw = meta.raw
     templates = [Template(order) for order in meta.orders]
+    rank = meta.rank
     reader.advise_sequential()
-    done = 0
     for segment in meta.segments:
         if segment[0] == "raw":
             start, length = segment[1:3]
             yield raw[start : start + length]
             continue
-        _, (hstart, hlength), kind, mode, items_bytes, inner = segment
+        _, (hstart, hlength), kind, mode, entry, runs, inner = segment
         yield raw[hstart : hstart + hlength]
         parts = []
-        for item in np.frombuffer(items_bytes, dtype=np.int64).tolist():
-            if item >= 0:
-                parts.append(message_record(meta, templates, item, payload(reader, item)))
-                done += 1
-                if done % 8192 == 0:
-                    reader.release_pages()
-            else:
-                start, length = inner[-1 - item]
+        for run in np.frombuffer(runs, dtype="<i8").tolist():
+            if run < 0:
+                start, length = inner[-1 - run]
                 parts.append(raw[start : start + length])
+                continue
+            if entry + run > len(rank):
+                raise FormatError(f"the chunk layout names message {entry + run} of {len(rank)}")
+            for number in rank[entry : entry + run].tolist():
+                parts.append(
+                    message_record(meta, templates, entry, number, payload(reader, number))
+                )
+                entry += 1
+            if entry % 8192 < run:
+                reader.release_pages()
         data = b"".join(parts)
         yield data if mode == "open" else compression.compress(kind, data)
 

@@ -1,4 +1,5 @@
-"""The side members of a bag archive, read back (`BagMeta`)."""
+"""The side members of a bag archive, read back (`BagMeta`); the per-message arrays are
+read only when used (export needs templates and ranks, info times and connections)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,19 @@ from nanorec.reader import ArchiveReader
 from nanorec.wire import inflate_bounded
 
 from .connection import Connection
-from .convert import META_MEMBER, RAW_MEMBER
-from .template import Templates
+from .convert import (
+    CONN_MEMBER,
+    META_MEMBER,
+    META_VERSION,
+    RANK_MEMBER,
+    RAW_MEMBER,
+    TEMPLATE_MEMBER,
+    TIME_MEMBER,
+)
 
 
 class BagMeta:
-    """Connections, per-message conn and time, chunk layout and kept bytes of an archive."""
+    """Connections, chunk layout, kept bytes and per-message arrays of a bag archive."""
 
     def __init__(self, reader: ArchiveReader) -> None:
         if META_MEMBER not in reader.member_names:
@@ -34,33 +42,55 @@ class BagMeta:
                 inflate_bounded(reader.member(META_MEMBER), limit, META_MEMBER),
                 strict_map_key=False,
             )
+            if meta["version"] != META_VERSION:
+                raise ValueError(f"layout version {meta['version']}, not {META_VERSION}")
             self.connections = {
                 c.id: c for c in (Connection.unpack(v) for v in meta["connections"])
             }
             self.orders = [tuple(bytes(n) for n in order) for order in meta["orders"]]
             self.segments: list[Any] = meta["segments"]
-            self.template = np.frombuffer(meta["template"], dtype=np.int16)
             self.headers: dict[int, bytes] = {int(k): v for k, v in meta["headers"].items()}
-            self.conn = np.frombuffer(meta["conn"], dtype=np.uint32)
-            self.time = np.frombuffer(meta["time"], dtype=np.int64)
+            self.rank_dtype = np.dtype(meta["rank"])
             self.chunks: list[tuple[str, int, int]] = [tuple(c) for c in meta["chunks"]]
             self.unindexed = bool(meta["unindexed"])
             self.kept_chunks = int(meta["kept_chunks"])
             self.cut = meta["cut"]
         except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
             raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
-        if len(self.time) != len(reader) or len(self.conn) != len(reader):
+
+    def _array(self, name: str, dtype: Any) -> NDArray[Any]:
+        data = self.reader.member(name)
+        dtype = np.dtype(dtype)
+        if len(data) != len(self.reader) * dtype.itemsize:
             raise FormatError(
-                f"{META_MEMBER} describes {len(self.time)} messages, not {len(reader)}"
+                f"{name} holds {len(data)} bytes, not {dtype.itemsize} per message "
+                f"for {len(self.reader)} messages"
             )
+        return np.frombuffer(data, dtype) if data else np.zeros(0, dtype)
+
+    @cached_property
+    def time(self) -> NDArray[np.int64]:
+        """Per archive message: its ROS time in ns."""
+        return self._array(TIME_MEMBER, "<i8")
+
+    @cached_property
+    def conn(self) -> NDArray[np.uint32]:
+        """Per archive message: its connection id."""
+        return self._array(CONN_MEMBER, "<u4")
+
+    @cached_property
+    def template(self) -> NDArray[np.int16]:
+        """Per archive message: the field order of its record header (-1: kept bytes)."""
+        return self._array(TEMPLATE_MEMBER, "<i2")
+
+    @cached_property
+    def rank(self) -> NDArray[Any]:
+        """Per message record in file order: its archive number."""
+        return self._array(RANK_MEMBER, self.rank_dtype)
 
     @cached_property
     def raw(self) -> bytes:
         return self.reader.member(RAW_MEMBER)
-
-    @cached_property
-    def templates(self) -> Templates:
-        return Templates([list(o) for o in self.orders])  # type: ignore[misc]
 
     def topic(self, conn: int) -> str:
         c = self.connections.get(conn)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
+import numpy as np
+
 from nanorec.contract import Region
 from nanorec.errors import (
     BadMagicError,
@@ -64,32 +66,76 @@ class RawSegment:
 @dataclass
 class ChunkPlan:
     """A chunk written back from its messages: `head` is the source range of its header
-    length word, header and data length word; `items` its records in file order (`>= 0`: a
-    message entry, `< 0`: `-1 - i` for `inner[i]`, a record kept as source bytes)."""
+    length word, header and data length word. Its records in file order are `runs`: `n >= 0`
+    is the next `n` message entries (from `first` on), `n < 0` is `inner[-1 - n]`, a record
+    kept as bytes (a connection, an unknown op)."""
 
     head: RawSegment
     compression: str
     #: "rebuild": compress the records again (checked to give the stored bytes);
     #: "open": a crashed writer's uncompressed chunk, written as plain records.
     mode: str
-    items: array[int] = field(default_factory=lambda: array("q"))
-    inner: list[RawSegment | bytes] = field(default_factory=list)
+    first: int = 0
+    runs: array[int] = field(default_factory=lambda: array("q"))
+    inner: list[bytes] = field(default_factory=list)
+
+    def add_message(self) -> None:
+        runs = self.runs
+        if runs and runs[-1] >= 0:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+
+    def add_inner(self, record: bytes) -> None:
+        self.runs.append(-1 - len(self.inner))
+        self.inner.append(record)
 
 
-@dataclass
+#: One entry per message record, in file order: spooled to a file in blocks, so memory
+#: stays bounded however many messages a bag holds.
+ROW: Final = np.dtype(
+    [
+        ("conn", "<u4"),
+        ("time", "<i8"),  # ns
+        ("src", "i1"),  # FROM_SOURCE or FROM_SPOOL
+        ("offset", "<i8"),  # of the payload, in the source or the spool
+        ("length", "<u4"),
+        ("template", "<i2"),  # -1: the header is in `Entries.headers`
+    ]
+)
+_BLOCK: Final = 1 << 16
+
+
 class Entries:
-    """One row per message record, in file order (compact arrays: millions of rows)."""
+    """Appends rows (see `ROW`) and writes them to `file` a block at a time."""
 
-    conn: array[int] = field(default_factory=lambda: array("I"))
-    time: array[int] = field(default_factory=lambda: array("q"))  # ns
-    src: array[int] = field(default_factory=lambda: array("b"))
-    offset: array[int] = field(default_factory=lambda: array("q"))  # in source or spool
-    length: array[int] = field(default_factory=lambda: array("I"))
-    template: array[int] = field(default_factory=lambda: array("h"))  # -1: in `headers`
-    headers: dict[int, bytes] = field(default_factory=dict)
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.flushed = 0
+        self.headers: dict[int, bytes] = {}
+        self._columns: list[array[int]] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self._columns = [array(code) for code in ("I", "q", "b", "q", "I", "h")]
+        (self.conn, self.time, self.src, self.offset, self.length, self.template) = self._columns
 
     def __len__(self) -> int:
-        return len(self.conn)
+        return self.flushed + len(self.conn)
+
+    def flush(self) -> None:
+        count = len(self.conn)
+        if not count:
+            return
+        block = np.empty(count, ROW)
+        for name, column in zip(ROW.names or (), self._columns, strict=True):
+            block[name] = np.frombuffer(column, dtype=ROW[name].newbyteorder("="))
+        self.file.write(block.tobytes())
+        self.flushed += count
+        self._reset()
+
+    def full(self) -> bool:
+        return len(self.conn) >= _BLOCK
 
 
 @dataclass
@@ -126,13 +172,19 @@ def check_version(buf: Any) -> None:
 
 
 class _Walker:
-    def __init__(self, buf: Any, spool: IO[bytes], progress: Callable[[int], None] | None):
+    def __init__(
+        self,
+        buf: Any,
+        spool: IO[bytes],
+        rows: IO[bytes],
+        progress: Callable[[int], None] | None,
+    ) -> None:
         self.buf = buf
         self.size = len(buf)
         self.spool = spool
         self.spool_size = 0
         self.progress = progress
-        self.entries = Entries()
+        self.entries = Entries(rows)
         self.templates = Templates()
         self.connections: dict[int, Connection] = {}
         self.segments: list[RawSegment | ChunkPlan] = []
@@ -217,7 +269,9 @@ class _Walker:
         size = u32(need(fields, b"size", 4, where))
         stored = bytes(self.buf[span.data_start : span.data_end]) if kind != "none" else b""
         self.chunk_stats.append((kind, size, span.data_end - span.data_start))
-        plan = ChunkPlan(RawSegment(span.start, span.data_start), kind, "rebuild")
+        plan = ChunkPlan(
+            RawSegment(span.start, span.data_start), kind, "rebuild", len(self.entries)
+        )
         try:
             if kind == "none":
                 self.records(self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0)
@@ -288,21 +342,22 @@ class _Walker:
                 if op != OP_MESSAGE:
                     if op == OP_CONNECTION:
                         self.connection(fields, bytes(data[span.data_start : span.data_end]), pos)
-                    plan.items.append(-1 - len(plan.inner))
-                    plan.inner.append(bytes(data[span.start : span.data_end]))
+                    plan.add_inner(bytes(data[span.start : span.data_end]))
                     pos = span.data_end
                     continue
                 template, conn, time = templates.learn(fields, header, pos)
                 if template < 0:
                     entries.headers[len(entries)] = header
                 data_start, data_end = span.data_start, span.data_end
-            plan.items.append(len(entries))
+            plan.add_message()
             entries.conn.append(conn)
             entries.time.append(time)
             entries.src.append(src)
             entries.offset.append(spool_base + data_start)
             entries.length.append(data_end - data_start)
             entries.template.append(template)
+            if entries.full():
+                entries.flush()
             pos = data_end
         return pos
 
@@ -317,7 +372,7 @@ class _Walker:
         kind = (get(fields, b"compression") or b"?").decode("ascii", "replace")
         size_field = get(fields, b"size")
         size = u32(size_field) if size_field is not None and len(size_field) == 4 else 0
-        plan = ChunkPlan(RawSegment(pos, head_end), kind, "open")
+        plan = ChunkPlan(RawSegment(pos, head_end), kind, "open", len(self.entries))
         if kind == "none":
             stop = self.records(self.buf, head_end, self.size, plan, FROM_SOURCE, 0, tolerant=True)
             self.segments.append(plan)
@@ -357,6 +412,14 @@ def _index_pos(fields: Fields) -> int:
     return 0
 
 
-def walk(buf: Any, spool: IO[bytes], progress: Callable[[int], None] | None = None) -> Scan:
-    """Walk the bag in `buf` (an mmap or bytes); decompressed chunk data goes to `spool`."""
-    return _Walker(buf, spool, progress).walk()
+def walk(
+    buf: Any,
+    spool: IO[bytes],
+    rows: IO[bytes],
+    progress: Callable[[int], None] | None = None,
+) -> Scan:
+    """Walk the bag in `buf` (an mmap or bytes); decompressed chunk data goes to `spool`,
+    the message entries (`ROW`) to `rows`."""
+    scan = _Walker(buf, spool, rows, progress).walk()
+    scan.entries.flush()
+    return scan
