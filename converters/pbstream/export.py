@@ -1,0 +1,82 @@
+"""Archive -> `.pbstream`, byte for byte: magic, each record's size and member (rebuilt from
+its payload with Cartographer's settings, or the original member where the rebuild
+differed or the record was damaged), then the raw tail of a cut file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nanorec.atomic import atomic_output
+from nanorec.errors import FormatError
+from nanorec.reader import ArchiveReader
+
+from .convert import read_meta, read_tail
+from .stream import MAGIC, SIZE, build_member
+
+
+@dataclass(frozen=True)
+class NativeExport:
+    output: Path
+    size: int
+    sha256: str
+    records: int
+    identical: bool | None
+
+
+def record_entry(message: dict[str, Any], number: int) -> tuple[str, dict[str, Any]]:
+    """The (kind, entry) of archive message `number`; FormatError when it is not one."""
+    if len(message) != 1:
+        raise FormatError(f"archive message {number} is not one pbstream record")
+    kind, entry = next(iter(message.items()))
+    if not isinstance(entry, dict) or not (
+        isinstance(entry.get("payload"), bytes) or isinstance(entry.get("member"), bytes)
+    ):
+        raise FormatError(f"archive message {number} ({kind}) holds no record bytes")
+    return kind, entry
+
+
+def member_of(entry: dict[str, Any]) -> bytes:
+    """The gzip member to write for a record entry."""
+    member = entry.get("member")
+    if isinstance(member, bytes):
+        return member
+    return build_member(entry["payload"])
+
+
+def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
+    """The native stream of a pbstream archive, in chunks."""
+    meta = read_meta(reader)
+    reader.advise_sequential()
+    yield MAGIC
+    for number in range(len(reader)):
+        if number % 4096 == 4095:
+            reader.release_pages()
+        _, entry = record_entry(reader[number], number)
+        member = member_of(entry)
+        yield SIZE.pack(len(member)) + member
+    yield read_tail(reader, meta)
+
+
+def export_native(
+    reader: ArchiveReader, output: str | os.PathLike[str], *, overwrite: bool = False
+) -> NativeExport:
+    """Write the original `.pbstream` of `reader` to `output` (atomically)."""
+    out = Path(output)
+    digest = hashlib.sha256()
+    size = 0
+    with atomic_output(out, overwrite=overwrite) as stream:
+        for chunk in iter_native(reader):
+            stream.write(chunk)
+            digest.update(chunk)
+            size += len(chunk)
+    sha = digest.hexdigest()
+    expected = ((reader.description or {}).get("source") or {}).get("sha256")
+    return NativeExport(out, size, sha, len(reader), None if expected is None else sha == expected)
+
+
+__all__ = ["NativeExport", "export_native", "iter_native", "member_of", "record_entry"]
