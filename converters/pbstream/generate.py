@@ -79,7 +79,7 @@ def _pose_at(plan: Plan, trajectory: int, t: float) -> tuple[float, float, float
 
 
 def _ticks(trajectory: int, t: float) -> int:
-    return START_TICKS + trajectory * 3_000_000_000 + round(t * 1e7)
+    return START_TICKS + trajectory * 250_000_000 + round(t * 1e7)
 
 
 def _grid(plan: Plan, centre: tuple[float, float], rng: np.random.Generator) -> bytes:
