@@ -50,7 +50,7 @@ from .records import (
     pose_graph_trajectories,
     ticks_to_us,
 )
-from .stream import MAGIC, Cut, Frame, build_member, inflate_member, iter_frames, peek_payload
+from .stream import MAGIC, Cut, Frame, inflate_member, iter_frames, iter_inflated, peek_payload
 
 SOURCE_FORMAT: Final = "pbstream"
 META_MEMBER: Final = "pbstream.msgpack.zlib"
@@ -173,7 +173,7 @@ def first_ticks(buf: Any, classifier: Classifier) -> int | None:
     return None
 
 
-def entry_of(info: Described, payload: bytes, member: bytes) -> dict[str, Any]:
+def entry_of(info: Described, payload: bytes, member: bytes, rebuilds: bool) -> dict[str, Any]:
     """The archive message value of one record (see the module docstring)."""
     entry: dict[str, Any] = {"payload": payload}
     if info.trajectory_id is not None:
@@ -188,7 +188,7 @@ def entry_of(info: Described, payload: bytes, member: bytes) -> dict[str, Any]:
         entry["format_version"] = info.version
     if info.body == (0, len(payload)) and info.kind in (POSE_GRAPH, OPTIONS):
         entry["bare"] = True
-    if build_member(payload) != member:
+    if not rebuilds:
         entry["member"] = member
     return entry
 
@@ -253,20 +253,19 @@ def _convert(
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf), "sha256": sha},
     ) as writer:
-        for number, frame in enumerate(_chain(first, frames)):
-            if isinstance(frame, Cut):
-                cut = frame
+        for number, item in enumerate(iter_inflated(buf, _chain(first, frames))):
+            if isinstance(item, Cut):
+                cut = item
                 break
-            member = bytes(buf[frame.start : frame.end])
-            try:
-                payload = inflate_member(member, frame.start)
-            except FormatError as error:
-                damaged.append((frame.offset, frame.end - frame.offset, error.message))
-                message: dict[str, Any] = {DAMAGED: {"member": member, "reason": error.message}}
+            frame = item.frame
+            if item.payload is None:
+                reason = item.error.message if item.error is not None else "damaged"
+                damaged.append((frame.offset, frame.end - frame.offset, reason))
+                message: dict[str, Any] = {DAMAGED: {"member": item.member, "reason": reason}}
                 info = Described(DAMAGED)
             else:
-                info = classifier.describe(number, payload)
-                entry = entry_of(info, payload, member)
+                info = classifier.describe(number, item.payload)
+                entry = entry_of(info, item.payload, item.member, item.rebuilds)
                 raw += "member" in entry
                 message = {info.kind: entry}
             columns.add(info)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,17 +50,43 @@ def member_of(entry: dict[str, Any]) -> bytes:
     return build_member(entry["payload"])
 
 
-def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
-    """The native stream of a pbstream archive, in chunks."""
+def _framed(entries: list[dict[str, Any]]) -> bytes:
+    parts = []
+    for entry in entries:
+        member = member_of(entry)
+        parts.append(SIZE.pack(len(member)) + member)
+    return b"".join(parts)
+
+
+_BATCH_BYTES = 1 << 20
+
+
+def iter_native(reader: ArchiveReader, threads: int | None = None) -> Iterator[bytes]:
+    """The native stream of a pbstream archive, in chunks; members are rebuilt on a thread
+    pool (zlib releases the GIL), in order."""
     meta = read_meta(reader)
     reader.advise_sequential()
     yield MAGIC
-    for number in range(len(reader)):
-        if number % 4096 == 4095:
-            reader.release_pages()
-        _, entry = record_entry(reader[number], number)
-        member = member_of(entry)
-        yield SIZE.pack(len(member)) + member
+    workers = threads or min(8, os.cpu_count() or 1)
+    pending: deque[Future[bytes]] = deque()
+    with ThreadPoolExecutor(workers, thread_name_prefix="pbstream-deflate") as pool:
+        batch: list[dict[str, Any]] = []
+        size = 0
+        for number in range(len(reader)):
+            if number % 4096 == 4095:
+                reader.release_pages()
+            _, entry = record_entry(reader[number], number)
+            batch.append(entry)
+            size += len(entry.get("member") or entry.get("payload") or b"")
+            if size >= _BATCH_BYTES:
+                pending.append(pool.submit(_framed, batch))
+                batch, size = [], 0
+                while len(pending) > workers * 2:
+                    yield pending.popleft().result()
+        if batch:
+            pending.append(pool.submit(_framed, batch))
+        while pending:
+            yield pending.popleft().result()
     yield read_tail(reader, meta)
 
 

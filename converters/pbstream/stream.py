@@ -9,9 +9,12 @@ what it claims. A member is rebuilt from its payload with Cartographer's writer 
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -149,14 +152,76 @@ def peek_payload(member: bytes, length: int = 256) -> bytes:
         return b""
 
 
+@dataclass(frozen=True, slots=True)
+class Inflated:
+    """A record's member, its payload (None when it does not inflate: `error` says why)
+    and whether `build_member(payload)` gives the member back."""
+
+    frame: Frame
+    member: bytes
+    payload: bytes | None
+    error: FormatError | None
+    rebuilds: bool
+
+
+def _inflate_batch(batch: list[tuple[Frame, bytes]]) -> list[Inflated]:
+    done = []
+    for frame, member in batch:
+        try:
+            payload = inflate_member(member, frame.start)
+        except FormatError as error:
+            done.append(Inflated(frame, member, None, error, False))
+        else:
+            done.append(Inflated(frame, member, payload, None, build_member(payload) == member))
+    return done
+
+
+#: Records are inflated and rebuilt in batches of about this many member bytes...
+_BATCH_BYTES = 1 << 20
+#: ...with this many batches in flight per thread (zlib releases the GIL).
+_AHEAD = 2
+
+
+def iter_inflated(
+    buf: Any, frames: Iterator[Frame | Cut], threads: int | None = None
+) -> Iterator[Inflated | Cut]:
+    """Each record inflated and checked against its rebuild, in order, on a thread pool
+    (the `Cut` of a cut file last). Memory stays bounded by the batches in flight."""
+    workers = threads or min(8, os.cpu_count() or 1)
+    pending: deque[Future[list[Inflated]]] = deque()
+    with ThreadPoolExecutor(workers, thread_name_prefix="pbstream-inflate") as pool:
+        batch: list[tuple[Frame, bytes]] = []
+        size = 0
+        cut: Cut | None = None
+        for frame in frames:
+            if isinstance(frame, Cut):
+                cut = frame
+                break
+            batch.append((frame, bytes(buf[frame.start : frame.end])))
+            size += frame.size
+            if size >= _BATCH_BYTES:
+                pending.append(pool.submit(_inflate_batch, batch))
+                batch, size = [], 0
+                while len(pending) > workers * _AHEAD:
+                    yield from pending.popleft().result()
+        if batch:
+            pending.append(pool.submit(_inflate_batch, batch))
+        while pending:
+            yield from pending.popleft().result()
+    if cut is not None:
+        yield cut
+
+
 __all__ = [
     "GZIP_HEADER",
     "MAGIC",
     "SIZE",
     "Cut",
     "Frame",
+    "Inflated",
     "build_member",
     "inflate_member",
     "iter_frames",
+    "iter_inflated",
     "peek_payload",
 ]

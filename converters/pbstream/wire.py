@@ -62,18 +62,24 @@ def iter_fields(
     pos = start
     while pos < stop:
         key_at = pos
-        key, pos = read_varint(buf, pos, stop, base)
+        key = buf[pos]
+        if key < 0x80:  # one-byte keys and values are the common case: no call
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos, stop, base)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise FormatError("field number 0 in a protobuf message", offset=base + key_at)
-        if wire == VARINT:
-            value, after = read_varint(buf, pos, stop, base)
-            yield number, wire, value, after
-            pos = after
-            continue
-        if wire == LEN:
-            size, pos = read_varint(buf, pos, stop, base)
-            after = pos + size
+        if wire in (VARINT, LEN):
+            if pos < stop and buf[pos] < 0x80:
+                value, after = buf[pos], pos + 1
+            else:
+                value, after = read_varint(buf, pos, stop, base)
+            if wire == VARINT:
+                yield number, wire, value, after
+                pos = after
+                continue
+            pos, after = after, after + value
         elif wire == FIXED64:
             after = pos + 8
         elif wire == FIXED32:
