@@ -180,8 +180,14 @@ def in_subprocess(phase: str, *args: str) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def table(parse: dict[str, Any], large: Path, conv: dict[str, Any], exp: dict[str, Any],
-          seek: dict[str, Any], command: str) -> str:
+def table(
+    parse: dict[str, Any],
+    large: Path,
+    conv: dict[str, Any],
+    exp: dict[str, Any],
+    seek: dict[str, Any],
+    command: str,
+) -> str:
     size = large.stat().st_size / 1e6
     when = datetime.date.today().isoformat()
     return "\n".join(
