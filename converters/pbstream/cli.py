@@ -86,6 +86,8 @@ def info_lines(summary: dict[str, Any]) -> list[str]:
     if summary["damaged"]:
         kept += f", {summary['damaged']} damaged records"
     lines.append(f"kept raw:        {kept}")
+    lines += [f"missing:         {note}" for note in summary.get("missing", [])]
+    lines += [f"not decoded:     {note}" for note in summary.get("problems", [])]
     lines.append("records by kind:")
     lines += [f"  {kind}: {count}" for kind, count in summary["kinds"].items()]
     return lines

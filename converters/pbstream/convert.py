@@ -240,8 +240,10 @@ def _convert(
     ticks = first_ticks(buf, classifier)
     if ticks is not None:
         last_us = ticks_to_us(ticks)
-    digest = hashlib.sha256(buf)
-    sha = digest.hexdigest()
+    # Hashed as the records are converted, so each source page is read once and can be
+    # given back (hashing the whole mapping first would keep the file resident).
+    digest = hashlib.sha256()
+    hashed = 0
     cut: Cut | None = None
     damaged: list[tuple[int, int, str]] = []
     raw = 0
@@ -251,7 +253,7 @@ def _convert(
         out,
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
-        source={"name": source.name, "size": len(buf), "sha256": sha},
+        source={"name": source.name, "size": len(buf)},
     ) as writer:
         for number, item in enumerate(iter_inflated(buf, _chain(first, frames))):
             if isinstance(item, Cut):
@@ -273,6 +275,8 @@ def _convert(
                 own = ticks_to_us(info.ticks)
                 last_us = own if last_us is None else max(own, last_us)
             writer.write(message, timestamp_us=0 if last_us is None else last_us)
+            digest.update(buf[hashed : frame.end])
+            hashed = frame.end
             if frame.end - released >= _RELEASE_BYTES:
                 end = frame.end - frame.end % mmap.PAGESIZE
                 with contextlib.suppress(OSError, ValueError):
@@ -280,6 +284,8 @@ def _convert(
                 released = end
                 if progress is not None:
                     progress(frame.end)
+        digest.update(buf[hashed:])
+        sha = writer.source["sha256"] = digest.hexdigest()
         tail = bytes(buf[cut.offset :]) if cut is not None else b""
         if tail:
             writer.add_member(TAIL_MEMBER, tail)

@@ -7,6 +7,7 @@ and times live in the side member, so summaries and selections read no message.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections import Counter
 from collections.abc import Iterator
@@ -54,6 +55,8 @@ class PbstreamRecording(ArchiveRecording):
         if not all(len(a) == len(reader) for a in (self.trajectory_ids, self.indexes, self.ticks)):
             raise FormatError("the pbstream columns do not match the archive's messages")
         self._graph: PoseGraph | None = None
+        #: Records that could not be decoded where a summary or pose needed them.
+        self.problems: list[str] = []
 
     def summary_name(self) -> str:
         """The source file's name (the archive's name when none was recorded)."""
@@ -124,17 +127,23 @@ class PbstreamRecording(ArchiveRecording):
         """The decoded pose graph (empty when the file has none), cached."""
         if self._graph is None:
             numbers = self.numbers_of(POSE_GRAPH)
+            self._graph = PoseGraph.empty()
             if len(numbers):
-                self._graph = PoseGraph.parse(*self.body(int(numbers[0])))
-            else:
-                self._graph = PoseGraph.empty()
+                try:
+                    self._graph = PoseGraph.parse(*self.body(int(numbers[0])))
+                except FormatError as error:  # a damaged pose graph: read the rest anyway
+                    self.problems.append(f"record {int(numbers[0])} (pose graph): {error}")
         return self._graph
 
     def local_poses(self) -> dict[int, Poses]:
         """Each trajectory's unoptimised node poses, from the node records."""
         rows: dict[int, list[tuple[Any, ...]]] = {}
         for number in self.numbers_of(NODE).tolist():
-            tid, index, ticks, pose = node_local(*self.body(number))
+            try:
+                tid, index, ticks, pose = node_local(*self.body(number))
+            except FormatError as error:
+                self.problems.append(f"record {number} (node): {error}")
+                continue
             rows.setdefault(tid, []).append((index, ticks, *pose))
         return local_poses(rows)
 
@@ -183,8 +192,8 @@ class PbstreamRecording(ArchiveRecording):
         found = {int(d) for d in self._submap_dims()}
         nodes = self.numbers_of(NODE)
         if not found and len(nodes):
-            payload, start, end = self.body(int(nodes[0]))
-            found = {node_dims(payload, start, end)}
+            with contextlib.suppress(FormatError):
+                found = {node_dims(*self.body(int(nodes[0])))}
         if not found:
             from .tables import options_dims
 
@@ -248,8 +257,29 @@ class PbstreamRecording(ArchiveRecording):
             tail_bytes=int(self.meta.get("tail_size", 0)),
             cut=self.meta.get("cut"),
             damaged=len(self.meta.get("damaged") or []),
+            missing=self.missing(per_trajectory),
+            problems=list(self.problems),
         )
         return summary
+
+    def missing(self, per_trajectory: dict[int, dict[str, Any]]) -> list[str]:
+        """What the fixed record order (spec §4) says is absent: a file cut exactly at a
+        record boundary loses records without any framing error."""
+        found = set(self.kinds())
+        notes = [
+            f"no {kind} record"
+            for kind in (POSE_GRAPH, "all_trajectory_builder_options")
+            if kind not in found and self.format_version != "legacy"
+        ]
+        for tid, row in per_trajectory.items():
+            for what in ("nodes", "submaps"):
+                listed = row.get(f"pose_graph_{what}")
+                if listed is not None and row[what] < listed:
+                    notes.append(
+                        f"trajectory {tid}: {row[what]} {what} records for {listed} in the "
+                        "pose graph"
+                    )
+        return notes
 
 
 #: Tables offered whatever record kinds the file has (they come from the pose graph).

@@ -170,3 +170,27 @@ def test_damaged_archive_side_member_is_a_nanorec_error(tmp_path: Path) -> None:
         writer.write({"node": {"payload": b""}}, timestamp_us=0)
     with ArchiveReader(archive) as reader, pytest.raises(NanorecError):
         PbstreamRecording(reader)
+
+
+def test_a_cut_at_a_record_boundary_says_what_is_missing(
+    payloads: list[bytes], tmp_path: Path
+) -> None:
+    nodes = [n for n, p in enumerate(payloads) if p[0] == 0x22]
+    rec = _roundtrip(_stream(payloads[: nodes[2]]), tmp_path)
+    summary = rec.summary()
+    assert summary["cut"] is None
+    assert summary["missing"] == ["trajectory 0: 2 nodes records for 6 in the pose graph"]
+    rec.close()
+    rec = _roundtrip(_stream(payloads[:2]), tmp_path, "two")
+    assert rec.summary()["missing"][0] == "no all_trajectory_builder_options record"
+    rec.close()
+
+
+def test_a_damaged_pose_graph_still_summarises(payloads: list[bytes], tmp_path: Path) -> None:
+    broken = b"\x0a\x04\x12\x09\x08\x01"  # pose graph whose constraint runs past its end
+    rec = _roundtrip(_stream([payloads[0], broken, *payloads[2:]]), tmp_path)
+    summary = rec.summary()
+    assert summary["constraints"]["total"] == 0 and summary["problems"]
+    assert summary["trajectories"]["0"]["nodes"] == PLAN.nodes
+    assert len(rec.trajectory(0)) == PLAN.nodes  # local poses stand in
+    rec.close()
