@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,7 @@ class Plan:
     resolution: float = 0.1
     room: float = 3.0  # half-size of the room in metres
     seed: int = 7
+    dims: int = 2  # 3: submaps with hybrid grids, nodes with high/low resolution clouds
 
 
 def _pose_at(plan: Plan, trajectory: int, t: float) -> tuple[float, float, float]:
@@ -118,6 +120,30 @@ def _grid(plan: Plan, centre: tuple[float, float], rng: np.random.Generator) -> 
         + _msg(4, b"")
         + field_float(6, 0.1)
         + field_float(7, 0.9)
+    )
+
+
+def _hybrid(plan: Plan, centre: tuple[float, float], resolution: float) -> bytes:
+    """A HybridGrid (submap frame, origin at `centre`) of the room's walls, 1 m high."""
+    steps = np.arange(-plan.room, plan.room, resolution)
+    edge = np.full_like(steps, plan.room - resolution / 2)
+    wx = np.concatenate([steps, steps, edge, -edge])
+    wy = np.concatenate([edge, -edge, steps, steps])
+    near = np.hypot(wx - centre[0], wy - centre[1]) < plan.grid_cells * plan.resolution * 0.45
+    heights = np.arange(0, 1.0, resolution)
+    x = np.repeat(np.rint((wx[near] - centre[0]) / resolution), len(heights)).astype(np.int64)
+    y = np.repeat(np.rint((wy[near] - centre[1]) / resolution), len(heights)).astype(np.int64)
+    z = np.tile(np.rint(heights / resolution), int(near.sum())).astype(np.int64)
+
+    def zigzag(values: np.ndarray[Any, Any]) -> bytes:
+        return packed_varints(((values << 1) ^ (values >> 63)) & 0xFFFFFFFF)
+
+    return (
+        field_float(1, resolution)
+        + field_bytes(3, zigzag(x))
+        + field_bytes(4, zigzag(y))
+        + field_bytes(5, zigzag(z))
+        + field_bytes(6, packed_varints(np.full(len(x), 30000)))
     )
 
 
@@ -195,16 +221,28 @@ def iter_payloads(plan: Plan, layout: str = "2") -> Iterator[bytes]:
                 _msg(1, rigid3d(x, y, 0.0))
                 + field_varint(2, plan.nodes_per_submap * 2)
                 + field_varint(3, int(s < submaps - 1))
-                + _msg(4, _grid(plan, (x, y), rng))
             )
-            yield _wrap("submap", _msg(1, _ids(tid, s)) + _msg(2, body), legacy)
+            if plan.dims == 3:
+                body += _msg(4, _hybrid(plan, (x, y), plan.resolution))
+                body += _msg(5, _hybrid(plan, (x, y), plan.resolution * 4))
+                if layout != "1":  # format 1 had no histogram
+                    body += field_bytes(6, np.linspace(0, 1, 16, dtype="<f4").tobytes())
+                yield _wrap("submap", _msg(1, _ids(tid, s)) + _msg(3, body), legacy)
+            else:
+                body += _msg(4, _grid(plan, (x, y), rng))
+                yield _wrap("submap", _msg(1, _ids(tid, s)) + _msg(2, body), legacy)
     for tid in range(plan.trajectories):
         for k in range(count):
             points = rng.integers(-2000, 2000, 3 * 16)
+            cloud = _msg(3, field_varint(1, 16) + field_bytes(3, packed_varints(points)))
+            if plan.dims == 3:
+                cloud += _msg(4, field_varint(1, 16) + field_bytes(3, packed_varints(points)))
+                cloud += _msg(5, field_varint(1, 16) + field_bytes(3, packed_varints(points)))
+                cloud += field_bytes(6, np.linspace(1, 0, 8, dtype="<f4").tobytes())
             data = (
                 field_varint(1, _ticks(tid, k * dt))
                 + _msg(2, quaternion(0.0, 0.0, 0.0, 1.0))
-                + _msg(3, field_varint(1, 16) + field_bytes(3, packed_varints(points)))
+                + cloud
                 + _msg(7, rigid3d(*_pose_at(plan, tid, k * dt)))
             )
             yield _wrap("node", _msg(1, _ids(tid, k)) + _msg(5, data), legacy)

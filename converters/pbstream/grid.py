@@ -129,12 +129,9 @@ def texture_of(
     low = float(grid.get("min_correspondence_cost", 0.1)) or 0.1
     high = float(grid.get("max_correspondence_cost", 0.9)) or 0.9
     p = np.clip(probability(crop, low, high), MIN_PROBABILITY, MAX_PROBABILITY)
-    scaled = (_logit(p) - _MIN_LOG_ODDS) * np.float32(254) / (_MAX_LOG_ODDS - _MIN_LOG_ODDS)
-    odds = np.where(crop > 0, np.floor(np.abs(scaled) + 0.5) * np.sign(scaled) + 1, 128)
-    delta = (128 - odds).astype(np.int32)
-    value = np.where(delta > 0, delta, 0).astype(np.uint8)
-    alpha = np.where(delta > 0, 0, -delta)
-    alpha = np.where((crop > 0) & (value == 0) & (alpha == 0), 1, alpha).astype(np.uint8)
+    value, alpha = _log_odds_delta(np.where(crop > 0, p, np.float32(0.5)).astype(np.float32))
+    unknown = crop == 0
+    value[unknown], alpha[unknown] = 0, 0
     max_vec = limits.get("max") or {}
     corner_x = float(max_vec.get("x", 0.0)) - resolution * off_y
     corner_y = float(max_vec.get("y", 0.0)) - resolution * off_x
@@ -144,4 +141,72 @@ def texture_of(
     return Texture(value, alpha, resolution, to_world)
 
 
-__all__ = ["Texture", "inverse", "probability", "quaternion_matrix", "rigid", "texture_of"]
+def _round(values: Any) -> Any:
+    """C's lround: halves away from zero (Cartographer's RoundToInt)."""
+    return np.floor(np.abs(values) + 0.5) * np.sign(values)
+
+
+def _log_odds_delta(p: NDArray[np.float32]) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
+    """(value, alpha) of probabilities, as `DrawToSubmapTexture` and `ComputePixelValues`."""
+    scaled = (_logit(p) - _MIN_LOG_ODDS) * np.float32(254) / (_MAX_LOG_ODDS - _MIN_LOG_ODDS)
+    delta = (128 - (_round(scaled) + 1)).astype(np.int32)
+    value = np.where(delta > 0, delta, 0).astype(np.uint8)
+    alpha = np.where(delta > 0, 0, -delta)
+    return value, np.where((value == 0) & (alpha == 0), 1, alpha).astype(np.uint8)
+
+
+def texture_3d(hybrid: dict[str, Any], global_pose: tuple[float, ...]) -> Texture | None:
+    """The x-ray texture of a 3D submap's high-resolution hybrid grid, as Cartographer's
+    `Submap3D::ToResponseProto` draws it: voxels of probability >= 0.501 in the global frame,
+    per (x, y) column their z extent, count and probabilities."""
+    resolution = np.float32(hybrid.get("resolution", 0.0))
+    arrays = [np.asarray(hybrid.get(k, ())) for k in ("x_indices", "y_indices", "z_indices")]
+    values = np.asarray(hybrid.get("values", ()), np.int64)
+    if resolution <= 0 or not all(len(a) == len(values) for a in arrays):
+        return None
+    scale = np.float32((MAX_PROBABILITY - MIN_PROBABILITY) / np.float32(32766))
+    probability = (values.astype(np.float32) * scale + (MIN_PROBABILITY - scale)).astype(np.float32)
+    keep = (values > 0) & (probability >= np.float32(0.501))
+    if not keep.any():
+        return None
+    centres = np.stack([a[keep] for a in arrays]).astype(np.float32) * resolution
+    pose = rigid(global_pose).astype(np.float32)
+    world = pose[:3, :3] @ centres + pose[:3, 3:4]
+    ix, iy, iz = (_round(world / resolution)).astype(np.int64)
+    row, col = ix.max() - ix, iy.max() - iy
+    height, width = int(row.max()) + 1, int(col.max()) + 1
+    if height * width > 1 << 26:
+        return None
+    flat = row * width + col
+    count = np.bincount(flat, minlength=height * width)
+    low = np.full(height * width, np.iinfo(np.int64).max)
+    high = np.full(height * width, np.iinfo(np.int64).min)
+    np.minimum.at(low, flat, iz)
+    np.maximum.at(high, flat, iz)
+    kept = probability[keep]
+    total = np.bincount(flat, weights=kept, minlength=height * width).astype(np.float32)
+    best = np.full(height * width, np.float32(0.5), np.float32)
+    np.maximum.at(best, flat, kept)
+    z_span = np.where(count > 0, high - low, 0).astype(np.float32)
+    free = np.maximum(z_span - count, 0).astype(np.float32) * np.float32(0.15)
+    weight = np.maximum(count + free, np.float32(1e-9)).astype(np.float32)
+    average = np.clip((total + (1 - best) * free) / weight, MIN_PROBABILITY, MAX_PROBABILITY)
+    value, alpha = _log_odds_delta(average.astype(np.float32))
+    blank = z_span < 3
+    value[blank], alpha[blank] = 0, 0
+    corner = np.eye(4)
+    corner[:3, 3] = (ix.max() * float(resolution), iy.max() * float(resolution), global_pose[2])
+    return Texture(
+        value.reshape(height, width), alpha.reshape(height, width), float(resolution), corner
+    )
+
+
+__all__ = [
+    "Texture",
+    "inverse",
+    "probability",
+    "quaternion_matrix",
+    "rigid",
+    "texture_3d",
+    "texture_of",
+]

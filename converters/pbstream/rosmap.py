@@ -23,7 +23,7 @@ from nanorec.atomic import atomic_output
 from nanorec.errors import UsageError
 
 from .decode import decode_record
-from .grid import Texture, texture_of
+from .grid import Texture, texture_3d, texture_of
 from .records import SUBMAP
 from .trajectory import pose7
 
@@ -68,10 +68,13 @@ def textures(rec: PbstreamRecording) -> tuple[list[Texture], int]:
         _, entry = rec.entry(number)
         key = (int(entry.get("trajectory_id", 0)), int(entry.get("index", 0)))
         body = decode_record(SUBMAP, entry)
-        two = body.get("submap_2d")
+        two, three = body.get("submap_2d"), body.get("submap_3d")
         texture = None
         if two is not None and "grid" in two and key in poses:
             texture = texture_of(two["grid"], pose7(two.get("local_pose")), poses[key])
+        elif three is not None and "low_resolution_hybrid_grid" in three and key in poses:
+            high = three.get("high_resolution_hybrid_grid")
+            texture = None if high is None else texture_3d(high, poses[key])
         if texture is None:
             skipped += 1
         else:

@@ -90,3 +90,11 @@ def test_generated_records_match_protobuf(layout: str) -> None:
         mine = ours(decode_record(info.kind, {"payload": payload}))
         number = payload[0] >> 3
         assert mine == plain(serialized.FromString(payload))[f"f{number}"], info.kind
+
+
+def test_generated_3d_records_match_protobuf() -> None:
+    serialized = message_class("SerializedData")
+    for payload in list(iter_payloads(Plan(trajectories=1, nodes=4, dims=3)))[1:]:
+        info = describe(payload, V2_KINDS)
+        mine = ours(decode_record(info.kind, {"payload": payload}))
+        assert mine == plain(serialized.FromString(payload))[f"f{payload[0] >> 3}"], info.kind
