@@ -32,7 +32,10 @@ from .wire import LEN, iter_fields
 def iso(ticks: int) -> str:
     """Cartographer ticks as an ISO 8601 UTC time with 100-ns digits."""
     seconds, rest = divmod(ticks - UNIX_EPOCH_TICKS, 10_000_000)
-    when = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=seconds)
+    try:
+        when = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=seconds)
+    except OverflowError:  # a damaged time: beyond year 9999 (or before year 1)
+        return f"{ticks} ticks (outside the calendar)"
     return when.strftime("%Y-%m-%dT%H:%M:%S") + f".{rest:07d}Z"
 
 
