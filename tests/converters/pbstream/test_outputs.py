@@ -139,9 +139,9 @@ def test_ros_map(tmp_path: Path) -> None:
         "0.05",
     )
     data = (tmp_path / "map.pgm").read_bytes()
-    assert data.startswith(b"P5\n# Cartographer map; 0.050000 m/pixel\n")
+    assert data.startswith(b"P5\n# Cartographer map; 0.05 m/pixel\n")
     text = (tmp_path / "map.yaml").read_text()
-    assert "image: map.pgm\nresolution: 0.050000\n" in text
+    assert text.startswith(f"image: {tmp_path / 'map'}.pgm\nresolution: 0.05\n")
     header = data.split(b"\n", 4)
     width, height = map(int, header[2].split())
     image = np.frombuffer(header[4], np.uint8).reshape(height, width)
