@@ -137,3 +137,21 @@ def test_ros_map_matches_cartographers_own(tmp_path: Path) -> None:
         f"image: {tmp_path / 'map'}.pgm\nresolution: 0.05\norigin: [-1.3, -2.73253, 0.0]\n"
         "negate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.196\n"
     )
+
+
+def test_ros_map_agrees_with_cartographers_occupancy_grid(tmp_path: Path) -> None:
+    """artelrobotics/camel_robot publishes, beside unfinished.pbstream, the map that
+    `map_saver` saved from Cartographer's /map topic (maps/unfinished_map.pgm/.yaml
+    @8098429): 1030 x 787 pixels, origin [-12.013389, -13.319980], of which 3086 occupied
+    (0), 201547 free (254), the rest unknown (205); map_saver's thresholds are 65 and 25."""
+    path = FOLDER / "artelrobotics_camel_robot_unfinished.pbstream"
+    with registry.open(path) as rec:
+        from nanorec.converters.pbstream.rosmap import assemble
+
+        grid = assemble(rec, 0.05)
+    assert grid.image.shape == (787, 1030)
+    assert grid.origin == pytest.approx((-12.013389, -13.319980), abs=1e-5)
+    occupancy = np.rint((1 - grid.image / 255.0) * 100)
+    unknown = grid.image == 128
+    assert abs(int((~unknown & (occupancy >= 65)).sum()) - 3086) <= 30
+    assert abs(int((~unknown & (occupancy <= 25)).sum()) - 201547) <= 200
