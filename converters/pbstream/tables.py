@@ -106,11 +106,26 @@ def _landmark_poses(rec: PbstreamRecording, selection: Selection | None) -> Iter
         yield {"landmark_id": landmark_id, **_pose_columns(pose)}
 
 
+def selected(rec: PbstreamRecording, kind: str, selection: Selection | None) -> list[int]:
+    """Records of `kind` in the selection, a time range applying to each record's own time
+    where it has one (the index clamps times that go back: sensor data after the nodes)."""
+    if selection is None or (selection.start is None and selection.end is None):
+        return [int(n) for n in rec.numbers_of(kind, selection).tolist()]
+    by_number = Selection(first=selection.first, stop=selection.stop)
+    inside = _in_range(rec, selection)
+    lo, hi = selection.span(rec.reader.index)
+    return [
+        number
+        for number in rec.numbers_of(kind, by_number).tolist()
+        if (inside(int(rec.ticks[number])) if rec.timed[number] else lo <= number < hi)
+    ]
+
+
 def _record_rows(kind: str) -> Callable[[PbstreamRecording, Selection | None], Iterator[Row]]:
     """Rows of one record kind: the common columns, then `_FIELDS[kind]` of its body."""
 
     def rows(rec: PbstreamRecording, selection: Selection | None) -> Iterator[Row]:
-        for number in rec.numbers_of(kind, selection).tolist():
+        for number in selected(rec, kind, selection):
             _, entry = rec.entry(number)
             body = decode_record(kind, entry)
             base: Row = {"number": number, "time": rec.time_of(number)}

@@ -206,3 +206,14 @@ def test_3d_state(tmp_path: Path) -> None:
         assert grid["z_indices"].min() == 0 and grid["x_indices"].min() < 0
         occupancy = assemble(rec)
         assert (occupancy.image < 100).sum() > 50 and occupancy.submaps == 1
+
+
+def test_time_ranges_use_each_records_own_time(rec: PbstreamRecording) -> None:
+    """IMU data follows the nodes in the file (its index time is clamped to the last node's),
+    yet `--start/--end` select it by its own time: trajectory 0's first 5 s."""
+    from nanorec.selection import Selection
+
+    rows = list(rec.rows("imu_data", Selection.make(start=0, end=5)))
+    assert rows and {row["trajectory_id"] for row in rows} == {0}
+    assert len(rows) == 21  # every 0.25 s from 0 to 5 s inclusive
+    assert all(row["unix_ns"] <= rec.start_time * 1e9 + 5e9 for row in rows)
