@@ -122,6 +122,12 @@ class PbstreamConverter:
 
         return PbstreamRecording(reader)
 
+    def adopt(self, reader: ArchiveReader) -> dict[str, bytes] | None:
+        """The side member of a recovered archive whose messages are pbstream records."""
+        from .adopt import rebuild_members
+
+        return rebuild_members(reader)
+
     def commands(self) -> typer.Typer | None:
         from .cli import app
 
