@@ -2,7 +2,8 @@
 pose graph) and one row per record of the sensor, node and submap kinds.
 
 Record rows start with `number` (record number) and `time` (seconds from the recording's
-first index time), then `trajectory_id`, `timestamp` (Cartographer ticks), `unix_ns`.
+start, by the record's own time where it has one: sensor data may precede the first node,
+so it can be negative), then `trajectory_id`, `timestamp` (Cartographer ticks), `unix_ns`.
 Pose columns are x y z qx qy qz qw.
 """
 
@@ -125,6 +126,7 @@ def _record_rows(kind: str) -> Callable[[PbstreamRecording, Selection | None], I
     """Rows of one record kind: the common columns, then `_FIELDS[kind]` of its body."""
 
     def rows(rec: PbstreamRecording, selection: Selection | None) -> Iterator[Row]:
+        origin_ns = round(rec.start_time * 1e6) * 1000
         for number in selected(rec, kind, selection):
             _, entry = rec.entry(number)
             body = decode_record(kind, entry)
@@ -134,6 +136,8 @@ def _record_rows(kind: str) -> Callable[[PbstreamRecording, Selection | None], I
             if "timestamp" in entry:
                 base["timestamp"] = entry["timestamp"]
                 base["unix_ns"] = ticks_to_unix_ns(entry["timestamp"])
+                # seconds from the start by the record's own time, not its (clamped) index time
+                base["time"] = (base["unix_ns"] - origin_ns) / 1e9
             for extra in _FIELDS[kind](body):
                 yield {**base, **extra}
 
