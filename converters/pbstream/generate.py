@@ -298,15 +298,60 @@ SAMPLES = {
 }
 
 
+def facts(plan: Plan, layout: str) -> dict[str, Any]:
+    """What a generated stream holds, worked out from the plan alone (a sample's JSON twin,
+    to check a reader against)."""
+    submaps = max(1, math.ceil(plan.nodes / plan.nodes_per_submap))
+    kinds = {
+        "header": 0 if layout == "legacy" else 1,
+        "pose_graph": 1,
+        "all_trajectory_builder_options": 1,
+        "submap": plan.trajectories * submaps,
+        "node": plan.trajectories * plan.nodes,
+        "trajectory_data": 0 if layout == "1" else plan.trajectories,
+        "imu_data": plan.trajectories * plan.nodes * plan.imu_per_node,
+        "odometry_data": plan.trajectories * plan.nodes * plan.odometry_per_node,
+        "landmark_data": plan.landmarks * 3,
+    }
+    last = (plan.nodes - 1) * 0.5
+    return {
+        "format_version": "legacy" if layout == "legacy" else layout,
+        "dimensions": f"{plan.dims}D",
+        "records": sum(kinds.values()),
+        "records_by_kind": {kind: count for kind, count in sorted(kinds.items()) if count},
+        "trajectories": {
+            str(tid): {
+                "nodes": plan.nodes,
+                "submaps": submaps,
+                "first_node_ticks": _ticks(tid, 0.0),
+                "last_node_ticks": _ticks(tid, last),
+            }
+            for tid in range(plan.trajectories)
+        },
+        "landmarks": plan.landmarks,
+        "generate": f"generate(path, {plan!r}, {layout!r})",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m nanorec.converters.pbstream.generate FOLDER`: write the samples there."""
+    """`python -m nanorec.converters.pbstream.generate FOLDER`: write the samples there, each
+    with its JSON twin (`facts`, size and sha256)."""
+    import hashlib
+    import json
     import sys
 
     args = sys.argv[1:] if argv is None else argv
     folder = Path(args[0] if args else "samples")
     for name, (plan, layout) in SAMPLES.items():
         path = generate(folder / name, plan, layout)
-        print(f"{path}: {path.stat().st_size} bytes")
+        data = path.read_bytes()
+        twin = {
+            **facts(plan, layout),
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        path.with_name(name + ".json").write_text(json.dumps(twin, indent=2) + "\n")
+        print(f"{path}: {len(data)} bytes")
     return 0
 
 

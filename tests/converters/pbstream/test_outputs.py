@@ -182,6 +182,31 @@ def test_bundled_samples_regenerate(tmp_path: Path) -> None:
     assert main([str(tmp_path)]) == 0
     for name in PLANS:
         assert (tmp_path / name).read_bytes() == (SAMPLES / name).read_bytes(), name
+        twin = SAMPLES / (name + ".json")
+        assert (tmp_path / twin.name).read_text() == twin.read_text(), twin.name
+
+
+@pytest.mark.parametrize("name", ["pbstream-small.pbstream", "pbstream-legacy-small.pbstream"])
+def test_samples_hold_what_their_json_twin_says(name: str) -> None:
+    import hashlib
+
+    twin = json.loads((SAMPLES / (name + ".json")).read_text())
+    data = (SAMPLES / name).read_bytes()
+    assert twin["size"] == len(data) and twin["sha256"] == hashlib.sha256(data).hexdigest()
+    with registry.open(SAMPLES / name) as rec:
+        assert isinstance(rec, PbstreamRecording)
+        summary = rec.summary()
+        assert summary["kinds"] == twin["records_by_kind"]
+        assert summary["messages"] == twin["records"]
+        assert summary["format_version"] == twin["format_version"]
+        assert summary["dimensions"] == twin["dimensions"]
+        assert summary["landmarks"] == twin["landmarks"]
+        for tid, facts in twin["trajectories"].items():
+            row = summary["trajectories"][tid]
+            assert (row["nodes"], row["submaps"]) == (facts["nodes"], facts["submaps"])
+            poses = rec.trajectory(int(tid))
+            assert int(poses.timestamp[0]) == facts["first_node_ticks"]
+            assert int(poses.timestamp[-1]) == facts["last_node_ticks"]
 
 
 def test_3d_state(tmp_path: Path) -> None:
