@@ -1,0 +1,1 @@
+"""Google Cartographer `.pbstream` saved SLAM states."""

@@ -1,0 +1,385 @@
+"""`.pbstream` -> nanorec archive: one message per record, payloads kept as read.
+
+Each message is `{kind: entry}` with `entry` holding the inflated `payload` (protobuf
+bytes, never re-encoded), the record's `trajectory_id`, `index` (node or submap index) and
+`timestamp` (Cartographer ticks) where it has them, and `member` (the original gzip bytes)
+only when rebuilding the member from the payload with Cartographer's settings does not give
+them back. A record whose member does not inflate is kind `damaged` and keeps its member.
+The index time is the record's own time in Unix microseconds; records without time (and
+records earlier than one already written: other trajectories, sensor data after nodes)
+take the previous time, records before the first timed one the first time in the file.
+
+The side member `pbstream.msgpack.zlib` holds the stream's format (version 2, 1, legacy) and
+what did not become a record: the bytes after the last complete record of a cut file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import mmap
+import os
+import zlib
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import msgpack
+
+from nanorec.errors import BadMagicError, FormatError, OutputExistsError, TruncatedError
+from nanorec.reader import ArchiveReader
+from nanorec.wire import inflate_bounded
+from nanorec.writer import ArchiveWriter
+
+from .records import (
+    DAMAGED,
+    HEADER,
+    LEGACY_KINDS,
+    OPTIONS,
+    POSE_GRAPH,
+    V2_KINDS,
+    Described,
+    describe,
+    describe_bare,
+    header_version,
+    is_header,
+    looks_like_options,
+    peek_ticks,
+    pose_graph_trajectories,
+    ticks_to_us,
+)
+from .stream import MAGIC, Cut, Frame, inflate_member, iter_frames, iter_inflated, peek_payload
+
+SOURCE_FORMAT: Final = "pbstream"
+META_MEMBER: Final = "pbstream.msgpack.zlib"
+TAIL_MEMBER: Final = "pbstream-tail.bin"
+META_VERSION: Final = 1
+LEGACY: Final = "legacy"
+_RELEASE_BYTES: Final = 32 << 20
+
+
+@dataclass
+class PbstreamReport:
+    """What `convert` did."""
+
+    source: Path
+    output: Path
+    records: int
+    source_size: int
+    archive_size: int
+    sha256: str
+    format: str  # "2", "1", "legacy", another version number, or "unknown"
+    raw_members: int  # members kept verbatim (the rebuild differed)
+    tail_bytes: int
+    cut: Cut | None
+    damaged: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+def check_magic(buf: Any) -> None:
+    """BadMagicError unless `buf` starts with the pbstream magic (TruncatedError when it
+    is a prefix of it)."""
+    head = bytes(buf[: len(MAGIC)])
+    if head == MAGIC:
+        return
+    if MAGIC.startswith(head):
+        raise TruncatedError(
+            f"the file ends after {len(head)} bytes, inside the 8-byte pbstream magic",
+            offset=len(head),
+        )
+    raise BadMagicError(
+        "not a Cartographer .pbstream (the magic db 01 f5 5b 7b 1f 1d 7b is missing)",
+        offset=0,
+        expected=MAGIC.hex(" "),
+        actual=head.hex(" "),
+    )
+
+
+class Classifier:
+    """Tells each record's kind in order: the header or legacy layout decides the numbering
+    (spec §4)."""
+
+    def __init__(self) -> None:
+        self.format = "unknown"
+        self.version: int | None = None
+        self.kinds: dict[int, str] = V2_KINDS
+        self._trajectories = 0
+
+    def first(self, payload: bytes) -> Described:
+        if is_header(payload):
+            self.version = header_version(payload)
+            self.format = str(self.version)
+            return Described(HEADER, version=self.version, body=(0, len(payload)))
+        self.format = LEGACY
+        self.kinds = LEGACY_KINDS
+        self._trajectories = pose_graph_trajectories(payload)
+        return describe_bare(POSE_GRAPH, payload)
+
+    def describe(self, number: int, payload: bytes) -> Described:
+        if number == 0:
+            return self.first(payload)
+        if (
+            number == 1
+            and self.format == LEGACY
+            and looks_like_options(payload, self._trajectories)
+        ):
+            return describe_bare(OPTIONS, payload)
+        return describe(payload, self.kinds)
+
+    def peek(self, number: int, member: bytes) -> int | None:
+        """The time of record `number` from its first bytes only (see `first_ticks`)."""
+        if number == 0 or (number == 1 and self.format == LEGACY):
+            return None
+        return peek_ticks(peek_payload(member), self.kinds)
+
+
+#: `Columns.trajectory` / `.index` of a record that has none.
+NONE_ID: Final = -(1 << 31)
+
+
+class Columns:
+    """Per record: trajectory id, node/submap index, own time in ticks (`timed` says which
+    records have one), so selections and summaries need no message reads."""
+
+    def __init__(self) -> None:
+        self.trajectory = array("i")
+        self.index = array("i")
+        self.ticks = array("q")
+        self.timed = array("b")
+
+    def add(self, info: Described) -> None:
+        self.trajectory.append(NONE_ID if info.trajectory_id is None else info.trajectory_id)
+        self.index.append(NONE_ID if info.index is None else info.index)
+        self.ticks.append(info.ticks or 0)
+        self.timed.append(info.ticks is not None)
+
+    def to_dict(self) -> dict[str, bytes]:
+        return {
+            name: getattr(self, name).tobytes()
+            for name in ("trajectory", "index", "ticks", "timed")
+        }
+
+
+def first_ticks(buf: Any, classifier: Classifier) -> int | None:
+    """The first record time in the file, found by inflating only the start of each record
+    up to the first timed one."""
+    for number, frame in enumerate(iter_frames(buf)):
+        if isinstance(frame, Cut):
+            return None
+        ticks = classifier.peek(number, bytes(buf[frame.start : frame.end]))
+        if ticks is not None:
+            return ticks
+    return None
+
+
+def entry_of(info: Described, payload: bytes, member: bytes, rebuilds: bool) -> dict[str, Any]:
+    """The archive message value of one record (see the module docstring)."""
+    entry: dict[str, Any] = {"payload": payload}
+    if info.trajectory_id is not None:
+        entry["trajectory_id"] = info.trajectory_id
+    if info.index is not None:
+        entry["index"] = info.index
+    if info.ticks is not None:
+        entry["timestamp"] = info.ticks
+    if info.dims is not None:
+        entry["dims"] = info.dims
+    if info.version is not None:
+        entry["format_version"] = info.version
+    if info.body == (0, len(payload)) and info.kind in (POSE_GRAPH, OPTIONS):
+        entry["bare"] = True
+    if not rebuilds:
+        entry["member"] = member
+    return entry
+
+
+def convert(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> PbstreamReport:
+    """Convert a `.pbstream` into a nanorec archive at `output`.
+
+    Raises `BadMagicError`/`TruncatedError` for a file that is not a pbstream, and
+    `OutputExistsError`. A cut file converts every complete record and keeps the rest; a
+    record that does not inflate is kept verbatim and reported in `damaged`.
+    """
+    source = Path(source)
+    out = Path(output)
+    if out.exists() and not overwrite:
+        raise OutputExistsError(f"{out} exists (use --force to overwrite it)")
+    with source.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            raise TruncatedError(f"{source} is empty", offset=0)
+        buf = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            return _convert(buf, source, out, overwrite, progress)
+        finally:
+            with contextlib.suppress(BufferError):
+                buf.close()
+
+
+def _convert(
+    buf: mmap.mmap,
+    source: Path,
+    out: Path,
+    overwrite: bool,
+    progress: Callable[[int], None] | None,
+) -> PbstreamReport:
+    check_magic(buf)
+    classifier = Classifier()
+    frames = iter_frames(buf)
+    first = next(frames, None)
+    if isinstance(first, Frame):
+        with contextlib.suppress(FormatError):
+            classifier.first(inflate_member(bytes(buf[first.start : first.end]), first.start))
+    last_us = None
+    ticks = first_ticks(buf, classifier)
+    if ticks is not None:
+        last_us = ticks_to_us(ticks)
+    # Hashed as the records are converted, so each source page is read once and can be
+    # given back (hashing the whole mapping first would keep the file resident).
+    digest = hashlib.sha256()
+    hashed = 0
+    cut: Cut | None = None
+    damaged: list[tuple[int, int, str]] = []
+    raw = 0
+    released = 0
+    columns = Columns()
+    with ArchiveWriter(
+        out,
+        overwrite=overwrite,
+        source_format=SOURCE_FORMAT,
+        source={"name": source.name, "size": len(buf)},
+    ) as writer:
+        for number, item in enumerate(iter_inflated(buf, _chain(first, frames))):
+            if isinstance(item, Cut):
+                cut = item
+                break
+            frame = item.frame
+            if item.payload is None:
+                reason = item.error.message if item.error is not None else "damaged"
+                damaged.append((frame.offset, frame.end - frame.offset, reason))
+                message: dict[str, Any] = {DAMAGED: {"member": item.member, "reason": reason}}
+                info = Described(DAMAGED)
+            else:
+                info = classifier.describe(number, item.payload)
+                entry = entry_of(info, item.payload, item.member, item.rebuilds)
+                raw += "member" in entry
+                message = {info.kind: entry}
+            columns.add(info)
+            if info.ticks is not None:
+                own = ticks_to_us(info.ticks)
+                last_us = own if last_us is None else max(own, last_us)
+            writer.write(message, timestamp_us=0 if last_us is None else last_us)
+            digest.update(buf[hashed : frame.end])
+            hashed = frame.end
+            if frame.end - released >= _RELEASE_BYTES:
+                end = frame.end - frame.end % mmap.PAGESIZE
+                with contextlib.suppress(OSError, ValueError):
+                    buf.madvise(mmap.MADV_DONTNEED, released, end - released)
+                released = end
+                if progress is not None:
+                    progress(frame.end)
+        digest.update(buf[hashed:])
+        sha = writer.source["sha256"] = digest.hexdigest()
+        tail = bytes(buf[cut.offset :]) if cut is not None else b""
+        if tail:
+            writer.add_member(TAIL_MEMBER, tail)
+        writer.add_member(
+            META_MEMBER,
+            _meta(classifier, writer.message_count, raw, cut, tail, damaged, columns),
+        )
+        records = writer.message_count
+    if progress is not None:
+        progress(len(buf))
+    return PbstreamReport(
+        source=source,
+        output=out,
+        records=records,
+        source_size=len(buf),
+        archive_size=out.stat().st_size,
+        sha256=sha,
+        format=classifier.format,
+        raw_members=raw,
+        tail_bytes=len(tail),
+        cut=cut,
+        damaged=damaged,
+    )
+
+
+def _chain(first: Frame | Cut | None, rest: Iterator[Frame | Cut]) -> Iterator[Frame | Cut]:
+    if first is not None:
+        yield first
+    yield from rest
+
+
+def _meta(
+    classifier: Classifier,
+    records: int,
+    raw: int,
+    cut: Cut | None,
+    tail: bytes,
+    damaged: list[tuple[int, int, str]],
+    columns: Columns,
+) -> bytes:
+    return zlib.compress(
+        msgpack.packb(
+            {
+                "version": META_VERSION,
+                "magic": MAGIC,
+                "format": classifier.format,
+                "format_version": classifier.version,
+                "records": records,
+                "raw_members": raw,
+                "tail_size": len(tail),
+                "cut": None if cut is None else {"offset": cut.offset, "reason": cut.reason},
+                "damaged": [list(item) for item in damaged],
+                "columns": columns.to_dict(),
+            }
+        ),
+        6,
+    )
+
+
+def read_meta(reader: ArchiveReader) -> dict[str, Any]:
+    """The side member of a pbstream archive; FormatError when missing or damaged."""
+    if META_MEMBER not in reader.member_names:
+        raise FormatError(f"{reader.path} is not a pbstream archive (no {META_MEMBER} member)")
+    try:
+        meta = msgpack.unpackb(inflate_bounded(reader.member(META_MEMBER), 64 << 20, META_MEMBER))
+        if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
+            raise ValueError("not a pbstream description")
+        for required in ("format", "raw_members", "columns"):
+            if required not in meta:
+                raise KeyError(required)
+    except (ValueError, KeyError, TypeError, msgpack.ExtraData) as error:
+        raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
+    return meta
+
+
+def read_tail(reader: ArchiveReader, meta: dict[str, Any]) -> bytes:
+    """The raw bytes after the last complete record (a cut file), or b""."""
+    size = meta.get("tail_size", 0)
+    if not size:
+        return b""
+    tail = reader.member(TAIL_MEMBER)
+    if len(tail) != size:
+        raise FormatError(f"{TAIL_MEMBER} holds {len(tail)} bytes, {size} were recorded")
+    return bytes(tail)
+
+
+__all__ = [
+    "META_MEMBER",
+    "SOURCE_FORMAT",
+    "TAIL_MEMBER",
+    "Classifier",
+    "PbstreamReport",
+    "check_magic",
+    "convert",
+    "read_meta",
+    "read_tail",
+]

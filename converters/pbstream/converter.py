@@ -1,0 +1,137 @@
+"""The Cartographer `.pbstream` converter, registered under `nanorec.converters`.
+
+A thin adapter from the contract (`nanorec.contract.Converter`) to `convert`, `export`,
+`subset` and `PbstreamRecording`; imports are deferred so listing formats costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nanorec.contract import ConvertReport, ExportReport, Progress, Region
+from nanorec.errors import UsageError
+
+from .stream import MAGIC
+
+if TYPE_CHECKING:
+    import typer
+
+    from nanorec.reader import ArchiveReader
+    from nanorec.selection import Selection
+
+    from .recording import PbstreamRecording
+
+
+class PbstreamConverter:
+    """Cartographer saved states (`.pbstream`): format versions 2 and 1, and legacy streams."""
+
+    name = "pbstream"
+    title = "Cartographer pbstream"
+    suffixes = (".pbstream",)
+
+    def sniff(self, head: bytes) -> bool:
+        return head[:8] == MAGIC
+
+    def convert(
+        self,
+        source: Path,
+        output: Path,
+        *,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ConvertReport:
+        from .convert import convert
+
+        total = source.stat().st_size
+        report = convert(
+            source,
+            output,
+            overwrite=overwrite,
+            progress=None if progress is None else (lambda done: progress(done, total)),
+        )
+        cut = None
+        if report.cut is not None:
+            cut = Region(report.cut.offset, report.tail_bytes, report.cut.reason)
+        return ConvertReport(
+            source=report.source,
+            output=report.output,
+            format=self.name,
+            messages=report.records,
+            source_size=report.source_size,
+            archive_size=report.archive_size,
+            sha256=report.sha256,
+            cut=cut,
+            damaged=[
+                Region(offset, length, f"damaged record kept verbatim: {reason}")
+                for offset, length, reason in report.damaged
+            ],
+            details={"format_version": report.format, "raw_members": report.raw_members},
+        )
+
+    def export(
+        self,
+        reader: ArchiveReader,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """The exact file without a selection or options; a valid stream of a subset with
+        them (options `trajectories`: ids to keep, `nodes`: (first, stop) node indexes);
+        `format="ros-map"` writes the 2D occupancy grid (options `resolution`)."""
+        options = dict(options or {})
+        to = options.pop("format", "native")
+        if to == "ros-map":
+            from .rosmap import export_ros_map
+
+            recording = self.open_archive(reader)
+            written = export_ros_map(
+                recording, output, resolution=options.get("resolution"), overwrite=overwrite
+            )
+            return ExportReport(
+                written.pgm, written.size, written.sha256, written.submaps, None, written.details
+            )
+        if to != "native":
+            raise UsageError(f"pbstream exports native, ros-map, parquet or mcap, not {to!r}")
+        if (selection is None or selection.everything) and not options:
+            from .export import export_native
+
+            report = export_native(reader, output, overwrite=overwrite)
+            return ExportReport(
+                report.output, report.size, report.sha256, report.records, report.identical
+            )
+        from .subset import export_subset
+
+        cut = export_subset(
+            self.open_archive(reader),
+            output,
+            selection=selection,
+            trajectories=options.get("trajectories"),
+            nodes=options.get("nodes"),
+            overwrite=overwrite,
+        )
+        return ExportReport(cut.output, cut.size, cut.sha256, cut.records, None, cut.details)
+
+    def open_archive(self, reader: ArchiveReader) -> PbstreamRecording:
+        from .recording import PbstreamRecording
+
+        return PbstreamRecording(reader)
+
+    def adopt(self, reader: ArchiveReader) -> dict[str, bytes] | None:
+        """The side member of a recovered archive whose messages are pbstream records."""
+        from .adopt import rebuild_members
+
+        return rebuild_members(reader)
+
+    def commands(self) -> typer.Typer | None:
+        from .cli import app
+
+        return app
+
+
+CONVERTER = PbstreamConverter()

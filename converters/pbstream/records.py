@@ -1,0 +1,232 @@
+"""Record kinds and what identifies a record: kind, trajectory id, index, time (spec §4-§6).
+
+Only the few varints an index needs are read (`describe`); bulky fields are skipped by
+length. A payload that does not have the shape of a known record is kind `unknown` and is
+kept whole, like every payload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from nanorec.errors import FormatError
+
+from .wire import LEN, VARINT, iter_fields, read_varint, signed32, signed64
+
+HEADER: Final = "header"
+POSE_GRAPH: Final = "pose_graph"
+OPTIONS: Final = "all_trajectory_builder_options"
+SUBMAP: Final = "submap"
+NODE: Final = "node"
+TRAJECTORY_DATA: Final = "trajectory_data"
+IMU: Final = "imu_data"
+ODOMETRY: Final = "odometry_data"
+FIXED_FRAME: Final = "fixed_frame_pose_data"
+LANDMARK: Final = "landmark_data"
+UNKNOWN: Final = "unknown"
+DAMAGED: Final = "damaged"
+
+#: SerializedData field number -> kind (format versions 1 and 2).
+V2_KINDS: Final = {
+    1: POSE_GRAPH,
+    2: OPTIONS,
+    3: SUBMAP,
+    4: NODE,
+    5: TRAJECTORY_DATA,
+    6: IMU,
+    7: ODOMETRY,
+    8: FIXED_FRAME,
+    9: LANDMARK,
+}
+V2_FIELDS: Final = {kind: number for number, kind in V2_KINDS.items()}
+#: LegacySerializedData (before format 1.0): the old numbering.
+LEGACY_KINDS: Final = {
+    1: SUBMAP,
+    2: NODE,
+    3: IMU,
+    4: ODOMETRY,
+    5: FIXED_FRAME,
+    6: TRAJECTORY_DATA,
+    7: LANDMARK,
+}
+SENSOR_KINDS: Final = (IMU, ODOMETRY, FIXED_FRAME, LANDMARK)
+ALL_KINDS: Final = (HEADER, *V2_KINDS.values(), UNKNOWN, DAMAGED)
+
+#: 100-ns ticks from 0001-01-01 to 1970-01-01 (719,162 days).
+UNIX_EPOCH_TICKS: Final = 621_355_968_000_000_000
+
+
+def ticks_to_unix_ns(ticks: int) -> int:
+    """Cartographer time (100-ns ticks since 0001-01-01 UTC) as Unix nanoseconds, exactly."""
+    return (ticks - UNIX_EPOCH_TICKS) * 100
+
+
+def ticks_to_us(ticks: int) -> int:
+    """Cartographer time as Unix microseconds (floor), for the archive index."""
+    return (ticks - UNIX_EPOCH_TICKS) // 10
+
+
+def ticks_to_seconds(ticks: int) -> float:
+    return (ticks - UNIX_EPOCH_TICKS) / 1e7
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """What the index needs of one record. `body` is the inner message's span."""
+
+    kind: str
+    trajectory_id: int | None = None
+    index: int | None = None
+    ticks: int | None = None
+    dims: int | None = None  # 2 or 3 for submaps
+    version: int | None = None  # for the header
+    body: tuple[int, int] = (0, 0)
+
+
+def is_header(payload: bytes) -> bool:
+    """Record 0 is a SerializationHeader iff it is exactly one varint field number 1."""
+    try:
+        fields = list(iter_fields(payload))
+    except FormatError:
+        return False
+    return len(fields) == 1 and fields[0][0] == 1 and fields[0][1] == VARINT
+
+
+def header_version(payload: bytes) -> int:
+    value, _ = read_varint(payload, 1, len(payload))
+    return value
+
+
+def looks_like_options(payload: bytes, trajectories: int) -> bool:
+    """A bare AllTrajectoryBuilderOptions (legacy record 1): only field-1 entries, one per
+    pose-graph trajectory."""
+    try:
+        fields = list(iter_fields(payload))
+    except FormatError:
+        return False
+    return (
+        len(fields) == trajectories
+        and trajectories > 0
+        and all(f[0] == 1 and f[1] == LEN for f in fields)
+    )
+
+
+def pose_graph_trajectories(payload: bytes, start: int = 0, end: int | None = None) -> int:
+    """How many trajectories a PoseGraph lists (field 4)."""
+    try:
+        return sum(1 for f in iter_fields(payload, start, end) if f[0] == 4)
+    except FormatError:
+        return 0
+
+
+def describe(payload: bytes, kinds: dict[int, str]) -> Described:
+    """Kind, ids and time of a SerializedData payload (`kinds`: V2_KINDS or LEGACY_KINDS)."""
+    try:
+        fields = list(iter_fields(payload))
+    except FormatError:
+        return Described(UNKNOWN)
+    if len(fields) != 1 or fields[0][1] != LEN or fields[0][0] not in kinds:
+        return Described(UNKNOWN)
+    number, _, start, end = fields[0]
+    kind = kinds[number]
+    try:
+        return _inner(kind, payload, start, end)
+    except FormatError:
+        return Described(UNKNOWN)
+
+
+def describe_bare(kind: str, payload: bytes) -> Described:
+    """A legacy bare record (PoseGraph, AllTrajectoryBuilderOptions): the whole payload."""
+    return Described(kind, body=(0, len(payload)))
+
+
+def _id_pair(payload: bytes, start: int, end: int) -> tuple[int, int]:
+    trajectory = index = 0
+    for number, wire, value, _ in iter_fields(payload, start, end):
+        if wire == VARINT and number == 1:
+            trajectory = signed32(value)
+        elif wire == VARINT and number == 2:
+            index = signed32(value)
+    return trajectory, index
+
+
+def _timestamp(payload: bytes, start: int, end: int) -> int | None:
+    ticks = None
+    for number, wire, value, _ in iter_fields(payload, start, end):
+        if number == 1 and wire == VARINT:
+            ticks = signed64(value)
+    return 0 if ticks is None else ticks
+
+
+def _inner(kind: str, payload: bytes, start: int, end: int) -> Described:
+    body = (start, end)
+    if kind in (POSE_GRAPH, OPTIONS):
+        return Described(kind, body=body)
+    trajectory = 0
+    index: int | None = None
+    ticks: int | None = None
+    dims: int | None = None
+    for number, wire, a, b in iter_fields(payload, start, end):
+        if kind in (SUBMAP, NODE):
+            if number == 1 and wire == LEN:
+                trajectory, index = _id_pair(payload, a, b)
+            elif kind == SUBMAP and number in (2, 3) and wire == LEN:
+                dims = number
+            elif kind == NODE and number == 5 and wire == LEN:
+                ticks = _timestamp(payload, a, b)
+        elif number == 1 and wire == VARINT:
+            trajectory = signed32(a)
+        elif kind != TRAJECTORY_DATA and number == 2 and wire == LEN:
+            ticks = _timestamp(payload, a, b)
+    if kind in (SUBMAP, NODE) and index is None:
+        index = 0
+    return Described(kind, trajectory, index, ticks, dims, body=body)
+
+
+def peek_ticks(prefix: bytes, kinds: dict[int, str]) -> int | None:
+    """The time of a record from the first bytes of its payload (None if it has none or
+    they do not reach it): finds the first timestamp without inflating a whole record."""
+    try:
+        key, pos = read_varint(prefix, 0, len(prefix))
+        if key & 7 != LEN or kinds.get(key >> 3) not in (NODE, *SENSOR_KINDS):
+            return None
+        kind = kinds[key >> 3]
+        _, pos = read_varint(prefix, pos, len(prefix))
+        wanted = 5 if kind == NODE else 2
+        while True:  # inside the record's message: skip to field `wanted`
+            key, pos = read_varint(prefix, pos, len(prefix))
+            if key == wanted << 3 | LEN:
+                _, pos = read_varint(prefix, pos, len(prefix))
+                break
+            if key & 7 == VARINT:
+                _, pos = read_varint(prefix, pos, len(prefix))
+            elif key & 7 == LEN:
+                size, pos = read_varint(prefix, pos, len(prefix))
+                pos += size
+            else:
+                return None
+        key, pos = read_varint(prefix, pos, len(prefix))
+        if key != 1 << 3 | VARINT:
+            return 0 if key >> 3 > 1 else None
+        value, _ = read_varint(prefix, pos, len(prefix))
+        return signed64(value)
+    except FormatError:
+        return None
+
+
+__all__ = [
+    "ALL_KINDS",
+    "HEADER",
+    "LEGACY_KINDS",
+    "SENSOR_KINDS",
+    "UNIX_EPOCH_TICKS",
+    "V2_KINDS",
+    "Described",
+    "describe",
+    "is_header",
+    "peek_ticks",
+    "ticks_to_seconds",
+    "ticks_to_unix_ns",
+    "ticks_to_us",
+]

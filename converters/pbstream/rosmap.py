@@ -1,0 +1,230 @@
+"""The 2D occupancy grid of a pbstream, assembled from its submaps at their optimised poses,
+and written as a ROS map_server map (PGM + YAML) the way `cartographer_pbstream_to_ros_map`
+writes it.
+
+Cartographer paints each submap texture over a canvas of red 0.5 with premultiplied OVER:
+free cells add their value (saturating at 255), occupied cells scale the canvas down by
+their alpha; the PGM is the red channel (128 = never observed). Sampling follows pixman's
+bilinear filter in fixed point; on the haicheng12 map 99.7 % of the pixels equal those of
+Cartographer's own PGM and none differs by more than 2 (rounding of the transform).
+Numbers are written as absl::StrCat writes doubles (6 significant digits), the YAML's
+`image` is the output path as given plus `.pgm`, as Cartographer's tool does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nanorec.atomic import atomic_output
+from nanorec.errors import UsageError
+
+from .decode import decode_record
+from .grid import Texture, texture_3d, texture_of
+from .records import SUBMAP
+from .trajectory import pose7
+
+if TYPE_CHECKING:
+    from .recording import PbstreamRecording
+
+PADDING = 5  # pixels around the map, as Cartographer's painter adds
+UNKNOWN = 128
+
+
+@dataclass(frozen=True)
+class OccupancyMap:
+    """`image` (height, width) uint8, row 0 at the top (+y up in the world), `resolution`
+    metres per pixel, `origin` the world x, y of the bottom-left corner (map_server's)."""
+
+    image: NDArray[np.uint8]
+    resolution: float
+    origin: tuple[float, float]
+    submaps: int
+    skipped: int
+
+    def probability(self) -> NDArray[np.float64]:
+        """Occupancy probability per pixel (NaN where never observed), map_server's reading
+        of the PGM with negate 0."""
+        p = (255.0 - self.image.astype(np.float64)) / 255.0
+        return np.where(self.image == UNKNOWN, np.nan, p)
+
+
+def textures(rec: PbstreamRecording) -> tuple[list[Texture], int]:
+    """The 2D probability-grid textures in SubmapId order, and how many submaps were
+    skipped (no grid, TSDF, 3D, or no pose in the pose graph)."""
+    poses: dict[tuple[int, int], tuple[float, ...]] = {}
+    for tid, submaps in rec.pose_graph().submaps.items():
+        for row, index in enumerate(submaps.index.tolist()):
+            poses[(tid, index)] = (
+                *submaps.translation[row].tolist(),
+                *submaps.rotation[row].tolist(),
+            )
+    found: list[tuple[tuple[int, int], Texture]] = []
+    skipped = 0
+    for number in rec.numbers_of(SUBMAP).tolist():
+        _, entry = rec.entry(number)
+        key = (int(entry.get("trajectory_id", 0)), int(entry.get("index", 0)))
+        body = decode_record(SUBMAP, entry)
+        two, three = body.get("submap_2d"), body.get("submap_3d")
+        texture = None
+        if two is not None and "grid" in two and key in poses:
+            texture = texture_of(two["grid"], pose7(two.get("local_pose")), poses[key])
+        elif three is not None and "low_resolution_hybrid_grid" in three and key in poses:
+            high = three.get("high_resolution_hybrid_grid")
+            texture = None if high is None else texture_3d(high, poses[key])
+        if texture is None:
+            skipped += 1
+        else:
+            found.append((key, texture))
+    found.sort(key=lambda item: item[0])
+    return [texture for _, texture in found], skipped
+
+
+def _corners(texture: Texture) -> NDArray[np.float64]:
+    """World x, y of the texture's four corners."""
+    w, h = texture.width * texture.resolution, texture.height * texture.resolution
+    uv = np.array([[0, 0], [w, 0], [0, h], [w, h]], np.float64)
+    local = np.stack([-uv[:, 1], -uv[:, 0], np.zeros(4), np.ones(4)])
+    corners: NDArray[np.float64] = (texture.to_world @ local)[:2].T
+    return corners
+
+
+def assemble(rec: PbstreamRecording, resolution: float | None = None) -> OccupancyMap:
+    """Paint every 2D submap into one grid (`resolution`: default the first submap's)."""
+    found, skipped = textures(rec)
+    if not found:
+        raise UsageError("the pbstream holds no 2D submap grid with a pose: no map to draw")
+    res = float(resolution or found[0].resolution)
+    if not (math.isfinite(res) and res > 0):
+        raise UsageError(f"the resolution must be > 0, not {res}")
+    device = [_corners(t) * np.array([1.0, -1.0]) / res for t in found]
+    # Cartographer's bounding box is an Eigen::AlignedBox2f: float corners decide the size.
+    allpoints = np.concatenate(device).astype(np.float32)
+    low, high = allpoints.min(axis=0), allpoints.max(axis=0)
+    size = np.ceil(high - low).astype(np.int64) + 2 * PADDING
+    if int(size[0]) * int(size[1]) > 1 << 30:
+        raise UsageError(f"a {size[0]} x {size[1]} map is too large: choose a coarser resolution")
+    origin = (-low + np.float32(PADDING)).astype(np.float64)
+    canvas = np.full((int(size[1]), int(size[0])), UNKNOWN, np.int32)
+    for texture, corners in zip(found, device, strict=True):
+        _paint(canvas, texture, corners + origin, origin, res)
+    image = canvas.astype(np.uint8)
+    map_origin = (-float(origin[0]) * res, (float(origin[1]) - image.shape[0]) * res)
+    return OccupancyMap(image, res, map_origin, len(found), skipped)
+
+
+def _paint(
+    canvas: NDArray[np.int32],
+    texture: Texture,
+    corners: NDArray[np.float64],
+    origin: NDArray[np.float64],
+    res: float,
+) -> None:
+    """Paint one texture over the canvas's red channel as Cairo/pixman do: the device ->
+    texture transform in 16.16 fixed point, 7-bit bilinear weights between the four nearest
+    texels (transparent outside the texture), then premultiplied OVER."""
+    h, rs = texture.to_world, texture.resolution
+    ctm = (
+        np.array([[1 / res, 0, origin[0]], [0, 1 / res, origin[1]], [0, 0, 1]])
+        @ np.array([[h[1, 0], -h[1, 1], h[0, 3]], [h[0, 0], -h[0, 1], -h[1, 3]], [0, 0, 1]])
+        @ np.array([[rs, 0, 0], [0, rs, 0], [0, 0, 1]])
+    )
+    fixed = np.rint(np.linalg.inv(ctm) * 65536).astype(np.int64)
+    x0, y0 = np.floor(corners.min(axis=0)).astype(int) - 1
+    x1, y1 = np.ceil(corners.max(axis=0)).astype(int) + 1
+    x0, y0 = max(x0, 0), max(y0, 0)
+    x1, y1 = min(x1, canvas.shape[1]), min(y1, canvas.shape[0])
+    if x0 >= x1 or y0 >= y1:
+        return
+    px, py = np.meshgrid(np.arange(x0, x1, dtype=np.int64), np.arange(y0, y1, dtype=np.int64))
+    vx, vy = px * 65536 + 0x8000, py * 65536 + 0x8000  # pixel centres
+    sx = ((fixed[0, 0] * vx + fixed[0, 1] * vy + fixed[0, 2] * 65536 + 0x8000) >> 16) - 0x8000
+    sy = ((fixed[1, 0] * vx + fixed[1, 1] * vy + fixed[1, 2] * 65536 + 0x8000) >> 16) - 0x8000
+    cx, cy = sx >> 16, sy >> 16
+    dx, dy = ((sx >> 9) & 0x7F) << 1, ((sy >> 9) & 0x7F) << 1
+    height, width = texture.value.shape
+    padded = np.zeros((2, height + 2, width + 2), np.int64)  # a transparent border
+    padded[0, 1:-1, 1:-1] = texture.value
+    padded[1, 1:-1, 1:-1] = texture.alpha
+    total = np.zeros((2, *px.shape), np.int64)
+    for ox, oy, weight in (
+        (0, 0, (256 - dx) * (256 - dy)),
+        (1, 0, dx * (256 - dy)),
+        (0, 1, (256 - dx) * dy),
+        (1, 1, dx * dy),
+    ):
+        col, row = cx + ox, cy + oy
+        inside = (col >= -1) & (col <= width) & (row >= -1) & (row <= height)
+        texel = padded[:, np.clip(row + 1, 0, height + 1), np.clip(col + 1, 0, width + 1)]
+        total += np.where(inside, texel, 0) * weight
+    value, alpha = total >> 16
+    region = canvas[y0:y1, x0:x1]
+    product = region * (255 - alpha) + 0x80
+    region[...] = np.minimum(value + (((product >> 8) + product) >> 8), 255)
+
+
+@dataclass(frozen=True)
+class RosMapExport:
+    pgm: Path
+    yaml: Path
+    size: int
+    sha256: str
+    submaps: int
+    details: dict[str, Any]
+
+
+def _g(value: float) -> str:
+    """A double as absl::StrCat prints it: 6 significant digits, no trailing zeros."""
+    return f"{value:.6g}"
+
+
+def export_ros_map(
+    rec: PbstreamRecording,
+    output: str | Path,
+    *,
+    resolution: float | None = None,
+    overwrite: bool = False,
+) -> RosMapExport:
+    """Write `<stem>.pgm` and `<stem>.yaml` (`output` is the stem; a .pgm/.yaml suffix is
+    dropped), as `cartographer_pbstream_to_ros_map -map_filestem` does."""
+    grid = assemble(rec, resolution)
+    stem = Path(output)
+    if stem.suffix in (".pgm", ".yaml"):
+        stem = stem.with_suffix("")
+    pgm, yaml = stem.with_name(stem.name + ".pgm"), stem.with_name(stem.name + ".yaml")
+    height, width = grid.image.shape
+    header = f"P5\n# Cartographer map; {_g(grid.resolution)} m/pixel\n{width} {height}\n255\n"
+    data = header.encode("ascii") + grid.image.tobytes()
+    text = (
+        f"image: {stem}.pgm\nresolution: {_g(grid.resolution)}\n"
+        f"origin: [{_g(grid.origin[0])}, {_g(grid.origin[1])}, 0.0]\n"
+        "negate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.196\n"
+    )
+    with atomic_output(pgm, overwrite=overwrite) as stream:
+        stream.write(data)
+    with atomic_output(yaml, overwrite=overwrite) as stream:
+        stream.write(text.encode("ascii"))
+    return RosMapExport(
+        pgm,
+        yaml,
+        len(data),
+        hashlib.sha256(data).hexdigest(),
+        grid.submaps,
+        {
+            "yaml": str(yaml),
+            "width": width,
+            "height": height,
+            "resolution": grid.resolution,
+            "origin": list(grid.origin),
+            "submaps_skipped": grid.skipped,
+        },
+    )
+
+
+__all__ = ["OccupancyMap", "RosMapExport", "assemble", "export_ros_map", "textures"]

@@ -1,0 +1,227 @@
+"""The `.pbstream` container: magic, then (u64 size, gzip member) records (spec §1-§2).
+
+Framing never trusts a size: each is bounded by the bytes left, and a member is inflated
+with a bound on its output, so a lying size or a gzip bomb costs what the file holds, not
+what it claims. A member is rebuilt from its payload with Cartographer's writer settings
+(boost gzip at level 1: header `1f 8b 08 00 00000000 04 ff`, raw deflate level 1, window
+2^15, memLevel 8); the caller keeps the original bytes when the rebuild differs.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+
+from nanorec.errors import FormatError
+
+MAGIC: Final = bytes.fromhex("db01f55b7b1f1d7b")
+#: The 10 header bytes of every member Cartographer writes (mtime 0, XFL 4, OS 255).
+GZIP_HEADER: Final = bytes.fromhex("1f8b08000000000004ff")
+SIZE: Final = struct.Struct("<Q")
+_TRAILER: Final = struct.Struct("<II")
+#: Deflate expands at most ~1032:1; a member claiming more output is refused.
+_MAX_RATIO: Final = 1040
+#: The largest payload accepted (protobuf messages are limited to 2 GiB).
+MAX_PAYLOAD: Final = 1 << 31
+
+_FTEXT, _FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 1, 2, 4, 8, 16
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One complete record: its size prefix at `offset`, its member at `offset + 8`."""
+
+    offset: int
+    size: int
+
+    @property
+    def start(self) -> int:
+        return self.offset + 8
+
+    @property
+    def end(self) -> int:
+        return self.offset + 8 + self.size
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """The stream ends inside a record: bytes from `offset` on are the raw tail."""
+
+    offset: int
+    reason: str
+
+
+def iter_frames(buf: Any, start: int = len(MAGIC)) -> Iterator[Frame | Cut]:
+    """The records of `buf` from `start`, in order; a `Cut` last when the file is cut."""
+    total = len(buf)
+    pos = start
+    while pos < total:
+        if total - pos < SIZE.size:
+            yield Cut(pos, f"{total - pos} bytes left where an 8-byte record size belongs")
+            return
+        (size,) = SIZE.unpack_from(buf, pos)
+        left = total - pos - SIZE.size
+        if size > left:
+            yield Cut(pos, f"the record size says {size} bytes but only {left} follow")
+            return
+        yield Frame(pos, size)
+        pos += SIZE.size + size
+
+
+def build_member(payload: bytes) -> bytes:
+    """`payload` as Cartographer writes it: one gzip member at the fastest level."""
+    deflater = zlib.compressobj(1, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY)
+    body = deflater.compress(payload) + deflater.flush()
+    trailer = _TRAILER.pack(zlib.crc32(payload), len(payload) & 0xFFFF_FFFF)
+    return GZIP_HEADER + body + trailer
+
+
+def _header_length(member: bytes, offset: int) -> int:
+    """Length of the gzip header at the start of `member` (any flags), checked."""
+    if len(member) < 18:
+        raise FormatError(f"a {len(member)}-byte record is too short to be gzip", offset=offset)
+    if member[0] != 0x1F or member[1] != 0x8B:
+        raise FormatError("a record is not gzip data (no 1f 8b)", offset=offset)
+    if member[2] != 8:
+        raise FormatError(f"gzip compression method {member[2]} is not deflate", offset=offset)
+    flags = member[3]
+    pos = 10
+    if flags & _FEXTRA:
+        if pos + 2 > len(member):
+            raise FormatError("a gzip header is cut in its extra field", offset=offset)
+        pos += 2 + int.from_bytes(member[pos : pos + 2], "little")
+    for flag in (_FNAME, _FCOMMENT):
+        if flags & flag:
+            zero = member.find(b"\0", pos)
+            if zero < 0:
+                raise FormatError("a gzip header string has no end", offset=offset)
+            pos = zero + 1
+    if flags & _FHCRC:
+        pos += 2
+    if pos + 8 > len(member):
+        raise FormatError("a gzip header runs past its record", offset=offset)
+    return pos
+
+
+def inflate_member(member: bytes, offset: int) -> bytes:
+    """The payload of one gzip member (`offset`: where it starts in the file, for errors).
+
+    The member must be exactly one gzip member with a valid CRC-32 and ISIZE; its output is
+    bounded by what deflate can produce from its size. Raises `FormatError` otherwise.
+    """
+    pos = _header_length(member, offset)
+    limit = min(_MAX_RATIO * len(member) + 1024, MAX_PAYLOAD)
+    inflater = zlib.decompressobj(-15)
+    try:
+        payload = inflater.decompress(memoryview(member)[pos:], limit + 1)
+    except zlib.error as error:
+        raise FormatError(f"a record's deflate data is damaged ({error})", offset=offset) from None
+    if len(payload) > limit:
+        raise FormatError(f"a record inflates past {limit} bytes: refused", offset=offset)
+    if not inflater.eof:
+        raise FormatError("a record's deflate stream ends early", offset=offset)
+    rest = inflater.unused_data
+    if len(rest) != 8:
+        raise FormatError(
+            f"a record's gzip member is followed by {len(rest) - 8} more bytes inside it"
+            if len(rest) > 8
+            else "a record's gzip trailer is cut",
+            offset=offset,
+        )
+    crc, isize = _TRAILER.unpack(rest)
+    if crc != zlib.crc32(payload):
+        raise FormatError("a record fails its gzip CRC-32", offset=offset)
+    if isize != len(payload) & 0xFFFF_FFFF:
+        raise FormatError("a record's gzip length (ISIZE) is wrong", offset=offset)
+    return payload
+
+
+def peek_payload(member: bytes, length: int = 256) -> bytes:
+    """The first `length` payload bytes of a member, without inflating the rest (b"" when
+    they cannot be read)."""
+    try:
+        pos = _header_length(member, 0)
+        return zlib.decompressobj(-15).decompress(memoryview(member)[pos:], length)
+    except (FormatError, zlib.error):
+        return b""
+
+
+@dataclass(frozen=True, slots=True)
+class Inflated:
+    """A record's member, its payload (None when it does not inflate: `error` says why)
+    and whether `build_member(payload)` gives the member back."""
+
+    frame: Frame
+    member: bytes
+    payload: bytes | None
+    error: FormatError | None
+    rebuilds: bool
+
+
+def _inflate_batch(batch: list[tuple[Frame, bytes]]) -> list[Inflated]:
+    done = []
+    for frame, member in batch:
+        try:
+            payload = inflate_member(member, frame.start)
+        except FormatError as error:
+            done.append(Inflated(frame, member, None, error, False))
+        else:
+            done.append(Inflated(frame, member, payload, None, build_member(payload) == member))
+    return done
+
+
+#: Records are inflated and rebuilt in batches of about this many member bytes...
+_BATCH_BYTES = 1 << 20
+#: ...with this many batches in flight per thread (zlib releases the GIL).
+_AHEAD = 2
+
+
+def iter_inflated(
+    buf: Any, frames: Iterator[Frame | Cut], threads: int | None = None
+) -> Iterator[Inflated | Cut]:
+    """Each record inflated and checked against its rebuild, in order, on a thread pool
+    (the `Cut` of a cut file last). Memory stays bounded by the batches in flight."""
+    workers = threads or min(8, os.cpu_count() or 1)
+    pending: deque[Future[list[Inflated]]] = deque()
+    with ThreadPoolExecutor(workers, thread_name_prefix="pbstream-inflate") as pool:
+        batch: list[tuple[Frame, bytes]] = []
+        size = 0
+        cut: Cut | None = None
+        for frame in frames:
+            if isinstance(frame, Cut):
+                cut = frame
+                break
+            batch.append((frame, bytes(buf[frame.start : frame.end])))
+            size += frame.size
+            if size >= _BATCH_BYTES:
+                pending.append(pool.submit(_inflate_batch, batch))
+                batch, size = [], 0
+                while len(pending) > workers * _AHEAD:
+                    yield from pending.popleft().result()
+        if batch:
+            pending.append(pool.submit(_inflate_batch, batch))
+        while pending:
+            yield from pending.popleft().result()
+    if cut is not None:
+        yield cut
+
+
+__all__ = [
+    "GZIP_HEADER",
+    "MAGIC",
+    "SIZE",
+    "Cut",
+    "Frame",
+    "Inflated",
+    "build_member",
+    "inflate_member",
+    "iter_frames",
+    "iter_inflated",
+    "peek_payload",
+]
