@@ -9,7 +9,9 @@ For each input, in one run:
 - `ours`: `export_mcap` over the same pre-built list (our writer layer: channel lookup,
   checks, atomic output), to compare with `anchor`.
 Inputs: a busy synthetic CARLA town (our generator), the largest real CARLA file, the real
-NanoVer recording (generic JSON), and ROS1-like pre-encoded payloads (what a bag gives).
+NanoVer recording (generic JSON), a synthetic ROS bag through the rosbag converter (ros1
+payloads as they are), a real Cartographer pbstream (Foxglove poses, line strips, grid),
+and ROS1-like pre-encoded payloads.
 Optionally (`--protobuf`, needs the `bench` extra) the JSON encoding of a frame's SceneUpdate
 against `foxglove-schemas-protobuf`. Best of 3 each; writes bench/RESULTS.md's mcap section.
 
@@ -244,6 +246,32 @@ def main() -> None:
                 rows.append(
                     measure(
                         "NanoVer real (generic JSON)", recording, nanover.stat().st_size, folder
+                    )
+                )
+            print(rows[-1])
+        from nanorec import registry
+        from nanorec.converters.rosbag.generate import generate as generate_bag
+
+        bag = generate_bag(folder / "robot.bag", seconds=10 if args.quick else 60, image=320)
+        with registry.open(bag) as recording:
+            rows.append(
+                measure(
+                    "ROS bag, synthetic robot (ros1 payloads)",
+                    recording,
+                    bag.stat().st_size,
+                    folder,
+                )
+            )
+        print(rows[-1])
+        pbstream = REAL / "pbstream" / "nerovalerius_arti_navigation_map.pbstream"
+        if pbstream.is_file():
+            with registry.open(pbstream) as recording:
+                rows.append(
+                    measure(
+                        "pbstream real, arti_navigation (poses, grid)",
+                        recording,
+                        pbstream.stat().st_size,
+                        folder,
                     )
                 )
             print(rows[-1])
