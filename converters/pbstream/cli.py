@@ -108,6 +108,7 @@ def info_command(
     def action() -> None:
         with opened(file) as rec:
             summary = rec.summary()
+        summary["path"] = str(file)  # as given (a .pbstream opens through a temporary archive)
         typer.echo(dumps(summary) if as_json else "\n".join(info_lines(summary)))
 
     run(action)

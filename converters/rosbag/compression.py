@@ -32,29 +32,34 @@ def _lz4(module: str) -> Any:
 
 
 def decompress(kind: str, data: bytes, size: int, where: int) -> bytes:
-    """The records of a chunk of `kind` whose header says `size` uncompressed bytes; never
-    inflates past `size` (+1 to notice a lie). Raises `FormatError` naming `where`."""
+    """The records of a chunk of `kind` whose header says `size` uncompressed bytes. A
+    header that lies about the size is tolerated when the stream itself ends within a bound
+    (the larger of 64x the stored bytes and 256 MiB, at most 4 GiB): output grows only as
+    the stream really produces it, never to what a lying field claims.
+    Raises `FormatError` naming `where` for a stream that does not decompress."""
+    if kind == "none":
+        return data
+    if kind == "bz2":
+        inflater: Any = bz2.BZ2Decompressor()
+    elif kind == "lz4":
+        inflater = _lz4("lz4.frame").LZ4FrameDecompressor()
+    else:
+        raise UnsupportedError(f"unknown chunk compression {kind!r}", offset=where)
+    bound = min(max(size, len(data) * 64, 256 << 20), 4 << 30)
     try:
-        if kind == "none":
-            out = data
-        elif kind == "bz2":
-            inflater = bz2.BZ2Decompressor()
-            out = inflater.decompress(data, size + 1)
-        elif kind == "lz4":
-            frame = _lz4("lz4.frame")
-            inflater = frame.LZ4FrameDecompressor()
-            out = inflater.decompress(data, max_length=size + 1)
-        else:
-            raise UnsupportedError(f"unknown chunk compression {kind!r}", offset=where)
+        parts = [inflater.decompress(data, size + 1)]
+        produced = len(parts[0])
+        while not inflater.eof and produced <= bound:
+            more = inflater.decompress(b"", bound + 1 - produced)
+            if not more and not inflater.eof:
+                break
+            parts.append(more)
+            produced += len(more)
     except (OSError, ValueError, EOFError, RuntimeError) as error:
         raise FormatError(f"a {kind} chunk does not decompress ({error})", offset=where) from None
-    if len(out) != size:
-        raise FormatError(
-            f"a {kind} chunk holds {len(out)}+ bytes, its header says {size}",
-            offset=where,
-            expected=size,
-        )
-    return out
+    if not inflater.eof or produced > bound:
+        raise FormatError(f"a {kind} chunk's stream does not end", offset=where, expected=size)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def decompress_prefix(kind: str, data: bytes, limit: int) -> bytes:

@@ -170,3 +170,16 @@ def test_filter_export_is_a_valid_bag(tmp_path: Path) -> None:
         assert topics == {"/odom", "/rosout"} and out.message_count == report.messages > 0
         assert max(stamps) - min(stamps) <= 1_200_000_000 + 3_000_000
     assert hashlib.sha256(cut.read_bytes()).hexdigest() == report.sha256
+
+
+@pytest.mark.parametrize("lie", [1, 10**9])
+def test_chunk_size_field_that_lies(tmp_path: Path, lie: int) -> None:
+    """A compressed chunk whose `size` field is wrong still gives its messages (the stream
+    says where it ends), and the file still comes back byte for byte."""
+    data = bytearray(make_bag(tmp_path, seconds=0.5, compression="bz2").read_bytes())
+    field = data.index(b"size=", 4117) + len(b"size=")
+    struct.pack_into("<I", data, field, lie)
+    source = tmp_path / "lying.bag"
+    source.write_bytes(bytes(data))
+    messages, report = _roundtrip(source, tmp_path)
+    assert messages == _written(0.5) and not report.damaged  # type: ignore[attr-defined]
