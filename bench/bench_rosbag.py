@@ -76,14 +76,16 @@ def timed(action: Any) -> float:
 
 
 def child_convert(source: Path, archive: Path) -> tuple[float, float]:
-    """Convert in a child process: (seconds, peak RSS MB) of that process alone."""
+    """Convert in a child process: (seconds, peak RSS MB) of that process alone (VmHWM:
+    getrusage's maxrss would include the parent's RSS at fork time)."""
     code = (
-        "import sys, time, resource\n"
+        "import sys, time\n"
         "from pathlib import Path\n"
         "from nanorec import registry\n"
         "t = time.perf_counter()\n"
         "registry.get('rosbag').convert(Path(sys.argv[1]), Path(sys.argv[2]), overwrite=True)\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+        "print(time.perf_counter() - t, peak)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(source), str(archive)],
