@@ -185,9 +185,9 @@ class Description:
                     expected=count,
                     actual=len(column),
                 )
-        length = cols["length"].astype(np.int64)
+        length = cols["length"].astype(np.int64, copy=False)
         if "offset" in cols:
-            offset = cols["offset"].astype(np.int64)
+            offset = cols["offset"].astype(np.int64, copy=False)
         else:
             offset = np.cumsum(length) - length
             total = int(length.sum())
@@ -198,14 +198,21 @@ class Description:
                     actual=total,
                 )
         flags = cols.get("flags")
+        if flags is not None and not flags.any():
+            flags = None  # all zero: kept as a broadcast view below
         table = self.fields["types_table"]
         index = Index(
             offset=offset,
             length=length,
-            timestamp_us=cols["timestamp_us"].astype(np.int64),
-            crc=cols["crc"].astype(np.uint32),
-            crc_known=np.ones(count, dtype=np.bool_),
-            flags=np.zeros(count, np.uint64) if flags is None else flags.astype(np.uint64),
+            timestamp_us=cols["timestamp_us"].astype(np.int64, copy=False),
+            crc=cols["crc"].astype(np.uint32, copy=False),
+            # constant columns take no memory (a broadcast view): millions of messages
+            crc_known=np.broadcast_to(np.True_, count),
+            flags=(
+                np.broadcast_to(np.uint64(0), count)
+                if flags is None
+                else flags.astype(np.uint64, copy=False)
+            ),
             types_code=cols["types"],
             types_table=tuple(tuple(types) for types in table),
         )

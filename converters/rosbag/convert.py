@@ -158,7 +158,7 @@ def _write(
                     _release(buf, spool, table)
                     released = 0
         del views, rows
-        value = {}
+        value = {}  # no payload view may outlive the loop: the maps are closed after it
         raw = temporary("raw")
         meta = _meta(buf, scan, raw)
         sha = writer.source["sha256"] = hashing.result()
