@@ -368,7 +368,8 @@ class ArchiveReader:
             self._inflated_file.close()
             self._inflated_file = None
         if self._mm is not None:
-            self._mm.close()
+            with contextlib.suppress(BufferError):  # a member_view still alive: unmapped
+                self._mm.close()  # when it goes
             self._mm = None
         self._file.close()
         if self._cleanup is not None:
@@ -397,6 +398,18 @@ class ArchiveReader:
             mm = self._map()
             return mm[member.data_start : member.data_start + member.size]
         return b"".join(iter_member_data(self._map(), member))
+
+    def member_view(self, name: str) -> memoryview:
+        """Member `name` without copying it: a read-only view of the mapped archive for a
+        stored member (its pages are read as used), else its inflated bytes. Release the
+        view before closing the reader."""
+        member = self._members.get(name)
+        if member is None:
+            raise ArchiveError(f"{self.path} has no member {name!r}")
+        if member.stored:
+            view = memoryview(self._map())[member.data_start : member.data_start + member.size]
+            return view.toreadonly()
+        return memoryview(self.member(name))
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:

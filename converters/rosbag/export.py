@@ -44,8 +44,9 @@ def message_record(
     return pack_u32(len(header)) + header + pack_u32(len(data)) + data
 
 
-def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
-    """The bag of an archive as consecutive pieces of bytes."""
+def iter_native(reader: ArchiveReader) -> Iterator[bytes | memoryview]:
+    """The bag of an archive as consecutive pieces of bytes (kept ones are views of the
+    archive: nothing is copied twice)."""
     meta = BagMeta(reader)
     raw = meta.raw
     templates = [Template(order) for order in meta.orders]
@@ -58,7 +59,7 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
             continue
         _, (hstart, hlength), kind, mode, entry, runs, inner = segment
         yield raw[hstart : hstart + hlength]
-        parts = []
+        parts: list[bytes | memoryview] = []
         for run in np.frombuffer(runs, dtype="<i8").tolist():
             if run < 0:
                 start, length = inner[-1 - run]

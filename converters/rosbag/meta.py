@@ -59,14 +59,14 @@ class BagMeta:
             raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
 
     def _array(self, name: str, dtype: Any) -> NDArray[Any]:
-        data = self.reader.member(name)
+        data = self.reader.member_view(name)
         dtype = np.dtype(dtype)
         if len(data) != len(self.reader) * dtype.itemsize:
             raise FormatError(
                 f"{name} holds {len(data)} bytes, not {dtype.itemsize} per message "
                 f"for {len(self.reader)} messages"
             )
-        return np.frombuffer(data, dtype) if data else np.zeros(0, dtype)
+        return np.frombuffer(data, dtype) if len(data) else np.zeros(0, dtype)
 
     @cached_property
     def time(self) -> NDArray[np.int64]:
@@ -89,8 +89,8 @@ class BagMeta:
         return self._array(RANK_MEMBER, self.rank_dtype)
 
     @cached_property
-    def raw(self) -> bytes:
-        return self.reader.member(RAW_MEMBER)
+    def raw(self) -> memoryview:
+        return self.reader.member_view(RAW_MEMBER)
 
     def topic(self, conn: int) -> str:
         c = self.connections.get(conn)

@@ -37,6 +37,11 @@ class BagRecording(ArchiveRecording):
         self.meta = BagMeta(reader)
         self._decoders: dict[int, Decoder | None] = {}
 
+    def close(self) -> None:
+        for cached in ("time", "conn", "template", "rank", "raw"):  # views of the mapping
+            self.meta.__dict__.pop(cached, None)
+        super().close()
+
     # -- messages ------------------------------------------------------------------------
 
     def kind_of(self, number: int) -> str:
