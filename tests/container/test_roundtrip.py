@@ -136,3 +136,17 @@ def test_random_streams_round_trip(
                     assert metadata == want
         report = verify(path)
         assert report.ok, report.problems
+
+
+def test_member_view_is_the_member_without_a_copy(tmp_path: Path) -> None:
+    from nanorec import ArchiveReader, ArchiveWriter
+
+    path = tmp_path / "m.nanover.zip"
+    with ArchiveWriter(path) as writer:
+        writer.write({"a": 1}, timestamp_us=0)
+        writer.add_member("big.bin", iter([b"x" * 1000, b"y" * 24]))
+    reader = ArchiveReader(path)
+    view = reader.member_view("big.bin")
+    assert view.readonly and bytes(view) == reader.member("big.bin") == b"x" * 1000 + b"y" * 24
+    reader.close()  # a live view does not make closing fail
+    assert bytes(view[-2:]) == b"yy"
