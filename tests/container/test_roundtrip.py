@@ -139,8 +139,6 @@ def test_random_streams_round_trip(
 
 
 def test_member_view_is_the_member_without_a_copy(tmp_path: Path) -> None:
-    from nanorec import ArchiveReader, ArchiveWriter
-
     path = tmp_path / "m.nanover.zip"
     with ArchiveWriter(path) as writer:
         writer.write({"a": 1}, timestamp_us=0)
