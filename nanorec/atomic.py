@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -52,3 +53,27 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
+
+
+def write_hashed(
+    path: str | os.PathLike[str], pieces: Iterable[bytes | memoryview], *, overwrite: bool = False
+) -> tuple[int, str]:
+    """Write `pieces` one after the other to `path` (through `atomic_output`); returns the
+    size and sha256 of what was written, computed on the way (no second read)."""
+    digest = hashlib.sha256()
+    size = 0
+    with atomic_output(path, overwrite=overwrite) as stream:
+        for piece in pieces:
+            stream.write(piece)
+            digest.update(piece)
+            size += len(piece)
+    return size, digest.hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

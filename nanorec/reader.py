@@ -399,6 +399,14 @@ class ArchiveReader:
             return mm[member.data_start : member.data_start + member.size]
         return b"".join(iter_member_data(self._map(), member))
 
+    @property
+    def source_sha256(self) -> str | None:
+        """The sha256 of the native file this archive was converted from, as recorded at
+        conversion (None when none was): what a byte-exact export is checked against."""
+        source = (self.description or {}).get("source")
+        sha = source.get("sha256") if isinstance(source, dict) else None
+        return sha if isinstance(sha, str) else None
+
     def member_view(self, name: str) -> memoryview:
         """Member `name` without copying it: a read-only view of the mapped archive for a
         stored member (its pages are read as used), else its inflated bytes. Release the

@@ -33,7 +33,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from nanorec.atomic import atomic_output
+from nanorec.atomic import write_hashed
 from nanorec.errors import FormatError, OutputExistsError
 from nanorec.reader import ArchiveReader
 from nanorec.wire import inflate_bounded
@@ -534,15 +534,9 @@ def export(
     report compares its sha256 with the one recorded at conversion.
     """
     out = Path(output)
-    digest = hashlib.sha256()
-    size = 0
-    with ArchiveReader(archive) as reader, atomic_output(out, overwrite=overwrite) as stream:
-        for chunk in iter_native(reader):
-            stream.write(chunk)
-            digest.update(chunk)
-            size += len(chunk)
-        expected = (reader.description or {}).get("source", {}).get("sha256")
-    sha = digest.hexdigest()
+    with ArchiveReader(archive) as reader:
+        size, sha = write_hashed(out, iter_native(reader), overwrite=overwrite)
+        expected = reader.source_sha256
     return ExportReport(out, size, sha, None if expected is None else sha == expected)
 
 

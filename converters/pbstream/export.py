@@ -4,7 +4,6 @@ differed or the record was damaged), then the raw tail of a cut file."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import deque
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nanorec.atomic import atomic_output
+from nanorec.atomic import write_hashed
 from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 
@@ -95,15 +94,8 @@ def export_native(
 ) -> NativeExport:
     """Write the original `.pbstream` of `reader` to `output` (atomically)."""
     out = Path(output)
-    digest = hashlib.sha256()
-    size = 0
-    with atomic_output(out, overwrite=overwrite) as stream:
-        for chunk in iter_native(reader):
-            stream.write(chunk)
-            digest.update(chunk)
-            size += len(chunk)
-    sha = digest.hexdigest()
-    expected = ((reader.description or {}).get("source") or {}).get("sha256")
+    size, sha = write_hashed(out, iter_native(reader), overwrite=overwrite)
+    expected = reader.source_sha256
     return NativeExport(out, size, sha, len(reader), None if expected is None else sha == expected)
 
 

@@ -10,15 +10,14 @@ order of §4; unknown and damaged records are left out.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nanorec.atomic import atomic_output
+from nanorec.atomic import write_hashed
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
@@ -225,19 +224,11 @@ def export_subset(
         build_member(field_bytes(V2_FIELDS[OPTIONS], options_body, keep_empty=True)),
     ]
     out = Path(output)
-    digest = hashlib.sha256()
-    size = 0
-    with atomic_output(out, overwrite=overwrite) as stream:
 
-        def emit(data: bytes) -> None:
-            nonlocal size
-            stream.write(data)
-            digest.update(data)
-            size += len(data)
-
-        emit(MAGIC)
+    def pieces() -> Iterator[bytes]:
+        yield MAGIC
         for member in members:
-            emit(SIZE.pack(len(member)) + member)
+            yield SIZE.pack(len(member)) + member
         for number in numbers:
             kind, entry = rec.entry(number)
             if entry.get("bare") or rec.format_version == "legacy":
@@ -245,11 +236,13 @@ def export_subset(
                 member = build_member(field_bytes(V2_FIELDS[kind], payload[a:b], keep_empty=True))
             else:
                 member = member_of(entry)
-            emit(SIZE.pack(len(member)) + member)
+            yield SIZE.pack(len(member)) + member
+
+    size, sha = write_hashed(out, pieces(), overwrite=overwrite)
     return SubsetExport(
         out,
         size,
-        digest.hexdigest(),
+        sha,
         3 + len(numbers),
         {
             "trajectories": sorted({t for t, _ in kept_nodes | kept_submaps}),

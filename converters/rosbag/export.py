@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nanorec.atomic import atomic_output
+from nanorec.atomic import write_hashed
 from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
@@ -79,15 +78,8 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes | memoryview]:
 
 
 def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> ExportReport:
-    digest = hashlib.sha256()
-    size = 0
-    with atomic_output(output, overwrite=overwrite) as stream:
-        for piece in iter_native(reader):
-            stream.write(piece)
-            digest.update(piece)
-            size += len(piece)
-    expected = ((reader.description or {}).get("source") or {}).get("sha256")
-    sha = digest.hexdigest()
+    size, sha = write_hashed(output, iter_native(reader), overwrite=overwrite)
+    expected = reader.source_sha256
     return ExportReport(
         output, size, sha, len(reader), None if expected is None else sha == expected
     )

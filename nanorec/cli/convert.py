@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from nanorec.atomic import file_sha256
 from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, run
 from nanorec.cli.inputs import (
     check_input,
@@ -179,7 +179,7 @@ def roundtrip_one(path: Path) -> dict[str, Any]:
 
         with ArchiveReader(archive) as reader:
             converter.export(reader, back)
-        identical = _sha256(back) == _sha256(path)
+        identical = file_sha256(back) == file_sha256(path)
     return {
         "file": str(path),
         "format": converter.name,
@@ -189,11 +189,3 @@ def roundtrip_one(path: Path) -> dict[str, Any]:
         "damaged": [str(region) for region in report.damaged],
         "cut": None if report.cut is None else str(report.cut),
     }
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
