@@ -11,7 +11,7 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -321,7 +321,7 @@ def play_command(
     def action() -> None:
         check_input(file)
         check_parts(chosen)
-        options = dict(rate=rate, start=start, end=end, duration=duration)
+        options: dict[str, Any] = dict(rate=rate, start=start, end=end, duration=duration)
         with (
             CarlaRecording.open(file, family=family) as rec,
             terminal_player(rec, pause, loop=loop, immediate=immediate, **options) as player,

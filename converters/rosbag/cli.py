@@ -3,11 +3,9 @@ commands without ROS."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +15,7 @@ from nanorec import registry
 from nanorec.cli import fail, run
 from nanorec.cli.inputs import check_input, opened
 from nanorec.cli.options import Duration, End, Start
+from nanorec.cli.verbs import terminal_player
 from nanorec.errors import NanorecError, UsageError
 from nanorec.selection import Selection
 from nanorec.timezones import parse_zone
@@ -173,8 +172,6 @@ def play_command(
 
     Example: nanorec play run.bag --rate 2 -s 10 -u 5 --topics /odom | wc -l
     """
-    from nanorec.tables import dumps
-
     from .play import BagPlayer
 
     def emit_clock(seconds: float) -> None:
@@ -183,56 +180,49 @@ def play_command(
     def action() -> None:
         from .recording import BagRecording
 
-        with opened(file) as recording, _keys(pause) as keys:
+        with opened(file) as recording:
             if not isinstance(recording, BagRecording):
                 raise UsageError(f"{file} is not a ROS bag")
-            origin = recording.start_time
-            player = BagPlayer(
+            with terminal_player(
                 recording,
+                pause,
+                factory=BagPlayer,
                 rate=rate,
                 start=start,
                 duration=duration,
                 kinds=topics,
                 loop=loop,
                 immediate=immediate,
-                paused=pause,
-                keys=keys,
                 delay=delay,
                 skip_empty=skip_empty,
                 on_clock=emit_clock if clock else None,
                 hz=hz,
-            )
-            if recording.meta.unindexed:
-                typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
-            status = 0.0
-            total = recording.duration
-            for row in player.paced(_line(recording)):
-                sys.stdout.write(dumps(row) + "\n")
-                if not immediate:
-                    sys.stdout.flush()
-                if not quiet and time.monotonic() - status > 0.1:
-                    status = time.monotonic()
-                    state = "PAUSED " if player.paused else "RUNNING"
-                    elapsed = row["time_s"] - origin
-                    sys.stderr.write(
-                        f"\r [{state}]  Bag Time: {row['time_s']:13.6f}   "
-                        f"Duration: {elapsed:.6f} / {total:.6f}               \r"
-                    )
-            if not quiet:
-                sys.stderr.write("\nDone.\n")
+            ) as player:
+                _play(recording, player, immediate=immediate, quiet=quiet)
         sys.stdout.flush()
 
     run(action)
 
 
-@contextlib.contextmanager
-def _keys(pause: bool) -> Iterator[Any]:
-    from nanorec.player import TerminalKeys
+def _play(recording: Any, player: Any, *, immediate: bool, quiet: bool) -> None:
+    """Print the player's messages as NDJSON, and rosbag's status line on stderr."""
+    from nanorec.tables import dumps
 
-    if not sys.stdin.isatty():
-        if pause:
-            raise UsageError("--pause needs a terminal on stdin (space resumes, s steps)")
-        yield None
-        return
-    with TerminalKeys(sys.stdin.fileno()) as terminal:
-        yield terminal.wait
+    if recording.meta.unindexed:
+        typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
+    origin, total = recording.start_time, recording.duration
+    status = 0.0
+    for row in player.paced(_line(recording)):
+        sys.stdout.write(dumps(row) + "\n")
+        if not immediate:
+            sys.stdout.flush()
+        if not quiet and time.monotonic() - status > 0.1:
+            status = time.monotonic()
+            state = "PAUSED " if player.paused else "RUNNING"
+            elapsed = row["time_s"] - origin
+            sys.stderr.write(
+                f"\r [{state}]  Bag Time: {row['time_s']:13.6f}   "
+                f"Duration: {elapsed:.6f} / {total:.6f}               \r"
+            )
+    if not quiet:
+        sys.stderr.write("\nDone.\n")

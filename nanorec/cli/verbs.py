@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -131,7 +131,9 @@ def play(
     from nanorec.tables import dumps
 
     def action() -> None:
-        options = dict(rate=rate, start=start, end=end, duration=duration, kinds=kinds)
+        options: dict[str, Any] = dict(
+            rate=rate, start=start, end=end, duration=duration, kinds=kinds
+        )
         with (
             opened(file) as recording,
             terminal_player(recording, pause, loop=loop, immediate=immediate, **options) as player,
@@ -146,9 +148,12 @@ def play(
 
 
 @contextlib.contextmanager
-def terminal_player(recording: Any, pause: bool, **options: Any) -> Iterator[Any]:
-    """A `Player` of `recording` driven by the keyboard when stdin is a terminal: space
-    pauses and resumes, s steps while paused, q quits. Any format's `play` uses it."""
+def terminal_player(
+    recording: Any, pause: bool, *, factory: Callable[..., Any] | None = None, **options: Any
+) -> Iterator[Any]:
+    """A `Player` of `recording` (or what `factory` makes, a format's own `Player`
+    subclass, with the same arguments) driven by the keyboard when stdin is a terminal:
+    space pauses and resumes, s steps while paused, q quits. Any format's `play` uses it."""
     from nanorec.player import Player, TerminalKeys
 
     interactive = sys.stdin.isatty()
@@ -168,7 +173,7 @@ def terminal_player(recording: Any, pause: bool, **options: Any) -> Iterator[Any
                 state = "PAUSED" if player.paused else "RUNNING"
                 typer.echo(f"[{state}] message {player.index}, {when}", err=True)
 
-        player = Player(
+        player = (factory or Player)(
             recording, paused=pause, keys=keys if terminal is not None else None, **options
         )
         if terminal is not None:
