@@ -62,11 +62,7 @@ class BagPlayer(Player):
         for number in self.latched:
             self.index = number
             yield load(number)
-        previous: int | None = None
-        for item in super().paced(load):
-            yield item
-            previous = self.index
-            del previous
+        yield from super().paced(load)
 
     def _wait(self, stamp_us: int) -> bool:
         if self.skip_empty_us is not None and self.index is not None and not self.paused:
