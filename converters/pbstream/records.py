@@ -141,7 +141,8 @@ def describe_bare(kind: str, payload: bytes) -> Described:
     return Described(kind, body=(0, len(payload)))
 
 
-def _id_pair(payload: bytes, start: int, end: int) -> tuple[int, int]:
+def id_pair(payload: bytes, start: int, end: int) -> tuple[int, int]:
+    """The two varint fields 1 and 2 of a SubmapId/NodeId message: (trajectory, index)."""
     trajectory = index = 0
     for number, wire, value, _ in iter_fields(payload, start, end):
         if wire == VARINT and number == 1:
@@ -170,7 +171,7 @@ def _inner(kind: str, payload: bytes, start: int, end: int) -> Described:
     for number, wire, a, b in iter_fields(payload, start, end):
         if kind in (SUBMAP, NODE):
             if number == 1 and wire == LEN:
-                trajectory, index = _id_pair(payload, a, b)
+                trajectory, index = id_pair(payload, a, b)
             elif kind == SUBMAP and number in (2, 3) and wire == LEN:
                 dims = number
             elif kind == NODE and number == 5 and wire == LEN:
@@ -224,6 +225,7 @@ __all__ = [
     "V2_KINDS",
     "Described",
     "describe",
+    "id_pair",
     "is_header",
     "peek_ticks",
     "ticks_to_seconds",

@@ -32,6 +32,7 @@ from .records import (
     SUBMAP,
     TRAJECTORY_DATA,
     V2_FIELDS,
+    id_pair,
     ticks_to_unix_ns,
 )
 from .stream import MAGIC, SIZE, build_member
@@ -48,16 +49,6 @@ class SubsetExport:
     sha256: str
     records: int
     details: dict[str, Any] = field(default_factory=dict)
-
-
-def _ids(payload: bytes, a: int, b: int) -> tuple[int, int]:
-    first = second = 0
-    for number, wire, value, _ in iter_fields(payload, a, b):
-        if wire == VARINT and number == 1:
-            first = signed32(value)
-        elif wire == VARINT and number == 2:
-            second = signed32(value)
-    return first, second
 
 
 def _trajectory_id(payload: bytes, a: int, b: int) -> int:
@@ -95,9 +86,9 @@ def filter_pose_graph(
             submap = node = (0, 0)
             for n, w, c, d in iter_fields(payload, a, b):
                 if n == 1 and w == LEN:
-                    submap = _ids(payload, c, d)
+                    submap = id_pair(payload, c, d)
                 elif n == 2 and w == LEN:
-                    node = _ids(payload, c, d)
+                    node = id_pair(payload, c, d)
             if keep_submap(*submap) and keep_node(*node):
                 parts.append(field_bytes(2, raw, keep_empty=True))
         elif number == 4 and wire == LEN:  # trajectory
