@@ -36,18 +36,9 @@ def fake_plugin_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     distribution whose metadata declares a `nanorec.converters` entry point. nanorec finds
     it through importlib.metadata alone."""
     from nanorec import registry
+    from tests.converters.fake_plugin import install
 
-    site = tmp_path_factory.mktemp("site")
-    info = site / "nanorec_fake_plugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: nanorec-fake-plugin\nVersion: 1.0\n"
-    )
-    (info / "entry_points.txt").write_text(
-        "[nanorec.converters]\nfake = tests.converters.fake_plugin:CONVERTER\n"
-    )
-    sys.path.insert(0, str(site))
-    registry.converters.cache_clear()
+    site = install(tmp_path_factory.mktemp("site"))
     try:
         yield
     finally:

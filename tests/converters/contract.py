@@ -4,8 +4,10 @@ A format's test module subclasses `ConverterContract`, names its converter and i
 files (small native recordings), and gets: registration and sniffing, convert -> export
 byte-identical, random access equal to sequential reading, a cut input converting what is
 complete and exporting back byte for byte, garbage giving a `NanorecError`, a JSON-able
-`summary()`, and every CLI verb surviving cut and flipped inputs with one line and an exit
-status (never a traceback). The fake plug-in format runs it too (`test_contract_fake.py`).
+`summary()`, every CLI verb surviving cut and flipped inputs with one line and an exit
+status (never a traceback), and a fuzz run (`fuzz.py`: hundreds of damaged copies, plus the
+format's own hostile files, through every verb in a child process with bounded memory and
+time). The fake plug-in format runs it too (`test_contract_fake.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import zlib
 from pathlib import Path
 from typing import ClassVar
 
@@ -25,6 +28,7 @@ from nanorec.errors import NanorecError
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
 from tests.conftest import make_runner
+from tests.converters import fuzz
 
 #: Cuts tried per sample: evenly spread, plus the last bytes (a crash's usual place).
 CUTS = 12
@@ -47,6 +51,16 @@ class ConverterContract:
     @pytest.fixture
     def converter(self) -> Converter:
         return registry.get(self.name)
+
+    def fuzz_boundaries(self, data: bytes) -> list[int]:
+        """Where this format's records start in `data`: the fuzz run cuts there and writes
+        absurd sizes next to them (none: anywhere)."""
+        return []
+
+    def hostile_inputs(self, folder: Path) -> list[Path]:
+        """Files only this format can make hostile (compression bombs, hostile definitions,
+        absurd counts inside valid framing), written into `folder`."""
+        return []
 
     def convert(self, converter: Converter, source: Path, work: Path) -> Path:
         out = work / (source.name + ".nanover.zip")
@@ -187,3 +201,33 @@ class ConverterContract:
                 assert result.exit_code in (0, 1, 2), (label, args, result.exit_code)
                 if result.exit_code == 2:
                     assert result.stderr.startswith("nanorec: "), (label, args, result.stderr)
+
+    # -- fuzz ---------------------------------------------------------------------------------
+
+    def test_fuzz_every_verb(
+        self, converter: Converter, samples: list[Path], tmp_path: Path
+    ) -> None:
+        """Damaged copies of the smallest sample and the format's hostile files: every verb
+        ends with exit 0/1/2 and one line, within bounded time and memory (`fuzz.py`)."""
+        sample = min(samples, key=lambda p: p.stat().st_size)
+        data = sample.read_bytes()
+        cases = tmp_path / "cases"
+        cases.mkdir()
+        named: dict[str, str] = {}
+        suffix = max((s for s in converter.suffixes if sample.name.endswith(s)), key=len)
+        seed = zlib.crc32(f"{self.name}/{sample.name}".encode())
+        for number, (label, content) in enumerate(
+            fuzz.mutants(data, self.fuzz_boundaries(data), seed)
+        ):
+            path = cases / f"{number:04d}{suffix}"
+            path.write_bytes(content)
+            named[path.name] = label
+        hostile = tmp_path / "hostile"
+        hostile.mkdir()
+        files = sorted(cases.iterdir()) + self.hostile_inputs(hostile)
+        failures = fuzz.run(files, tmp_path)
+        described = [
+            f"{line} [{named.get(line.split(':', 1)[0], 'hostile')}, seed {seed}]"
+            for line in failures
+        ]
+        assert not failures, f"{len(failures)} failures:\n" + "\n".join(described[:30])

@@ -142,3 +142,24 @@ def sample(path: Path, lines: int = 50, tail: bytes = b"") -> Path:
     body = b"".join(f"{i * 100_000} {'ab'[i % 2]} message {i}\n".encode() for i in range(lines))
     path.write_bytes(MAGIC + body + tail)
     return path
+
+
+def install(site: Path) -> Path:
+    """Make `site` a folder holding this plug-in's distribution metadata (a `nanorec.converters`
+    entry point), put it on `sys.path` and let the registry look again: how the test session
+    and the fuzz child find the format without nanorec importing it."""
+    import sys
+
+    from nanorec import registry
+
+    info = site / "nanorec_fake_plugin-1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: nanorec-fake-plugin\nVersion: 1.0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[nanorec.converters]\nfake = tests.converters.fake_plugin:CONVERTER\n"
+    )
+    sys.path.insert(0, str(site))
+    registry.converters.cache_clear()
+    return site

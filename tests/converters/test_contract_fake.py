@@ -14,6 +14,9 @@ from tests.converters.fake_plugin import sample
 class TestFakeContract(ConverterContract):
     name = "fake"
 
+    def fuzz_boundaries(self, data: bytes) -> list[int]:
+        return [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+
     @pytest.fixture
     def samples(self, tmp_path: Path) -> list[Path]:
         return [

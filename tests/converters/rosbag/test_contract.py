@@ -7,14 +7,39 @@ from pathlib import Path
 
 import pytest
 
+from nanorec.converters.rosbag.records import VERSION_LINE, span_at
+from nanorec.errors import NanorecError
 from tests.conftest import REALDATA, SAMPLES
 from tests.converters.contract import ConverterContract
 
 pytest.importorskip("lz4")
 
 
+def record_starts(data: bytes) -> list[int]:
+    """Where each record starts, top level and inside uncompressed chunks, up to damage."""
+    starts: list[int] = []
+
+    def walk_records(pos: int, end: int, depth: int) -> None:
+        while pos < end:
+            try:
+                span = span_at(data, pos, end)
+            except NanorecError:
+                return
+            starts.append(pos)
+            header = data[span.header_start : span.header_end]
+            if depth == 0 and b"compression=none" in header:
+                walk_records(span.data_start, span.data_end, 1)
+            pos = span.data_end
+
+    walk_records(len(VERSION_LINE), len(data), 0)
+    return starts
+
+
 class TestRosbagContract(ConverterContract):
     name = "rosbag"
+
+    def fuzz_boundaries(self, data: bytes) -> list[int]:
+        return record_starts(data)
 
     @pytest.fixture
     def samples(self) -> list[Path]:
@@ -25,6 +50,9 @@ class TestRosbagContract(ConverterContract):
 @pytest.mark.skipif(not (REALDATA / "rosbag").is_dir(), reason="../shared/realdata absent")
 class TestRosbagContractRealdata(ConverterContract):
     name = "rosbag"
+
+    def fuzz_boundaries(self, data: bytes) -> list[int]:
+        return record_starts(data)
 
     @pytest.fixture
     def samples(self) -> list[Path]:
