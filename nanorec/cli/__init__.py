@@ -37,7 +37,52 @@ VERBS = ("convert", "export", "info", "cat", "play", "plot", "verify", "recover"
 _MANY_INPUTS = ("convert", "roundtrip")
 
 
-class _RoutingGroup(TyperGroup):
+class WholeHelpGroup(TyperGroup):
+    """A group listing each command with its whole first sentence (click cuts it at the
+    terminal width with "..."), wrapped instead. Every group of the CLI uses it."""
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        command = super().get_command(ctx, name)
+        for param in getattr(command, "params", ()):
+            _plain_metavar(param)
+        if command is not None and not hasattr(command, "commands"):
+            command.collect_usage_pieces = functools.partial(_plain_usage, command)
+        return command
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            rows.append((name, command.short_help or first_sentence(command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _plain_metavar(param: Any) -> None:
+    """Name an argument as click's help traditionally does (FILE, SOURCES...), not as typer
+    spells its annotation (`{file}`, `<list[Path]>`)."""
+    if param.param_type_name == "argument" and param.metavar is None:
+        param.metavar = (param.name or "value").upper()
+        param.display_type_rich = lambda ctx: None  # typer's "<list[Path]>" after the name
+
+
+def _plain_usage(command: Any, ctx: Any) -> list[str]:
+    """The usage line's pieces without typer's braces around required arguments."""
+    pieces = type(command).collect_usage_pieces(command, ctx)
+    return [p.replace("{", "").replace("}", "") for p in pieces]
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    head, dot, _ = paragraph.partition(". ")
+    return head + "." if dot else paragraph
+
+
+class _RoutingGroup(WholeHelpGroup):
     """Lists the verbs first, and routes a verb to its format's own command (see above)."""
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -58,6 +103,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -114,7 +160,8 @@ def _register() -> None:
     for converter in registry.converters().values():
         commands = converter.commands()
         if commands is not None:
-            app.add_typer(commands, name=converter.name, help=f"{converter.title} commands.")
+            title = f"{converter.title} commands."
+            app.add_typer(commands, name=converter.name, help=title, cls=WholeHelpGroup)
 
 
 def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
@@ -215,8 +262,9 @@ def main(argv: Sequence[str] | None = None) -> Any:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
-    except _NO_ARGS_IS_HELP:
-        sys.exit(0)  # the help was printed
+    except _NO_ARGS_IS_HELP as shown:
+        typer.echo(shown.format_message())  # click >= 8.2 leaves the printing to us
+        sys.exit(0)
     except click.ClickException as error:
         typer.echo(f"nanorec: {error.format_message()} (see --help)", err=True)
         sys.exit(error.exit_code)

@@ -34,11 +34,27 @@ def _one_line_error(code: int, err: str) -> None:
 def test_help_reads_like_one_tool() -> None:
     code, out, _ = _run("--help")
     assert code == 0
-    listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()]
+    rows = out.split("Commands:")[1].splitlines()
+    listed = [line.split()[0] for line in rows if line[2:3].strip()]  # not a wrapped line
     assert listed[:9] == [
         *("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "roundtrip")
     ]
     assert "carla" in listed[9:]
+    assert not [x for x in rows if x.rstrip().endswith("...")]  # whole sentences, wrapped
+
+
+def test_bare_nanorec_and_h_print_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    from nanorec.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([])
+    assert exited.value.code == 0 and capsys.readouterr().out.startswith("Usage: nanorec")
+    assert _run("-h") == (0, _run("--help")[1], "")
+    code, out, _ = _run("carla", "-h")
+    assert code == 0 and not [x for x in out.splitlines()[1:] if x.rstrip().endswith("...")]
+    code, out, _ = _run("convert", "-h")
+    assert out.startswith("Usage: nanorec convert [OPTIONS] SOURCES...\n")
+    assert "<list[" not in out and "{" not in out
 
 
 def test_a_verb_goes_to_the_formats_own_command(tmp_path: Path) -> None:
