@@ -46,7 +46,7 @@ class WholeHelpGroup(TyperGroup):
         for param in getattr(command, "params", ()):
             _plain_metavar(param)
         if command is not None and not hasattr(command, "commands"):
-            command.collect_usage_pieces = functools.partial(_plain_usage, command)
+            command.collect_usage_pieces = functools.partial(_plain_usage, command)  # type: ignore[method-assign]
         return command
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> Any:
     try:
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
     except _NO_ARGS_IS_HELP as shown:
-        typer.echo(shown.format_message())  # click >= 8.2 leaves the printing to us
+        typer.echo(getattr(shown, "format_message", str)())  # click >= 8.2: ours to print
         sys.exit(0)
     except click.ClickException as error:
         typer.echo(f"nanorec: {error.format_message()} (see --help)", err=True)
