@@ -242,6 +242,11 @@ class Converter(Protocol):
 #: messages are this format's, else None. `nanorec.adopt` calls it.
 ADOPT_HOOK = "adopt"
 
+#: Optional too: `converter.export_formats`, a mapping of the `--format` values its `export`
+#: takes beyond native, parquet and mcap (a bag's "indexed") to a line of help. `nanorec
+#: export` refuses every other value, and lists these in its help.
+EXPORT_FORMATS = "export_formats"
+
 
 __all__ = [
     "SNIFF_BYTES",

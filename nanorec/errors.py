@@ -71,6 +71,11 @@ class UsageError(NanorecError, ValueError):
     range, an unknown kind)."""
 
 
+class EmptySelectionError(UsageError):
+    """A selection (a time range, message numbers, kinds) that selects nothing: one rule for
+    every verb and format, saying which option selected nothing and what there is."""
+
+
 class OutOfRangeError(UsageError, IndexError):
     """A message or frame number outside the recording (an `IndexError` too, as sequences
     raise)."""
@@ -93,6 +98,7 @@ __all__ = [
     "BadMagicError",
     "ChecksumError",
     "DamagedError",
+    "EmptySelectionError",
     "FormatError",
     "IndexMismatchError",
     "NanorecError",

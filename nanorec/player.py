@@ -90,12 +90,7 @@ class Player:
         self._keys = keys
         stamps = rec.reader.index.timestamp_us
         #: Archive numbers of the messages played, in order.
-        self.numbers: list[int] = selection.numbers(rec.reader.index).tolist()
-        if not self.numbers:
-            raise UsageError(
-                f"the range selects no message (the recording has {len(rec)} messages, "
-                f"{rec.duration:.3f} s)"
-            )
+        self.numbers: list[int] = selection.chosen(rec.reader.index).tolist()
         self._stamps_us = stamps
         self.paused = paused
         self.stopped = False

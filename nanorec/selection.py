@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import UsageError
+from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.index import Index
 
 
@@ -131,9 +131,50 @@ class Selection:
             numbers = numbers[index.type_mask(self.kinds)[lo:hi]]
         return numbers
 
+    def chosen(self, index: Index) -> NDArray[np.int64]:
+        """`numbers(index)`, or `EmptySelectionError` saying what selected nothing."""
+        numbers = self.numbers(index)
+        if not len(numbers):
+            raise self.empty(len(index), index_span_s(index), index.types_table)
+        return numbers
+
+    def empty(
+        self, count: int, span_s: float, kinds: Iterable[Iterable[str]] = ()
+    ) -> EmptySelectionError:
+        """The error for this selection selecting nothing in a recording of `count` messages
+        over `span_s` seconds whose messages carry `kinds` (what any format raises)."""
+        known = sorted({kind for row in kinds for kind in row})
+        if self.kinds is not None and known and not self.kinds & set(known):
+            wanted = ", ".join(sorted(self.kinds))
+            return EmptySelectionError(
+                f"--type {wanted} selects nothing: the recording has no such kind "
+                f"(kinds: {', '.join(known)})"
+            )
+        if self.first is not None or self.stop is not None:
+            spec = f"{'' if self.first is None else self.first}:"
+            spec += "" if self.stop is None else str(self.stop)
+            what = f"--messages {spec}"
+        elif self.start is not None or self.end is not None:
+            bounds = (("--start", self.start), ("--end", self.end))
+            what = " ".join(f"{name} {value:g}" for name, value in bounds if value is not None)
+        else:
+            what = "the selection"
+        if self.kinds is not None:
+            what += f" --type {', '.join(sorted(self.kinds))}"
+        return EmptySelectionError(
+            f"{what} selects no message (the recording has {count} messages over "
+            f"{span_s:.3f} s)"
+        )
+
+
+def index_span_s(index: Index) -> float:
+    """Seconds from the first message to the last."""
+    times = index.timestamp_us
+    return float(times[-1] - times[0]) / 1e6 if len(times) else 0.0
+
 
 def _us(seconds: float) -> int:
     return round(seconds * 1e6)
 
 
-__all__ = ["Selection", "check_number", "check_seconds", "parse_range"]
+__all__ = ["Selection", "check_number", "check_seconds", "index_span_s", "parse_range"]

@@ -30,6 +30,8 @@ class PbstreamConverter:
     name = "pbstream"
     title = "Cartographer pbstream"
     suffixes = (".pbstream",)
+    #: `nanorec export --format` values beyond native/parquet/mcap.
+    export_formats = {"ros-map": "the 2D occupancy grid as map_saver writes it (PGM + YAML)"}
 
     def sniff(self, head: bytes) -> bool:
         return head[:8] == MAGIC

@@ -30,6 +30,8 @@ class BagConverter:
     name = "rosbag"
     title = "ROS1 bag"
     suffixes = (".bag", ".bag.active")
+    #: `nanorec export --format` values beyond native/parquet/mcap.
+    export_formats = {"indexed": "a new indexed bag (the repair of a crashed bag)"}
 
     def sniff(self, head: bytes) -> bool:
         return head.startswith(b"#ROSBAG V") and len(head) >= len(VERSION_LINE)

@@ -83,7 +83,16 @@ def first_sentence(text: str) -> str:
 
 
 class _RoutingGroup(WholeHelpGroup):
-    """Lists the verbs first, and routes a verb to its format's own command (see above)."""
+    """Lists the verbs first, routes a verb to its format's own command (see above), and
+    ends a verb's help with what each format adds to it."""
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        command = super().get_command(ctx, name)
+        if name in VERBS and command is not None and command.epilog is None:
+            from nanorec.cli.surface import COMMON, format_options_help
+
+            command.epilog = format_options_help(name) if name in COMMON else ""
+        return command
 
     def list_commands(self, ctx: Any) -> list[str]:
         names = super().list_commands(ctx)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from nanorec import registry
+from nanorec.atomic import file_sha256
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.inputs import (
     check_output,
@@ -19,17 +20,19 @@ from nanorec.cli.inputs import (
 from nanorec.cli.options import (
     Duration,
     End,
+    ExportFormat,
     Force,
     Kinds,
     Messages,
     Output,
     Start,
 )
-from nanorec.errors import UnsupportedError
+from nanorec.cli.surface import check_choice, verb_command
+from nanorec.contract import ExportReport
 from nanorec.selection import Selection
 
 
-@app.command()
+@verb_command(app, "export")
 def export(
     file: Annotated[Path, typer.Argument(help="An archive (or a native file, converted first).")],
     output: Output,
@@ -39,17 +42,7 @@ def export(
     duration: Duration = None,
     messages: Messages = None,
     kinds: Kinds = None,
-    to: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            "-F",
-            help="native (the recording's own format), parquet (a directory of tables, "
-            "needs the [tables] extra), mcap (needs the [mcap] extra), or a format's own "
-            "(pbstream: ros-map).",
-            metavar="FORMAT",
-        ),
-    ] = "native",
+    fmt: ExportFormat = "native",
 ) -> None:
     """Write the native file back, byte for byte, or a valid cut of it; or the recording in
     another format (Parquet tables, MCAP).
@@ -66,7 +59,7 @@ def export(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
     )
-    raise typer.Exit(run(lambda: export_file(file, output, selection, force=force, to=to)))
+    raise typer.Exit(run(lambda: export_file(file, output, selection, force=force, to=fmt)))
 
 
 def export_file(
@@ -80,15 +73,18 @@ def export_file(
 ) -> int:
     """`nanorec export` (and a format's own export): print the report, return the status."""
     check_output(output, file)
+    every_form = {form for c in registry.converters().values() for form in _own_forms(c)}
+    check_choice("--format", to, (*COMMON_FORMS, *sorted(every_form)))
     if to in ("parquet", "mcap"):
         return _export_other(to, file, output, selection, force)
     with opened_archive(file, options=convert_options) as reader:
         converter = registry.for_archive(reader)
         if converter is None:
-            raise UnsupportedError(
-                f"{file} is a plain archive (no converter wrote it): there is no native "
-                "file to export"
-            )
+            check_choice("--format", to, ("native", "parquet", "mcap"))
+            report = write_archive_cut(reader, output, selection, overwrite=force)
+            typer.echo(f"{report.output}: {report.size} bytes, {report.messages} messages")
+            return 0
+        check_choice("--format", to, (*COMMON_FORMS, *_own_forms(converter)))
         options = None if to == "native" else {"format": to}
         report = converter.export(
             reader, output, selection=selection, overwrite=force, options=options
@@ -102,6 +98,33 @@ def export_file(
     )
     typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256} ({verdict})")
     return EXIT_PROBLEM if report.identical is False else 0
+
+
+#: What `--format` of export takes for every format (a format may add its own: the
+#: converter's optional `export_formats`, a mapping of name to help).
+COMMON_FORMS = ("native", "parquet", "mcap")
+
+
+def _own_forms(converter: Any) -> tuple[str, ...]:
+    return tuple(getattr(converter, "export_formats", {}))
+
+
+def write_archive_cut(
+    reader: Any, output: Path, selection: Selection, *, overwrite: bool
+) -> ExportReport:
+    """The selected messages of a plain archive (NanoVer's own recordings: no native file
+    behind them) as an archive of the same kind, their metadata kept."""
+    from nanorec.index import RESERVED_METADATA
+    from nanorec.writer import ArchiveWriter
+
+    numbers = selection.chosen(reader.index).tolist()
+    stamps = reader.index.timestamp_us
+    with ArchiveWriter(output, overwrite=overwrite) as writer:
+        for number in numbers:
+            metadata = reader.metadata(number)
+            extra = {k: v for k, v in metadata.items() if k not in RESERVED_METADATA}
+            writer.write(reader.read(number), timestamp_us=int(stamps[number]), metadata=extra)
+    return ExportReport(output, output.stat().st_size, file_sha256(output), len(numbers))
 
 
 def _export_other(to: str, file: Path, output: Path, selection: Selection, force: bool) -> int:

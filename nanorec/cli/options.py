@@ -50,9 +50,29 @@ Kinds = Annotated[
         metavar="KIND",
     ),
 ]
+ExportFormat = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-F",
+        help="native (the recording's own format), parquet (a directory of tables, needs the "
+        "[tables] extra), mcap (needs the [mcap] extra), or a format's own (see below).",
+        metavar="FORMAT",
+    ),
+]
 TableFormat = Annotated[
     str,
-    typer.Option("--format", "-F", help="ndjson (one JSON object a line) or csv.", metavar="FMT"),
+    typer.Option(
+        "--format", "-F", help="ndjson (one JSON object a line) or csv.", metavar="FORMAT"
+    ),
+]
+Rate = Annotated[float, typer.Option("--rate", "-r", help="Speed factor: 2 plays twice as fast.")]
+Loop = Annotated[bool, typer.Option("--loop", "-l", help="Start over after the end.")]
+Immediate = Annotated[
+    bool, typer.Option("--immediate", "-i", help="Print every message at once, no waiting.")
+]
+Pause = Annotated[
+    bool, typer.Option("--pause", help="Start paused (needs a terminal: space resumes).")
 ]
 KeepGoing = Annotated[
     bool,

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from nanorec.cli import app, fail, run
+from nanorec.cli import app, run
 from nanorec.cli.inputs import (
     check_output,
     message_dict,
@@ -25,18 +25,23 @@ from nanorec.cli.options import (
     Duration,
     End,
     Force,
+    Immediate,
     Json,
     Kinds,
+    Loop,
     Messages,
     Output,
+    Pause,
+    Rate,
     Start,
     TableFormat,
 )
+from nanorec.cli.surface import check_choice, verb_command
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
 
-@app.command()
+@verb_command(app, "info")
 def info(
     file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
     as_json: Json = False,
@@ -66,7 +71,7 @@ def info(
     run(action)
 
 
-@app.command()
+@verb_command(app, "cat")
 def cat(
     file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
     kinds: Kinds = None,
@@ -83,12 +88,14 @@ def cat(
     """
     from nanorec.tables import write_csv, write_ndjson
 
-    if fmt not in ("ndjson", "csv"):
-        fail(f"--format takes ndjson or csv, not {fmt!r}")
-
     def action() -> None:
+        check_choice("--format", fmt, ("ndjson", "csv"))
         selection = Selection.make(start=start, end=end, duration=duration, messages=messages)
         with opened(file) as recording:
+            index = recording.reader.index
+            Selection.make(
+                start=start, end=end, duration=duration, messages=messages, kinds=kinds
+            ).chosen(index)
             if not kinds:
                 if fmt == "csv":
                     raise UsageError("CSV needs one --type (one table); NDJSON takes them all")
@@ -104,23 +111,18 @@ def cat(
     run(action)
 
 
-@app.command()
+@verb_command(app, "play")
 def play(
     file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
-    rate: Annotated[
-        float, typer.Option("--rate", "-r", help="Speed factor: 2 plays twice as fast.")
-    ] = 1.0,
+    rate: Rate = 1.0,
     start: Start = None,
     end: End = None,
     duration: Duration = None,
+    messages: Messages = None,
     kinds: Kinds = None,
-    loop: Annotated[bool, typer.Option("--loop", "-l", help="Start over after the end.")] = False,
-    immediate: Annotated[
-        bool, typer.Option("--immediate", "-i", help="Print every message at once, no waiting.")
-    ] = False,
-    pause: Annotated[
-        bool, typer.Option("--pause", help="Start paused (needs a terminal: space resumes).")
-    ] = False,
+    loop: Loop = False,
+    immediate: Immediate = False,
+    pause: Pause = False,
 ) -> None:
     """Print each message as one JSON line at the recorded pace (like rosbag play).
 
@@ -131,9 +133,10 @@ def play(
     from nanorec.tables import dumps
 
     def action() -> None:
-        options: dict[str, Any] = dict(
-            rate=rate, start=start, end=end, duration=duration, kinds=kinds
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
+        options: dict[str, Any] = dict(rate=rate, selection=selection)
         with (
             opened(file) as recording,
             terminal_player(recording, pause, loop=loop, immediate=immediate, **options) as player,
@@ -185,11 +188,16 @@ def terminal_player(
         yield player
 
 
-@app.command()
+@verb_command(app, "plot")
 def plot(
     file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
     output: Output,
     force: Force = False,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
 ) -> None:
     """Draw how many messages of each kind a recording holds over time (formats draw more:
     CARLA a bird's-eye view, pbstream its map). Needs the plot extra (matplotlib).
@@ -200,8 +208,12 @@ def plot(
 
     def action() -> None:
         check_output(output, file)
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+        )
         with opened(file) as recording:
-            size = plot_timeline(recording, output, overwrite=force)
+            selection.chosen(recording.reader.index)
+            size = plot_timeline(recording, output, overwrite=force, selection=selection)
         typer.echo(f"{output}: {size} bytes")
 
     run(action)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nanorec.cli import _register, app
+from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 SAMPLE = SAMPLES / "carla-0.9.16-town03.log"
@@ -137,7 +138,7 @@ def test_native_files_verify_and_export(tmp_path: Path) -> None:
     assert (tmp_path / "same.log").read_bytes() == SAMPLE.read_bytes()
 
 
-def test_plain_archives_are_first_class() -> None:
+def test_plain_archives_are_first_class(tmp_path: Path) -> None:
     if not NANOVER.exists():
         pytest.skip("../shared/realdata is not present")
     code, out, _ = _run("info", NANOVER, "--json")
@@ -148,9 +149,17 @@ def test_plain_archives_are_first_class() -> None:
     assert _run("verify", NANOVER)[0] == 0
     code, out, _ = _run("play", NANOVER, "--immediate", "--end", "0.1")
     assert code == 0 and all(json.loads(line)["time"] <= 0.1 for line in out.splitlines())
-    code, _, err = _run("export", NANOVER, "-o", "/tmp/never-written")
+    # a cut of a NanoVer recording is a NanoVer recording of the selected messages
+    cut = tmp_path / "cut.nanover.zip"
+    code, out, _ = _run("export", NANOVER, "-o", cut, "--messages", "2:7")
+    assert code == 0 and "5 messages" in out
+    with ArchiveReader(NANOVER) as whole, ArchiveReader(cut) as part:
+        assert [part.read(i) for i in range(5)] == [whole.read(i) for i in range(2, 7)]
+        kept = [{k: v for k, v in part.metadata(i).items() if k != "crc"} for i in range(5)]
+        assert kept == [whole.metadata(i) for i in range(2, 7)]  # our writer adds a CRC
+    code, _, err = _run("export", NANOVER, "-o", cut, "--force", "--start", "1000")
     _one_line_error(code, err)
-    assert "plain archive" in err
+    assert "--start 1000 selects no message" in err
 
 
 def test_sigterm_during_convert_leaves_nothing(tmp_path: Path) -> None:

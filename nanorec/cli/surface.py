@@ -1,0 +1,143 @@
+"""One surface for every format: the options each verb has whatever the file, declared here
+once and given to every command named like a verb, the generic ones and each format's own.
+
+A format's `cat` (say) is written as
+
+    @verb_command(app, "cat", kinds="A topic; repeatable.")
+    def cat(file: ..., kinds: Kinds = None, fmt: TableFormat = "ndjson", start: Start = None,
+            ..., freq: Annotated[...] = False) -> None:
+
+and must take every common parameter of the verb by its name (`COMMON`): the decorator
+refuses the function otherwise (at import, so a format cannot drift), and replaces each
+common parameter's declaration with the core's (same spellings, aliases and short forms
+for every format; a format may only reword the help). Its own options come on top.
+`tests/converters/contract.py` checks every registered format's commands against `COMMON`.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, TypeVar, get_args
+
+import typer
+
+from nanorec.cli import options
+from nanorec.errors import UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Parameter name -> the core's declaration (type and typer option).
+DECLARED: dict[str, Any] = {
+    "output": options.Output,
+    "force": options.Force,
+    "as_json": options.Json,
+    "start": options.Start,
+    "end": options.End,
+    "duration": options.Duration,
+    "messages": options.Messages,
+    "kinds": options.Kinds,
+    "fmt": options.TableFormat,
+    "export.fmt": options.ExportFormat,
+    "rate": options.Rate,
+    "loop": options.Loop,
+    "immediate": options.Immediate,
+    "pause": options.Pause,
+}
+_SELECTION = ("kinds", "start", "end", "duration", "messages")
+#: What every command named like a verb takes, whatever the format.
+COMMON: dict[str, tuple[str, ...]] = {
+    "info": ("as_json",),
+    "cat": ("fmt", *_SELECTION),
+    "play": (*_SELECTION, "rate", "loop", "immediate", "pause"),
+    "export": ("output", "force", "fmt", *_SELECTION),
+    "plot": ("output", "force", *_SELECTION),
+}
+
+
+def verb_command(app: typer.Typer, verb: str, **helps: str) -> Callable[[F], F]:
+    """Register `func` as `app`'s command `verb` with the verb's common options (see the
+    module docstring); `helps` rewords the help of some of them for this format."""
+    common = COMMON[verb]
+
+    def register(func: F) -> F:
+        signature = inspect.signature(func)
+        missing = [name for name in common if name not in signature.parameters]
+        if missing:
+            raise TypeError(
+                f"{func.__module__}.{func.__qualname__} is a `{verb}` command: it must take "
+                f"the verb's common options {', '.join(missing)}"
+            )
+        for name in common:
+            declared = DECLARED.get(f"{verb}.{name}", DECLARED[name])
+            if name in helps:
+                kind, option = get_args(declared)
+                option = _reworded(option, helps[name])
+                declared = Annotated[kind, option]
+            func.__annotations__[name] = declared
+        app.command(verb)(func)
+        return func
+
+    return register
+
+
+def _reworded(option: Any, help_text: str) -> Any:
+    """A copy of a typer option declaration with another help text."""
+    reworded = copy.copy(option)
+    reworded.help = help_text
+    return reworded
+
+
+def check_choice(option: str, value: str, choices: Iterable[str]) -> str:
+    """`value` if it is one of `choices`, else a `UsageError` listing them."""
+    known = tuple(choices)
+    if value not in known:
+        raise UsageError(f"{option} takes {', '.join(known)}; not {value!r}")
+    return value
+
+
+def option_names(command: Any) -> set[str]:
+    """Every spelling a click command accepts (`--start`, `-s`, ...)."""
+    return {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+
+
+def common_spellings(verb: str) -> set[str]:
+    """The spellings of the verb's common options, as the core declares them."""
+    found: set[str] = set()
+    for name in COMMON[verb]:
+        option = get_args(DECLARED[name])[1]
+        decls = (option.default, *option.param_decls)
+        found.update(d for d in decls if isinstance(d, str) and d.startswith("-"))
+    return found
+
+
+def format_options_help(verb: str) -> str:
+    """For the verb's plain `--help`: what each installed format adds to it (its own
+    options, and for export its own output forms)."""
+    from nanorec import registry
+
+    common = common_spellings(verb) | {"--help", "-h"}
+    lines = []
+    for name, converter in sorted(registry.converters().items()):
+        parts = []
+        group = converter.commands()
+        command = _command_of(group, verb) if group is not None else None
+        if command is not None:
+            for param in command.params:
+                spellings = [*param.opts, *param.secondary_opts]
+                if param.param_type_name == "option" and not common & set(spellings):
+                    parts.append("/".join(spellings))
+        extra_forms = getattr(converter, "export_formats", {})
+        if verb == "export" and extra_forms:
+            parts.append("--format " + "|".join(extra_forms))
+        if parts:
+            lines.append(f"{name}: {', '.join(parts)}")
+    if not lines:
+        return ""
+    return "Format options (with a file of that format):\n\n" + "\n\n".join(lines)
+
+
+def _command_of(group: typer.Typer, verb: str) -> Any:
+    command = typer.main.get_command(group)
+    return getattr(command, "commands", {}).get(verb)
