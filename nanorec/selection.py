@@ -162,8 +162,7 @@ class Selection:
         if self.kinds is not None:
             what += f" --type {', '.join(sorted(self.kinds))}"
         return EmptySelectionError(
-            f"{what} selects no message (the recording has {count} messages over "
-            f"{span_s:.3f} s)"
+            f"{what} selects no message (the recording has {count} messages over {span_s:.3f} s)"
         )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nanorec.contract import ConvertReport, ExportReport, Progress, Region
 from nanorec.errors import UsageError
@@ -31,7 +31,9 @@ class PbstreamConverter:
     title = "Cartographer pbstream"
     suffixes = (".pbstream",)
     #: `nanorec export --format` values beyond native/parquet/mcap.
-    export_formats = {"ros-map": "the 2D occupancy grid as map_saver writes it (PGM + YAML)"}
+    export_formats: ClassVar[Mapping[str, str]] = {
+        "ros-map": "the 2D occupancy grid as map_saver writes it (PGM + YAML)"
+    }
 
     def sniff(self, head: bytes) -> bool:
         return head[:8] == MAGIC

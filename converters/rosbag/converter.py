@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nanorec.contract import ConvertReport, ExportReport, Progress
 from nanorec.errors import UsageError
@@ -31,7 +31,9 @@ class BagConverter:
     title = "ROS1 bag"
     suffixes = (".bag", ".bag.active")
     #: `nanorec export --format` values beyond native/parquet/mcap.
-    export_formats = {"indexed": "a new indexed bag (the repair of a crashed bag)"}
+    export_formats: ClassVar[Mapping[str, str]] = {
+        "indexed": "a new indexed bag (the repair of a crashed bag)"
+    }
 
     def sniff(self, head: bytes) -> bool:
         return head.startswith(b"#ROSBAG V") and len(head) >= len(VERSION_LINE)
