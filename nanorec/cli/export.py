@@ -85,6 +85,8 @@ def export_file(
             typer.echo(f"{report.output}: {report.size} bytes, {report.messages} messages")
             return 0
         check_choice("--format", to, (*COMMON_FORMS, *_own_forms(converter)))
+        if not selection.everything:
+            selection.chosen(reader.index)  # one rule for an empty selection, every format
         options = None if to == "native" else {"format": to}
         report = converter.export(
             reader, output, selection=selection, overwrite=force, options=options
@@ -130,6 +132,8 @@ def write_archive_cut(
 def _export_other(to: str, file: Path, output: Path, selection: Selection, force: bool) -> int:
     """Parquet tables or MCAP, from any recording (`nanorec.arrow`, `nanorec.mcap`)."""
     with opened(file) as recording:
+        if not selection.everything:
+            selection.chosen(recording.reader.index)
         if to == "parquet":
             from nanorec.arrow import export_parquet
 

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+import typer
 
 from nanorec import registry
 from nanorec.cli import _register, app
+from nanorec.cli.surface import COMMON, common_spellings, option_names
 from nanorec.contract import SNIFF_BYTES, Converter, Recording
 from nanorec.errors import NanorecError
 from nanorec.reader import ArchiveReader
@@ -231,3 +233,55 @@ class ConverterContract:
             for line in failures
         ]
         assert not failures, f"{len(failures)} failures:\n" + "\n".join(described[:30])
+
+    # -- one surface ---------------------------------------------------------------------------
+
+    def test_format_commands_take_the_common_options(self, converter: Converter) -> None:
+        """Every command of the format named like a verb accepts the verb's common options
+        (declared once in `nanorec.cli.surface`), under the same spellings."""
+        commands = converter.commands()
+        if commands is None:
+            return
+        group = typer.main.get_command(commands)
+        for verb in COMMON:
+            command = getattr(group, "commands", {}).get(verb)
+            if command is not None:
+                missing = common_spellings(verb) - option_names(command)
+                assert not missing, f"{self.name} {verb} lacks {sorted(missing)}"
+
+    def test_common_options_mean_the_same(self, samples: list[Path], tmp_path: Path) -> None:
+        """The same command lines give the same kind of answer on every format: a message
+        range, an empty selection (exit 2, one line naming the option), an unknown --format."""
+        _register()
+        sample = min(samples, key=lambda p: p.stat().st_size)
+
+        def run(*args: object) -> tuple[int, str, str]:
+            result = _runner.invoke(app, [str(a) for a in args])
+            assert isinstance(result.exception, SystemExit | None), (args, result.exception)
+            return result.exit_code, result.stdout, result.stderr
+
+        def refused(*args: object, says: str = "") -> None:
+            code, _, err = run(*args)
+            assert code == 2 and err.startswith("nanorec: ") and err.count("\n") == 1, (args, err)
+            assert says in err, (args, err)
+
+        code, out, err = run("cat", sample, "--messages", "0:2")
+        assert code == 0 and len(out.splitlines()) == 2, (out[:500], err)
+        assert all(isinstance(json.loads(line), dict) for line in out.splitlines())
+        code, out, err = run("play", sample, "--immediate", "--messages", "0:2")
+        assert code == 0 and len(out.splitlines()) == 2, (out[:500], err)
+        assert run("info", sample, "--json")[0] == 0
+        far = "--start", "1000000"
+        refused("cat", sample, *far, says="--start 1e+06 selects no")
+        refused("play", sample, "--immediate", *far, says="--start 1e+06 selects no")
+        refused("cat", sample, "--messages", "5:2", says="--messages 5:2 selects no")
+        refused("cat", sample, "-F", "bogus", says="--format")
+        out = tmp_path / "out"
+        refused("export", sample, "-o", out, "-F", "bogus", says="--format")
+        refused("export", sample, "-o", out, *far, says="--start 1e+06 selects no")
+        refused("plot", sample, "-o", tmp_path / "p.png", *far, says="--start 1e+06 selects no")
+        assert not list(tmp_path.iterdir())  # refused: nothing written, not even a partial
+        code, _, err = run("export", sample, "-o", out, "--messages", "0:2")
+        assert code == 0, err
+        with registry.open(out) as cut:
+            assert 1 <= len(cut) <= 2 or self.name == "pbstream"  # a stream keeps its header
