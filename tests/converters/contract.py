@@ -276,11 +276,13 @@ class ConverterContract:
         refused("play", sample, "--immediate", *far, says="--start 1e+06 selects no")
         refused("cat", sample, "--messages", "5:2", says="--messages 5:2 selects no")
         refused("cat", sample, "-F", "bogus", says="--format")
-        out = tmp_path / "out"
+        outputs = tmp_path / "outputs"
+        outputs.mkdir()
+        out = outputs / "out"
         refused("export", sample, "-o", out, "-F", "bogus", says="--format")
         refused("export", sample, "-o", out, *far, says="--start 1e+06 selects no")
-        refused("plot", sample, "-o", tmp_path / "p.png", *far, says="--start 1e+06 selects no")
-        assert not list(tmp_path.iterdir())  # refused: nothing written, not even a partial
+        refused("plot", sample, "-o", outputs / "p.png", *far, says="--start 1e+06 selects no")
+        assert not list(outputs.iterdir())  # refused: nothing written, not even a partial
         code, _, err = run("export", sample, "-o", out, "--messages", "0:2")
         assert code == 0, err
         with registry.open(out) as cut:
