@@ -1,8 +1,10 @@
 """Convert many recordings at once: a process pool, resumable, one bad file never fatal.
 
 `plan` turns the sources (files, directories searched recursively, glob patterns) into jobs,
-each a native file and the archive it becomes under the output directory (a directory's
-layout is kept, so equal names in different folders do not collide). `run_batch` converts
+each a native file and the archive it becomes under the output directory: a named file's
+archive goes at the top, a directory's files keep their layout under it. Files that would
+share an archive keep instead their path below the folder they have in common (a/rec.log and
+b/rec.log become a/ and b/rec.log.nanover.zip); any still sharing one fail. `run_batch` converts
 them in `jobs` worker processes (replaced by fresh ones every `TASKS_PER_WORKER` files each,
 so memory stays that of one conversion) and yields one `Outcome` per file as it finishes.
 
@@ -18,9 +20,11 @@ from __future__ import annotations
 import concurrent.futures as futures
 import contextlib
 import glob
+import os
 import time
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +48,8 @@ class Job:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one file: `status` is converted, skipped or failed."""
+    """What became of one file: `status` is converted, skipped, failed, or ignored (found in
+    a directory with a recording's suffix, but not one)."""
 
     job: Job
     status: str
@@ -53,10 +58,11 @@ class Outcome:
     problem: str = ""
 
 
-def _candidates(sources: Iterable[Path]) -> Iterator[tuple[Path, Path, bool]]:
+def _candidates(sources: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Path, Path, bool]]:
     """(file, the root its output path is taken relative to, whether it was named rather
     than found in a directory) for every source."""
-    for source in sources:
+    for name in sources:
+        source = Path(name)
         text = str(source)
         if any(char in text for char in "*?[") and not source.exists():
             for match in sorted(glob.glob(text, recursive=True)):
@@ -72,27 +78,63 @@ def _candidates(sources: Iterable[Path]) -> Iterator[tuple[Path, Path, bool]]:
             yield source, source.parent, True
 
 
-def plan(sources: Iterable[Path], outdir: Path) -> tuple[list[Job], list[Outcome]]:
-    """The jobs for `sources`, and the outcomes known without converting: files in a
-    directory that no converter takes are left out silently (a folder holds other things),
-    named files that are missing or foreign fail."""
+def plan(
+    sources: Iterable[str | os.PathLike[str]], outdir: Path
+) -> tuple[list[Job], list[Outcome]]:
+    """The jobs for `sources`, and the outcomes known without converting: named files that
+    are missing or foreign fail, files in a directory with a converter's suffix that are not
+    recordings are ignored (named in the summary), other files there are left out silently
+    (a folder holds other things). A file given twice is one job."""
     jobs: list[Job] = []
-    failed: list[Outcome] = []
+    known: list[Outcome] = []
     seen: set[Path] = set()
     for path, root, named in _candidates(sources):
-        output = outdir / path.relative_to(root).with_name(path.name + SUFFIX)
-        if output in seen:
+        if path.resolve() in seen:
             continue
+        seen.add(path.resolve())
+        output = outdir / path.relative_to(root).with_name(path.name + SUFFIX)
         try:
             size = path.stat().st_size
             registry.for_native(path)
         except (NanorecError, OSError) as error:
-            if named:
-                failed.append(Outcome(Job(path, output, 0), "failed", problem=_line(error)))
+            if named or (_has_suffix(path) and not isinstance(error, NanorecError)):
+                known.append(Outcome(Job(path, output, 0), "failed", problem=_line(error)))
+            elif _has_suffix(path):
+                known.append(Outcome(Job(path, output, 0), "ignored", problem=_line(error)))
             continue
-        seen.add(output)
         jobs.append(Job(path, output, size))
-    return jobs, failed
+    jobs, clashes = _distinct(jobs, outdir)
+    return jobs, known + clashes
+
+
+def _has_suffix(path: Path) -> bool:
+    name = path.name.lower()
+    return any(name.endswith(s) for c in registry.converters().values() for s in c.suffixes)
+
+
+def _distinct(jobs: list[Job], outdir: Path) -> tuple[list[Job], list[Outcome]]:
+    """Jobs whose archives would be one file get their path below the folder their sources
+    have in common instead; those still sharing an archive fail, never merged silently."""
+    groups: dict[Path, list[Job]] = defaultdict(list)
+    for job in jobs:
+        groups[job.output].append(job)
+    moved = []
+    for job in jobs:
+        group = groups[job.output]
+        if len(group) > 1:
+            with contextlib.suppress(ValueError):  # no common folder (Windows drives)
+                common = os.path.commonpath([j.source.absolute() for j in group])
+                below = job.source.absolute().relative_to(common)
+                job = replace(job, output=outdir / below.with_name(below.name + SUFFIX))
+        moved.append(job)
+    counts = Counter(job.output for job in moved)
+    clashes = []
+    for job in moved:
+        if counts[job.output] > 1:
+            others = ", ".join(str(j.source) for j in moved if j.output == job.output and j != job)
+            problem = f"its archive {job.output} would also be that of {others}; convert them apart"
+            clashes.append(Outcome(replace(job, size=0), "failed", problem=problem))
+    return [job for job in moved if counts[job.output] == 1], clashes
 
 
 def is_done(job: Job) -> bool:

@@ -4,7 +4,9 @@
 `read_kind(paths, kind)` is a lazy `dask.dataframe` with one partition per archive (local
 paths or any fsspec URL: `s3://`, `gs://`, `https://`...; remote archives are copied to the
 worker's temporary directory first, since archives are read through `mmap`). Each partition
-is `nanorec.arrow.table(recording, kind).to_pandas()`, with the `recording` column.
+is `nanorec.arrow.table(recording, kind).to_pandas()`, with the `recording` column; an
+archive without the kind gives an empty partition, so a kind some recordings lack (a CARLA
+log without collisions, a bag without a topic) still reads as one frame.
 `convert_many(sources, outdir, client)` runs `nanorec.batch` jobs as client tasks.
 
 Pointing it at a real cluster: `client = distributed.Client("tcp://scheduler:8786")`, with
@@ -15,6 +17,7 @@ file system, or object storage through fsspec).
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nanorec.batch import Outcome, convert_one, is_done, plan
-from nanorec.errors import UnsupportedError
+from nanorec.errors import UnknownNameError, UnsupportedError, UsageError
 
 
 def _dask() -> tuple[Any, Any]:
@@ -61,22 +64,70 @@ def kind_frame(url: str, kind: str) -> Any:
         return table(recording, kind).to_pandas()
 
 
-def read_kind(urls: Sequence[str | Path], kind: str) -> Any:
+def _frame(url: str, kind: str, *, whole: bool) -> Any:
+    """`kind`'s table of `url` as pandas (or only its first batch), None when the archive
+    has no such kind."""
+    from nanorec import registry
+    from nanorec.arrow import iter_batches, table
+
+    with local_copy(url) as path, registry.open(path) as recording:
+        if kind not in recording.table_kinds():
+            return None
+        if whole:
+            return table(recording, kind).to_pandas()
+        return next(iter_batches(recording, kind)).to_pandas()
+
+
+def read_kind(urls: Sequence[str | os.PathLike[str]], kind: str) -> Any:
     """A lazy `dask.dataframe.DataFrame` of `kind` over `urls`, one partition per archive.
 
-    The columns come from the first archive (read once, eagerly, for Dask's metadata)."""
+    The columns come from the first archive with rows of `kind` (read eagerly, up to its
+    first batch, for Dask's metadata); an archive without the kind is an empty partition."""
     dask, dd = _dask()
     names = [str(url) for url in urls]
     if not names:
-        raise UnsupportedError("read_kind needs at least one archive")
-    meta = kind_frame(names[0], kind).iloc[:0]
-    parts = [dask.delayed(kind_frame)(name, kind) for name in names]
+        raise UsageError("read_kind needs at least one archive")
+    meta = _meta(names, kind)
+    parts = [dask.delayed(_partition)(name, kind, meta) for name in names]
     return dd.from_delayed(parts, meta=meta)
 
 
+def _meta(names: list[str], kind: str) -> Any:
+    """Dask's metadata: the (empty) frame of the first archive with rows of `kind`, else of
+    the first that has the kind; no archive having it is a mistaken name."""
+    first = None
+    for name in names:
+        frame = _frame(name, kind, whole=False)
+        if frame is not None and len(frame):
+            return frame.iloc[:0]
+        if frame is not None and first is None:
+            first = frame.iloc[:0]
+    if first is None:
+        raise UnknownNameError(f"none of the {len(names)} archives has kind {kind!r}")
+    return first
+
+
+def _partition(url: str, kind: str, meta: Any) -> Any:
+    """`kind`'s table in `meta`'s columns and types: empty when the archive lacks the kind;
+    a table whose columns differ is an error naming the archive, never a silent drop."""
+    frame = _frame(url, kind, whole=True)
+    if frame is None or not len(frame):
+        return meta.copy()
+    if list(frame.columns) != list(meta.columns) or list(frame.dtypes) != list(meta.dtypes):
+        extra = [column for column in frame.columns if column not in meta.columns]
+        with contextlib.suppress(ValueError, TypeError):
+            if not extra:
+                return frame.reindex(columns=meta.columns).astype(meta.dtypes.to_dict())
+        raise UsageError(
+            f"{url}: its {kind!r} table has columns {dict(frame.dtypes.astype(str))}, "
+            f"others {dict(meta.dtypes.astype(str))}; read them apart"
+        )
+    return frame
+
+
 def convert_many(
-    sources: Sequence[Path],
-    outdir: Path,
+    sources: Sequence[str | os.PathLike[str]],
+    outdir: str | os.PathLike[str],
     client: Any = None,
     *,
     force: bool = False,
@@ -84,7 +135,7 @@ def convert_many(
 ) -> list[Outcome]:
     """Convert every recording of `sources` into `outdir` (as `nanorec convert -o`), as tasks
     on `client` (a `distributed.Client`), or here in a process pool without one."""
-    jobs, outcomes = plan(sources, outdir)
+    jobs, outcomes = plan(sources, Path(outdir))
     if client is None:
         from nanorec.batch import run_batch
 

@@ -1,8 +1,9 @@
 """`nanorec convert A B DIR... -o OUTDIR -j N`: the batch form of convert (see nanorec.batch).
 
 One overall progress bar (files, MB, rate, ETA) on a terminal, a summary at the end
-(converted / skipped / failed, with the one line of each failure and each damaged input),
-exit status 1 if any file failed (or was damaged, unless --keep-going).
+(converted / skipped / failed, with the one line of each failure and each damaged input, and
+each file with a recording's suffix that is not one), exit status 1 if any file failed (or
+was damaged, unless --keep-going); sources holding no recording at all are an error.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def batch_convert(
             raise UsageError(f"{output} is not a directory")
         output.mkdir(parents=True, exist_ok=True)
         todo, outcomes = plan(sources, output)
+        if not todo and all(o.status == "ignored" for o in outcomes):
+            ignored = ", ".join(str(o.job.source) for o in outcomes)
+            raise UsageError(
+                f"no recording found in {', '.join(map(str, sources))}"
+                + (f" (not recordings: {ignored})" if ignored else "")
+            )
         total = sum(job.size for job in todo)
         shown = sys.stderr.isatty()
         start = time.perf_counter()
@@ -65,17 +72,20 @@ def batch_convert(
 
 
 def summary(outcomes: list[Outcome], seconds: float) -> str:
-    counts = {status: 0 for status in ("converted", "skipped", "failed")}
+    counts = {status: 0 for status in ("converted", "skipped", "failed", "ignored")}
     for outcome in outcomes:
         counts[outcome.status] += 1
     converted_mb = sum(o.job.size for o in outcomes if o.status == "converted") / 1e6
+    ignored = f", {counts['ignored']} ignored (not recordings)" if counts["ignored"] else ""
     lines = [
         f"{counts['converted']} converted ({converted_mb:.1f} MB in {seconds:.1f} s), "
-        f"{counts['skipped']} skipped (already converted), {counts['failed']} failed"
+        f"{counts['skipped']} skipped (already converted){ignored}, {counts['failed']} failed"
     ]
     for outcome in outcomes:
         if outcome.status == "failed":
             lines.append(f"  FAILED {outcome.job.source}: {outcome.problem}")
+        elif outcome.status == "ignored":
+            lines.append(f"  ignored {outcome.job.source}: {outcome.problem}")
         elif outcome.problem:
             lines.append(f"  damaged {outcome.job.source}: {outcome.problem}")
     return "\n".join(lines)

@@ -88,3 +88,65 @@ def test_several_sources_need_an_output_directory(tmp_path: Path) -> None:
     source = _tree(tmp_path / "in")
     code, _, err = _convert(source)
     assert code == 2 and "need -o OUTDIR" in err
+
+
+def _twins(root: Path) -> Path:
+    """a/rec.log and b/rec.log: two different recordings sharing a file name."""
+    for folder, sample_name in (("a", "carla-0.9.16-town03.log"), ("b", "carla-0.9.15-town03.log")):
+        (root / folder).mkdir(parents=True)
+        shutil.copy(SAMPLES / sample_name, root / folder / "rec.log")
+    return root
+
+
+@pytest.mark.parametrize("as_dirs", [False, True])
+def test_recordings_sharing_a_name_get_an_archive_each(tmp_path: Path, as_dirs: bool) -> None:
+    root = _twins(tmp_path / "in")
+    sources = [root / "a", root / "b"] if as_dirs else [root / "a/rec.log", root / "b/rec.log"]
+    out = tmp_path / "out"
+    code, stdout, _ = _convert(*sources, "-o", out, "-j", 2)
+    assert code == 0 and stdout.startswith("2 converted") and "0 failed" in stdout, stdout
+    made = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.nanover.zip"))
+    assert made == ["a/rec.log.nanover.zip", "b/rec.log.nanover.zip"]
+    code, stdout, _ = _convert(*sources, "-o", out, "-j", 2)
+    assert code == 0 and stdout.startswith("0 converted") and "2 skipped" in stdout
+
+
+def test_the_same_file_twice_is_one_job_and_a_clash_left_fails(tmp_path: Path) -> None:
+    root = _twins(tmp_path / "in")
+    jobs, failed = plan([root / "a", root / "a" / "rec.log", root / "a/../a/rec.log"], tmp_path)
+    assert failed == [] and [job.source for job in jobs] == [root / "a" / "rec.log"]
+    (root / "x" / "a").mkdir(parents=True)  # x/a/rec.log keeps its place as out/a/rec.log...
+    shutil.copy(SAMPLES / "carla-0.9.15-crash-town05.log", root / "x" / "a" / "rec.log")
+    jobs, failed = plan([root / "x", root / "a/rec.log", root / "b/rec.log"], tmp_path / "out")
+    assert [job.output.relative_to(tmp_path / "out").as_posix() for job in jobs] == [
+        "b/rec.log.nanover.zip"
+    ]
+    assert sorted(o.job.source.relative_to(root).as_posix() for o in failed) == [
+        "a/rec.log",
+        "x/a/rec.log",
+    ]
+    assert all("a/rec.log.nanover.zip" in o.problem for o in failed), failed
+
+
+def test_files_passed_over_are_named(tmp_path: Path) -> None:
+    source = _tree(tmp_path / "in")
+    (source / "a" / "random.log").write_bytes(bytes(range(256)) * 8)
+    (source / "a" / "empty.bag").write_bytes(b"")
+    code, stdout, _ = _convert(source, "-o", tmp_path / "out", "-j", 1)
+    assert code == 0 and stdout.startswith("4 converted"), stdout
+    assert "2 ignored (not recordings)" in stdout and "0 failed" in stdout
+    assert f"ignored {source / 'a' / 'random.log'}: " in stdout
+    assert f"ignored {source / 'a' / 'empty.bag'}: " in stdout and "is empty" in stdout
+    assert "notes.txt" not in stdout  # no converter's suffix: a folder holds other things
+
+
+def test_inputs_without_a_recording_are_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, stdout, err = _convert(empty, "-o", tmp_path / "out")
+    assert code == 2 and stdout == "" and err == f"nanorec: no recording found in {empty}\n"
+    (empty / "random.log").write_bytes(b"\x00" * 100)
+    (empty / "notes.txt").write_text("hello\n")
+    code, stdout, err = _convert(empty, tmp_path / "nothing-*.bag", "-o", tmp_path / "out")
+    assert code == 2 and stdout == "" and len(err.splitlines()) == 1, err
+    assert "no recording found in" in err and f"(not recordings: {empty / 'random.log'})" in err
