@@ -47,22 +47,26 @@ def batch_convert(
                 f"no recording found in {', '.join(map(str, sources))}"
                 + (f" (not recordings: {ignored})" if ignored else "")
             )
-        total = sum(job.size for job in todo)
         shown = sys.stderr.isatty()
         start = time.perf_counter()
+        done_bytes = 0
+        # counts files (a byte count sits still while one big file converts in a worker)
         with typer.progressbar(
-            length=max(total, 1),
-            label=f"{len(todo)} files",
+            length=max(len(todo), 1),
+            label=f"0/{len(todo)} files",
             file=sys.stderr if shown else io.StringIO(),
             show_eta=True,
             show_percent=True,
+            show_pos=False,
         ) as bar:
-            for outcome in run_batch(todo, workers=jobs, force=force, options=options, fmt=fmt):
+            for done, outcome in enumerate(
+                run_batch(todo, workers=jobs, force=force, options=options, fmt=fmt), 1
+            ):
                 outcomes.append(outcome)
-                bar.update(outcome.job.size)
-                done_mb = sum(o.job.size for o in outcomes) / 1e6
-                rate = done_mb / max(time.perf_counter() - start, 1e-9)
-                bar.label = f"{len(outcomes)}/{len(todo)} files, {done_mb:.0f} MB, {rate:.0f} MB/s"
+                done_bytes += outcome.job.size
+                rate = done_bytes / 1e6 / max(time.perf_counter() - start, 1e-9)
+                bar.label = f"{done}/{len(todo)} files, {done_bytes / 1e6:.0f} MB, {rate:.0f} MB/s"
+                bar.update(1)
         typer.echo(summary(outcomes, time.perf_counter() - start))
         failed = any(o.status == "failed" for o in outcomes)
         damaged = any(o.status == "converted" and o.problem for o in outcomes)

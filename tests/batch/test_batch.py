@@ -150,3 +150,28 @@ def test_inputs_without_a_recording_are_an_error(tmp_path: Path) -> None:
     code, stdout, err = _convert(empty, tmp_path / "nothing-*.bag", "-o", tmp_path / "out")
     assert code == 2 and stdout == "" and len(err.splitlines()) == 1, err
     assert "no recording found in" in err and f"(not recordings: {empty / 'random.log'})" in err
+
+
+def test_the_bar_counts_files_and_ends_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal the bar counts files done (a byte count sits at 0 % while one big
+    file converts) and its last state says every file."""
+    import io
+
+    import nanorec.cli.batch as batch_cli
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(batch_cli.sys, "stderr", screen)
+    source = _tree(tmp_path / "in")
+    options: dict[str, str] = {}
+    code = batch_cli.batch_convert(
+        [source], tmp_path / "out", jobs=1, force=False, keep_going=False, fmt=None, options=options
+    )
+    assert code == 0
+    last = screen.getvalue().replace("\r", "\n").strip().splitlines()[-1]
+    assert "4/4 files" in last and "100%" in last, last
