@@ -60,7 +60,9 @@ def info_command(
         bool, typer.Option("--freq", help="Topic frequencies (reads the index).")
     ] = False,
     as_yaml: Annotated[bool, typer.Option("--yaml", "-y", help="As rosbag info --yaml.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="The same facts as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The facts as JSON (start, end: first and last message).")
+    ] = False,
     tz: Annotated[
         str | None,
         typer.Option(

@@ -110,3 +110,57 @@ def test_empty_bag(tmp_path: Path) -> None:
     same = tmp_path / "same.bag"
     assert runner.invoke(app, ["export", str(bag), "-o", str(same)]).exit_code == 0
     assert same.read_bytes() == bag.read_bytes()
+
+
+def _overlapping_bag(tmp_path: Path) -> Path:
+    """Chunks that overlap in time, as the Python API writes messages given out of order:
+    [2 s, 3 s], [1 s, 5 s], [4 s] after 1600000000 s."""
+    from nanorec.converters.rosbag.generate import connection_fields, encode
+    from nanorec.converters.rosbag.msgdef import parse_definition
+    from nanorec.converters.rosbag.stock import STOCK
+    from nanorec.converters.rosbag.writer import BagWriter
+
+    string = parse_definition("std_msgs/String", STOCK["std_msgs/String"][1])
+    bag = tmp_path / "overlap.bag"
+    with bag.open("wb") as stream:
+        writer = BagWriter(stream)
+        writer.add_connection(
+            0, "/chatter", connection_fields("/chatter", "std_msgs/String", "/a", False)
+        )
+        for chunk in ([2, 3], [1, 5], [4]):
+            for second in chunk:
+                data = encode(string, "std_msgs/String", {"data": str(second)})
+                writer.write(0, (1_600_000_000 + second) * 1_000_000_000, data)
+            writer.flush_chunk()
+        writer.close()
+    return bag
+
+
+def test_info_of_overlapping_chunks_says_what_rosbag_says(tmp_path: Path) -> None:
+    """rosbag info takes start and end from the first and last chunk in file order (bag.py
+    `__str__`, `_get_yaml_info`); --json gives the true first and last message times."""
+    from nanorec import registry
+
+    bag = _overlapping_bag(tmp_path)
+    archive = tmp_path / "overlap.nanover.zip"
+    registry.get("rosbag").convert(bag, archive)
+    for source in (bag, archive):
+        lines = runner.invoke(app, ["info", str(source), "--tz", "UTC"]).stdout.splitlines()
+        assert lines[2:5] == [
+            "duration:    2.0s",
+            "start:       Sep 13 2020 12:26:42.00 (1600000002.00)",
+            "end:         Sep 13 2020 12:26:44.00 (1600000004.00)",
+        ]
+        yaml = runner.invoke(app, ["info", str(source), "--yaml"]).stdout.splitlines()
+        assert yaml[2:5] == [
+            "duration: 2.000000",
+            "start: 1600000002.000000",
+            "end: 1600000004.000000",
+        ]
+        facts = json.loads(runner.invoke(app, ["info", str(source), "--json"]).stdout)
+        assert (facts["start"], facts["end"], facts["duration"]) == (
+            1600000001.0,
+            1600000005.0,
+            4.0,
+        )
+        assert facts["start_ns"] == 1_600_000_001_000_000_000
