@@ -164,6 +164,11 @@ def facts_of_archive(recording: BagRecording, path: str | None = None) -> Facts:
         notes.append(
             "unindexed bag (its writer did not close it): these are its recovered messages"
         )
+    if meta.adopted:
+        notes.append(
+            "recovered from a killed conversion: the bag's first messages in time (the "
+            "original's layout is lost: it exports as a new indexed bag)"
+        )
     if meta.cut:
         notes.append(f"cut: {meta.cut[1]} bytes at byte {meta.cut[0]} ({meta.cut[2]})")
     return Facts(
