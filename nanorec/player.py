@@ -81,6 +81,8 @@ class Player:
         if selection is None:
             selection = Selection.make(start=start, end=end, duration=duration, kinds=kinds)
         self.rec = rec
+        #: What is played (a format's player may look at it: rosbag's latched topics).
+        self.selection = selection
         self.rate = float(rate)
         self.loop = loop
         self.immediate = immediate

@@ -16,7 +16,7 @@ from nanorec.cli import fail, run
 from nanorec.cli.inputs import check_input, opened
 from nanorec.cli.options import Duration, End, Start
 from nanorec.cli.verbs import terminal_player
-from nanorec.errors import NanorecError, UsageError
+from nanorec.errors import FormatError, NanorecError, UsageError
 from nanorec.selection import Selection
 from nanorec.timezones import parse_zone
 
@@ -35,9 +35,12 @@ def facts(file: Path, freq: bool) -> Facts:
     """From the bag's own index when it has one (fast, as rosbag reads it); else from a
     conversion (a crashed bag: what it holds), saying so on stderr."""
     from .index import read_index
+    from .scan import check_version
 
     check_input(file)
-    if not registry.is_archive(registry.read_head(file)):
+    head = registry.read_head(file)
+    if not registry.is_archive(head):
+        check_version(head)  # no index and no records to read in another version's bag
         try:
             return facts_of_index(str(file), read_index(file, entries=freq))
         except NanorecError as error:
@@ -60,7 +63,9 @@ def info_command(
         bool, typer.Option("--freq", help="Topic frequencies (reads the index).")
     ] = False,
     as_yaml: Annotated[bool, typer.Option("--yaml", "-y", help="As rosbag info --yaml.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="The same facts as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The facts as JSON (start, end: first and last message).")
+    ] = False,
     tz: Annotated[
         str | None,
         typer.Option(
@@ -109,7 +114,7 @@ def cat_command(
 
     def action() -> None:
         selection = Selection.make(start=start, end=end, duration=duration)
-        with opened(file) as recording:
+        with opened(file) as recording, _Undecodable(recording):
             chosen = topics or recording.table_kinds()
             if fmt == "csv" and len(chosen) != 1:
                 raise UsageError("CSV holds one table: give one --topic")
@@ -124,6 +129,33 @@ def cat_command(
         sys.stdout.flush()
 
     run(action)
+
+
+class _Undecodable:
+    """While open, a payload that does not decode comes out as its bytes with a warning on
+    stderr (the first few; then a count at the end), and the rest of the bag still plays."""
+
+    SHOWN = 10
+
+    def __init__(self, recording: Any) -> None:
+        self.recording = recording
+        self.count = 0
+
+    def __enter__(self) -> None:
+        self.recording.on_undecodable = self
+
+    def __exit__(self, *exc: object) -> None:
+        self.recording.on_undecodable = None
+        if self.count > self.SHOWN:
+            typer.echo(
+                f"nanorec: warning: {self.count} messages did not decode (printed as bytes)",
+                err=True,
+            )
+
+    def __call__(self, error: FormatError) -> None:
+        self.count += 1
+        if self.count <= self.SHOWN:
+            typer.echo(f"nanorec: warning: {error}; printed as bytes", err=True)
 
 
 def _line(recording: Any) -> Any:
@@ -183,21 +215,24 @@ def play_command(
         with opened(file) as recording:
             if not isinstance(recording, BagRecording):
                 raise UsageError(f"{file} is not a ROS bag")
-            with terminal_player(
-                recording,
-                pause,
-                factory=BagPlayer,
-                rate=rate,
-                start=start,
-                duration=duration,
-                kinds=topics,
-                loop=loop,
-                immediate=immediate,
-                delay=delay,
-                skip_empty=skip_empty,
-                on_clock=emit_clock if clock else None,
-                hz=hz,
-            ) as player:
+            with (
+                _Undecodable(recording),
+                terminal_player(
+                    recording,
+                    pause,
+                    factory=BagPlayer,
+                    rate=rate,
+                    start=start,
+                    duration=duration,
+                    kinds=topics,
+                    loop=loop,
+                    immediate=immediate,
+                    delay=delay,
+                    skip_empty=skip_empty,
+                    on_clock=emit_clock if clock else None,
+                    hz=hz,
+                ) as player,
+            ):
                 _play(recording, player, immediate=immediate, quiet=quiet)
         sys.stdout.flush()
 

@@ -2,7 +2,9 @@
 
 One archive message per message record, in time order (ties: file order), keyed by its
 topic: `{topic: {"conn", "sec", "nsec", "data"}}` with `data` the ROS-serialized payload as
-it is in the bag. The side member `rosbag.msgpack.zlib` holds what the bag's structure needs
+it is in the bag; the first message of each connection also holds its record as
+`"connection"` (`Connection.pack`), so the messages of a killed conversion still say what
+they are (`adopt.py`). The side member `rosbag.msgpack.zlib` holds what the bag's structure needs
 (connections, chunk layout, header field orders, per message conn and time in ns) and
 `rosbag-raw.bin` the bytes written back as they are (bag header, index section, chunks that
 do not recompress identically, a crashed bag's cut tail).
@@ -139,6 +141,7 @@ def _write(
         packer = msgpack.Packer()
         views = (memoryview(buf), memoryview(spool))
         released = 0
+        announced: set[int] = set()
         for start in range(0, count, _BLOCK):
             block = rows[order[start : start + _BLOCK]]
             columns[TIME_MEMBER].write(block["time"].astype("<i8").tobytes())
@@ -148,6 +151,9 @@ def _write(
                 topic = topics.get(conn, f"conn:{conn}")
                 sec, nsec = divmod(time, 1_000_000_000)
                 value = {"conn": conn, "sec": sec, "nsec": nsec}
+                if conn not in announced and conn in scan.connections:
+                    announced.add(conn)
+                    value["connection"] = scan.connections[conn].pack()
                 value["data"] = views[src][offset : offset + length]
                 writer.write_packed(
                     packer.pack({topic: value}), types=(topic,), timestamp_us=time // 1000

@@ -109,6 +109,12 @@ class BagConverter:
 
         return BagRecording(reader)
 
+    def adopt(self, reader: ArchiveReader) -> dict[str, bytes] | None:
+        """The bag members of an archive recovered from a killed conversion."""
+        from .adopt import rebuild_members
+
+        return rebuild_members(reader)
+
     def commands(self) -> typer.Typer | None:
         from .cli import app
 

@@ -43,10 +43,10 @@ def message_record(
     return pack_u32(len(header)) + header + pack_u32(len(data)) + data
 
 
-def iter_native(reader: ArchiveReader) -> Iterator[bytes | memoryview]:
+def iter_native(reader: ArchiveReader, meta: BagMeta | None = None) -> Iterator[bytes | memoryview]:
     """The bag of an archive as consecutive pieces of bytes (kept ones are views of the
     archive: nothing is copied twice)."""
-    meta = BagMeta(reader)
+    meta = BagMeta(reader) if meta is None else meta
     raw = meta.raw
     templates = [Template(order) for order in meta.orders]
     rank = meta.rank
@@ -78,7 +78,14 @@ def iter_native(reader: ArchiveReader) -> Iterator[bytes | memoryview]:
 
 
 def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> ExportReport:
-    size, sha = write_hashed(output, iter_native(reader), overwrite=overwrite)
+    """The original bag; for an adopted archive (`adopt.py`), which lost the original's
+    layout, its messages as a new indexed bag."""
+    meta = BagMeta(reader)
+    if meta.adopted:
+        from .filter import export_selection
+
+        return export_selection(reader, output, selection=None, overwrite=overwrite)
+    size, sha = write_hashed(output, iter_native(reader, meta), overwrite=overwrite)
     expected = reader.source_sha256
     return ExportReport(
         output, size, sha, len(reader), None if expected is None else sha == expected

@@ -2,9 +2,10 @@
 
 `Facts` are what the printout needs, read from a bag's own index (`index.py`, fast: what
 ROS reads) or from a converted archive (crashed bags included). The text follows ROS's
-`Bag.__str__` and `_get_yaml_info` (ros_comm tools/rosbag/src/rosbag/bag.py) exactly, with
-one deliberate difference: start and end are the true first and last message times, where
-ROS takes the first and last chunk in file order.
+`Bag.__str__` and `_get_yaml_info` (ros_comm tools/rosbag/src/rosbag/bag.py) exactly,
+start and end included: ROS takes the first chunk's start and the last chunk's end in file
+order, which are not the first and last message times when chunks overlap in time (a bag
+written out of order by the Python API). JSON gives the true first and last message times.
 """
 
 from __future__ import annotations
@@ -31,12 +32,22 @@ class Facts:
     counts: dict[int, int]
     #: (compression, uncompressed size, stored size) per chunk.
     chunks: list[tuple[str, int, int]]
+    #: The true first and last message times (JSON).
     start_ns: int | None
     end_ns: int | None
     #: Per connection, message times in ns (for frequencies); None when not read.
     times: dict[int, NDArray[np.int64]] | None = None
     indexed: bool = True
     notes: list[str] = field(default_factory=list)
+    #: What rosbag info prints as start and end (see the module), when chunks say.
+    chunk_span: tuple[int, int] | None = None
+
+    def span(self) -> tuple[float, float] | None:
+        """Start and end as rosbag info prints them, in seconds; None without messages."""
+        if self.start_ns is None or self.end_ns is None:
+            return None
+        start, end = self.chunk_span or (self.start_ns, self.end_ns)
+        return _sec(start), _sec(end)
 
     @property
     def messages(self) -> int:
@@ -139,6 +150,7 @@ def facts_of_index(path: str, index: BagIndex) -> Facts:
         min(starts) if starts else None,
         max(ends) if ends else None,
         index.times or None,
+        chunk_span=(starts[0], ends[-1]) if starts else None,
     )
 
 
@@ -151,6 +163,11 @@ def facts_of_archive(recording: BagRecording, path: str | None = None) -> Facts:
     if meta.unindexed:
         notes.append(
             "unindexed bag (its writer did not close it): these are its recovered messages"
+        )
+    if meta.adopted:
+        notes.append(
+            "recovered from a killed conversion: the bag's first messages in time (the "
+            "original's layout is lost: it exports as a new indexed bag)"
         )
     if meta.cut:
         notes.append(f"cut: {meta.cut[1]} bytes at byte {meta.cut[0]} ({meta.cut[2]})")
@@ -165,7 +182,25 @@ def facts_of_archive(recording: BagRecording, path: str | None = None) -> Facts:
         times,
         indexed=not meta.unindexed,
         notes=notes,
+        chunk_span=_chunk_span(recording),
     )
+
+
+def _chunk_span(recording: BagRecording) -> tuple[int, int] | None:
+    """The first chunk's start and the last one's end, in file order, from the times of
+    their messages (what their chunk info records say, or would after a reindex)."""
+    meta = recording.meta
+    spans = []
+    for segment in meta.segments:
+        if segment[0] == "chunk":
+            first, runs = segment[4], np.frombuffer(segment[5], dtype="<i8")
+            count = int(runs[runs > 0].sum())
+            if count:
+                spans.append((first, count))
+    if not spans:
+        return None
+    times = [meta.time[meta.rank[first : first + count]] for first, count in (spans[0], spans[-1])]
+    return int(times[0].min()), int(times[1].max())
 
 
 def human_size(size: float) -> str:
@@ -205,10 +240,11 @@ def duration_text(duration: float) -> str:
 def text(facts: Facts, zone: dt.tzinfo | None = None) -> str:
     """What `rosbag info` prints (with `--freq` when `facts.times` was read)."""
     rows: list[tuple[str, str]] = [("path", facts.path), ("version", "2.0")]
-    if facts.start_ns is None or facts.end_ns is None:
+    span = facts.span()
+    if span is None:
         rows.append(("size", human_size(facts.size)))
         return _columns(rows)
-    start, end = _sec(facts.start_ns), _sec(facts.end_ns)
+    start, end = span
     duration = end - start
     rows += [
         ("duration", duration_text(duration)),
@@ -290,10 +326,11 @@ def _columns(rows: list[tuple[str, str]]) -> str:
 def yaml(facts: Facts) -> str:
     """What `rosbag info --yaml` prints (`print` adds the final blank line)."""
     out = [f"path: {facts.path}", "version: 2.0"]
-    if facts.start_ns is None or facts.end_ns is None:
+    span = facts.span()
+    if span is None:
         out += [f"size: {facts.size}", "indexed: False"]
         return "\n".join(out) + "\n"
-    start, end = _sec(facts.start_ns), _sec(facts.end_ns)
+    start, end = span
     out += [
         f"duration: {end - start:.6f}",
         f"start: {start:.6f}",

@@ -55,6 +55,8 @@ class BagMeta:
             self.unindexed = bool(meta["unindexed"])
             self.kept_chunks = int(meta["kept_chunks"])
             self.cut = meta["cut"]
+            #: Rebuilt from a killed conversion's messages: no layout to export exactly.
+            self.adopted = bool(meta.get("adopted", False))
         except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
             raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
 

@@ -126,8 +126,10 @@ class Decoder:
         """The message in `data` as a dict; `FormatError` when it does not fit the type."""
         try:
             value, end = self._decode(data, 0)
-        except (struct.error, ValueError, IndexError, TypeError) as error:
-            raise FormatError(f"payload does not match {self.type_name}: {error}") from None
+        except (struct.error, ValueError, IndexError, TypeError):
+            raise FormatError(  # a field or an array's length runs past the payload's end
+                f"payload of {len(data)} bytes ends inside a {self.type_name}"
+            ) from None
         if end != len(data):
             raise FormatError(
                 f"payload of {len(data)} bytes, {self.type_name} reads {end}", offset=end

@@ -3,8 +3,11 @@
 On top of `nanorec.player.Player` (bag time -> wall time as rosbag's time translator, pause
 shifting it, step, loop, rate): `delay` before the first message, `skip_empty` jumping over
 gaps of bag time longer than it, a `clock` callback called at `hz` with the bag time while
-waiting (rosbag's `--clock`), and, when starting after the beginning, the last message
-before the start of every latched connection (`latching=1`) played first, as ROS does.
+waiting (rosbag's `--clock`), and latched messages replayed first as `player.cpp` does:
+only with a start > 0, only of the topics played, for each (callerid, topic) of a latching
+connection the caller's last message on that topic from the bag's start to the start, both
+inclusive (as rosbag's View: one stamped exactly at the start is played twice), in
+(callerid, topic) order, once before the first pass.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 
 from nanorec.errors import UsageError
 from nanorec.player import Player
+from nanorec.selection import Selection
 
 if TYPE_CHECKING:
     from .recording import BagRecording
@@ -43,18 +47,27 @@ class BagPlayer(Player):
         self.on_clock = on_clock
         self.clock_period = 1.0 / hz
         self._next_clock = 0.0
-        #: Latched messages replayed before the start (archive numbers, time order).
-        self.latched = self._latched_before(self.numbers[0]) if self.numbers[0] > 0 else []
+        #: Latched messages replayed before the start (archive numbers, in ROS's order).
+        self.latched = self._latched()
 
-    def _latched_before(self, first: int) -> list[int]:
+    def _latched(self) -> list[int]:
+        start, kinds = self.selection.start, self.selection.kinds
+        if not start:  # rosbag play: only when -s > 0
+            return []
         meta = self.bag.meta
-        latched = [c.id for c in meta.connections.values() if c.latching]
+        _, stop = Selection(end=start).span(self.rec.reader.index)
+        wanted = meta.conns_of(None if kinds is None else set(kinds))[:stop]
+        numbers = np.flatnonzero(wanted)
+        conns = meta.conn[numbers]
+        callers = {c.id: (c.callerid, c.topic) for c in meta.connections.values()}
+        present = [meta.connections.get(c) for c in np.unique(conns).tolist()]
+        keys = {(c.callerid, c.topic) for c in present if c is not None and c.latching}
         found = []
-        for conn in latched:
-            before = np.flatnonzero(meta.conn[:first] == conn)
-            if len(before):
-                found.append(int(before[-1]))
-        return sorted(found)
+        for key in sorted(keys):
+            same = [c for c, k in callers.items() if k == key]
+            last = numbers[np.isin(conns, np.array(same, dtype=conns.dtype))]
+            found.append(int(last[-1]))
+        return found
 
     def paced(self, load: Callable[[int], T]) -> Iterator[T]:
         if self.delay:

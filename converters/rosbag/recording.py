@@ -7,7 +7,7 @@ its connection's definition cannot be parsed). `raw(n)` gives the exact payload 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,9 @@ class BagRecording(ArchiveRecording):
         super().__init__(reader)
         self.meta = BagMeta(reader)
         self._decoders: dict[int, Decoder | None] = {}
+        #: Told of each payload that does not decode, which then comes out as its bytes
+        #: (`cat` and `play` warn and go on); None: `decode` raises the `FormatError`.
+        self.on_undecodable: Callable[[FormatError], None] | None = None
 
     def close(self) -> None:
         for cached in ("time", "conn", "template", "rank", "raw"):  # views of the mapping
@@ -77,7 +80,13 @@ class BagRecording(ArchiveRecording):
         try:
             return decoder.decode(value["data"])
         except FormatError as error:
-            raise FormatError(f"message {number}: {error.message}", offset=error.offset) from None
+            where = "" if error.offset is None else f" at byte {error.offset} of its payload"
+            topic = self.meta.topic(int(value["conn"]))
+            problem = FormatError(f"message {number} ({topic}): {error.message}{where}")
+            if self.on_undecodable is None:
+                raise problem from None
+            self.on_undecodable(problem)
+            return bytes(value["data"])
 
     def decoded(self, number: int) -> dict[str, Any]:
         """`{"topic", "type", "time", "message"}`: time in ns, the message decoded."""

@@ -110,3 +110,115 @@ def test_empty_bag(tmp_path: Path) -> None:
     same = tmp_path / "same.bag"
     assert runner.invoke(app, ["export", str(bag), "-o", str(same)]).exit_code == 0
     assert same.read_bytes() == bag.read_bytes()
+
+
+def _overlapping_bag(tmp_path: Path) -> Path:
+    """Chunks that overlap in time, as the Python API writes messages given out of order:
+    [2 s, 3 s], [1 s, 5 s], [4 s] after 1600000000 s."""
+    from nanorec.converters.rosbag.generate import connection_fields, encode
+    from nanorec.converters.rosbag.msgdef import parse_definition
+    from nanorec.converters.rosbag.stock import STOCK
+    from nanorec.converters.rosbag.writer import BagWriter
+
+    string = parse_definition("std_msgs/String", STOCK["std_msgs/String"][1])
+    bag = tmp_path / "overlap.bag"
+    with bag.open("wb") as stream:
+        writer = BagWriter(stream)
+        writer.add_connection(
+            0, "/chatter", connection_fields("/chatter", "std_msgs/String", "/a", False)
+        )
+        for chunk in ([2, 3], [1, 5], [4]):
+            for second in chunk:
+                data = encode(string, "std_msgs/String", {"data": str(second)})
+                writer.write(0, (1_600_000_000 + second) * 1_000_000_000, data)
+            writer.flush_chunk()
+        writer.close()
+    return bag
+
+
+def test_info_of_overlapping_chunks_says_what_rosbag_says(tmp_path: Path) -> None:
+    """rosbag info takes start and end from the first and last chunk in file order (bag.py
+    `__str__`, `_get_yaml_info`); --json gives the true first and last message times."""
+    from nanorec import registry
+
+    bag = _overlapping_bag(tmp_path)
+    archive = tmp_path / "overlap.nanover.zip"
+    registry.get("rosbag").convert(bag, archive)
+    for source in (bag, archive):
+        lines = runner.invoke(app, ["info", str(source), "--tz", "UTC"]).stdout.splitlines()
+        assert lines[2:5] == [
+            "duration:    2.0s",
+            "start:       Sep 13 2020 12:26:42.00 (1600000002.00)",
+            "end:         Sep 13 2020 12:26:44.00 (1600000004.00)",
+        ]
+        yaml = runner.invoke(app, ["info", str(source), "--yaml"]).stdout.splitlines()
+        assert yaml[2:5] == [
+            "duration: 2.000000",
+            "start: 1600000002.000000",
+            "end: 1600000004.000000",
+        ]
+        facts = json.loads(runner.invoke(app, ["info", str(source), "--json"]).stdout)
+        assert (facts["start"], facts["end"], facts["duration"]) == (
+            1600000001.0,
+            1600000005.0,
+            4.0,
+        )
+        assert facts["start_ns"] == 1_600_000_001_000_000_000
+
+
+def test_info_of_an_old_bag_is_one_true_line(tmp_path: Path) -> None:
+    bag = tmp_path / "old.bag"
+    bag.write_bytes(b"#ROSBAG V1.2\n" + bytes(64))
+    result = runner.invoke(app, ["info", str(bag)])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "reading its records" not in result.stderr
+    assert "'#ROSBAG V1.2': only bag format 2.0 is supported" in result.stderr
+
+
+def _bag_with_an_undecodable_message(tmp_path: Path) -> Path:
+    """Five /chatter strings, the third a 2-byte payload (its length prefix cut)."""
+    from nanorec.converters.rosbag.generate import connection_fields, encode
+    from nanorec.converters.rosbag.msgdef import parse_definition
+    from nanorec.converters.rosbag.stock import STOCK
+    from nanorec.converters.rosbag.writer import BagWriter
+
+    string = parse_definition("std_msgs/String", STOCK["std_msgs/String"][1])
+    bag = tmp_path / "bad.bag"
+    with bag.open("wb") as stream:
+        writer = BagWriter(stream)
+        fields = connection_fields("/chatter", "std_msgs/String", "/a", False)
+        writer.add_connection(0, "/chatter", fields)
+        for i in range(5):
+            data = encode(string, "std_msgs/String", {"data": str(i)}) if i != 2 else b"\xff\x00"
+            writer.write(0, 1_600_000_000_000_000_000 + i * 100_000_000, data)
+        writer.close()
+    return bag
+
+
+def test_cat_and_play_print_an_undecodable_message_as_bytes(tmp_path: Path) -> None:
+    """One bad payload is printed as its bytes with one warning line; everything else
+    still comes out, and no `struct` wording leaks into the warning."""
+    bag = _bag_with_an_undecodable_message(tmp_path)
+    for command in (["cat"], ["play", "-i"], ["play", "-i", "-q"]):
+        result = runner.invoke(app, [*command, str(bag)])
+        assert result.exit_code == 0, result.stderr
+        lines = [json.loads(line) for line in result.stdout.splitlines()]
+        assert [line["message"] for line in lines] == [
+            {"data": "0"},
+            {"data": "1"},
+            {"base64": "/wA="},
+            {"data": "3"},
+            {"data": "4"},
+        ]
+        warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+        assert len(warnings) == 1 and "message 2 (/chatter)" in warnings[0]
+        assert "unpack" not in result.stderr and "buffer" not in result.stderr
+    result = runner.invoke(app, ["cat", str(bag), "--topic", "/chatter", "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    assert [row["data"] for row in csv.DictReader(io.StringIO(result.stdout))] == [
+        "0",
+        "1",
+        '{"base64": "/wA="}',
+        "3",
+        "4",
+    ]

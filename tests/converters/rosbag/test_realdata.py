@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,20 @@ def test_every_message_decodes_as_rosbags_does(bag: Path) -> None:
             for n in range(len(recording))
         ]
     assert sorted(mine, key=repr) == sorted(theirs, key=repr)
+
+
+@pytest.mark.parametrize(
+    ("name", "topic", "count"),
+    [
+        ("rosbagjs_example", "/turtle1/pose", 1344),
+        ("waypoint_follower_test", "/steer_planner", 212),
+    ],
+)
+def test_play_of_a_topic_plays_only_it(name: str, topic: str, count: int) -> None:
+    """Without -s rosbag play replays no latched message (of /rosout, /tf_static...)."""
+    _register()
+    bag = FOLDER / f"{name}.bag"
+    result = runner.invoke(app, ["play", str(bag), "-i", "-q", "--topics", topic])
+    assert result.exit_code == 0, result.stderr
+    topics = [json.loads(line)["topic"] for line in result.stdout.splitlines()]
+    assert topics == [topic] * count
