@@ -196,7 +196,8 @@ class PbstreamRecording(ArchiveRecording):
         nodes = self.numbers_of(NODE)
         if not found and len(nodes):
             with contextlib.suppress(FormatError):
-                found = {node_dims(*self.body(int(nodes[0])))}
+                dims = node_dims(*self.body(int(nodes[0])))
+                found = set() if dims is None else {dims}
         if not found:
             from .tables import options_dims
 
