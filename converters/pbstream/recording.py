@@ -58,8 +58,9 @@ class PbstreamRecording(ArchiveRecording):
         if not all(len(a) == len(reader) for a in (self.trajectory_ids, self.indexes, self.ticks)):
             raise FormatError("the pbstream columns do not match the archive's messages")
         self._graph: PoseGraph | None = None
-        #: Records that could not be decoded where a summary or pose needed them.
-        self.problems: list[str] = []
+        #: Records kept with a problem (a bad time), and records that could not be decoded
+        #: where a summary or pose needed them.
+        self.problems: list[str] = [str(w) for w in self.meta.get("warnings") or []]
 
     def summary_name(self) -> str:
         """The source file's name (the archive's name when none was recorded)."""

@@ -194,3 +194,25 @@ def test_a_damaged_pose_graph_still_summarises(payloads: list[bytes], tmp_path: 
     assert summary["trajectories"]["0"]["nodes"] == PLAN.nodes
     assert len(rec.trajectory(0)) == PLAN.nodes  # local poses stand in
     rec.close()
+
+
+def test_a_node_time_of_the_wrong_wire_type_is_flagged_not_fatal(
+    payloads: list[bytes], tmp_path: Path
+) -> None:
+    """A node whose timestamp is a fixed64 instead of a varint: every record is kept, the
+    node is untimed and named in the report and the summary."""
+    from nanorec import registry
+    from nanorec.converters.pbstream.wire import FIXED64, field_bytes, key
+
+    data = field_bytes(1, b"\x08\x00\x10\x00") + field_bytes(
+        5, key(1, FIXED64) + struct.pack("<q", 638220896057529180)
+    )
+    node = field_bytes(4, data)
+    stream = _stream([*payloads[:3], node])
+    rec = _roundtrip(stream, tmp_path)
+    assert len(rec) == 4 and rec.kind_of(3) == "node" and not rec.timed[3]
+    assert any("record 3" in p and "wire type 1" in p for p in rec.summary()["problems"])
+    rec.close()
+    report = registry.get("pbstream").convert(tmp_path / "x.pbstream", tmp_path / "y.zip")
+    assert report.messages == 4
+    assert len(report.warnings) == 1 and "record 3 (node" in report.warnings[0]
