@@ -360,15 +360,16 @@ def read_meta(reader: ArchiveReader) -> dict[str, Any]:
     """The side member of a pbstream archive; FormatError when missing or damaged."""
     if META_MEMBER not in reader.member_names:
         raise FormatError(f"{reader.path} is not a pbstream archive (no {META_MEMBER} member)")
+    data = inflate_bounded(reader.member(META_MEMBER), 64 << 20, META_MEMBER)
     try:
-        meta = msgpack.unpackb(inflate_bounded(reader.member(META_MEMBER), 64 << 20, META_MEMBER))
-        if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
-            raise ValueError("not a pbstream description")
-        for required in ("format", "raw_members", "columns"):
-            if required not in meta:
-                raise KeyError(required)
-    except (ValueError, KeyError, TypeError, msgpack.ExtraData) as error:
-        raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
+        meta = msgpack.unpackb(data)
+    except (ValueError, TypeError) as error:  # msgpack's errors are ValueErrors
+        raise FormatError(f"damaged {META_MEMBER} member: not msgpack ({error})") from None
+    if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
+        raise FormatError(f"damaged {META_MEMBER} member: not a pbstream description")
+    for required in ("format", "raw_members", "columns"):
+        if required not in meta:
+            raise FormatError(f"damaged {META_MEMBER} member: it lacks {required!r}")
     return meta
 
 

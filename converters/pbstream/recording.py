@@ -53,8 +53,10 @@ class PbstreamRecording(ArchiveRecording):
             self.indexes: NDArray[np.int32] = np.frombuffer(columns["index"], "<i4")
             self.ticks: NDArray[np.int64] = np.frombuffer(columns["ticks"], "<i8")
             self.timed: NDArray[np.bool_] = np.frombuffer(columns["timed"], "i1").astype(bool)
-        except (KeyError, TypeError, ValueError) as error:
-            raise FormatError(f"damaged pbstream columns: {error!r}") from None
+        except KeyError as error:
+            raise FormatError(f"damaged pbstream columns: no {error} column") from None
+        except (TypeError, ValueError) as error:  # not bytes, or not whole rows
+            raise FormatError(f"damaged pbstream columns: {error}") from None
         if not all(len(a) == len(reader) for a in (self.trajectory_ids, self.indexes, self.ticks)):
             raise FormatError("the pbstream columns do not match the archive's messages")
         self._graph: PoseGraph | None = None

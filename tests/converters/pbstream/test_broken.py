@@ -216,3 +216,39 @@ def test_a_node_time_of_the_wrong_wire_type_is_flagged_not_fatal(
     report = registry.get("pbstream").convert(tmp_path / "x.pbstream", tmp_path / "y.zip")
     assert report.messages == 4
     assert len(report.warnings) == 1 and "record 3 (node" in report.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("meta", "says"),
+    [
+        ([1, 2], "not a pbstream description"),
+        ({"magic": MAGIC, "format": "2", "raw_members": 0}, "lacks 'columns'"),
+    ],
+)
+def test_a_bad_side_member_says_what_is_wrong(meta: object, says: str, tmp_path: Path) -> None:
+    """A FormatError in plain words (no Python exception reprs)."""
+    import msgpack
+
+    from nanorec.converters.pbstream.convert import META_MEMBER, read_meta
+    from nanorec.writer import ArchiveWriter
+
+    archive = tmp_path / "meta.zip"
+    with ArchiveWriter(archive, source_format="pbstream") as writer:
+        writer.write({"node": {"payload": b""}}, timestamp_us=0)
+        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta)))
+    with ArchiveReader(archive) as reader, pytest.raises(FormatError) as caught:
+        read_meta(reader)
+    assert says in str(caught.value) and "Error(" not in str(caught.value)
+
+
+def test_the_converter_raises_only_nanorec_errors() -> None:
+    """Bad input is a NanorecError: no bare ValueError/KeyError in the converter's code."""
+    import ast
+
+    import nanorec.converters.pbstream as package
+
+    for path in Path(package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                name = getattr(node.exc.func, "id", "")
+                assert name not in ("ValueError", "KeyError"), (path.name, node.lineno)
