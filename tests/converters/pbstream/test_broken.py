@@ -252,3 +252,53 @@ def test_the_converter_raises_only_nanorec_errors() -> None:
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
                 name = getattr(node.exc.func, "id", "")
                 assert name not in ("ValueError", "KeyError"), (path.name, node.lineno)
+
+
+def _bomb(size: int, declared: int | None = None) -> bytes:
+    """A gzip member as Cartographer writes it, inflating to `size` bytes (a node record
+    of zeros), built block by block; its ISIZE says `declared` (default: the truth)."""
+    from nanorec.converters.pbstream.stream import GZIP_HEADER
+    from nanorec.converters.pbstream.wire import varint
+
+    head = b"\x22" + varint(size - 6) + b"\x0a"
+    deflater = zlib.compressobj(1, zlib.DEFLATED, -15, 8)
+    parts, crc, done = [GZIP_HEADER, deflater.compress(head)], zlib.crc32(head), len(head)
+    block = bytes(1 << 20)
+    while done < size:
+        piece = block[: min(len(block), size - done)]
+        parts.append(deflater.compress(piece))
+        crc, done = zlib.crc32(piece, crc), done + len(piece)
+    trailer = struct.pack("<II", crc, (size if declared is None else declared) & 0xFFFF_FFFF)
+    return b"".join([*parts, deflater.flush(), trailer])
+
+
+def test_a_record_inflating_to_a_gibibyte_is_never_held(tmp_path: Path) -> None:
+    """1 GiB records (honest size, or a size that lies low) are kept compressed as damaged
+    records: the conversion's peak memory (VmHWM, in a child) stays a few hundred MB."""
+    import subprocess
+    import sys
+
+    honest, lying = _bomb(1 << 30), _bomb(1 << 30, declared=100 << 20)
+    source = tmp_path / "bomb.pbstream"
+    source.write_bytes(_stream([b"\x08\x02", b"", b""], {1: honest, 2: lying}))
+    script = (
+        "import sys\n"
+        "from nanorec.converters.pbstream.convert import convert\n"
+        "report = convert(sys.argv[1], sys.argv[2])\n"
+        "print(report.records, *(reason for _, _, reason in report.damaged), sep='\\n')\n"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
+    )
+    archive = tmp_path / "bomb.nanover.zip"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(source), str(archive)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    records, first, second, peak_kb = done.stdout.splitlines()
+    assert records == "3"
+    assert "declares 1073741824" in first and "inflates past" in second
+    assert int(peak_kb) < 400 << 10, f"peak {int(peak_kb) >> 10} MB"
+    back = tmp_path / "back.pbstream"
+    with ArchiveReader(archive) as reader:
+        assert export_native(reader, back).identical
