@@ -63,7 +63,7 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
         if kind == DAMAGED:
             damaged.append((offset, size, str(entry.get("reason", "damaged"))))
         offset += size
-    return {META_MEMBER: _meta(classifier, len(reader), raw, None, b"", damaged, columns)}
+    return {META_MEMBER: _meta(classifier, len(reader), raw, None, b"", damaged, [], columns)}
 
 
 __all__ = ["rebuild_members"]

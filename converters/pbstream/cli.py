@@ -87,7 +87,7 @@ def info_lines(summary: dict[str, Any]) -> list[str]:
         kept += f", {summary['damaged']} damaged records"
     lines.append(f"kept raw:        {kept}")
     lines += [f"missing:         {note}" for note in summary.get("missing", [])]
-    lines += [f"not decoded:     {note}" for note in summary.get("problems", [])]
+    lines += [f"problem:         {note}" for note in summary.get("problems", [])]
     lines.append("records by kind:")
     lines += [f"  {kind}: {count}" for kind, count in summary["kinds"].items()]
     return lines

@@ -75,6 +75,7 @@ class PbstreamReport:
     tail_bytes: int
     cut: Cut | None
     damaged: list[tuple[int, int, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # records kept with a problem
 
 
 def check_magic(buf: Any) -> None:
@@ -246,6 +247,7 @@ def _convert(
     hashed = 0
     cut: Cut | None = None
     damaged: list[tuple[int, int, str]] = []
+    warnings: list[str] = []
     raw = 0
     released = 0
     columns = Columns()
@@ -267,6 +269,10 @@ def _convert(
                 info = Described(DAMAGED)
             else:
                 info = classifier.describe(number, item.payload)
+                if info.problem is not None:
+                    warnings.append(
+                        f"record {number} ({info.kind} at byte {frame.offset}): {info.problem}"
+                    )
                 entry = entry_of(info, item.payload, item.member, item.rebuilds)
                 raw += "member" in entry
                 message = {info.kind: entry}
@@ -274,7 +280,9 @@ def _convert(
             if info.ticks is not None:
                 own = ticks_to_us(info.ticks)
                 last_us = own if last_us is None else max(own, last_us)
-            writer.write(message, timestamp_us=0 if last_us is None else last_us)
+            if last_us is None:  # no time found yet: 0, and no later record before it
+                last_us = 0
+            writer.write(message, timestamp_us=last_us)
             digest.update(buf[hashed : frame.end])
             hashed = frame.end
             if frame.end - released >= _RELEASE_BYTES:
@@ -291,7 +299,7 @@ def _convert(
             writer.add_member(TAIL_MEMBER, tail)
         writer.add_member(
             META_MEMBER,
-            _meta(classifier, writer.message_count, raw, cut, tail, damaged, columns),
+            _meta(classifier, writer.message_count, raw, cut, tail, damaged, warnings, columns),
         )
         records = writer.message_count
     if progress is not None:
@@ -308,6 +316,7 @@ def _convert(
         tail_bytes=len(tail),
         cut=cut,
         damaged=damaged,
+        warnings=warnings,
     )
 
 
@@ -324,6 +333,7 @@ def _meta(
     cut: Cut | None,
     tail: bytes,
     damaged: list[tuple[int, int, str]],
+    warnings: list[str],
     columns: Columns,
 ) -> bytes:
     return zlib.compress(
@@ -338,6 +348,7 @@ def _meta(
                 "tail_size": len(tail),
                 "cut": None if cut is None else {"offset": cut.offset, "reason": cut.reason},
                 "damaged": [list(item) for item in damaged],
+                "warnings": warnings,
                 "columns": columns.to_dict(),
             }
         ),
@@ -349,15 +360,16 @@ def read_meta(reader: ArchiveReader) -> dict[str, Any]:
     """The side member of a pbstream archive; FormatError when missing or damaged."""
     if META_MEMBER not in reader.member_names:
         raise FormatError(f"{reader.path} is not a pbstream archive (no {META_MEMBER} member)")
+    data = inflate_bounded(reader.member(META_MEMBER), 64 << 20, META_MEMBER)
     try:
-        meta = msgpack.unpackb(inflate_bounded(reader.member(META_MEMBER), 64 << 20, META_MEMBER))
-        if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
-            raise ValueError("not a pbstream description")
-        for required in ("format", "raw_members", "columns"):
-            if required not in meta:
-                raise KeyError(required)
-    except (ValueError, KeyError, TypeError, msgpack.ExtraData) as error:
-        raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
+        meta = msgpack.unpackb(data)
+    except (ValueError, TypeError) as error:  # msgpack's errors are ValueErrors
+        raise FormatError(f"damaged {META_MEMBER} member: not msgpack ({error})") from None
+    if not isinstance(meta, dict) or meta.get("magic") != MAGIC:
+        raise FormatError(f"damaged {META_MEMBER} member: not a pbstream description")
+    for required in ("format", "raw_members", "columns"):
+        if required not in meta:
+            raise FormatError(f"damaged {META_MEMBER} member: it lacks {required!r}")
     return meta
 
 

@@ -72,6 +72,7 @@ class PbstreamConverter:
                 Region(offset, length, f"damaged record kept verbatim: {reason}")
                 for offset, length, reason in report.damaged
             ],
+            warnings=list(report.warnings),
             details={"format_version": report.format, "raw_members": report.raw_members},
         )
 

@@ -53,13 +53,16 @@ class PbstreamRecording(ArchiveRecording):
             self.indexes: NDArray[np.int32] = np.frombuffer(columns["index"], "<i4")
             self.ticks: NDArray[np.int64] = np.frombuffer(columns["ticks"], "<i8")
             self.timed: NDArray[np.bool_] = np.frombuffer(columns["timed"], "i1").astype(bool)
-        except (KeyError, TypeError, ValueError) as error:
-            raise FormatError(f"damaged pbstream columns: {error!r}") from None
+        except KeyError as error:
+            raise FormatError(f"damaged pbstream columns: no {error} column") from None
+        except (TypeError, ValueError) as error:  # not bytes, or not whole rows
+            raise FormatError(f"damaged pbstream columns: {error}") from None
         if not all(len(a) == len(reader) for a in (self.trajectory_ids, self.indexes, self.ticks)):
             raise FormatError("the pbstream columns do not match the archive's messages")
         self._graph: PoseGraph | None = None
-        #: Records that could not be decoded where a summary or pose needed them.
-        self.problems: list[str] = []
+        #: Records kept with a problem (a bad time), and records that could not be decoded
+        #: where a summary or pose needed them.
+        self.problems: list[str] = [str(w) for w in self.meta.get("warnings") or []]
 
     def summary_name(self) -> str:
         """The source file's name (the archive's name when none was recorded)."""
@@ -196,7 +199,8 @@ class PbstreamRecording(ArchiveRecording):
         nodes = self.numbers_of(NODE)
         if not found and len(nodes):
             with contextlib.suppress(FormatError):
-                found = {node_dims(*self.body(int(nodes[0])))}
+                dims = node_dims(*self.body(int(nodes[0])))
+                found = set() if dims is None else {dims}
         if not found:
             from .tables import options_dims
 

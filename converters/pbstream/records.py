@@ -82,6 +82,7 @@ class Described:
     dims: int | None = None  # 2 or 3 for submaps
     version: int | None = None  # for the header
     body: tuple[int, int] = (0, 0)
+    problem: str | None = None  # what is wrong with a record kept anyway (a bad time)
 
 
 def is_header(payload: bytes) -> bool:
@@ -152,12 +153,15 @@ def id_pair(payload: bytes, start: int, end: int) -> tuple[int, int]:
     return trajectory, index
 
 
-def _timestamp(payload: bytes, start: int, end: int) -> int | None:
-    ticks = None
+def _timestamp(payload: bytes, start: int, end: int) -> tuple[int | None, str | None]:
+    """(ticks, None), absent = 0 as proto3 says; (None, why) when field 1 is not a varint."""
+    ticks = 0
     for number, wire, value, _ in iter_fields(payload, start, end):
         if number == 1 and wire == VARINT:
             ticks = signed64(value)
-    return 0 if ticks is None else ticks
+        elif number == 1:
+            return None, f"its timestamp has wire type {wire}, not a varint: kept untimed"
+    return ticks, None
 
 
 def _inner(kind: str, payload: bytes, start: int, end: int) -> Described:
@@ -168,6 +172,7 @@ def _inner(kind: str, payload: bytes, start: int, end: int) -> Described:
     index: int | None = None
     ticks: int | None = None
     dims: int | None = None
+    problem: str | None = None
     for number, wire, a, b in iter_fields(payload, start, end):
         if kind in (SUBMAP, NODE):
             if number == 1 and wire == LEN:
@@ -175,14 +180,14 @@ def _inner(kind: str, payload: bytes, start: int, end: int) -> Described:
             elif kind == SUBMAP and number in (2, 3) and wire == LEN:
                 dims = number
             elif kind == NODE and number == 5 and wire == LEN:
-                ticks = _timestamp(payload, a, b)
+                ticks, problem = _timestamp(payload, a, b)
         elif number == 1 and wire == VARINT:
             trajectory = signed32(a)
         elif kind != TRAJECTORY_DATA and number == 2 and wire == LEN:
-            ticks = _timestamp(payload, a, b)
+            ticks, problem = _timestamp(payload, a, b)
     if kind in (SUBMAP, NODE) and index is None:
         index = 0
-    return Described(kind, trajectory, index, ticks, dims, body=body)
+    return Described(kind, trajectory, index, ticks, dims, body=body, problem=problem)
 
 
 def peek_ticks(prefix: bytes, kinds: dict[int, str]) -> int | None:

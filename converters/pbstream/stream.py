@@ -1,10 +1,12 @@
 """The `.pbstream` container: magic, then (u64 size, gzip member) records (spec §1-§2).
 
 Framing never trusts a size: each is bounded by the bytes left, and a member is inflated
-with a bound on its output, so a lying size or a gzip bomb costs what the file holds, not
-what it claims. A member is rebuilt from its payload with Cartographer's writer settings
-(boost gzip at level 1: header `1f 8b 08 00 00000000 04 ff`, raw deflate level 1, window
-2^15, memLevel 8); the caller keeps the original bytes when the rebuild differs.
+with a bound on its output (what deflate can make of its size, what its gzip trailer
+declares, and `MAX_PAYLOAD`), so a lying size or a gzip bomb costs what the file holds, not
+what it claims; a larger record is never inflated whole but kept as its member bytes.
+A member is rebuilt from its payload with Cartographer's writer settings (boost gzip at
+level 1: header `1f 8b 08 00 00000000 04 ff`, raw deflate level 1, window 2^15, memLevel
+8); the caller keeps the original bytes when the rebuild differs.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ SIZE: Final = struct.Struct("<Q")
 _TRAILER: Final = struct.Struct("<II")
 #: Deflate expands at most ~1032:1; a member claiming more output is refused.
 _MAX_RATIO: Final = 1040
-#: The largest payload accepted (protobuf messages are limited to 2 GiB).
-MAX_PAYLOAD: Final = 1 << 31
+#: The largest payload held as one archive message. Cartographer's records are a few MB
+#: (tens for a large pose graph or 3D submap); protobuf's own limit, 2 GiB, would let one
+#: record take gigabytes of memory to convert. Larger records are kept compressed.
+MAX_PAYLOAD: Final = 256 << 20
 
 _FTEXT, _FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 1, 2, 4, 8, 16
 
@@ -109,6 +113,38 @@ def _header_length(member: bytes, offset: int) -> int:
     return pos
 
 
+def declared_size(member: bytes) -> int:
+    """The payload size a member's gzip trailer declares (ISIZE; 0 when it has none)."""
+    return int.from_bytes(member[-4:], "little") if len(member) >= 18 else 0
+
+
+#: Members that may inflate to more than this are inflated twice: first in steps keeping
+#: nothing, so a bomb is refused without its output ever being held whole.
+_STREAM_ABOVE: Final = 16 << 20
+_STEP: Final = 1 << 20
+
+
+def _past(limit: int, declared: int, offset: int) -> FormatError:
+    return FormatError(
+        f"a record inflates past {limit} bytes (its gzip trailer declares {declared})",
+        offset=offset,
+    )
+
+
+def _inflated_size(deflated: memoryview, limit: int, declared: int, offset: int) -> None:
+    """Inflate `deflated` in steps, keeping nothing; FormatError once it passes `limit`."""
+    inflater = zlib.decompressobj(-15)
+    produced = 0
+    data: bytes | memoryview = deflated
+    while not inflater.eof:
+        produced += len(chunk := inflater.decompress(data, _STEP))
+        if produced > limit:
+            raise _past(limit, declared, offset)
+        data = inflater.unconsumed_tail
+        if not chunk and not data:
+            return
+
+
 def inflate_member(member: bytes, offset: int) -> bytes:
     """The payload of one gzip member (`offset`: where it starts in the file, for errors).
 
@@ -116,14 +152,24 @@ def inflate_member(member: bytes, offset: int) -> bytes:
     bounded by what deflate can produce from its size. Raises `FormatError` otherwise.
     """
     pos = _header_length(member, offset)
-    limit = min(_MAX_RATIO * len(member) + 1024, MAX_PAYLOAD)
-    inflater = zlib.decompressobj(-15)
+    declared = declared_size(member)
+    if declared > MAX_PAYLOAD:
+        raise FormatError(
+            f"a record declares {declared} bytes inflated, more than the {MAX_PAYLOAD} "
+            "nanorec holds in one message",
+            offset=offset,
+        )
+    # ISIZE is the length mod 2**32, exact below MAX_PAYLOAD: more output is a lie.
+    limit = min(_MAX_RATIO * len(member) + 1024, declared)
     try:
+        if limit > _STREAM_ABOVE:  # a big claim: check it keeping nothing before holding it
+            _inflated_size(memoryview(member)[pos:], limit, declared, offset)
+        inflater = zlib.decompressobj(-15)
         payload = inflater.decompress(memoryview(member)[pos:], limit + 1)
     except zlib.error as error:
         raise FormatError(f"a record's deflate data is damaged ({error})", offset=offset) from None
     if len(payload) > limit:
-        raise FormatError(f"a record inflates past {limit} bytes: refused", offset=offset)
+        raise _past(limit, declared, offset)
     if not inflater.eof:
         raise FormatError("a record's deflate stream ends early", offset=offset)
     rest = inflater.unused_data
@@ -178,8 +224,11 @@ def _inflate_batch(batch: list[tuple[Frame, bytes]]) -> list[Inflated]:
 
 #: Records are inflated and rebuilt in batches of about this many member bytes...
 _BATCH_BYTES = 1 << 20
-#: ...with this many batches in flight per thread (zlib releases the GIL).
+#: ...with this many batches in flight per thread (zlib releases the GIL)...
 _AHEAD = 2
+#: ...and at most this many declared payload bytes (beyond one batch): highly compressed
+#: records are not inflated many at once.
+_AHEAD_PAYLOAD = 64 << 20
 
 
 def iter_inflated(
@@ -188,26 +237,34 @@ def iter_inflated(
     """Each record inflated and checked against its rebuild, in order, on a thread pool
     (the `Cut` of a cut file last). Memory stays bounded by the batches in flight."""
     workers = threads or min(8, os.cpu_count() or 1)
-    pending: deque[Future[list[Inflated]]] = deque()
+    pending: deque[tuple[Future[list[Inflated]], int]] = deque()
+    ahead = 0  # declared payload bytes in flight
     with ThreadPoolExecutor(workers, thread_name_prefix="pbstream-inflate") as pool:
         batch: list[tuple[Frame, bytes]] = []
-        size = 0
+        size = payload = 0
         cut: Cut | None = None
         for frame in frames:
             if isinstance(frame, Cut):
                 cut = frame
                 break
-            batch.append((frame, bytes(buf[frame.start : frame.end])))
+            member = bytes(buf[frame.start : frame.end])
+            batch.append((frame, member))
             size += frame.size
-            if size >= _BATCH_BYTES:
-                pending.append(pool.submit(_inflate_batch, batch))
-                batch, size = [], 0
-                while len(pending) > workers * _AHEAD:
-                    yield from pending.popleft().result()
+            payload += min(declared_size(member), MAX_PAYLOAD)
+            if size >= _BATCH_BYTES or payload >= _BATCH_BYTES:
+                pending.append((pool.submit(_inflate_batch, batch), payload))
+                ahead += payload
+                batch, size, payload = [], 0, 0
+                while len(pending) > workers * _AHEAD or (
+                    len(pending) > 1 and ahead > _AHEAD_PAYLOAD
+                ):
+                    done, weight = pending.popleft()
+                    ahead -= weight
+                    yield from done.result()
         if batch:
-            pending.append(pool.submit(_inflate_batch, batch))
+            pending.append((pool.submit(_inflate_batch, batch), payload))
         while pending:
-            yield from pending.popleft().result()
+            yield from pending.popleft()[0].result()
     if cut is not None:
         yield cut
 
@@ -220,6 +277,7 @@ __all__ = [
     "Frame",
     "Inflated",
     "build_member",
+    "declared_size",
     "inflate_member",
     "iter_frames",
     "iter_inflated",

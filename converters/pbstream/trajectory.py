@@ -168,16 +168,23 @@ def node_local(payload: bytes, start: int, end: int) -> tuple[int, int, int, tup
     return trajectory, index, ticks, pose7(local)
 
 
-def node_dims(payload: bytes, start: int, end: int) -> int:
-    """3 when a Node's data holds 3D point clouds (high/low resolution, histogram), else 2."""
+def node_dims(payload: bytes, start: int, end: int) -> int | None:
+    """3 when a Node's data holds 3D data (high/low resolution clouds, histogram), 2 when it
+    holds only the 2D filtered cloud, None when it holds no points at all.
+
+    Cartographer sets every cloud field (`mutable_*`), so a 2D node carries fields 4 and 5
+    too, as empty messages: only their contents tell.
+    """
+    found: int | None = None
     for number, wire, a, b in iter_fields(payload, start, end):
-        if (
-            number == 5
-            and wire == LEN
-            and any(n in (4, 5, 6) for n, *_ in iter_fields(payload, a, b))
-        ):
-            return 3
-    return 2
+        if number != 5 or wire != LEN:
+            continue
+        for n, w, c, d in iter_fields(payload, a, b):
+            if w == LEN and d > c and n in (4, 5, 6):
+                return 3
+            if w == LEN and d > c and n == 3:
+                found = 2
+    return found
 
 
 def local_poses(rows: dict[int, list[tuple[Any, ...]]]) -> dict[int, Poses]:

@@ -109,10 +109,14 @@ def signed32(value: int) -> int:
 
 
 def double_at(buf: bytes | memoryview, pos: int) -> float:
+    if pos + 8 > len(buf):
+        raise FormatError("an 8-byte double runs past the end of its message", offset=pos)
     return float(_DOUBLE.unpack_from(buf, pos)[0])
 
 
 def float_at(buf: bytes | memoryview, pos: int) -> float:
+    if pos + 4 > len(buf):
+        raise FormatError("a 4-byte float runs past the end of its message", offset=pos)
     return float(_FLOAT.unpack_from(buf, pos)[0])
 
 

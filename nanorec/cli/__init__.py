@@ -9,7 +9,8 @@ runs `nanorec rosbag info x.bag --freq`. What only one format has lives under it
 format has one by that name (`nanorec collisions`).
 
 Library errors are caught only at the command boundary by `run`: one line on stderr and
-exit status 2.
+exit status 2. Library warnings (a damaged part of an input that still opens) become one
+`nanorec: warning: ...` line each.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import functools
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -143,11 +145,26 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as the command line shows it: one line, no Python source location."""
+    typer.echo(f"nanorec: warning: {message}", err=True)
+
+
 def run(action: Callable[[], T]) -> T:
-    """Run `action`, turning library and OS errors into one line and exit status 2, and a
-    closed stdout (`nanorec cat ... | head`) into a quiet exit."""
+    """Run `action`, turning library and OS errors into one line and exit status 2, library
+    warnings into one line each, and a closed stdout (`nanorec cat ... | head`) into a quiet
+    exit."""
     try:
-        return action()
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            return action()
     except NanorecError as error:
         # The library names its keyword; on the command line the same switch is --force.
         fail(str(error).replace("overwrite=True", "--force"))
@@ -266,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> Any:
     """Console-script entry point: usage mistakes too get one line and exit status 2."""
     # SIGTERM unwinds like Ctrl-C, so partial outputs are removed on the way out.
     signal.signal(signal.SIGTERM, _terminate)
+    warnings.showwarning = _warning_line  # also for commands that do not go through `run`
     _register()
     command = typer.main.get_command(app)
     args = list(sys.argv[1:] if argv is None else argv)

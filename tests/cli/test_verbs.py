@@ -202,3 +202,22 @@ def test_one_wording_for_missing_and_empty_files(tmp_path: Path) -> None:
             code, _, err = _run(verb, path, *extra)
             _one_line_error(code, err)
             assert err == f"nanorec: {path}: {words}\n", (verb, err)
+
+
+def test_a_warning_is_one_clean_line(tmp_path: Path) -> None:
+    """A damaged record opens with a warning: on the command line it is one
+    `nanorec: warning: ...` line on stderr, not Python's (source path, code line)."""
+    data = bytearray((SAMPLES / "pbstream-small.pbstream").read_bytes())
+    data[600] ^= 0xFF  # inside a gzip member: a damaged record, kept verbatim
+    source = tmp_path / "damaged.pbstream"
+    source.write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-c", "from nanorec.cli import main; main()", "info", str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and "records:" in done.stdout
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nanorec: warning: "), done.stderr
+    assert "UserWarning" not in lines[0] and ".py:" not in lines[0]

@@ -194,3 +194,111 @@ def test_a_damaged_pose_graph_still_summarises(payloads: list[bytes], tmp_path: 
     assert summary["trajectories"]["0"]["nodes"] == PLAN.nodes
     assert len(rec.trajectory(0)) == PLAN.nodes  # local poses stand in
     rec.close()
+
+
+def test_a_node_time_of_the_wrong_wire_type_is_flagged_not_fatal(
+    payloads: list[bytes], tmp_path: Path
+) -> None:
+    """A node whose timestamp is a fixed64 instead of a varint: every record is kept, the
+    node is untimed and named in the report and the summary."""
+    from nanorec import registry
+    from nanorec.converters.pbstream.wire import FIXED64, field_bytes, key
+
+    data = field_bytes(1, b"\x08\x00\x10\x00") + field_bytes(
+        5, key(1, FIXED64) + struct.pack("<q", 638220896057529180)
+    )
+    node = field_bytes(4, data)
+    stream = _stream([*payloads[:3], node])
+    rec = _roundtrip(stream, tmp_path)
+    assert len(rec) == 4 and rec.kind_of(3) == "node" and not rec.timed[3]
+    assert any("record 3" in p and "wire type 1" in p for p in rec.summary()["problems"])
+    rec.close()
+    report = registry.get("pbstream").convert(tmp_path / "x.pbstream", tmp_path / "y.zip")
+    assert report.messages == 4
+    assert len(report.warnings) == 1 and "record 3 (node" in report.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("meta", "says"),
+    [
+        ([1, 2], "not a pbstream description"),
+        ({"magic": MAGIC, "format": "2", "raw_members": 0}, "lacks 'columns'"),
+    ],
+)
+def test_a_bad_side_member_says_what_is_wrong(meta: object, says: str, tmp_path: Path) -> None:
+    """A FormatError in plain words (no Python exception reprs)."""
+    import msgpack
+
+    from nanorec.converters.pbstream.convert import META_MEMBER, read_meta
+    from nanorec.writer import ArchiveWriter
+
+    archive = tmp_path / "meta.zip"
+    with ArchiveWriter(archive, source_format="pbstream") as writer:
+        writer.write({"node": {"payload": b""}}, timestamp_us=0)
+        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta)))
+    with ArchiveReader(archive) as reader, pytest.raises(FormatError) as caught:
+        read_meta(reader)
+    assert says in str(caught.value) and "Error(" not in str(caught.value)
+
+
+def test_the_converter_raises_only_nanorec_errors() -> None:
+    """Bad input is a NanorecError: no bare ValueError/KeyError in the converter's code."""
+    import ast
+
+    import nanorec.converters.pbstream as package
+
+    for path in Path(package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                name = getattr(node.exc.func, "id", "")
+                assert name not in ("ValueError", "KeyError"), (path.name, node.lineno)
+
+
+def _bomb(size: int, declared: int | None = None) -> bytes:
+    """A gzip member as Cartographer writes it, inflating to `size` bytes (a node record
+    of zeros), built block by block; its ISIZE says `declared` (default: the truth)."""
+    from nanorec.converters.pbstream.stream import GZIP_HEADER
+    from nanorec.converters.pbstream.wire import varint
+
+    head = b"\x22" + varint(size - 6) + b"\x0a"
+    deflater = zlib.compressobj(1, zlib.DEFLATED, -15, 8)
+    parts, crc, done = [GZIP_HEADER, deflater.compress(head)], zlib.crc32(head), len(head)
+    block = bytes(1 << 20)
+    while done < size:
+        piece = block[: min(len(block), size - done)]
+        parts.append(deflater.compress(piece))
+        crc, done = zlib.crc32(piece, crc), done + len(piece)
+    trailer = struct.pack("<II", crc, (size if declared is None else declared) & 0xFFFF_FFFF)
+    return b"".join([*parts, deflater.flush(), trailer])
+
+
+def test_a_record_inflating_to_a_gibibyte_is_never_held(tmp_path: Path) -> None:
+    """1 GiB records (honest size, or a size that lies low) are kept compressed as damaged
+    records: the conversion's peak memory (VmHWM, in a child) stays a few hundred MB."""
+    import subprocess
+    import sys
+
+    honest, lying = _bomb(1 << 30), _bomb(1 << 30, declared=100 << 20)
+    source = tmp_path / "bomb.pbstream"
+    source.write_bytes(_stream([b"\x08\x02", b"", b""], {1: honest, 2: lying}))
+    script = (
+        "import sys\n"
+        "from nanorec.converters.pbstream.convert import convert\n"
+        "report = convert(sys.argv[1], sys.argv[2])\n"
+        "print(report.records, *(reason for _, _, reason in report.damaged), sep='\\n')\n"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
+    )
+    archive = tmp_path / "bomb.nanover.zip"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(source), str(archive)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    records, first, second, peak_kb = done.stdout.splitlines()
+    assert records == "3"
+    assert "declares 1073741824" in first and "inflates past" in second
+    assert int(peak_kb) < 400 << 10, f"peak {int(peak_kb) >> 10} MB"
+    back = tmp_path / "back.pbstream"
+    with ArchiveReader(archive) as reader:
+        assert export_native(reader, back).identical

@@ -242,3 +242,25 @@ def test_time_ranges_use_each_records_own_time(rec: PbstreamRecording) -> None:
     assert rows and {row["trajectory_id"] for row in rows} == {0}
     assert len(rows) == 21  # every 0.25 s from 0 to 5 s inclusive
     assert all(row["unix_ns"] <= rec.start_time * 1e9 + 5e9 for row in rows)
+
+
+def test_node_dimensions_as_cartographer_writes_them() -> None:
+    """`TrajectoryNodeData` ToProto sets every cloud (`mutable_*`): a 2D node has empty
+    high/low resolution clouds and no histogram; a 3D one an empty filtered cloud."""
+    from nanorec.converters.pbstream.trajectory import node_dims
+    from nanorec.converters.pbstream.wire import field_bytes, field_varint
+
+    def node(clouds: dict[int, bytes], histogram: bytes = b"") -> bytes:
+        data = field_varint(1, START_TICKS)
+        for number in (3, 4, 5):
+            data += field_bytes(number, clouds.get(number, b""), keep_empty=True)
+        data += field_bytes(6, histogram) + field_bytes(7, b"", keep_empty=True)
+        return field_bytes(1, field_varint(2, 4)) + field_bytes(5, data)
+
+    cloud = field_varint(1, 1) + field_bytes(3, b"\x01\x02\x03")
+    two = node({3: cloud})
+    three = node({4: cloud, 5: cloud}, histogram=bytes(8))
+    assert node_dims(two, 0, len(two)) == 2
+    assert node_dims(three, 0, len(three)) == 3
+    bare = node({})
+    assert node_dims(bare, 0, len(bare)) is None  # nothing to tell by: the options decide

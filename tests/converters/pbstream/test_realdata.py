@@ -164,3 +164,11 @@ def test_ros_map_agrees_with_cartographers_occupancy_grid(tmp_path: Path) -> Non
     unknown = grid.image == 128
     assert abs(int((~unknown & (occupancy >= 65)).sum()) - 3086) <= 30
     assert abs(int((~unknown & (occupancy <= 25)).sum()) - 201547) <= 200
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_dimensions_come_from_what_nodes_hold(path: Path, converted: dict[str, Path]) -> None:
+    """All three real maps are 2D. The arti_navigation one has no submaps, so its nodes
+    decide: Cartographer writes a 2D node's 3D clouds as present but empty messages."""
+    with PbstreamRecording(ArchiveReader(converted[path.name])) as rec:
+        assert rec.summary()["dimensions"] == "2D"

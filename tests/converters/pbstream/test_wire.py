@@ -108,3 +108,14 @@ def test_generated_3d_records_match_protobuf() -> None:
         info = describe(payload, V2_KINDS)
         mine = ours(decode_record(info.kind, {"payload": payload}))
         assert mine == plain(serialized.FromString(payload))[f"f{payload[0] >> 3}"], info.kind
+
+
+def test_a_short_fixed_field_is_a_format_error_not_a_struct_error() -> None:
+    """`struct`'s own words ("unpack_from requires a buffer...") never reach a user."""
+    from nanorec.converters.pbstream.wire import double_at, float_at
+
+    with pytest.raises(FormatError, match="8-byte double") as caught:
+        double_at(b"\0" * 10, 5)
+    assert caught.value.offset == 5 and "unpack" not in str(caught.value)
+    with pytest.raises(FormatError, match="4-byte float"):
+        float_at(b"\0\0", 0)
