@@ -25,7 +25,6 @@ generated from that spool at close, with numpy.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import operator
 import os
 import tempfile
@@ -48,6 +47,7 @@ from nanorec.describe import (
     ZLIB,
     ColumnSource,
     base_fields,
+    created_utc,
     iter_description,
 )
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
@@ -157,6 +157,7 @@ class ArchiveWriter:
         self.producer = producer
         self._closed = False
         self._fd = -1
+        self._created_utc = created_utc()  # before touching any file: a bad value is refused
         if not overwrite:
             if self.path.exists():
                 raise OutputExistsError(f"{self.path} exists; pass overwrite=True to replace it")
@@ -538,7 +539,7 @@ class ArchiveWriter:
         types_table = tuple(self._registry.table)
         fields = base_fields(
             producer=self.producer,
-            created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            created_utc=self._created_utc,
             source_format=self.source_format,
             source=self.source,
             message_count=count,
