@@ -5,6 +5,11 @@ directory (so the final rename is atomic on POSIX and Windows), which is flushed
 fsynced and renamed over the target only on success; on any error it is removed. A partial
 file left by a killed process (SIGKILL, power loss) has that same name, so the next run
 names it instead of silently adding another.
+
+A signal can end the process between any two steps, even between a partial file's creation
+and the `try` that would remove it, so every partial file being written is also listed
+(`claim` just before it is created, `release` once it is published, removed or deliberately
+kept): `remove_unfinished`, which the command line runs on its way out, removes what is left.
 """
 
 from __future__ import annotations
@@ -18,6 +23,27 @@ from pathlib import Path
 from typing import BinaryIO
 
 from nanorec.errors import OutputExistsError
+
+#: Partial files this process is writing (see the module docstring).
+_UNFINISHED: set[Path] = set()
+
+
+def claim(partial: Path) -> None:
+    """List `partial` as being written (call it before creating the file)."""
+    _UNFINISHED.add(partial)
+
+
+def release(partial: Path) -> None:
+    """`partial` was published, removed or is deliberately kept: no longer this process's."""
+    _UNFINISHED.discard(partial)
+
+
+def remove_unfinished() -> None:
+    """Remove every partial file still being written: the process is ending early."""
+    for partial in list(_UNFINISHED):
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+        release(partial)
 
 
 @contextlib.contextmanager
@@ -40,7 +66,12 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
                 "(overwrite=True removes it)"
             )
         temp.unlink()
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    claim(temp)
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
+    except OSError:
+        release(temp)  # not created by us (another writer's, or no permission)
+        raise
     try:
         with os.fdopen(fd, "wb") as stream:
             yield stream
@@ -53,6 +84,8 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
+    finally:
+        release(temp)
 
 
 def write_hashed(

@@ -4,7 +4,8 @@ NanoVer archives say nothing about themselves (no version, units, producer or so
 their index is a msgpack list that takes seconds to parse at a million entries. nanorec adds
 one extra member, which NanoVer's reader ignores, holding a msgpack map:
 
-    format "nanorec", format_version 1, producer, created_utc (ISO 8601, UTC),
+    format "nanorec", format_version 1, producer, created_utc (ISO 8601, UTC; nil unless
+    SOURCE_DATE_EPOCH is set, so the same input always gives the same archive bytes),
     source_format, source (the producer's map: file name, size, sha256...),
     time_unit "us", timestamp_key "nanorec.t", checksum "crc32",
     message_count, messages_size, index_size, index_crc32, types_table,
@@ -28,6 +29,9 @@ that a writer can stream the (raw) column bytes.
 
 from __future__ import annotations
 
+import datetime as _dt
+import os
+import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +41,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import ArchiveError, IndexMismatchError, UnsupportedError
+from nanorec.errors import ArchiveError, IndexMismatchError, UnsupportedError, UsageError
 from nanorec.index import Index, TypesTable
 from nanorec.wire import TIMESTAMP_KEY, bin_header, map_header
 
@@ -129,10 +133,29 @@ def iter_description(fields: Mapping[str, Any], columns: Sequence[ColumnSource])
             raise AssertionError(f"column {column.name}: wrote {written} bytes, not {nbytes}")
 
 
+def created_utc() -> str | None:
+    """The `created_utc` to record: SOURCE_DATE_EPOCH's time when it is set (the
+    reproducible-builds.org convention), else None; never the wall clock, which would make two
+    conversions of the same input differ. Raises `UsageError` for a malformed value."""
+    value = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if not value:
+        return None
+    try:
+        if not re.fullmatch(r"[0-9]+", value):
+            raise ValueError(value)
+        when = _dt.datetime.fromtimestamp(int(value), _dt.timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        raise UsageError(
+            f"SOURCE_DATE_EPOCH must be whole seconds since 1970 (as `date +%s` prints), "
+            f"not {value!r}"
+        ) from None
+    return when.isoformat(timespec="seconds")
+
+
 def base_fields(
     *,
     producer: str,
-    created_utc: str,
+    created_utc: str | None,
     source_format: str | None,
     source: Mapping[str, Any],
     message_count: int,

@@ -25,7 +25,6 @@ generated from that spool at close, with numpy.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import operator
 import os
 import tempfile
@@ -41,6 +40,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec import atomic
 from nanorec._version import __version__
 from nanorec.describe import (
     DELTA_ZLIB,
@@ -48,6 +48,7 @@ from nanorec.describe import (
     ZLIB,
     ColumnSource,
     base_fields,
+    created_utc,
     iter_description,
 )
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
@@ -157,6 +158,7 @@ class ArchiveWriter:
         self.producer = producer
         self._closed = False
         self._fd = -1
+        self._created_utc = created_utc()  # before touching any file: a bad value is refused
         if not overwrite:
             if self.path.exists():
                 raise OutputExistsError(f"{self.path} exists; pass overwrite=True to replace it")
@@ -168,7 +170,12 @@ class ArchiveWriter:
                 )
         elif self.partial_path.exists():
             self.partial_path.unlink()
-        self._fd = os.open(self.partial_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        atomic.claim(self.partial_path)  # before it exists: see nanorec.atomic
+        try:
+            self._fd = os.open(self.partial_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError:
+            atomic.release(self.partial_path)  # not ours
+            raise
         # buffered output, written at flush with writev (no joining copy)
         self._parts: list[bytes | memoryview] = []
         self._pending = 0  # bytes in _parts
@@ -305,19 +312,25 @@ class ArchiveWriter:
 
         Writes `index.msgpack`, `nanorec.msgpack`, the extra members, the central directory,
         fsyncs, and renames the partial file. Idempotent. If it fails (disk full...) the
-        partial file is left for `nanorec recover` and the error propagates. Raises
-        `OutputExistsError` if the final path appeared meanwhile and `overwrite` is false.
+        partial file is left for `nanorec recover` and the error propagates (Ctrl-C or SIGTERM
+        remove it). Raises `OutputExistsError` if the final path appeared meanwhile and
+        `overwrite` is false.
         """
         if self._closed:
             return
         self._check_open()
         try:
             self._finish()
-        except BaseException:
+        except Exception:
             self._close_files()
             self._closed = True
+            atomic.release(self.partial_path)  # kept for `nanorec recover`
+            raise
+        except BaseException:  # Ctrl-C, SIGTERM: leave nothing half-made
+            self.abort()
             raise
         self._closed = True
+        atomic.release(self.partial_path)
 
     def abort(self) -> None:
         """Stop writing and remove the partial file. Idempotent."""
@@ -325,6 +338,7 @@ class ArchiveWriter:
         self._close_files()
         with contextlib.suppress(FileNotFoundError):
             self.partial_path.unlink()
+        atomic.release(self.partial_path)
 
     # -- message path ----------------------------------------------------------------------
 
@@ -538,7 +552,7 @@ class ArchiveWriter:
         types_table = tuple(self._registry.table)
         fields = base_fields(
             producer=self.producer,
-            created_utc=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            created_utc=self._created_utc,
             source_format=self.source_format,
             source=self.source,
             message_count=count,

@@ -29,15 +29,15 @@ def commands(markdown: Path) -> list[str]:
     ]
 
 
-def run_examples(markdown: Path, scratch: Path) -> list[str]:
-    """Run them all in `scratch`; returns each Python block's stdout. Fails the test on the
-    first example that exits non-zero, naming it."""
+def run_examples(markdown: Path, scratch: Path, python: str = sys.executable) -> list[str]:
+    """Run them all in `scratch` with `python`; returns each Python block's stdout. Fails the
+    test on the first example that exits non-zero, naming it."""
     if not (scratch / "samples").exists():
         (scratch / "samples").symlink_to(REPO / "samples")
     for line in commands(markdown):
         args = shlex.split(line, comments=True)[1:]
         result = subprocess.run(
-            [sys.executable, "-c", "from nanorec.cli import main; main()", *args],
+            [python, "-c", "from nanorec.cli import main; main()", *args],
             cwd=scratch,
             capture_output=True,
             text=True,
@@ -47,7 +47,7 @@ def run_examples(markdown: Path, scratch: Path) -> list[str]:
     outputs = []
     for code in blocks(markdown, "python"):
         result = subprocess.run(
-            [sys.executable, "-c", code], cwd=scratch, capture_output=True, text=True, timeout=300
+            [python, "-c", code], cwd=scratch, capture_output=True, text=True, timeout=300
         )
         assert result.returncode == 0, (code, result.stderr)
         outputs.append(result.stdout)

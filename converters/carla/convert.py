@@ -489,7 +489,8 @@ def read_meta(reader: ArchiveReader) -> dict[str, Any]:
         )
         meta["header"]["bytes"]
         if meta["family"] not in FAMILIES:
-            raise ValueError(f"unknown release family {meta['family']!r}")
+            family = meta["family"]
+            raise FormatError(f"damaged {META_MEMBER} member: unknown release family {family!r}")
     except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
         raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
     return dict(meta)

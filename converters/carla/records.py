@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.errors import FormatError, TruncatedError
+from nanorec.errors import FormatError, TruncatedError, UnknownNameError
 
 from .ids import Engine, Kind
 
@@ -345,7 +345,8 @@ class PhysicsControl:
         for key, values in self.arrays:
             if key == name:
                 return values
-        raise KeyError(name)
+        names = ", ".join(key for key, _ in self.arrays)
+        raise UnknownNameError(f"PhysicsControl has no array {name!r} (it has: {names})")
 
     @classmethod
     def parse(

@@ -27,6 +27,7 @@ from typing import Any, NoReturn, TextIO, TypeVar
 import typer
 from typer.core import TyperGroup
 
+from nanorec.atomic import remove_unfinished
 from nanorec.cli._click import click
 from nanorec.errors import NanorecError
 
@@ -280,14 +281,16 @@ def _terminate(signum: int, frame: object) -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> Any:
-    """Console-script entry point: usage mistakes too get one line and exit status 2."""
-    # SIGTERM unwinds like Ctrl-C, so partial outputs are removed on the way out.
-    signal.signal(signal.SIGTERM, _terminate)
-    warnings.showwarning = _warning_line  # also for commands that do not go through `run`
-    _register()
-    command = typer.main.get_command(app)
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Console-script entry point: usage mistakes too get one line and exit status 2.
+
+    SIGTERM unwinds like Ctrl-C; whenever either lands, even before the block that would
+    clean up after it, the partial files still being written are removed on the way out."""
     try:
+        signal.signal(signal.SIGTERM, _terminate)
+        warnings.showwarning = _warning_line  # also for commands that do not go through `run`
+        _register()
+        command = typer.main.get_command(app)
+        args = list(sys.argv[1:] if argv is None else argv)
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
     except _NO_ARGS_IS_HELP as shown:
         typer.echo(getattr(shown, "format_message", str)())  # click >= 8.2: ours to print
@@ -299,4 +302,6 @@ def main(argv: Sequence[str] | None = None) -> Any:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    finally:
+        remove_unfinished()
     sys.exit(result if isinstance(result, int) else 0)

@@ -22,7 +22,7 @@ from nanorec.converters.carla.codec import (
 )
 from nanorec.converters.carla.ids import FAMILIES, SHAPES, Engine, Kind, Shape
 from nanorec.converters.carla.records import ActorAdd, PhysicsControl, VehicleWheels, WalkerBones
-from nanorec.errors import FormatError, TruncatedError
+from nanorec.errors import FormatError, TruncatedError, UnknownNameError
 from tests.converters.carla import carla_bytes as cb
 
 FAMILY_NAMES = list(FAMILIES)
@@ -179,6 +179,8 @@ def test_ue5_physics_control_keeps_wheels_opaque() -> None:
     assert wheels.shape == (4, 208)
     assert bytes(wheels[1]) == bytes(range(208))
     assert record.array("forward_gear_ratios").tolist() == [4.0, 2.0, 1.0]
+    with pytest.raises(UnknownNameError, match=r"'nope'.*wheels"):
+        record.array("nope")
     assert encode_body(Kind.PHYSICS_CONTROL, [record], UE5) == body
     # An element size other than the computed 208 is derived from the packet size.
     odd = cb.counted([cb.physics_ue5(24, wheels=3, wheel_bytes=200)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import zlib
 from pathlib import Path
 
 import msgpack
@@ -11,10 +12,12 @@ import pytest
 
 from nanorec import verify
 from nanorec.converters.carla.clip import export_clip
-from nanorec.converters.carla.convert import convert, export
+from nanorec.converters.carla.convert import META_MEMBER, convert, export, read_meta
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.world import World
-from nanorec.errors import BadMagicError, NanorecError, OutputExistsError
+from nanorec.errors import BadMagicError, FormatError, NanorecError, OutputExistsError
+from nanorec.reader import ArchiveReader
+from nanorec.writer import ArchiveWriter
 from tests.conftest import carla_realdata
 from tests.container.nanover_reference import NanoverRecordingReader
 from tests.converters.carla.replay_reference import Snapshot, replay
@@ -170,6 +173,16 @@ def test_damaged_archive_member_is_a_nanorec_error(tmp_path: Path) -> None:
     archive.write_bytes(bytes(data))
     with pytest.raises(NanorecError):
         CarlaRecording.open(archive).frame(0)
+
+
+def test_unknown_family_in_the_meta_member_is_a_plain_format_error(tmp_path: Path) -> None:
+    archive = tmp_path / "a.zip"
+    with ArchiveWriter(archive, source_format="carla") as writer:
+        meta = {"header": {"bytes": b""}, "family": "bogus"}
+        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta)))
+    with ArchiveReader(archive) as reader, pytest.raises(FormatError) as caught:
+        read_meta(reader)
+    assert str(caught.value) == f"damaged {META_MEMBER} member: unknown release family 'bogus'"
 
 
 def test_archive_messages_are_plain_msgpack(tmp_path: Path) -> None:

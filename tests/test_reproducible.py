@@ -1,0 +1,80 @@
+"""The same input converted twice gives byte-identical archives: no wall-clock time is
+written unless SOURCE_DATE_EPOCH asks for one (reproducible-builds.org's convention), and
+every zip member carries the fixed 1980 date. And `pip install "nanorec[all]"` means every
+user-facing extra."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from nanorec import ArchiveReader, registry
+from nanorec.errors import UsageError
+from nanorec.writer import ArchiveWriter, partial_path
+from tests.conftest import REPO, SAMPLES
+
+#: One sample of each format (the crashed bag: its cut tail is kept verbatim too).
+FORMAT_SAMPLES = (
+    "carla-0.9.16-town03.log",
+    "carla-0.9.15-crash-town05.log",
+    "rosbag-robot-lz4.bag",
+    "rosbag-crashed.bag.active",
+    "pbstream-small.pbstream",
+    "pbstream-legacy-small.pbstream",
+)
+
+
+@pytest.mark.parametrize("name", FORMAT_SAMPLES)
+def test_converting_twice_gives_the_same_bytes(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if "lz4" in name:
+        pytest.importorskip("lz4")
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    source = SAMPLES / name
+    first, second = tmp_path / "first.nanover.zip", tmp_path / "second.nanover.zip"
+    converter = registry.for_native(source)
+    converter.convert(source, first)
+    converter.convert(source, second)
+    assert first.read_bytes() == second.read_bytes()
+    with ArchiveReader(first) as reader:
+        assert reader.description is not None
+        assert reader.description["created_utc"] is None  # no wall clock in the bytes
+    with zipfile.ZipFile(first) as archive:
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_source_date_epoch_is_the_creation_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    path = tmp_path / "a.nanover.zip"
+    with ArchiveWriter(path) as writer:
+        writer.write({"x": 1}, timestamp_us=0)
+    with ArchiveReader(path) as reader:
+        assert reader.description is not None
+        assert reader.description["created_utc"] == "2023-11-14T22:13:20+00:00"
+
+
+@pytest.mark.parametrize("value", ["soon", "1.5", "1e9"])
+def test_a_malformed_source_date_epoch_is_refused_before_writing(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+    path = tmp_path / "a.nanover.zip"
+    with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH"):
+        ArchiveWriter(path)
+    assert not path.exists() and not partial_path(path).exists()
+
+
+def test_the_all_extra_is_every_user_facing_extra() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    wanted = {
+        req for name, reqs in extras.items() if name not in ("all", "dev", "bench") for req in reqs
+    }
+    assert set(extras["all"]) == wanted
