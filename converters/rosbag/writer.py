@@ -85,7 +85,9 @@ class BagWriter:
         chunk_threshold: int = CHUNK_THRESHOLD,
     ) -> None:
         if compression not in compressions.KINDS:
-            raise UsageError(f"compression must be one of {compressions.KINDS}, not {compression!r}")
+            raise UsageError(
+                f"compression must be one of {compressions.KINDS}, not {compression!r}"
+            )
         self.stream = stream
         self.compression = compression
         self.chunk_threshold = chunk_threshold
