@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import FormatError
+from nanorec.errors import FormatError, NanorecError
 
 from .connection import Connection
 from .records import (
@@ -67,7 +67,12 @@ def read_index(path: Path, *, entries: bool = False) -> BagIndex:
         if size < len(VERSION_LINE):
             check_version(handle.read())
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _read(buf, size, entries)
+            try:
+                return _read(buf, size, entries)
+            except NanorecError as error:
+                # its traceback's frames hold numpy views of `buf`, which must close first
+                failure = error.with_traceback(None)
+    raise failure
 
 
 def _fields(buf: Any, pos: int, size: int, op: int) -> tuple[Any, Any]:
