@@ -139,6 +139,7 @@ def facts_of_index(path: str, index: BagIndex) -> Facts:
         min(starts) if starts else None,
         max(ends) if ends else None,
         index.times or None,
+        notes=list(index.damaged),
     )
 
 

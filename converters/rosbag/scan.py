@@ -42,6 +42,7 @@ from .records import (
     Fields,
     get,
     need,
+    next_record,
     op_of,
     parse_fields,
     span_at,
@@ -272,20 +273,26 @@ class _Walker:
         plan = ChunkPlan(
             RawSegment(span.start, span.data_start), kind, "rebuild", len(self.entries)
         )
+        damage: list[Region] = []
         try:
             if kind == "none":
-                self.records(self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0)
+                self.records(
+                    self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0, damage=damage
+                )
             else:
                 data = compression.decompress(kind, stored, size, where)
                 self.spool.write(data)
                 self.spool_size += len(data)
-                self.records(
-                    memoryview(data), 0, len(data), plan, FROM_SPOOL, self.spool_size - len(data)
-                )
-                if compression.compress(kind, data) != stored:
-                    self.kept += 1  # messages stay entries; the chunk goes back as stored
-                    self.raw(span.start, span.data_end)
-                    return
+                base = self.spool_size - len(data)
+                self.records(data, 0, len(data), plan, FROM_SPOOL, base, damage=damage)
+            if damage:  # its messages stay entries; the chunk goes back as stored
+                self.damaged += _in_chunk(damage, where, kind)
+                self.raw(span.start, span.data_end)
+                return
+            if kind != "none" and compression.compress(kind, data) != stored:
+                self.kept += 1  # messages stay entries; the chunk goes back as stored
+                self.raw(span.start, span.data_end)
+                return
         except (FormatError, TruncatedError, UnsupportedError) as error:
             if isinstance(error, UnsupportedError) and "install" in error.message:
                 raise
@@ -306,10 +313,12 @@ class _Walker:
         spool_base: int,
         *,
         tolerant: bool = False,
+        damage: list[Region] | None = None,
     ) -> int:
         """Read the records of a chunk's data `data[pos:end]`. `spool_base` shifts positions
         into the spool (FROM_SPOOL). `tolerant`: stop at the first cut or unreadable record
-        and return its position, instead of raising."""
+        and return its position. Else an unreadable record goes to `damage` (its position in
+        `data`) and the walk goes on at the next plausible record."""
         entries = self.entries
         templates = self.templates
         unpack = _U32.unpack_from
@@ -328,24 +337,28 @@ class _Walker:
                 template = templates.last_id
                 data_start = data_at + 4
             else:
-                if tolerant:
-                    try:
-                        span = span_at(data, pos, end)
-                        parse_fields(data, span.header_start, span.header_end, pos)
-                    except NanorecError:
-                        return pos
-                else:
+                try:
                     span = span_at(data, pos, end)
-                header = bytes(data[span.header_start : span.header_end])
-                fields = parse_fields(header, 0, len(header), pos)
-                op = op_of(fields, pos)
+                    header = bytes(data[span.header_start : span.header_end])
+                    fields = parse_fields(header, 0, len(header), pos)
+                    op = op_of(fields, pos)
+                    if op == OP_MESSAGE:
+                        template, conn, time = templates.learn(fields, header, pos)
+                except NanorecError as error:
+                    if tolerant:
+                        return pos
+                    if damage is None:
+                        raise
+                    resync = next_record(data, pos, end)
+                    damage.append(Region(pos, resync - pos, error.message))
+                    pos = resync
+                    continue
                 if op != OP_MESSAGE:
                     if op == OP_CONNECTION:
                         self.connection(fields, bytes(data[span.data_start : span.data_end]), pos)
                     plan.add_inner(bytes(data[span.start : span.data_end]))
                     pos = span.data_end
                     continue
-                template, conn, time = templates.learn(fields, header, pos)
                 if template < 0:
                     entries.headers[len(entries)] = header
                 data_start, data_end = span.data_start, span.data_end
@@ -389,6 +402,30 @@ class _Walker:
             self.records(memoryview(data), 0, len(data), scratch, FROM_SPOOL, base, tolerant=True)
         found = len(self.entries) - first
         return pos, f"an unfinished {kind} chunk ({found} messages decompressed from it)"
+
+
+def _in_chunk(damage: list[Region], chunk: int, kind: str) -> list[Region]:
+    """Damaged stretches of a chunk's records as file regions (a compressed chunk's: the
+    whole chunk, naming the position in its data)."""
+    if kind == "none":
+        return [
+            Region(
+                r.offset,
+                r.length,
+                f"a record in the chunk at byte {chunk} does not parse, "
+                f"{r.length} bytes skipped: {r.reason}",
+            )
+            for r in damage
+        ]
+    return [
+        Region(
+            chunk,
+            0,
+            f"the record at byte {r.offset} of the {kind} chunk's data does not parse, "
+            f"{r.length} bytes skipped: {r.reason}",
+        )
+        for r in damage
+    ]
 
 
 def op_is_chunk(buf: Any, pos: int) -> bool:
