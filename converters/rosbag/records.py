@@ -7,6 +7,8 @@ kept as read (`Fields`, a tuple of `(name, value)` pairs) and looked up by name.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import struct
 from typing import Any, Final
 
@@ -139,6 +141,8 @@ def span_at(data: Any, pos: int, end: int) -> Span:
 
 #: How far before its `op` field a plausible record may start (its header's other fields).
 _RESYNC_BACK: Final = 512
+_RESYNC_WINDOW: Final = 16 << 20
+_OP_FIELD: Final = b"\x04\x00\x00\x00op="
 
 
 def _plausible(data: Any, pos: int, end: int) -> bool:
@@ -166,9 +170,19 @@ def _plausible(data: Any, pos: int, end: int) -> bool:
 def next_record(data: Any, pos: int, end: int) -> int:
     """Where the first plausible record after a damaged one at `pos` starts (`end` if none):
     found by its `op` field (`find` runs in C), then the record start before it that
-    parses. `data` is bytes or an mmap."""
+    parses. `data` is bytes or an mmap, searched a window at a time (a map's pages dropped
+    after each: a damaged stretch may be gigabytes)."""
     at = pos + 1
-    while (found := data.find(b"\x04\x00\x00\x00op=", at, end)) >= 0:
+    while at < end:
+        stop = min(at + _RESYNC_WINDOW, end)
+        found = data.find(_OP_FIELD, at, stop)
+        if found < 0:
+            if stop == end:
+                break
+            at = stop - len(_OP_FIELD) + 1
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                data.madvise(mmap.MADV_DONTNEED)
+            continue
         for start in range(found - 4, max(pos, found - 4 - _RESYNC_BACK), -1):
             header_len = _U32.unpack_from(data, start)[0]
             if start + 4 + header_len >= found + 8 and _plausible(data, start, end):

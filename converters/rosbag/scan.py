@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import os
 import struct
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -238,8 +239,7 @@ class _Walker:
             pos = span.data_end
             if pos - self.released > _RELEASE_BYTES:  # bounded RSS on bags larger than RAM
                 self.released = pos
-                with contextlib.suppress(AttributeError, OSError, ValueError):
-                    self.buf.madvise(mmap.MADV_DONTNEED)
+                _drop(self.buf)
             if self.progress is not None:
                 self.progress(pos)
         return Scan(
@@ -274,22 +274,23 @@ class _Walker:
             RawSegment(span.start, span.data_start), kind, "rebuild", len(self.entries)
         )
         damage: list[Region] = []
+        base = 0
         try:
             if kind == "none":
                 self.records(
                     self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0, damage=damage
                 )
             else:
-                data = compression.decompress(kind, stored, size, where)
-                self.spool.write(data)
-                self.spool_size += len(data)
-                base = self.spool_size - len(data)
-                self.records(data, 0, len(data), plan, FROM_SPOOL, base, damage=damage)
+                base = self.spool_size
+                self.spool_size += compression.decompress_into(
+                    kind, stored, size, where, self.spool
+                )
+                self.spooled(base, plan, damage)
             if damage:  # its messages stay entries; the chunk goes back as stored
-                self.damaged += _in_chunk(damage, where, kind)
+                self.damaged += _in_chunk(damage, where, kind, base)
                 self.raw(span.start, span.data_end)
                 return
-            if kind != "none" and compression.compress(kind, data) != stored:
+            if kind != "none" and not compression.matches(kind, self.pieces(base), stored):
                 self.kept += 1  # messages stay entries; the chunk goes back as stored
                 self.raw(span.start, span.data_end)
                 return
@@ -303,6 +304,23 @@ class _Walker:
             return
         self.segments.append(plan)
 
+    def spooled(self, base: int, plan: ChunkPlan, damage: list[Region] | None) -> None:
+        """Read the records decompressed to the spool from `base` on, through a map of it
+        (so that a large chunk is never held in memory)."""
+        if self.spool_size == base:
+            return
+        self.spool.flush()
+        with mmap.mmap(self.spool.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            tolerant = damage is None
+            self.records(view, base, self.spool_size, plan, FROM_SPOOL, 0, tolerant, damage)
+            _drop(view)
+
+    def pieces(self, base: int) -> Iterator[bytes]:
+        """The spool from `base` on, a piece at a time (read, not mapped: no pages kept)."""
+        self.spool.flush()
+        for at in range(base, self.spool_size, compression.PIECE):
+            yield os.pread(self.spool.fileno(), min(compression.PIECE, self.spool_size - at), at)
+
     def records(
         self,
         data: Any,
@@ -311,7 +329,6 @@ class _Walker:
         plan: ChunkPlan,
         src: int,
         spool_base: int,
-        *,
         tolerant: bool = False,
         damage: list[Region] | None = None,
     ) -> int:
@@ -371,6 +388,7 @@ class _Walker:
             entries.template.append(template)
             if entries.full():
                 entries.flush()
+                _drop(data)  # bounded RSS through a large chunk
             pos = data_end
         return pos
 
@@ -392,19 +410,23 @@ class _Walker:
             return stop, "cut: the last record of an unfinished chunk"
         # compressed: convert what decompresses; the chunk's bytes are kept as they are
         first = len(self.entries)
-        limit = max(size, self.size - head_end) * 64
-        data = compression.decompress_prefix(kind, bytes(self.buf[head_end:]), limit)
-        if data:
-            self.spool.write(data)
-            self.spool_size += len(data)
-            scratch = ChunkPlan(plan.head, kind, "open")
-            base = self.spool_size - len(data)
-            self.records(memoryview(data), 0, len(data), scratch, FROM_SPOOL, base, tolerant=True)
+        base = self.spool_size
+        stored = bytes(self.buf[head_end:])
+        self.spool_size += compression.decompress_into(
+            kind, stored, size, pos, self.spool, whole=False
+        )
+        self.spooled(base, ChunkPlan(plan.head, kind, "open"), None)
         found = len(self.entries) - first
         return pos, f"an unfinished {kind} chunk ({found} messages decompressed from it)"
 
 
-def _in_chunk(damage: list[Region], chunk: int, kind: str) -> list[Region]:
+def _drop(buf: Any) -> None:
+    """Let the kernel drop the pages of a map read so far (they count as resident)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        buf.madvise(mmap.MADV_DONTNEED)
+
+
+def _in_chunk(damage: list[Region], chunk: int, kind: str, base: int) -> list[Region]:
     """Damaged stretches of a chunk's records as file regions (a compressed chunk's: the
     whole chunk, naming the position in its data)."""
     if kind == "none":
@@ -421,7 +443,7 @@ def _in_chunk(damage: list[Region], chunk: int, kind: str) -> list[Region]:
         Region(
             chunk,
             0,
-            f"the record at byte {r.offset} of the {kind} chunk's data does not parse, "
+            f"the record at byte {r.offset - base} of the {kind} chunk's data does not parse, "
             f"{r.length} bytes skipped: {r.reason}",
         )
         for r in damage
