@@ -1,6 +1,8 @@
 """Read a bag's own index section, as `rosbag info` does: the bag header's `index_pos`, the
 connection and chunk info records there, each chunk's header, and (for `--freq`) the index
-data records after each chunk. Nothing is decompressed, so this costs little on any size.
+data records after each chunk. Nothing is decompressed, so this costs little on any size;
+the record headers of uncompressed chunks are walked, so that damage inside one is reported
+(`BagIndex.damaged`) rather than hidden behind an intact index.
 
 `read_index` raises `NanorecError` when the bag has no index (a crashed writer's) or the
 index does not hold together; callers then scan the bag instead (`scan.py`).
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import FormatError
+from nanorec.errors import FormatError, NanorecError
 
 from .connection import Connection
 from .records import (
@@ -59,6 +61,8 @@ class BagIndex:
     chunks: list[ChunkInfo]
     #: Per connection, its messages' times in ns (read only when asked: `--freq`).
     times: dict[int, NDArray[np.int64]] = field(default_factory=dict)
+    #: What is damaged inside the chunks (uncompressed ones: their records are walked).
+    damaged: list[str] = field(default_factory=list)
 
 
 def read_index(path: Path, *, entries: bool = False) -> BagIndex:
@@ -67,7 +71,12 @@ def read_index(path: Path, *, entries: bool = False) -> BagIndex:
         if size < len(VERSION_LINE):
             check_version(handle.read())
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _read(buf, size, entries)
+            try:
+                return _read(buf, size, entries)
+            except NanorecError as error:
+                # its traceback's frames hold numpy views of `buf`, which must close first
+                failure = error.with_traceback(None)
+    raise failure
 
 
 def _fields(buf: Any, pos: int, size: int, op: int) -> tuple[Any, Any]:
@@ -109,11 +118,14 @@ def _read(buf: Any, size: int, entries: bool) -> BagIndex:
         )
         pos = span.data_end
     times: dict[int, list[NDArray[np.int64]]] = {}
+    damaged = []
     for chunk in chunks:
         span, fields = _fields(buf, chunk.position, size, OP_CHUNK)
         chunk.compression = (get(fields, b"compression") or b"").decode("ascii", "replace")
         chunk.size = u32(need(fields, b"size", 4, span.start))
         chunk.stored = span.data_end - span.data_start
+        if chunk.compression == "none" and (problem := _damage(buf, span)):
+            damaged.append(problem)
         pos = span.data_end
         for _ in range(len(chunk.counts) if entries else 0):
             span, fields = _fields(buf, pos, size, OP_INDEX)
@@ -131,4 +143,22 @@ def _read(buf: Any, size: int, entries: bool) -> BagIndex:
         connections,
         chunks,
         {conn: np.sort(np.concatenate(parts)) for conn, parts in times.items()},
+        damaged,
     )
+
+
+def _damage(buf: Any, chunk: Any) -> str | None:
+    """The first record of an uncompressed chunk that does not parse, described; None when
+    they all do."""
+    pos = chunk.data_start
+    while pos < chunk.data_end:
+        try:
+            span = span_at(buf, pos, chunk.data_end)
+            op_of(parse_fields(buf, span.header_start, span.header_end, pos), pos)
+        except NanorecError as error:
+            return (
+                f"damaged: the record at byte {pos} in the chunk at byte {chunk.start} does not "
+                f"parse ({error.message}); converting the bag keeps the messages around it"
+            )
+        pos = span.data_end
+    return None

@@ -151,6 +151,7 @@ def facts_of_index(path: str, index: BagIndex) -> Facts:
         max(ends) if ends else None,
         index.times or None,
         chunk_span=(starts[0], ends[-1]) if starts else None,
+        notes=list(index.damaged),
     )
 
 

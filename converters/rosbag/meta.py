@@ -11,7 +11,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import FormatError
+from nanorec.errors import FormatError, UnsupportedError
 from nanorec.reader import ArchiveReader
 from nanorec.wire import inflate_bounded
 
@@ -42,8 +42,12 @@ class BagMeta:
                 inflate_bounded(reader.member(META_MEMBER), limit, META_MEMBER),
                 strict_map_key=False,
             )
-            if meta["version"] != META_VERSION:
-                raise ValueError(f"layout version {meta['version']}, not {META_VERSION}")
+            version = meta.get("version") if isinstance(meta, dict) else None
+            if version != META_VERSION:
+                raise UnsupportedError(
+                    f"{META_MEMBER} has layout version {version!r}; this nanorec reads "
+                    f"{META_VERSION}"
+                )
             self.connections = {
                 c.id: c for c in (Connection.unpack(v) for v in meta["connections"])
             }

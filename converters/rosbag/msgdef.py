@@ -6,6 +6,12 @@ generates one Python function per type (as genpy does), grouping runs of fixed-s
 into a single `struct.unpack_from`; numeric arrays come out as numpy arrays (zero-copy
 views of the payload), strings as `str` (as `bytes` when not UTF-8), time and duration as
 `{"secs", "nsecs"}`. Field names only ever appear in the generated code as string literals.
+
+A payload never makes the decoder allocate more than it holds: an array of `n` elements needs
+`n` times its element's least size in the bytes left, and elements of a zero-size type (as
+`std_msgs/Empty`) are capped per message (`MAX_EMPTY`), since no byte count bounds them. A
+type that contains itself other than through a variable-length array is refused: its
+messages would never end.
 """
 
 from __future__ import annotations
@@ -39,8 +45,11 @@ SCALARS: Final = {
 _SIZES: Final = {name: struct.calcsize("<" + code) for name, (code, _) in SCALARS.items()}
 _FIELD: Final = re.compile(r"^\s*([A-Za-z][\w/]*)\s*(\[(\d*)\])?\s+([A-Za-z]\w*)\s*(=.*)?$")
 _SEPARATOR: Final = re.compile(r"^=+$")
+#: Elements of zero-size types one message may hold (they take no bytes to bound them).
+MAX_EMPTY: Final = 1 << 16
 
-Decode = Callable[[bytes, int], tuple[Any, int]]
+#: A generated function: (payload, position, [zero-size elements left]) -> (value, end).
+Decode = Callable[[bytes, int, list[int]], tuple[Any, int]]
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,20 @@ def _resolve(base: str, package: str, known: set[str]) -> str:
     return matches[0] if matches else f"{package}/{base}"
 
 
+def _short(n: int, name: str, size: int, left: int, at: int) -> None:
+    raise FormatError(
+        f"an array of {n} {name} needs at least {n * size} bytes, {left} are left", offset=at
+    )
+
+
+def _many(n: int, name: str, at: int) -> None:
+    raise FormatError(
+        f"an array of {n} {name} (zero bytes each) exceeds the {MAX_EMPTY} such elements "
+        "nanorec decodes per message",
+        offset=at,
+    )
+
+
 def _text(data: bytes) -> str | bytes:
     try:
         return data.decode("utf-8")
@@ -110,6 +133,7 @@ class Decoder:
     def __init__(self, type_name: str, definition: str) -> None:
         self.type_name = type_name
         self.types = parse_definition(type_name, definition)
+        self._sizes: dict[str, int] = {}
         self._names: dict[str, str] = {}
         self._lines: list[str] = []
         self._generate(type_name)
@@ -118,6 +142,9 @@ class Decoder:
             "frombuffer": np.frombuffer,
             "text": _text,
             "U32": struct.Struct("<I").unpack_from,
+            "Bad": FormatError,
+            "short": _short,
+            "many": _many,
         }
         exec("\n".join(self._lines), namespace)
         self._decode: Decode = namespace[self._names[type_name]]
@@ -125,8 +152,12 @@ class Decoder:
     def decode(self, data: bytes) -> dict[str, Any]:
         """The message in `data` as a dict; `FormatError` when it does not fit the type."""
         try:
-            value, end = self._decode(data, 0)
-        except (struct.error, ValueError, IndexError, TypeError):
+            value, end = self._decode(data, 0, [MAX_EMPTY])
+        except FormatError as error:
+            raise FormatError(
+                f"payload does not match {self.type_name}: {error.message}", offset=error.offset
+            ) from None
+        except (struct.error, ValueError, IndexError, TypeError, RecursionError):
             raise FormatError(  # a field or an array's length runs past the payload's end
                 f"payload of {len(data)} bytes ends inside a {self.type_name}"
             ) from None
@@ -136,14 +167,36 @@ class Decoder:
             )
         return value  # type: ignore[no-any-return]
 
+    def least_size(self, type_name: str, within: frozenset[str] = frozenset()) -> int:
+        """The fewest bytes a value of `type_name` takes; `FormatError` for a type that
+        contains itself other than through a variable-length array."""
+        if type_name in _SIZES:
+            return _SIZES[type_name]
+        if type_name in ("string", "time", "duration"):
+            return 4 if type_name == "string" else 8
+        if type_name in self._sizes:
+            return self._sizes[type_name]
+        if type_name in within:
+            raise FormatError(f"{type_name} contains itself: its messages would never end")
+        if type_name not in self.types:
+            raise FormatError(f"the definition has no type {type_name!r}")
+        inner = within | {type_name}
+        size = 0
+        for f in self.types[type_name]:
+            if f.array is None or f.array > 0:
+                size += (f.array or 1) * self.least_size(f.type, inner)
+            else:
+                size += 4 if f.array < 0 else 0
+        self._sizes[type_name] = size
+        return size
+
     def _generate(self, type_name: str) -> str:
         if type_name in self._names:
             return self._names[type_name]
+        self.least_size(type_name)
         function = f"decode_{len(self._names)}"
         self._names[type_name] = function
-        if type_name not in self.types:
-            raise FormatError(f"the definition has no type {type_name!r}")
-        body = [f"def {function}(b, p):", "    m = {}"]
+        body = [f"def {function}(b, p, c):", "    m = {}"]
         run: list[Field] = []
 
         def flush() -> None:
@@ -177,6 +230,14 @@ class Decoder:
                         f"    p += {count} * {_SIZES[f.type]}",
                     ]
                 else:
+                    size = self.least_size(f.type)
+                    if size:
+                        body.append(
+                            f"    if n * {size} > len(b) - p: "
+                            f"short(n, {f.type!r}, {size}, len(b) - p, p)"
+                        )
+                    else:
+                        body += ["    c[0] -= n", f"    if c[0] < 0: many(n, {f.type!r}, p)"]
                     body += ["    a = []", "    for _ in range(n):"]
                     body += ["    " + line for line in self._single(f.type, "v")]
                     body += ["        a.append(v)", f"    m[{key}] = a"]
@@ -196,7 +257,8 @@ class Decoder:
         if type_name == "string":
             return [
                 "    s, = U32(b, p)",
-                "    if p + 4 + s > len(b): raise ValueError('a string runs past the payload')",
+                "    if p + 4 + s > len(b): raise Bad(f'a string of {s} bytes runs past the "
+                "payload', offset=p)",
                 f"    {target} = text(bytes(b[p + 4 : p + 4 + s]))",
                 "    p += 4 + s",
             ]
@@ -208,4 +270,4 @@ class Decoder:
                 "    p += 8",
             ]
         function = self._generate(type_name)
-        return [f"    {target}, p = {function}(b, p)"]
+        return [f"    {target}, p = {function}(b, p, c)"]

@@ -7,10 +7,12 @@ kept as read (`Fields`, a tuple of `(name, value)` pairs) and looked up by name.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import struct
 from typing import Any, Final
 
-from nanorec.errors import FormatError, TruncatedError
+from nanorec.errors import FormatError, NanorecError, TruncatedError
 
 VERSION_LINE: Final = b"#ROSBAG V2.0\n"
 #: Where ROS's writers start the first chunk: version line + bag header record of 4104 bytes.
@@ -135,6 +137,58 @@ def span_at(data: Any, pos: int, end: int) -> Span:
             f"a record's {data_len} data bytes run past the end", offset=pos, expected=data_len
         )
     return Span(pos, header_end, header_end + 4, data_end)
+
+
+#: How far before its `op` field a plausible record may start (its header's other fields).
+_RESYNC_BACK: Final = 512
+_RESYNC_WINDOW: Final = 16 << 20
+_OP_FIELD: Final = b"\x04\x00\x00\x00op="
+
+
+def _plausible(data: Any, pos: int, end: int) -> bool:
+    """Whether a message or connection record with its fields starts at `pos`, and the
+    record after it parses too (or it ends at `end`)."""
+    try:
+        span = span_at(data, pos, end)
+        fields = parse_fields(data, span.header_start, span.header_end, pos)
+        op = op_of(fields, pos)
+        need(fields, b"conn", 4, pos)
+        if op == OP_MESSAGE:
+            need(fields, b"time", 8, pos)
+        elif op == OP_CONNECTION:
+            need(fields, b"topic", None, pos)
+        else:
+            return False
+        if span.data_end < end:
+            after = span_at(data, span.data_end, end)
+            op_of(parse_fields(data, after.header_start, after.header_end, after.start), pos)
+    except NanorecError:
+        return False
+    return True
+
+
+def next_record(data: Any, pos: int, end: int) -> int:
+    """Where the first plausible record after a damaged one at `pos` starts (`end` if none):
+    found by its `op` field (`find` runs in C), then the record start before it that
+    parses. `data` is bytes or an mmap, searched a window at a time (a map's pages dropped
+    after each: a damaged stretch may be gigabytes)."""
+    at = pos + 1
+    while at < end:
+        stop = min(at + _RESYNC_WINDOW, end)
+        found = data.find(_OP_FIELD, at, stop)
+        if found < 0:
+            if stop == end:
+                break
+            at = stop - len(_OP_FIELD) + 1
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                data.madvise(mmap.MADV_DONTNEED)
+            continue
+        for start in range(found - 4, max(pos, found - 4 - _RESYNC_BACK), -1):
+            header_len = _U32.unpack_from(data, start)[0]
+            if start + 4 + header_len >= found + 8 and _plausible(data, start, end):
+                return start
+        at = found + 1
+    return end
 
 
 def pack_u32(value: int) -> bytes:

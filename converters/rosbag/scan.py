@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import os
 import struct
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -42,6 +43,7 @@ from .records import (
     Fields,
     get,
     need,
+    next_record,
     op_of,
     parse_fields,
     span_at,
@@ -237,8 +239,7 @@ class _Walker:
             pos = span.data_end
             if pos - self.released > _RELEASE_BYTES:  # bounded RSS on bags larger than RAM
                 self.released = pos
-                with contextlib.suppress(AttributeError, OSError, ValueError):
-                    self.buf.madvise(mmap.MADV_DONTNEED)
+                _drop(self.buf)
             if self.progress is not None:
                 self.progress(pos)
         return Scan(
@@ -272,20 +273,27 @@ class _Walker:
         plan = ChunkPlan(
             RawSegment(span.start, span.data_start), kind, "rebuild", len(self.entries)
         )
+        damage: list[Region] = []
+        base = 0
         try:
             if kind == "none":
-                self.records(self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0)
-            else:
-                data = compression.decompress(kind, stored, size, where)
-                self.spool.write(data)
-                self.spool_size += len(data)
                 self.records(
-                    memoryview(data), 0, len(data), plan, FROM_SPOOL, self.spool_size - len(data)
+                    self.buf, span.data_start, span.data_end, plan, FROM_SOURCE, 0, damage=damage
                 )
-                if compression.compress(kind, data) != stored:
-                    self.kept += 1  # messages stay entries; the chunk goes back as stored
-                    self.raw(span.start, span.data_end)
-                    return
+            else:
+                base = self.spool_size
+                self.spool_size += compression.decompress_into(
+                    kind, stored, size, where, self.spool
+                )
+                self.spooled(base, plan, damage)
+            if damage:  # its messages stay entries; the chunk goes back as stored
+                self.damaged += _in_chunk(damage, where, kind, base)
+                self.raw(span.start, span.data_end)
+                return
+            if kind != "none" and not compression.matches(kind, self.pieces(base), stored):
+                self.kept += 1  # messages stay entries; the chunk goes back as stored
+                self.raw(span.start, span.data_end)
+                return
         except (FormatError, TruncatedError, UnsupportedError) as error:
             if isinstance(error, UnsupportedError) and "install" in error.message:
                 raise
@@ -296,6 +304,23 @@ class _Walker:
             return
         self.segments.append(plan)
 
+    def spooled(self, base: int, plan: ChunkPlan, damage: list[Region] | None) -> None:
+        """Read the records decompressed to the spool from `base` on, through a map of it
+        (so that a large chunk is never held in memory)."""
+        if self.spool_size == base:
+            return
+        self.spool.flush()
+        with mmap.mmap(self.spool.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            tolerant = damage is None
+            self.records(view, base, self.spool_size, plan, FROM_SPOOL, 0, tolerant, damage)
+            _drop(view)
+
+    def pieces(self, base: int) -> Iterator[bytes]:
+        """The spool from `base` on, a piece at a time (read, not mapped: no pages kept)."""
+        self.spool.flush()
+        for at in range(base, self.spool_size, compression.PIECE):
+            yield os.pread(self.spool.fileno(), min(compression.PIECE, self.spool_size - at), at)
+
     def records(
         self,
         data: Any,
@@ -304,12 +329,13 @@ class _Walker:
         plan: ChunkPlan,
         src: int,
         spool_base: int,
-        *,
         tolerant: bool = False,
+        damage: list[Region] | None = None,
     ) -> int:
         """Read the records of a chunk's data `data[pos:end]`. `spool_base` shifts positions
         into the spool (FROM_SPOOL). `tolerant`: stop at the first cut or unreadable record
-        and return its position, instead of raising."""
+        and return its position. Else an unreadable record goes to `damage` (its position in
+        `data`) and the walk goes on at the next plausible record."""
         entries = self.entries
         templates = self.templates
         unpack = _U32.unpack_from
@@ -328,24 +354,28 @@ class _Walker:
                 template = templates.last_id
                 data_start = data_at + 4
             else:
-                if tolerant:
-                    try:
-                        span = span_at(data, pos, end)
-                        parse_fields(data, span.header_start, span.header_end, pos)
-                    except NanorecError:
-                        return pos
-                else:
+                try:
                     span = span_at(data, pos, end)
-                header = bytes(data[span.header_start : span.header_end])
-                fields = parse_fields(header, 0, len(header), pos)
-                op = op_of(fields, pos)
+                    header = bytes(data[span.header_start : span.header_end])
+                    fields = parse_fields(header, 0, len(header), pos)
+                    op = op_of(fields, pos)
+                    if op == OP_MESSAGE:
+                        template, conn, time = templates.learn(fields, header, pos)
+                except NanorecError as error:
+                    if tolerant:
+                        return pos
+                    if damage is None:
+                        raise
+                    resync = next_record(data, pos, end)
+                    damage.append(Region(pos, resync - pos, error.message))
+                    pos = resync
+                    continue
                 if op != OP_MESSAGE:
                     if op == OP_CONNECTION:
                         self.connection(fields, bytes(data[span.data_start : span.data_end]), pos)
                     plan.add_inner(bytes(data[span.start : span.data_end]))
                     pos = span.data_end
                     continue
-                template, conn, time = templates.learn(fields, header, pos)
                 if template < 0:
                     entries.headers[len(entries)] = header
                 data_start, data_end = span.data_start, span.data_end
@@ -358,6 +388,7 @@ class _Walker:
             entries.template.append(template)
             if entries.full():
                 entries.flush()
+                _drop(data)  # bounded RSS through a large chunk
             pos = data_end
         return pos
 
@@ -379,16 +410,44 @@ class _Walker:
             return stop, "cut: the last record of an unfinished chunk"
         # compressed: convert what decompresses; the chunk's bytes are kept as they are
         first = len(self.entries)
-        limit = max(size, self.size - head_end) * 64
-        data = compression.decompress_prefix(kind, bytes(self.buf[head_end:]), limit)
-        if data:
-            self.spool.write(data)
-            self.spool_size += len(data)
-            scratch = ChunkPlan(plan.head, kind, "open")
-            base = self.spool_size - len(data)
-            self.records(memoryview(data), 0, len(data), scratch, FROM_SPOOL, base, tolerant=True)
+        base = self.spool_size
+        stored = bytes(self.buf[head_end:])
+        self.spool_size += compression.decompress_into(
+            kind, stored, size, pos, self.spool, whole=False
+        )
+        self.spooled(base, ChunkPlan(plan.head, kind, "open"), None)
         found = len(self.entries) - first
         return pos, f"an unfinished {kind} chunk ({found} messages decompressed from it)"
+
+
+def _drop(buf: Any) -> None:
+    """Let the kernel drop the pages of a map read so far (they count as resident)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        buf.madvise(mmap.MADV_DONTNEED)
+
+
+def _in_chunk(damage: list[Region], chunk: int, kind: str, base: int) -> list[Region]:
+    """Damaged stretches of a chunk's records as file regions (a compressed chunk's: the
+    whole chunk, naming the position in its data)."""
+    if kind == "none":
+        return [
+            Region(
+                r.offset,
+                r.length,
+                f"a record in the chunk at byte {chunk} does not parse, "
+                f"{r.length} bytes skipped: {r.reason}",
+            )
+            for r in damage
+        ]
+    return [
+        Region(
+            chunk,
+            0,
+            f"the record at byte {r.offset - base} of the {kind} chunk's data does not parse, "
+            f"{r.length} bytes skipped: {r.reason}",
+        )
+        for r in damage
+    ]
 
 
 def op_is_chunk(buf: Any, pos: int) -> bool:

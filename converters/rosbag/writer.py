@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import BinaryIO, Final
 
+from nanorec.errors import UnknownNameError, UsageError
+
 from . import compression as compressions
 from .records import (
     BAG_HEADER_SPACE,
@@ -83,7 +85,9 @@ class BagWriter:
         chunk_threshold: int = CHUNK_THRESHOLD,
     ) -> None:
         if compression not in compressions.KINDS:
-            raise ValueError(f"compression must be one of {compressions.KINDS}")
+            raise UsageError(
+                f"compression must be one of {compressions.KINDS}, not {compression!r}"
+            )
         self.stream = stream
         self.compression = compression
         self.chunk_threshold = chunk_threshold
@@ -102,7 +106,7 @@ class BagWriter:
 
     def write(self, conn: int, time_ns: int, data: bytes) -> None:
         if conn not in self.connections:
-            raise KeyError(f"connection {conn} was not added")
+            raise UnknownNameError(f"connection {conn} was not added")
         if conn not in self._written:
             topic, fields = self.connections[conn]
             self._append(connection_record(conn, topic, fields))
