@@ -203,8 +203,8 @@ def _line(recording: Any) -> Any:
     app,
     "play",
     kinds=_KINDS,
-    start="Start SEC seconds into the bag (from its earliest message, as rosbag play -s).",
-    duration="Play only SEC seconds (rosbag play -u).",
+    start="Start this many seconds into the bag (from its earliest message: rosbag play -s).",
+    duration="Play only this many seconds from --start (rosbag play -u).",
 )
 def play_command(
     file: _BAG,
