@@ -1,5 +1,6 @@
 """`nanorec rosbag ...`, and `nanorec info|cat|play x.bag` routed here: rosbag's own
-commands without ROS."""
+commands without ROS, each taking its verb's common options (`nanorec.cli.surface`) plus
+rosbag's spellings (`--topics`, merged into the common `--topic`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,22 @@ from typing import Annotated, Any
 import typer
 
 from nanorec import registry
-from nanorec.cli import fail, run
+from nanorec.cli import run
 from nanorec.cli.inputs import check_input, opened
-from nanorec.cli.options import Duration, End, Start
+from nanorec.cli.options import (
+    Duration,
+    End,
+    Immediate,
+    Json,
+    Kinds,
+    Loop,
+    Messages,
+    Pause,
+    Rate,
+    Start,
+    TableFormat,
+)
+from nanorec.cli.surface import check_choice, verb_command
 from nanorec.cli.verbs import terminal_player
 from nanorec.errors import FormatError, NanorecError, UsageError
 from nanorec.selection import Selection
@@ -24,9 +38,10 @@ from .info import Facts, facts_of_archive, facts_of_index, text, yaml
 
 app = typer.Typer(help="ROS1 bags: rosbag info, cat, play without ROS.", no_args_is_help=True)
 
+_KINDS = "Only this topic; repeatable."
 _TOPICS = Annotated[
     list[str] | None,
-    typer.Option("--topics", "--topic", "-t", help="Only this topic; repeatable.", metavar="TOPIC"),
+    typer.Option("--topics", help="Same as --topic (rosbag play's spelling).", metavar="TOPIC"),
 ]
 _BAG = Annotated[Path, typer.Argument(help="A ROS bag (.bag, .bag.active) or its archive.")]
 
@@ -56,16 +71,14 @@ def facts(file: Path, freq: bool) -> Facts:
         return found
 
 
-@app.command("info")
+@verb_command(app, "info", as_json="The facts as JSON (start, end: first and last message).")
 def info_command(
     file: _BAG,
     freq: Annotated[
         bool, typer.Option("--freq", help="Topic frequencies (reads the index).")
     ] = False,
     as_yaml: Annotated[bool, typer.Option("--yaml", "-y", help="As rosbag info --yaml.")] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="The facts as JSON (start, end: first and last message).")
-    ] = False,
+    as_json: Json = False,
     tz: Annotated[
         str | None,
         typer.Option(
@@ -93,14 +106,16 @@ def info_command(
     run(action)
 
 
-@app.command("cat")
+@verb_command(app, "cat", kinds=_KINDS)
 def cat_command(
     file: _BAG,
-    topics: _TOPICS = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="ndjson or csv.")] = "ndjson",
+    kinds: Kinds = None,
+    fmt: TableFormat = "ndjson",
     start: Start = None,
     end: End = None,
     duration: Duration = None,
+    messages: Messages = None,
+    topics: _TOPICS = None,
 ) -> None:
     """One row per message: number, time (s from the start), time_ns, time_s (Unix), then
     the message's fields flattened. Every topic (NDJSON) when none is given.
@@ -109,17 +124,22 @@ def cat_command(
     """
     from nanorec.tables import write_csv, write_ndjson
 
-    if fmt not in ("ndjson", "csv"):
-        fail(f"--format takes ndjson or csv, not {fmt!r}")
-
     def action() -> None:
-        selection = Selection.make(start=start, end=end, duration=duration)
+        check_choice("--format", fmt, ("ndjson", "csv"))
+        wanted = _merged(kinds, topics)
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=wanted
+        )
         with opened(file) as recording, _Undecodable(recording):
-            chosen = topics or recording.table_kinds()
+            numbers = selection.chosen(recording.reader.index).tolist()
+            chosen = wanted or recording.table_kinds()
+            unknown = sorted(set(chosen) - set(recording.table_kinds()))
+            if unknown:
+                topics_there = ", ".join(recording.table_kinds())
+                raise UsageError(f"no topic {', '.join(unknown)} (topics: {topics_there})")
             if fmt == "csv" and len(chosen) != 1:
                 raise UsageError("CSV holds one table: give one --topic")
-            if not topics:
-                numbers = selection.numbers(recording.reader.index).tolist()
+            if not wanted:
                 write_ndjson(map(_line(recording), numbers), sys.stdout)
             else:
                 for topic in chosen:
@@ -129,6 +149,11 @@ def cat_command(
         sys.stdout.flush()
 
     run(action)
+
+
+def _merged(kinds: list[str] | None, topics: list[str] | None) -> list[str] | None:
+    """The common `--topic`s and rosbag's `--topics`, as one list (None: every topic)."""
+    return [*(kinds or ()), *(topics or ())] or None
 
 
 class _Undecodable:
@@ -174,22 +199,25 @@ def _line(recording: Any) -> Any:
     return line
 
 
-@app.command("play")
+@verb_command(
+    app,
+    "play",
+    kinds=_KINDS,
+    start="Start this many seconds into the bag (from its earliest message: rosbag play -s).",
+    duration="Play only this many seconds from --start (rosbag play -u).",
+)
 def play_command(
     file: _BAG,
-    rate: Annotated[float, typer.Option("--rate", "-r", help="Speed factor.")] = 1.0,
-    start: Annotated[
-        float | None, typer.Option("--start", "-s", help="Start SEC seconds into the bag.")
-    ] = None,
-    duration: Annotated[
-        float | None, typer.Option("--duration", "-u", help="Play only SEC seconds.")
-    ] = None,
+    rate: Rate = 1.0,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
     topics: _TOPICS = None,
-    loop: Annotated[bool, typer.Option("--loop", "-l", help="Loop playback.")] = False,
-    pause: Annotated[bool, typer.Option("--pause", help="Start paused (space resumes).")] = False,
-    immediate: Annotated[
-        bool, typer.Option("--immediate", "-i", help="Play without waiting.")
-    ] = False,
+    loop: Loop = False,
+    pause: Pause = False,
+    immediate: Immediate = False,
     delay: Annotated[float, typer.Option("--delay", "-d", help="Sleep SEC before playing.")] = 0.0,
     skip_empty: Annotated[
         float | None, typer.Option("--skip-empty", help="Skip gaps longer than SEC.")
@@ -212,6 +240,13 @@ def play_command(
     def action() -> None:
         from .recording import BagRecording
 
+        selection = Selection.make(
+            start=start,
+            end=end,
+            duration=duration,
+            messages=messages,
+            kinds=_merged(kinds, topics),
+        )
         with opened(file) as recording:
             if not isinstance(recording, BagRecording):
                 raise UsageError(f"{file} is not a ROS bag")
@@ -222,9 +257,7 @@ def play_command(
                     pause,
                     factory=BagPlayer,
                     rate=rate,
-                    start=start,
-                    duration=duration,
-                    kinds=topics,
+                    selection=selection,
                     loop=loop,
                     immediate=immediate,
                     delay=delay,

@@ -28,7 +28,10 @@ def export_selection(
     new recording numbers them), each keeping its topic and connection header."""
     meta = BagMeta(reader)
     selection = selection or Selection()
-    numbers = selection.numbers(reader.index)
+    # one rule for an empty selection, every format (nothing written)
+    numbers = (
+        selection.numbers(reader.index) if selection.everything else selection.chosen(reader.index)
+    )
     if selection.kinds is not None:
         unknown = selection.kinds - {c.topic for c in meta.connections.values()}
         if unknown:

@@ -222,3 +222,63 @@ def test_cat_and_play_print_an_undecodable_message_as_bytes(tmp_path: Path) -> N
         "3",
         "4",
     ]
+
+
+def _refused(args: list[str], says: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, (args, result.stderr)
+    assert result.stderr.startswith("nanorec: ") and says in result.stderr, (args, result.stderr)
+
+
+def test_cat_takes_the_common_options(tmp_path: Path) -> None:
+    """The issue's command lines: --type, -F csv and --messages, as on every format."""
+    bag = make_bag(tmp_path, seconds=1.0)
+    lines = runner.invoke(app, ["cat", str(bag), "--messages", "0:3"]).stdout.splitlines()
+    assert [json.loads(line)["number"] for line in lines] == [0, 1, 2]
+    result = runner.invoke(
+        app, ["cat", str(bag), "--type", "/odom", "-F", "csv", "--messages", "0:40"]
+    )
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert result.exit_code == 0 and rows and all(int(r["number"]) < 40 for r in rows)
+    counts = [
+        len(runner.invoke(app, ["cat", str(bag), *args]).stdout.splitlines())
+        for args in (["-t", "/odom"], ["--topics", "/imu"], ["-t", "/odom", "--topics", "/imu"])
+    ]
+    assert counts[0] and counts[1] and counts[2] == counts[0] + counts[1]  # --topics merged
+    _refused(["cat", str(bag), "-F", "bogus"], "--format")
+    _refused(["cat", str(bag), "--start", "1000"], "--start 1000 selects no message")
+    _refused(["cat", str(bag), "--messages", "5:2"], "--messages 5:2 selects no message")
+    _refused(["cat", str(bag), "--topic", "/odom", "--topic", "/nope"], "/nope")
+
+
+def test_play_takes_the_common_options(tmp_path: Path) -> None:
+    bag = make_bag(tmp_path, seconds=1.0)
+    result = runner.invoke(app, ["play", str(bag), "-i", "--messages", "0:2"])
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == 2
+    ended = runner.invoke(app, ["play", str(bag), "-i", "-q", "--type", "/odom", "--end", "0.5"])
+    times = [json.loads(line)["time_s"] for line in ended.stdout.splitlines()]
+    assert ended.exit_code == 0 and 20 <= len(times) <= 30
+    assert max(times) - min(times) <= 0.5
+    _refused(["play", str(bag), "-i", "--topics", "/nope"], "/nope")
+    nope = runner.invoke(app, ["play", str(bag), "-i", "--topics", "/nope"]).stderr
+    assert "/odom" in nope and "/imu" in nope  # the topics there are
+    _refused(["play", str(bag), "-i", "--start", "1000"], "--start 1000 selects no message")
+
+
+def test_export_refuses_an_empty_selection(tmp_path: Path) -> None:
+    from nanorec import registry
+    from nanorec.errors import EmptySelectionError
+    from nanorec.reader import ArchiveReader
+    from nanorec.selection import Selection
+
+    bag = make_bag(tmp_path, seconds=1.0)
+    out = tmp_path / "out.bag"
+    _refused(["export", str(bag), "-o", str(out), "--messages", "5:2"], "--messages 5:2")
+    _refused(["export", str(bag), "-o", str(out), "--start", "1000"], "--start 1000")
+    assert not out.exists()
+    archive = tmp_path / "robot.nanover.zip"
+    converter = registry.converters()["rosbag"]
+    converter.convert(bag, archive)
+    with ArchiveReader(archive) as reader, pytest.raises(EmptySelectionError, match="--start"):
+        converter.export(reader, out, selection=Selection.make(start=1000))
+    assert not out.exists()
