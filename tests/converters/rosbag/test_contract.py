@@ -35,11 +35,37 @@ def record_starts(data: bytes) -> list[int]:
     return starts
 
 
+def hostile_bags(folder: Path) -> list[Path]:
+    """Legal framing around hostile content: arrays of zero-size elements claiming 2^32-1
+    items, a type containing itself, arrays and strings longer than their payload, a bz2
+    chunk of 64 MiB of zeros whose size field says 4 GiB, an index pointing at a non-chunk."""
+    from tests.converters.rosbag.test_trust import EMPTY, _bag_of, _bomb
+
+    made = [
+        _bag_of(folder / "empty-array.bag", "p/B", "std_msgs/Empty[] a" + EMPTY, b"\xff" * 4),
+        _bag_of(folder / "empty-fixed.bag", "p/B", "std_msgs/Empty[4294967295] a" + EMPTY, b""),
+        _bag_of(folder / "self.bag", "p/A", "int32 x\np/A next", bytes(4000)),
+        _bag_of(folder / "strings.bag", "p/S", "string[] s", b"\xff\xff\xff\x7f" + bytes(8)),
+        _bag_of(folder / "no-def.bag", "p/N", "", b"\x01\x02"),
+        _bag_of(folder / "bad-def.bag", "p/D", "int32[ x\n}}}", b"\x01\x02\x03\x04"),
+        _bomb(folder / "bomb.bag", 64),
+    ]
+    data = bytearray(SAMPLES.joinpath("rosbag-robot-bz2.bag").read_bytes())
+    field = data.index(b"chunk_pos=") + len(b"chunk_pos=")
+    data[field : field + 8] = (13).to_bytes(8, "little")  # the bag header record
+    made.append(folder / "lying-index.bag")
+    made[-1].write_bytes(bytes(data))
+    return made
+
+
 class TestRosbagContract(ConverterContract):
     name = "rosbag"
 
     def fuzz_boundaries(self, data: bytes) -> list[int]:
         return record_starts(data)
+
+    def hostile_inputs(self, folder: Path) -> list[Path]:
+        return hostile_bags(folder)
 
     @pytest.fixture
     def samples(self) -> list[Path]:
