@@ -53,7 +53,10 @@ def roundtrip_command(
         str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
     ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON array of reports instead of text.")
+        bool, typer.Option("--json", help="Print one JSON array of the whole reports instead.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="The whole report of each file, as text.")
     ] = False,
     strict: Annotated[
         bool,
@@ -70,15 +73,16 @@ def roundtrip_command(
     """Decode each CARLA recording fully, encode it back in memory, compare the bytes;
     then convert it into an archive and export it back, and compare again.
 
-    Per file: the release family (detected, with the evidence, or forced), frames, packets,
-    packets carried raw by id, truncation, whether the bytes are identical, and whether
-    they are identical through the archive (with the archive's size).
+    One line per file, as the generic roundtrip prints (family, frames, archive size, the
+    verdict). The whole report (--verbose, or --json): the release family (detected, with
+    the evidence, or forced), frames, packets, packets carried raw by id, truncation,
+    whether the bytes are identical, and whether they are through the archive.
 
     Exit status: 0 all identical, 1 some file not identical, 2 some file unreadable.
 
     Example: nanorec roundtrip recordings/*.log --family 0.9.15 --json
     """
-    from .roundtrip import format_report, roundtrip, via_archive
+    from .roundtrip import format_report, roundtrip, summary_line, via_archive
 
     if family is not None and family not in FAMILIES:
         fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
@@ -99,7 +103,7 @@ def roundtrip_command(
             continue
         reports.append(report)
         if not as_json:
-            typer.echo(format_report(report))
+            typer.echo(format_report(report) if verbose else summary_line(report))
     if as_json:
         typer.echo(json.dumps([report.as_dict() for report in reports], indent=2))
     if unreadable:
