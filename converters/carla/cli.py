@@ -90,8 +90,7 @@ def roundtrip_command(
     """
     from .roundtrip import format_report, roundtrip, summary_line, via_archive
 
-    if family is not None and family not in FAMILIES:
-        fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
+    _check_family(family)
     reports = []
     unreadable = False
     for path in files:
