@@ -20,14 +20,20 @@ from nanorec.cli.inputs import check_input
 from nanorec.cli.options import (
     Duration,
     End,
+    ExportFormat,
     Force,
+    Immediate,
     Kinds,
+    Loop,
     Messages,
     OptionalOutput,
     Output,
+    Pause,
+    Rate,
     Start,
     TableFormat,
 )
+from nanorec.cli.surface import check_choice, verb_command
 from nanorec.errors import NanorecError, UsageError
 from nanorec.selection import Selection
 
@@ -41,7 +47,7 @@ app = typer.Typer(
 )
 
 if TYPE_CHECKING:
-    pass
+    from .recording import CarlaRecording
 
 _FAMILY_HELP = "Force a release family instead of detecting it: " + ", ".join(FAMILIES) + "."
 
@@ -53,7 +59,10 @@ def roundtrip_command(
         str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")
     ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON array of reports instead of text.")
+        bool, typer.Option("--json", help="Print one JSON array of the whole reports instead.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="The whole report of each file, as text.")
     ] = False,
     strict: Annotated[
         bool,
@@ -70,18 +79,18 @@ def roundtrip_command(
     """Decode each CARLA recording fully, encode it back in memory, compare the bytes;
     then convert it into an archive and export it back, and compare again.
 
-    Per file: the release family (detected, with the evidence, or forced), frames, packets,
-    packets carried raw by id, truncation, whether the bytes are identical, and whether
-    they are identical through the archive (with the archive's size).
+    One line per file, as the generic roundtrip prints (family, frames, archive size, the
+    verdict). The whole report (--verbose, or --json): the release family (detected, with
+    the evidence, or forced), frames, packets, packets carried raw by id, truncation,
+    whether the bytes are identical, and whether they are through the archive.
 
     Exit status: 0 all identical, 1 some file not identical, 2 some file unreadable.
 
     Example: nanorec roundtrip recordings/*.log --family 0.9.15 --json
     """
-    from .roundtrip import format_report, roundtrip, via_archive
+    from .roundtrip import format_report, roundtrip, summary_line, via_archive
 
-    if family is not None and family not in FAMILIES:
-        fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
+    _check_family(family)
     reports = []
     unreadable = False
     for path in files:
@@ -99,7 +108,7 @@ def roundtrip_command(
             continue
         reports.append(report)
         if not as_json:
-            typer.echo(format_report(report))
+            typer.echo(format_report(report) if verbose else summary_line(report))
     if as_json:
         typer.echo(json.dumps([report.as_dict() for report in reports], indent=2))
     if unreadable:
@@ -153,7 +162,7 @@ def convert_command(
     raise typer.Exit(run(action))
 
 
-@app.command("export")
+@verb_command(app, "export")
 def export_command(
     file: Annotated[Path, typer.Argument(help="A CARLA archive, or a .log/.rec file.")],
     output: Output,
@@ -161,11 +170,9 @@ def export_command(
     start: Start = None,
     end: End = None,
     duration: Duration = None,
-    frames: Messages = None,
+    messages: Messages = None,
     kinds: Kinds = None,
-    to: Annotated[
-        str, typer.Option("--format", "-F", help="native, parquet or mcap.", metavar="FORMAT")
-    ] = "native",
+    fmt: ExportFormat = "native",
     family: _FAMILY = None,
 ) -> None:
     """Write the CARLA file back byte for byte, or a clip CARLA replays (its first frame
@@ -177,11 +184,13 @@ def export_command(
 
     def action() -> int:
         _check_family(family)
+        if kinds and fmt == "native":
+            raise UsageError("a CARLA clip keeps whole frames: --type does not apply to export")
         selection = Selection.make(
-            start=start, end=end, duration=duration, messages=frames, kinds=kinds
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
         options = {"family": family} if family else None
-        return export_file(file, output, selection, force=force, to=to, convert_options=options)
+        return export_file(file, output, selection, force=force, to=fmt, convert_options=options)
 
     raise typer.Exit(run(action))
 
@@ -191,26 +200,38 @@ def export_command(
 _RECORDING_HELP = "A CARLA recording: a nanorec archive (*.nanover.zip) or a CARLA .log/.rec file."
 
 
-@app.command("cat")
+def _frames(
+    rec: CarlaRecording,
+    start: float | None,
+    end: float | None,
+    duration: float | None,
+    messages: str | None,
+) -> range:
+    """The archive frames the common options choose (`EmptySelectionError` for none): a
+    CARLA message is a frame, and `--type` says what of each frame, never which frames."""
+    selection = Selection.make(start=start, end=end, duration=duration, messages=messages)
+    numbers = selection.chosen(rec.reader.index)
+    return range(int(numbers[0]), int(numbers[-1]) + 1)
+
+
+@verb_command(
+    app,
+    "cat",
+    kinds="Record type: position, state, anim_vehicle, kinematics, bounding_box, collision, "
+    "event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit); repeatable "
+    "(NDJSON). Without it: each frame as one NDJSON message line (its world state).",
+)
 def cat_command(
     file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
-    kind: Annotated[
-        str | None,
-        typer.Option(
-            "--type",
-            "-t",
-            help="Record type: position, state, anim_vehicle, kinematics, bounding_box, "
-            "collision, event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit). "
-            "Without it: each frame's world state as one NDJSON line (as play prints it).",
-            metavar="TYPE",
-        ),
-    ] = None,
+    kinds: Kinds = None,
     actor: Annotated[
         int | None,
         typer.Option("--actor", "-a", help="Only records naming this actor id.", metavar="ID"),
     ] = None,
     start: Start = None,
     end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
     fmt: TableFormat = "ndjson",
     family: _FAMILY = None,
 ) -> None:
@@ -225,77 +246,69 @@ def cat_command(
     from .recording import CarlaRecording
     from .table import columns, iter_rows, parse_kind, write_csv, write_ndjson
 
-    if fmt not in ("ndjson", "csv"):
-        fail(f"--format takes ndjson or csv, not {fmt!r}")
-
     def action() -> None:
+        check_choice("--format", fmt, ("ndjson", "csv"))
         check_input(file)
-        if kind is None:
-            _cat_frames(file, family, fmt, Selection.make(start=start, end=end))
-            return
-        Selection.make(start=start, end=end)  # the same checks as every verb
-        chosen = parse_kind(kind)
-        header = columns(chosen)
+        chosen = [parse_kind(kind) for kind in kinds or ()]
+        if fmt == "csv" and len(chosen) != 1:
+            raise UsageError("CSV holds one table: give one --type (NDJSON takes them all)")
+        Selection.make(start=start, end=end, duration=duration, messages=messages)  # checks
         # Strings in a recording are bytes that are usually UTF-8: write them back as found.
         if isinstance(sys.stdout, io.TextIOWrapper):
             sys.stdout.reconfigure(errors="surrogateescape")
         with CarlaRecording.open(file, family=family) as rec:
-            rows = iter_rows(rec, chosen, actor=actor, start_s=start, stop_s=end)
-            if fmt == "csv":
-                write_csv(rows, sys.stdout, header)
-            else:
-                write_ndjson(rows, sys.stdout)
+            frames = _frames(rec, start, end, duration, messages)
+            if not chosen:
+                _cat_frames(rec, frames)
+            for kind in chosen:
+                rows = iter_rows(rec, kind, actor=actor, frames=frames)
+                if fmt == "csv":
+                    write_csv(rows, sys.stdout, columns(kind))
+                else:
+                    write_ndjson(rows, sys.stdout)
             sys.stdout.flush()
 
     run(action)
 
 
-def _cat_frames(file: Path, family: str | None, fmt: str, selection: Selection) -> None:
+def _cat_frames(rec: CarlaRecording, frames: range) -> None:
+    """Each frame as the generic cat prints a message: number, time, kind, value (here
+    the world state, as play prints it)."""
+    from nanorec.cli.inputs import message_dict
+    from nanorec.contract import Message
     from nanorec.tables import dumps
 
     from .play import DEFAULT_PARTS, world_dict
-    from .recording import CarlaRecording
 
-    if fmt != "ndjson":
-        raise UsageError("CSV needs one --type (one table); NDJSON prints whole frames")
-    with CarlaRecording.open(file, family=family) as rec:
-        for number in selection.numbers(rec.reader.index).tolist():
-            sys.stdout.write(dumps(world_dict(rec.frame(number), DEFAULT_PARTS)) + "\n")
-    sys.stdout.flush()
+    for number in frames:
+        world = world_dict(rec.frame(number), DEFAULT_PARTS)
+        message = Message(number, rec.time_of(number), rec.kind_of(number), world)
+        sys.stdout.write(dumps(message_dict(message)) + "\n")
 
 
-@app.command("play")
+@verb_command(
+    app,
+    "play",
+    kinds="Parts of the state to print, comma-separated or repeated: actors, traffic_lights, "
+    "scene_lights, weather, events (default: all but scene_lights).",
+)
 def play_command(
     file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
-    rate: Annotated[
-        float, typer.Option("--rate", "-r", help="Speed factor: 2 plays twice as fast.")
-    ] = 1.0,
+    rate: Rate = 1.0,
     start: Start = None,
     end: End = None,
-    duration: Annotated[
-        float | None,
-        typer.Option("--duration", "-u", help="Play only this many seconds from --start."),
-    ] = None,
-    loop: Annotated[
-        bool, typer.Option("--loop", "-l", help="Start over from --start after the end.")
-    ] = False,
+    duration: Duration = None,
+    messages: Messages = None,
+    loop: Loop = False,
+    kinds: Kinds = None,
     parts: Annotated[
         list[str] | None,
         typer.Option(
-            "--parts",
-            "--types",
-            help="Parts of the state to print, comma-separated or repeated: actors, "
-            "traffic_lights, scene_lights, weather, events (default: all but scene_lights).",
-            metavar="PARTS",
+            "--parts", "--types", help="Same as --type (its older spelling).", metavar="PARTS"
         ),
     ] = None,
-    immediate: Annotated[
-        bool, typer.Option("--immediate", "-i", help="Print every frame at once, no waiting.")
-    ] = False,
-    pause: Annotated[
-        bool,
-        typer.Option("--pause", help="Start paused (needs a terminal: space resumes, s steps)."),
-    ] = False,
+    immediate: Immediate = False,
+    pause: Pause = False,
     family: _FAMILY = None,
 ) -> None:
     """Print each frame's state as one JSON line, at the recorded pace (like rosbag play).
@@ -304,7 +317,7 @@ def play_command(
     Each line has index, frame, time and the chosen parts; units are the file's (cm,
     degrees, seconds).
 
-    Example: nanorec play town03.log --rate 2 --start 10 --duration 5 --parts actors,events
+    Example: nanorec play town03.log --rate 2 --start 10 --duration 5 --type actors,events
     """
     from nanorec.cli.verbs import terminal_player
     from nanorec.tables import dumps
@@ -312,22 +325,20 @@ def play_command(
     from .play import DEFAULT_PARTS, check_parts, iter_dicts
     from .recording import CarlaRecording
 
-    chosen = (
-        [part.strip() for item in parts for part in item.split(",") if part.strip()]
-        if parts
-        else list(DEFAULT_PARTS)
-    )
+    given = [*(kinds or ()), *(parts or ())]
+    chosen = [part.strip() for item in given for part in item.split(",") if part.strip()]
 
     def action() -> None:
         check_input(file)
         check_parts(chosen)
-        options: dict[str, Any] = dict(rate=rate, start=start, end=end, duration=duration)
+        selection = Selection.make(start=start, end=end, duration=duration, messages=messages)
+        options: dict[str, Any] = dict(rate=rate, selection=selection)
         with (
             CarlaRecording.open(file, family=family) as rec,
             terminal_player(rec, pause, loop=loop, immediate=immediate, **options) as player,
         ):
             out = sys.stdout
-            for item in iter_dicts(player, chosen):
+            for item in iter_dicts(player, chosen or DEFAULT_PARTS):
                 out.write(dumps(item) + "\n")
                 if not immediate:
                     out.flush()
@@ -336,12 +347,16 @@ def play_command(
     run(action)
 
 
-@app.command("plot")
+@verb_command(
+    app,
+    "plot",
+    output="Picture to write: .png, .svg or .pdf.",
+    kinds="Draw only actors of this kind: vehicle, bike, walker or other; repeatable "
+    "(default: all but other).",
+)
 def plot_command(
     file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="Picture to write: .png, .svg or .pdf.")
-    ],
+    output: Output,
     frame: Annotated[
         int | None,
         typer.Option(
@@ -354,6 +369,9 @@ def plot_command(
     ] = None,
     start: Start = None,
     end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
     actors: Annotated[
         list[int] | None,
         typer.Option(
@@ -373,19 +391,23 @@ def plot_command(
 
     Example: nanorec plot town03.log -o town03.png --start 10 --end 25 --actor 6 --actor 7
     """
+    from nanorec.cli.inputs import check_output
+
     from .plot import plot
     from .recording import CarlaRecording
 
     def action() -> None:
         check_input(file)
+        check_output(output, file)
+        Selection.make(start=start, end=end, duration=duration, messages=messages)  # checks
         with CarlaRecording.open(file, family=family) as rec:
             report = plot(
                 rec,
                 output,
                 frame=frame,
-                start_s=start,
-                stop_s=end,
+                frames=_frames(rec, start, end, duration, messages),
                 actors=actors,
+                types=kinds,
                 overwrite=force,
             )
         typer.echo(

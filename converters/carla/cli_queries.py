@@ -18,6 +18,8 @@ import typer
 
 from nanorec.cli import fail, run
 from nanorec.cli.inputs import check_input
+from nanorec.cli.options import Json
+from nanorec.cli.surface import verb_command
 from nanorec.selection import check_number, check_seconds
 from nanorec.tables import json_safe
 
@@ -84,7 +86,12 @@ def _NO_JSON(_: Path) -> object:  # a marker: plain text wanted
     return None
 
 
-@app.command("info")
+@verb_command(
+    app,
+    "info",
+    as_json="A JSON document instead: header, frames, duration, actors spawned and destroyed "
+    "with blueprint, type, attributes, frame and time; packet counts.",
+)
 def info_command(
     file: Annotated[
         Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its nanorec archive.")
@@ -94,14 +101,7 @@ def info_command(
     ] = False,
     tz: Annotated[str | None, typer.Option("--tz", help=_TZ_HELP, metavar="ZONE")] = None,
     windows: Annotated[bool, typer.Option("--windows", help=_WINDOWS_HELP)] = False,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="A JSON document instead: header, frames, duration, actors spawned and "
-            "destroyed with blueprint, type, attributes, frame and time; packet counts.",
-        ),
-    ] = False,
+    as_json: Json = False,
     family: _FAMILY = None,
     labels: Annotated[
         str | None,

@@ -110,9 +110,8 @@ class CarlaConverter:
         from .clip import export_clip
 
         recording = self.open_archive(reader)
-        lo, hi = selection.span(reader.index)
-        if lo >= hi:
-            raise UsageError(f"the range selects no frame (the recording has {len(reader)})")
+        numbers = selection.chosen(reader.index)  # the one rule for an empty selection
+        lo, hi = int(numbers[0]), int(numbers[-1]) + 1
         clip = export_clip(recording, output, start=lo, stop=hi, overwrite=overwrite)
         return ExportReport(
             clip.output,

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from nanorec.atomic import atomic_output
 from nanorec.errors import UnsupportedError, UsageError
+from nanorec.selection import Selection, index_span_s
 
 from .ids import ActorType, Kind, TrafficLightState
 from .message import records
@@ -45,6 +46,8 @@ _LIGHT_COLOURS = {
 }
 _OFF_COLOUR = "#7f7f7f"
 _PLOTTED_TYPES = (ActorType.VEHICLE, ActorType.WALKER)
+#: What `_actor_kinds` calls actors (`--type`); all but "other" are drawn by default.
+ACTOR_KINDS = ("vehicle", "bike", "walker", "other")
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ def plot(
     start_s: float | None = None,
     stop_s: float | None = None,
     actors: Collection[int] | None = None,
+    frames: range | None = None,
+    types: Collection[str] | None = None,
     max_frames: int = 4000,
     size_in: tuple[float, float] = (8.0, 8.0),
     dpi: int = 100,
@@ -86,7 +91,9 @@ def plot(
     by default); footprints and traffic lights are drawn at archive frame `frame` (0-based,
     negative from the end), by default the last frame of the range. With `frame` and no
     times, the paths cover the whole recording. `actors` limits the drawing to those actor
-    ids (any type); by default every vehicle and walker is drawn.
+    ids (any type); by default every vehicle and walker is drawn. `frames` (archive frames,
+    what a `Selection` chose) replaces the times; `types` keeps actors of those kinds
+    (`ACTOR_KINDS`).
 
     Raises `UnsupportedError` when matplotlib is missing, ValueError for a bad option
     (an empty range, a frame out of range, an actor never in the recording, an unknown
@@ -101,9 +108,14 @@ def plot(
         raise UnsupportedError("plotting needs matplotlib: pip install 'nanorec[plot]'") from None
     target = Path(output)
     fmt = target.suffix.lstrip(".").lower() or "png"
-    span = frame_span(rec, start_s, stop_s)
+    span = frame_span(rec, start_s, stop_s) if frames is None else frames
     if not span:
-        raise UsageError(f"the range selects no frame (the recording has {len(rec)} frames)")
+        selection = (
+            Selection(start_s, stop_s)
+            if frames is None
+            else Selection(first=frames.start, stop=frames.stop)
+        )
+        raise selection.empty(len(rec), index_span_s(rec.reader.index))
     if frame is not None:
         if not -len(rec) <= frame < len(rec):
             raise UsageError(f"frame {frame} out of range: the recording has {len(rec)} frames")
@@ -111,7 +123,7 @@ def plot(
     else:
         frame = span[-1]
     kinds = _actor_kinds(rec)
-    wanted = _wanted(kinds, actors)
+    wanted = _wanted(kinds, actors, types)
     tracks = _tracks(rec, span, wanted, kinds, max_frames)
     world = rec.frame(frame)
 
@@ -279,13 +291,19 @@ def _actor_kinds(rec: CarlaRecording) -> dict[int, str]:
     return kinds
 
 
-def _wanted(kinds: Mapping[int, str], actors: Collection[int] | None) -> set[int]:
+def _wanted(
+    kinds: Mapping[int, str], actors: Collection[int] | None, types: Collection[str] | None
+) -> set[int]:
+    unknown = sorted(set(types or ()) - set(ACTOR_KINDS))
+    if unknown:
+        raise UsageError(f"--type takes {', '.join(ACTOR_KINDS)}; not {unknown[0]!r}")
     if actors is None:
-        return {actor_id for actor_id, kind in kinds.items() if kind != "other"}
+        drawn = set(types or ACTOR_KINDS[:-1])
+        return {actor_id for actor_id, kind in kinds.items() if kind in drawn}
     missing = sorted(set(actors) - kinds.keys())
     if missing:
         raise UsageError(f"actor {missing[0]} never appears in the recording")
-    return set(actors)
+    return {actor_id for actor_id in actors if types is None or kinds[actor_id] in types}
 
 
 def _heroes(rec: CarlaRecording) -> set[int]:

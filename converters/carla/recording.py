@@ -125,12 +125,7 @@ class CarlaRecording(ArchiveRecording):
         from .table import iter_rows
 
         lo, hi = (selection or Selection()).span(self.reader.index)
-        if lo >= hi:
-            return iter(())
-        stamps = self.reader.index.timestamp_us
-        return iter_rows(
-            self, kind, start_s=stamps.item(lo) / 1e6, stop_s=stamps.item(hi - 1) / 1e6
-        )
+        return iter_rows(self, kind, frames=range(lo, hi))
 
     def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]:
         """Foxglove messages for MCAP export (`nanorec.mcap`; see `mcap.py`)."""

@@ -212,6 +212,22 @@ def _check(
     )
 
 
+def summary_line(report: RoundtripReport) -> str:
+    """One line for one file, shaped as the generic `nanorec roundtrip` prints it (the
+    whole report is `format_report`, or `as_dict` for JSON)."""
+    frames = f"{report.frames} frames"
+    if report.truncation is not None:
+        frames += f" (cut short at byte {report.truncation.offset})"
+    archive = "" if report.archive_size is None else f", archive {report.archive_size} bytes"
+    if not report.identical:
+        verdict = f"NOT IDENTICAL (first difference at byte {report.first_difference})"
+    elif report.via_archive is False:
+        verdict = "NOT IDENTICAL through the archive"
+    else:
+        verdict = "identical"
+    return f"{report.path}: carla {report.family}, {frames}{archive}: {verdict}"
+
+
 def format_report(report: RoundtripReport) -> str:
     """The human-readable lines the `nanorec roundtrip` command prints for one file."""
     frames = f"{report.frames}"

@@ -245,12 +245,14 @@ def iter_rows(
     actor: int | None = None,
     start_s: float | None = None,
     stop_s: float | None = None,
+    frames: range | None = None,
 ) -> Iterator[Row]:
     """Yield one row (a dict, keys as `columns(kind)`) per `kind` record, in file order.
 
     `kind` is a `Kind` or a name `parse_kind` accepts. `actor` keeps the records that name
     that actor id (either actor of a collision, child or parent of an EventParent);
-    `start_s`/`stop_s` keep frames with `start_s <= elapsed <= stop_s` (seconds). A
+    `start_s`/`stop_s` keep frames with `start_s <= elapsed <= stop_s` (seconds), or
+    `frames` those archive frames (what a `Selection` chose: the CLI's selection). A
     record's `pitch`, `yaw`, `roll` columns come from the file's (roll, pitch, yaw) vector.
 
     Records CARLA wrote that the archive carries raw (a body that did not fit its layout)
@@ -262,7 +264,7 @@ def iter_rows(
     if actor is not None and kind not in _ACTOR_FIELDS:
         raise UsageError(f"--actor does not apply to {kind.value} records: they name no actor")
     engine = rec.family.engine
-    span = frame_span(rec, start_s, stop_s)
+    span = frame_span(rec, start_s, stop_s) if frames is None else frames
     numbers = np.arange(span.start, span.stop, dtype=np.int64)
     flags = rec.reader.index.flags[span.start : span.stop]
     if len(flags) and bool(flags.all()):  # flags recorded: skip frames without the kind

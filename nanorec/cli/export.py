@@ -3,6 +3,7 @@ recording as Parquet tables or MCAP."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -132,8 +133,8 @@ def write_archive_cut(
 def _export_other(to: str, file: Path, output: Path, selection: Selection, force: bool) -> int:
     """Parquet tables or MCAP, from any recording (`nanorec.arrow`, `nanorec.mcap`)."""
     with opened(file) as recording:
-        if not selection.everything:
-            selection.chosen(recording.reader.index)
+        if not selection.everything:  # --type names tables or topics here, not message kinds
+            dataclasses.replace(selection, kinds=None).chosen(recording.reader.index)
         if to == "parquet":
             from nanorec.arrow import export_parquet
 

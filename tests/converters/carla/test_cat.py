@@ -216,6 +216,40 @@ def test_cli_csv_round_trips(runner: CliRunner, recordings: dict[str, CarlaRecor
     assert parsed == list(iter_rows(recordings[path.name], "collision"))
 
 
+def test_cli_takes_the_common_selection(
+    runner: CliRunner, recordings: dict[str, CarlaRecording]
+) -> None:
+    """Without --type every frame is one NDJSON message line, as the generic cat prints;
+    --messages/--frames and --duration pick frames as every verb does."""
+    from nanorec.converters.carla.play import world_dict
+    from nanorec.tables import json_safe
+
+    path = SAMPLES / "carla-0.9.15-town03.log"
+    rec = recordings[path.name]
+    result = runner.invoke(app, ["cat", str(path), "--messages", "0:2"])
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(line["number"], line["kind"]) for line in lines] == [(0, "frame"), (1, "frame")]
+    assert lines[1]["time"] == rec.time_of(1)
+    assert lines[1]["value"] == json_safe(world_dict(rec.frame(1)))
+    result = runner.invoke(app, ["cat", str(path), "-t", "pos", "--frames", "3:5"])
+    assert result.exit_code == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows == list(iter_rows(rec, "position", frames=range(3, 5)))
+    assert {row["index"] for row in rows} == {3, 4}
+    result = runner.invoke(app, ["cat", str(path), "-t", "pos", "-s", "1", "-u", "0.1"])
+    assert {json.loads(line)["index"] for line in result.stdout.splitlines()} == {20, 21, 22}
+    result = runner.invoke(app, ["cat", str(path), "-t", "pos", "-t", "hit", "--frames", "0:1"])
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == len(list(iter_rows(rec, "position", frames=range(1))))
+    for args in (["--start", "1000000"], ["-t", "pos", "--start", "1e6"]):
+        result = runner.invoke(app, ["cat", str(path), *args])
+        assert result.exit_code == 2 and result.stdout == "", args
+        assert result.stderr.startswith("nanorec: --start 1e+06 selects no message"), args
+    result = runner.invoke(app, ["cat", str(path), "-t", "pos", "-t", "hit", "-F", "csv"])
+    assert result.exit_code == 2 and "one --type" in result.stderr
+
+
 def test_cli_errors_are_one_line(runner: CliRunner, tmp_path: Path) -> None:
     path = SAMPLES / "carla-0.9.15-town03.log"
     junk = tmp_path / "junk.log"

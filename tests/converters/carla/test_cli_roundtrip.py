@@ -34,8 +34,22 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return {"good": good, "cut": cut, "junk": junk}
 
 
-def test_reports_each_file(files: dict[str, Path]) -> None:
+def test_one_line_per_file(files: dict[str, Path]) -> None:
+    """As the generic `nanorec roundtrip` prints, for one file as for several."""
     result = _invoke(str(files["good"]), str(files["cut"]))
+    assert result.exit_code == 0, result.output
+    good, cut = result.stdout.splitlines()
+    assert good.startswith(f"{files['good']}: carla 0.9.16, 3 frames, archive ")
+    assert good.endswith(" bytes: identical")
+    assert cut.startswith(f"{files['cut']}: carla 0.9.16, 3 frames (cut short at byte ")
+    assert cut.endswith(": identical")
+    _register()
+    top = runner.invoke(app, ["roundtrip", str(files["good"])])
+    assert top.exit_code == 0 and top.stdout == good + "\n"
+
+
+def test_reports_each_file(files: dict[str, Path]) -> None:
+    result = _invoke("--verbose", str(files["good"]), str(files["cut"]))
     assert result.exit_code == 0, result.output
     out = result.output
     assert "family:      0.9.16 (detected; PhysicsControl wheels 48 B)" in out
@@ -75,5 +89,8 @@ def test_not_identical_exits_1(files: dict[str, Path], monkeypatch: pytest.Monke
 
     monkeypatch.setattr(roundtrip_module, "roundtrip", broken)
     result = _invoke(str(files["good"]))
+    assert result.exit_code == 1
+    assert result.stdout.endswith(": NOT IDENTICAL (first difference at byte 40)\n")
+    result = _invoke("-v", str(files["good"]))
     assert result.exit_code == 1
     assert "identical:   NO (first difference at byte 40)" in result.output

@@ -389,10 +389,10 @@ def assert_cli_agrees(data: bytes, work: Path, queries: Sequence[list[str]] = _Q
     exits 0, on the file and on its archive."""
     source = _write(work / "cli.log", data)
     archive = work / "cli.nanover.zip"
-    code, out, err = _cli("carla", "roundtrip", source)
+    code, out, err = _cli("carla", "roundtrip", "--verbose", source)
     assert code == 0, out + err
     assert "identical:   yes" in out and "via archive: yes" in out
-    assert _cli("roundtrip", source)[1] == out  # one file: the verb hands it to CARLA's
+    assert _cli("roundtrip", "--verbose", source)[1] == out  # one file: handed to CARLA's
     code, out, err = _cli("convert", source, "-o", archive)
     assert code == 0, out + err
     for query in queries:

@@ -258,6 +258,22 @@ def test_cli_prints_ndjson(runner: CliRunner, rec: CarlaRecording) -> None:
     }
 
 
+def test_cli_takes_the_common_options(runner: CliRunner, rec: CarlaRecording) -> None:
+    """--type picks the parts of the state (--parts stays an alias), --messages/--frames
+    the frames, and an empty selection is the one error naming the option."""
+    result = runner.invoke(app, ["play", str(SAMPLE), "-i", "--messages", "3:5", "-t", "weather"])
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines == [world_dict(rec.frame(n), ["weather"]) for n in (3, 4)]
+    result = runner.invoke(app, ["play", str(SAMPLE), "-i", "--frames", "3:5", "--parts", "actors"])
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines == [world_dict(rec.frame(n), ["actors"]) for n in (3, 4)]
+    result = runner.invoke(app, ["play", str(SAMPLE), "-i", "--start", "1e6"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("nanorec: --start 1e+06 selects no message")
+
+
 def test_cli_errors_are_one_line(runner: CliRunner, tmp_path: Path) -> None:
     for args in (
         ["play", str(SAMPLE), "--pause"],  # stdin is not a terminal here

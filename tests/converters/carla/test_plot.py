@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from nanorec.cli import _register, app
 from nanorec.converters.carla.plot import plot
 from nanorec.converters.carla.recording import CarlaRecording
-from nanorec.errors import OutputExistsError, UnsupportedError
+from nanorec.errors import EmptySelectionError, OutputExistsError, UnsupportedError
 from tests.conftest import SAMPLES, carla_realdata, make_runner
 
 pytest.importorskip("matplotlib")
@@ -81,7 +81,7 @@ def test_errors(rec: CarlaRecording, tmp_path: Path) -> None:
         plot(rec, tmp_path / "b.png", actors=[999])
     with pytest.raises(ValueError, match="frame 300 out of range"):
         plot(rec, tmp_path / "b.png", frame=300)
-    with pytest.raises(ValueError, match="selects no frame"):
+    with pytest.raises(EmptySelectionError, match="--start 100 selects no message"):
         plot(rec, tmp_path / "b.png", start_s=100.0)
     with pytest.raises(ValueError, match="cannot write 'bmpx'"):
         plot(rec, tmp_path / "b.bmpx")
@@ -131,3 +131,23 @@ def test_cli(runner: CliRunner, tmp_path: Path) -> None:
     assert runner.invoke(app, [*args, "--force"]).exit_code == 0
     result = runner.invoke(app, ["plot", "--help"])
     assert result.exit_code == 0 and "Example: nanorec plot" in result.stdout
+
+
+def test_cli_takes_the_common_selection(runner: CliRunner, tmp_path: Path) -> None:
+    """--messages/--frames, --duration and --type (actor kinds) pick what is drawn; an empty
+    selection is the one error naming the option, and writes nothing."""
+    out = tmp_path / "window.png"
+    result = runner.invoke(app, ["plot", str(SAMPLE), "-o", str(out), "--messages", "40:81"])
+    assert result.exit_code == 0, result.stderr
+    assert "paths over frames 40-80" in result.stdout and "at frame 80" in result.stdout
+    assert_readable_png(out)
+    args = ["plot", str(SAMPLE), "-o", str(out), "--force", "-s", "2", "-u", "2", "-t", "walker"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    assert "paths over frames 40-80, 4 actors drawn" in result.stdout
+    empty = tmp_path / "empty.png"
+    result = runner.invoke(app, ["plot", str(SAMPLE), "-o", str(empty), "--start", "1e6"])
+    assert result.exit_code == 2 and not empty.exists()
+    assert result.stderr.startswith("nanorec: --start 1e+06 selects no message")
+    result = runner.invoke(app, ["plot", str(SAMPLE), "-o", str(empty), "-t", "position"])
+    assert result.exit_code == 2 and "--type takes" in result.stderr
