@@ -16,7 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from nanorec.cli import run
-from nanorec.cli.options import Duration, End, Force, Json, Messages, Output, Start
+from nanorec.cli.options import (
+    Duration,
+    End,
+    ExportFormat,
+    Force,
+    Json,
+    Kinds,
+    Messages,
+    Output,
+    Start,
+    TableFormat,
+)
+from nanorec.cli.surface import check_choice, verb_command
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
@@ -93,7 +105,7 @@ def info_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-@app.command("info")
+@verb_command(app, "info")
 def info_command(
     file: Annotated[Path, typer.Argument(help=_FILE_HELP)],
     as_json: Json = False,
@@ -114,44 +126,19 @@ def info_command(
     run(action)
 
 
-def tum_lines(
-    rec: PbstreamRecording, selection: Selection, only: list[int] | None
-) -> Iterator[str]:
-    """`t x y z qx qy qz qw` per node pose: exact seconds (100-ns digits), full precision."""
-    from .tables import _in_range
-
-    inside = _in_range(rec, selection)
-    for tid, poses in rec.trajectories().items():
-        if only and tid not in only:
-            continue
-        stamps = poses.timestamp.tolist()
-        for row, (t, q) in enumerate(
-            zip(poses.translation.tolist(), poses.rotation.tolist(), strict=True)
-        ):
-            if not inside(stamps[row]):
-                continue
-            seconds, rest = divmod(stamps[row] - 621_355_968_000_000_000, 10_000_000)
-            values = " ".join(repr(float(v)) for v in (*t, *q))
-            yield f"{seconds}.{rest:07d} {values}"
-
-
-@app.command("cat")
+@verb_command(
+    app,
+    "cat",
+    kinds="A table: trajectory, submap_poses, constraint, landmark_poses, imu_data, "
+    "odometry_data, fixed_frame_pose_data, landmark_data, node, submap, trajectory_data; or "
+    "another record kind (header, pose_graph...: its records, NDJSON); repeatable. Without "
+    "it: every record as one NDJSON line.",
+    fmt="ndjson, csv (one --type) or tum (--type trajectory).",
+)
 def cat_command(
     file: Annotated[Path, typer.Argument(help=_FILE_HELP)],
-    kind: Annotated[
-        str | None,
-        typer.Option(
-            "--type",
-            "-t",
-            help="A table: trajectory, submap_poses, constraint, landmark_poses, imu_data, "
-            "odometry_data, fixed_frame_pose_data, landmark_data, node, submap, "
-            "trajectory_data. Without it: every record as one NDJSON line.",
-            metavar="TYPE",
-        ),
-    ] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", "-F", help="ndjson, csv or tum (trajectory only).")
-    ] = "ndjson",
+    kinds: Kinds = None,
+    fmt: TableFormat = "ndjson",
     trajectory: _TRAJECTORY = None,
     start: Start = None,
     end: End = None,
@@ -165,40 +152,49 @@ def cat_command(
 
     Example: nanorec cat map.pbstream --type trajectory --format tum > poses.tum
     """
-    from nanorec.tables import dumps, write_csv, write_ndjson
+    from nanorec.tables import write_csv, write_ndjson
+
+    from .cli_rows import not_empty, record_lines, table_rows, tum_lines
 
     def action() -> None:
-        if fmt not in ("ndjson", "csv", "tum"):
-            raise UsageError(f"--format takes ndjson, csv or tum, not {fmt!r}")
+        check_choice("--format", fmt, ("ndjson", "csv", "tum"))
         selection = Selection.make(start=start, end=end, duration=duration, messages=messages)
         with opened(file) as rec:
-            out = sys.stdout
-            if kind is None:
+            if not selection.everything:
+                selection.chosen(rec.reader.index)
+            rec.check_trajectories(trajectory)
+            if not kinds:
                 if fmt != "ndjson":
                     raise UsageError("CSV and TUM need a --type; NDJSON prints every record")
-                for number in selection.numbers(rec.reader.index).tolist():
-                    line = {"number": number, "time": rec.time_of(number)}
-                    out.write(dumps({**line, **rec.decode(number)}) + "\n")
+                write_ndjson(record_lines(rec, selection, trajectory, None), sys.stdout)
             elif fmt == "tum":
-                if kind != "trajectory":
-                    raise UsageError("TUM holds poses: use it with --type trajectory")
-                for text in tum_lines(rec, selection, trajectory):
-                    out.write(text + "\n")
+                if list(kinds) != ["trajectory"]:
+                    raise UsageError("TUM holds poses: use it with one --type trajectory")
+                lines = tum_lines(rec, selection, trajectory)
+                lines = not_empty(lines, "trajectory", selection, trajectory)
+                sys.stdout.writelines(text + "\n" for text in lines)
             else:
-                rows = rec.rows(kind, selection)
-                if trajectory:
-                    rows = (r for r in rows if r.get("trajectory_id") in trajectory)
-                (write_csv if fmt == "csv" else write_ndjson)(rows, out)
-            out.flush()
+                if fmt == "csv" and len(kinds) > 1:
+                    raise UsageError("CSV holds one table: give one --type")
+                tables = [table_rows(rec, kind, selection, trajectory, fmt) for kind in kinds]
+                for rows in tables:
+                    (write_csv if fmt == "csv" else write_ndjson)(rows, sys.stdout)
+            sys.stdout.flush()
 
     run(action)
 
 
-@app.command("plot")
+@verb_command(app, "plot", kinds="node and/or submap: draw only those; repeatable.")
 def plot_command(
     file: Annotated[Path, typer.Argument(help=_FILE_HELP)],
     output: Output,
     force: Force = False,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
+    trajectory: _TRAJECTORY = None,
     no_map: Annotated[
         bool, typer.Option("--no-map", help="Do not draw the occupancy grid under the paths.")
     ] = False,
@@ -206,7 +202,10 @@ def plot_command(
     """Draw the trajectories (optimised node poses), submap origins and constraints, over
     the assembled 2D map. Needs matplotlib (the plot extra).
 
-    Example: nanorec plot map.pbstream -o map.png
+    With a selection, only the nodes in it (by their own time, or their record's number) and
+    the submaps tied to them, over the whole map.
+
+    Example: nanorec plot map.pbstream -o map.png --start 0 --duration 60
     """
     from nanorec.cli.inputs import check_output
 
@@ -214,27 +213,37 @@ def plot_command(
 
     def action() -> None:
         check_output(output, file)
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+        )
         with opened(file) as rec:
-            size = plot(rec, output, overwrite=force, draw_map=not no_map)
+            if not selection.everything:
+                selection.chosen(rec.reader.index)
+            rec.check_trajectories(trajectory)
+            size = plot(
+                rec,
+                output,
+                overwrite=force,
+                draw_map=not no_map,
+                selection=selection,
+                trajectories=trajectory or None,
+            )
         typer.echo(f"{output}: {size} bytes")
 
     run(action)
 
 
-@app.command("export")
+@verb_command(
+    app,
+    "export",
+    fmt="native (the .pbstream, exact or a subset), ros-map (PGM + YAML), parquet, mcap.",
+    kinds="Only records of this kind (node, submap, imu_data...); repeatable.",
+)
 def export_command(
     file: Annotated[Path, typer.Argument(help=_FILE_HELP)],
     output: Output,
     force: Force = False,
-    to: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            "-F",
-            help="native (the .pbstream, exact or a subset), ros-map (PGM + YAML), parquet, mcap.",
-            metavar="FORMAT",
-        ),
-    ] = "native",
+    fmt: ExportFormat = "native",
     resolution: Annotated[
         float | None,
         typer.Option("--resolution", help="ros-map: metres per pixel (default: the submaps')."),
@@ -247,30 +256,46 @@ def export_command(
     start: Start = None,
     end: End = None,
     duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
 ) -> None:
-    """Write the .pbstream back byte for byte; or a valid stream of some trajectories or a
-    node/time range; or the 2D occupancy grid as a ROS map (like
+    """Write the .pbstream back byte for byte; or a valid stream of some trajectories, a
+    node, time or record range; or the 2D occupancy grid as a ROS map (like
     cartographer_pbstream_to_ros_map: `-o map` writes map.pgm and map.yaml).
+
+    A subset always holds the header, the pose graph and the builder options (filtered to
+    what is kept): `--messages 0:5` gives those and records 3 and 4.
 
     Example: nanorec export map.pbstream --format ros-map -o map --resolution 0.05
     """
-    from nanorec.cli.export import export_file
+    from nanorec.cli.export import COMMON_FORMS, export_file
     from nanorec.selection import parse_range
 
+    from .converter import CONVERTER
+
     def action() -> int:
-        selection = Selection.make(start=start, end=end, duration=duration)
+        check_choice("--format", fmt, (*COMMON_FORMS, *CONVERTER.export_formats))
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+        )
         options: dict[str, Any] = {}
         if trajectory:
             options["trajectories"] = list(trajectory)
         if nodes is not None:
             options["nodes"] = parse_range("--nodes", nodes)
+        if options and fmt != "native":
+            raise UsageError(f"--trajectory and --nodes cut the native stream, not {fmt}")
         if resolution is not None:
+            if fmt != "ros-map":
+                raise UsageError("--resolution is for --format ros-map")
             if not resolution > 0:
                 raise UsageError(f"--resolution must be > 0, not {resolution}")
             options["resolution"] = resolution
-        if to in ("parquet", "mcap") or (to == "native" and not options):
-            return export_file(file, output, selection, force=force, to=to)
-        return _export_with_options(file, output, selection, force, to, options)
+        if fmt == "ros-map" and not selection.everything:
+            raise UsageError("--format ros-map draws the whole map: no range or --type")
+        if not options:
+            return export_file(file, output, selection, force=force, to=fmt)
+        return _export_with_options(file, output, selection, force, fmt, options)
 
     raise typer.Exit(run(action))
 
@@ -284,6 +309,8 @@ def _export_with_options(
 
     check_output(output, file)
     with opened(file) as rec:
+        if not selection.everything:
+            selection.chosen(rec.reader.index)
         report = CONVERTER.export(
             rec.reader,
             output,
@@ -291,8 +318,9 @@ def _export_with_options(
             overwrite=force,
             options={**options, "format": to},
         )
-    typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256}")
+    cut = f" (a cut of {report.messages} messages)" if to == "native" else ""
+    typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256}{cut}")
     return 0
 
 
-__all__ = ["app", "info_lines", "tum_lines"]
+__all__ = ["app", "info_lines"]

@@ -5,20 +5,82 @@ Needs matplotlib (the plot extra)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanorec.atomic import atomic_output
-from nanorec.errors import UsageError
+from nanorec.errors import EmptySelectionError, UsageError
+from nanorec.selection import Selection
+
+from .records import NODE, SUBMAP
+from .tables import _in_range
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording
 
 
+Key = tuple[int, int]
+
+
+def plotted(
+    rec: PbstreamRecording, selection: Selection, trajectories: Iterable[int] | None = None
+) -> tuple[set[Key] | None, set[Key] | None]:
+    """The (trajectory, index) of the nodes and of the submaps a selection draws (None: all).
+
+    Nodes by their own time (a time range) or their record's number (a message range);
+    submaps by their record's number, or, with a time range, those a constraint ties to a
+    drawn node. `--type` keeps nodes only with `node`, submaps only with `submap`."""
+    chosen = None if trajectories is None else set(trajectories)
+    if selection.everything and chosen is None:
+        return None, None
+    graph = rec.pose_graph()
+    nodes = {(tid, i) for tid, poses in rec.trajectories().items() for i in poses.index.tolist()}
+    submaps = {(tid, i) for tid, poses in graph.submaps.items() for i in poses.index.tolist()}
+    if selection.first is not None or selection.stop is not None:
+        lo, hi = selection.span(rec.reader.index)
+        nodes &= _records(rec, NODE, lo, hi)
+        submaps &= _records(rec, SUBMAP, lo, hi)
+    elif selection.start is not None or selection.end is not None:
+        inside = _in_range(rec, selection)
+        nodes = {
+            (tid, i)
+            for tid, poses in rec.trajectories().items()
+            for i, ticks in zip(poses.index.tolist(), poses.timestamp.tolist(), strict=True)
+            if inside(ticks)
+        }
+        ties = graph.constraints.tolist()
+        submaps &= {(int(c[0]), int(c[1])) for c in ties if (int(c[2]), int(c[3])) in nodes}
+    if selection.kinds is not None:
+        nodes = nodes if NODE in selection.kinds else set()
+        submaps = submaps if SUBMAP in selection.kinds else set()
+    if chosen is not None:
+        nodes = {key for key in nodes if key[0] in chosen}
+        submaps = {key for key in submaps if key[0] in chosen}
+    return nodes, submaps
+
+
+def _records(rec: PbstreamRecording, kind: str, lo: int, hi: int) -> set[Key]:
+    numbers = rec.numbers_of(kind, Selection(first=lo, stop=hi)).tolist()
+    return {(int(rec.trajectory_ids[n]), int(rec.indexes[n])) for n in numbers}
+
+
 def plot(
-    rec: PbstreamRecording, output: Path, *, overwrite: bool = False, draw_map: bool = True
+    rec: PbstreamRecording,
+    output: Path,
+    *,
+    overwrite: bool = False,
+    draw_map: bool = True,
+    selection: Selection | None = None,
+    trajectories: Iterable[int] | None = None,
 ) -> int:
-    """Draw `rec` into `output` (.png, .svg, .pdf); returns the file's size in bytes."""
+    """Draw `rec` into `output` (.png, .svg, .pdf); returns the file's size in bytes. With a
+    selection, only the nodes and submaps it picks (`plotted`), over the whole map."""
+    keep_nodes, keep_submaps = plotted(rec, selection or Selection(), trajectories)
+    if keep_nodes is not None and not keep_nodes and not keep_submaps:
+        raise EmptySelectionError(
+            "the selection draws nothing: no node or submap of the pose graph is in it"
+        )
     try:
         import matplotlib
 
@@ -33,27 +95,22 @@ def plot(
     try:
         if draw_map:
             _draw_map(rec, axes)
-        trajectories = rec.trajectories()
-        nodes: dict[tuple[int, int], tuple[float, float]] = {}
-        for tid, poses in trajectories.items():
-            xy = poses.translation[:, :2]
-            axes.plot(xy[:, 0], xy[:, 1], lw=1.2, label=f"trajectory {tid} ({poses.source})")
-            nodes.update(
-                {
-                    (tid, i): (x, y)
-                    for i, (x, y) in zip(poses.index.tolist(), xy.tolist(), strict=True)
-                }
-            )
-        submaps: dict[tuple[int, int], tuple[float, float]] = {}
+        paths = rec.trajectories()
+        nodes: dict[Key, tuple[float, float]] = {}
+        for tid, poses in paths.items():
+            mask, picked = _kept(tid, poses.index.tolist(), keep_nodes)
+            xy = poses.translation[:, :2][mask]
+            if len(xy):
+                axes.plot(xy[:, 0], xy[:, 1], lw=1.2, label=f"trajectory {tid} ({poses.source})")
+                nodes.update({key: (x, y) for key, (x, y) in zip(picked, xy.tolist(), strict=True)})
+        submaps: dict[Key, tuple[float, float]] = {}
         for tid, poses in rec.pose_graph().submaps.items():
-            if len(poses):
-                xy = poses.translation[:, :2]
+            mask, picked = _kept(tid, poses.index.tolist(), keep_submaps)
+            xy = poses.translation[:, :2][mask]
+            if len(xy):
                 axes.scatter(xy[:, 0], xy[:, 1], marker="s", s=18, zorder=3, label=f"submaps {tid}")
                 submaps.update(
-                    {
-                        (tid, i): (x, y)
-                        for i, (x, y) in zip(poses.index.tolist(), xy.tolist(), strict=True)
-                    }
+                    {key: (x, y) for key, (x, y) in zip(picked, xy.tolist(), strict=True)}
                 )
         for tag, colour in ((0, "0.6"), (1, "red")):
             segments = [
@@ -73,7 +130,7 @@ def plot(
         axes.set_xlabel("x (m)")
         axes.set_ylabel("y (m)")
         axes.set_title(f"{rec.summary_name()} (pbstream v{rec.format_version})")
-        if trajectories or submaps:
+        if nodes or submaps:
             axes.legend(loc="best", fontsize="small")
         buffer = io.BytesIO()
         figure.savefig(buffer, format=suffix, dpi=120)
@@ -83,6 +140,12 @@ def plot(
     with atomic_output(output, overwrite=overwrite) as stream:
         stream.write(data)
     return len(data)
+
+
+def _kept(tid: int, indexes: list[int], keep: set[Key] | None) -> tuple[list[bool], list[Key]]:
+    """Which of a trajectory's poses (by index) to draw, and their keys."""
+    mask = [keep is None or (tid, i) in keep for i in indexes]
+    return mask, [(tid, i) for i, kept in zip(indexes, mask, strict=True) if kept]
 
 
 def _draw_map(rec: PbstreamRecording, axes: object) -> None:

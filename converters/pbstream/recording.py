@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import FormatError, UsageError
+from nanorec.errors import EmptySelectionError, FormatError, UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
@@ -171,6 +171,23 @@ class PbstreamRecording(ArchiveRecording):
                 f"{', '.join(map(str, trajectories)) or 'none'})"
             )
         return trajectories[trajectory_id]
+
+    def trajectory_ids_present(self) -> list[int]:
+        """Every trajectory id the records or the pose graph name."""
+        graph = self.pose_graph()
+        found = set(self.trajectory_ids.tolist()) - {NONE_ID}
+        return sorted(found | set(graph.nodes) | set(graph.submaps))
+
+    def check_trajectories(self, ids: Iterable[int] | None) -> None:
+        """`EmptySelectionError` naming the ids of `ids` no trajectory has (a `--trajectory`
+        that would select nothing, silently)."""
+        present = self.trajectory_ids_present()
+        absent = sorted(set(ids or ()) - set(present))
+        if absent:
+            raise EmptySelectionError(
+                f"--trajectory {' '.join(map(str, absent))} selects nothing: trajectories are "
+                f"{', '.join(map(str, present)) or 'none'}"
+            )
 
     # -- tables ----------------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ The pose graph and builder options are rebuilt by copying the raw bytes of the f
 stay (trajectories, their nodes and submaps, constraints between kept nodes and submaps;
 the options entry paired by position with each kept trajectory), so nothing is re-encoded
 beyond the wrappers. Other records are copied as they are (their members reused), in the
-order of §4; unknown and damaged records are left out.
+order of §4; unknown and damaged records are left out. A stream needs its header, pose
+graph and options records: they are written whatever the selection (a message range
+`0:5` gives them and records 3 and 4).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nanorec.atomic import write_hashed
-from nanorec.errors import UsageError
+from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
 from .convert import NONE_ID
@@ -146,6 +148,7 @@ def export_subset(
     """Write a valid stream of the selected part of `rec` (see the module docstring)."""
     selection = selection or Selection()
     chosen = None if trajectories is None else {int(t) for t in trajectories}
+    rec.check_trajectories(chosen)
     first, stop = nodes if nodes is not None else (None, None)
     index = rec.reader.index
     in_span = np.zeros(len(rec), bool)
@@ -193,6 +196,9 @@ def export_subset(
             elif kind not in (TRAJECTORY_DATA, *SENSOR_KINDS):
                 continue
             numbers.append(number)
+    if nodes is not None and not kept_nodes:
+        spec = f"{'' if first is None else first}:{'' if stop is None else stop}"
+        raise EmptySelectionError(f"--nodes {spec} selects no node record of the selection")
     numbers.sort()
     graph_numbers = rec.numbers_of(POSE_GRAPH)
     if not len(graph_numbers):

@@ -100,7 +100,7 @@ def test_cat_every_record_as_ndjson(rec: PbstreamRecording) -> None:
         "pose_graph",
         "all_trajectory_builder_options",
     ]
-    node = next(r for r in records if r["kind"] == "node")
+    node = next(r["value"] for r in records if r["kind"] == "node")  # the generic line
     assert node["data"]["node_data"]["timestamp"] == node["timestamp"] == START_TICKS
 
 
