@@ -9,9 +9,11 @@ columnar copy in `nanorec.msgpack` when that member exists and still matches `in
 (milliseconds for a million messages), otherwise `index.msgpack` is parsed into the same
 columns (NanoVer files, or archives whose index another tool rewrote).
 
-Lenient on input: deflated members are inflated with `zlib` straight from the mapping
-(documented slow path: a deflated `messages.msgpack` is inflated once, on first read, into an
-anonymous temporary file that is then mapped, so memory stays bounded), extra members are
+A compact archive's `messages.msgpack` is deflated in independent blocks listed in
+`nanorec.msgpack`: a read inflates the start of one block (`nanorec.blocks`). Lenient on
+input: deflated members are inflated with `zlib` straight from the mapping (documented slow
+path: a deflated `messages.msgpack` without a block table is inflated once, on first read,
+into an anonymous temporary file that is then mapped, so memory stays bounded), extra members are
 allowed, float timestamps are rounded to integer microseconds, a missing `types` is worked out
 from the message. Every problem with the file's content raises a `NanorecError` subclass
 naming the entry and byte offset; `OSError` passes through.
@@ -36,6 +38,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.blocks import BlockReader
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import (
@@ -241,6 +244,11 @@ class ArchiveReader:
             self.close()
             raise
 
+    @property
+    def compact(self) -> bool:
+        """Whether messages are read block by block from a compact `messages.msgpack`."""
+        return self._blocks is not None
+
     def _open(self, use_description: bool) -> None:
         assert self._mm is not None
         self._end, self._members = open_members(self._mm)
@@ -255,6 +263,7 @@ class ArchiveReader:
         self._messages_start = messages.data_start
         self._messages_size = messages.header.uncompressed_size
         self._stored = messages.stored
+        self._blocks: BlockReader | None = None
         #: The description map (without its columns), or None for NanoVer files.
         self.description: dict[str, Any] | None = None
         #: Why the columnar index in `nanorec.msgpack` was not used, if it was not.
@@ -273,12 +282,31 @@ class ArchiveReader:
                     self.index_source = DESCRIPTION_MEMBER
             except NanorecError as error:
                 self.description_problem = str(error)
+            if self.description is not None and not messages.stored:
+                self._blocks = self._block_reader(self.description.get("blocks"))
         if index is None:
             index = self._parse_index()
         self.index: Index = index
         self._offsets = index.offset
         self._lengths = index.length
         self._count = len(index)
+
+    def _block_reader(self, table: object) -> BlockReader | None:
+        """The compact layout's block table, if it is there and fits the member (else the
+        slow path reads the member: a problem is noted, not raised)."""
+        if type(table) is not dict:
+            return None
+        try:
+            return BlockReader(
+                self._map(),
+                table,
+                data_start=self._messages.data_start,
+                data_size=self._messages.size,
+                messages_size=self._messages_size,
+            )
+        except NanorecError as error:
+            self.description_problem = str(error)
+            return None
 
     def _index_from_description(self, description: Any) -> Index:
         index_member = self._members[INDEX_MEMBER]
@@ -488,7 +516,11 @@ class ArchiveReader:
         positions = self._entry_positions()
         member = self._members[INDEX_MEMBER]
         start = int(positions[number])
-        stop = int(positions[number + 1]) if number + 1 < len(positions) else member.size
+        stop = (
+            int(positions[number + 1])
+            if number + 1 < len(positions)
+            else member.header.uncompressed_size
+        )
         if self._index_data is not None:
             data = self._index_data[start:stop]
         else:
@@ -554,6 +586,8 @@ class ArchiveReader:
             if mm is None:
                 raise UsageError("I/O operation on a closed ArchiveReader")
             return mm[start : start + length]
+        if self._blocks is not None:
+            return self._blocks.read(offset, length)
         # Slow path: a deflated messages member is inflated once into a temporary file.
         inflated = self._inflated or self._inflate_messages()
         data = inflated[offset : offset + length]

@@ -1,6 +1,8 @@
 """`ArchiveWriter`: stream messages into a NanoVer-compatible archive with bounded memory.
 
-Layout of a finished archive (a zip, every member stored, never deflated):
+Layout of a finished archive (a zip; compact by default: every member deflated,
+`messages.msgpack` in independent blocks (see `nanorec.blocks`); `compact=False` stores every
+member as is, see `nanorec.layout`):
 
 1. `messages.msgpack` at offset 0: a local header with a zip64 extra (66 bytes, as NanoVer
    writes it) and the packed messages back to back. Each message map ends with the reserved
@@ -42,6 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nanorec._version import __version__
+from nanorec.blocks import BlockDeflater, deflater
 from nanorec.describe import (
     DELTA_ZLIB,
     RAW,
@@ -53,6 +56,7 @@ from nanorec.describe import (
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.errors import FormatError, OutputExistsError, UsageError
 from nanorec.index import RESERVED_METADATA, TypesRegistry, encode_entries, types_code_dtype
+from nanorec.layout import compact_default
 from nanorec.wire import (
     TIMESTAMP_KEY,
     array_header,
@@ -60,7 +64,7 @@ from nanorec.wire import (
     read_map_header,
     timestamp_entry,
 )
-from nanorec.zipfile64 import CentralHeader, EndRecords, LocalHeader
+from nanorec.zipfile64 import DEFLATED, STORED, CentralHeader, EndRecords, LocalHeader
 
 MESSAGES_MEMBER: Final = "messages.msgpack"
 INDEX_MEMBER: Final = "index.msgpack"
@@ -132,6 +136,8 @@ class ArchiveWriter:
     exception aborts it (the partial file is removed). `source` is copied into the
     self-description and may still be updated through `writer.source` before `close()`.
 
+    `compact` deflates every member (None: the current default, see `nanorec.layout`).
+
     Raises `OutputExistsError` at construction when `path` (or a partial file left by an
     interrupted write) exists and `overwrite` is false; `OSError` if the directory is not
     writable.
@@ -148,8 +154,11 @@ class ArchiveWriter:
         source_format: str | None = None,
         source: Mapping[str, Any] | None = None,
         producer: str = f"nanorec {__version__}",
+        compact: bool | None = None,
     ) -> None:
         self.path = Path(path)
+        self.compact = compact_default() if compact is None else compact
+        self._blocks = BlockDeflater() if self.compact else None
         self.partial_path = partial_path(self.path)
         self.overwrite = overwrite
         self.source_format = source_format
@@ -187,10 +196,13 @@ class ArchiveWriter:
         self._max_length = 0
         self._max_flags = 0
         self._members: dict[str, bytes | Iterable[bytes]] = {}
+        self._compress: dict[str, bool] = {}
         self._central: list[CentralHeader] = []
         self._in_messages = False  # whether flushed bytes belong to messages.msgpack
         try:
-            self._messages_header = LocalHeader(name=MESSAGES_MEMBER, zip64=True)
+            self._messages_header = LocalHeader(
+                name=MESSAGES_MEMBER, zip64=True, method=DEFLATED if self.compact else STORED
+            )
             self._emit(self._messages_header.build())
             self._messages_start = self._pending
             self.flush()
@@ -270,9 +282,12 @@ class ArchiveWriter:
         """
         return self._append(packed, tuple(types), timestamp_us, flags, metadata, embed=True)
 
-    def add_member(self, name: str, data: bytes | Iterable[bytes]) -> None:
-        """Store an extra member `name` (written at close, uncompressed): its bytes, or an
-        iterable of byte blocks consumed at close (a large member streamed from a file).
+    def add_member(
+        self, name: str, data: bytes | Iterable[bytes], *, compress: bool | None = None
+    ) -> None:
+        """Add an extra member `name` (written at close): its bytes, or an iterable of byte
+        blocks consumed at close (a large member streamed from a file). Deflated in a compact
+        archive (bytes only when that makes them smaller) unless `compress` says otherwise.
 
         Raises `ValueError` for a reserved name (`messages.msgpack`, `index.msgpack`, anything
         starting with "nanorec") or a name already added.
@@ -285,11 +300,15 @@ class ArchiveWriter:
         self._members[name] = (
             bytes(data) if isinstance(data, bytes | bytearray | memoryview) else data
         )
+        self._compress[name] = self.compact if compress is None else compress
 
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
+        if self._blocks is not None and self._in_messages:
+            # the file ends at a block boundary: every flushed message can be inflated
+            self._emit_compressed([self._blocks.end_block()])
         if self._parts:
-            if self._in_messages:
+            if self._in_messages and self._blocks is None:
                 crc = self._messages_crc
                 for part in self._parts:
                     crc = zlib.crc32(part, crc)
@@ -362,8 +381,11 @@ class ArchiveWriter:
         for piece in pieces:
             length += len(piece)
             crc = zlib.crc32(piece, crc)
-        self._parts += pieces
-        self._pending += length
+        if self._blocks is None:
+            self._parts += pieces
+            self._pending += length
+        else:
+            self._emit_compressed(self._blocks.add(pieces, length))
         self._rows.append(
             (
                 length,
@@ -450,6 +472,12 @@ class ArchiveWriter:
         if self._pending >= FLUSH_BYTES:
             self._flush_raw()
 
+    def _emit_compressed(self, data: list[bytes]) -> None:
+        for part in data:
+            if part:
+                self._parts.append(part)
+                self._pending += len(part)
+
     def _flush_raw(self) -> None:
         parts = self._parts
         for start in range(0, len(parts), _IOV_BATCH):
@@ -517,23 +545,27 @@ class ArchiveWriter:
 
     def _finish(self) -> None:
         self._spool_rows()
+        if self._blocks is not None:
+            self._emit_compressed([self._blocks.finish()])
         self.flush()
         self._in_messages = False
-        messages_size = self._position - self._messages_start
+        stored_size = self._position - self._messages_start
+        messages_size = stored_size if self._blocks is None else self._blocks.uncompressed_size
+        crc = self._messages_crc if self._blocks is None else self._blocks.crc
         count = self._count
         # Finalise the messages member's local header first: from here on `recover` can trust
         # its size even if the rest of close is interrupted.
         messages_header = replace(
             self._messages_header,
-            crc32=self._messages_crc,
-            compressed_size=messages_size,
+            crc32=crc,
+            compressed_size=stored_size,
             uncompressed_size=messages_size,
         )
         os.pwrite(self._fd, messages_header.build(), 0)
         self._central.append(self._central_for(messages_header, 0))
 
         index_header = self._write_streamed(
-            INDEX_MEMBER, self._iter_index_bytes(count, messages_size)
+            INDEX_MEMBER, self._iter_index_bytes(count, messages_size), compress=self.compact
         )
         types_table = tuple(self._registry.table)
         fields = base_fields(
@@ -547,14 +579,18 @@ class ArchiveWriter:
             index_crc32=index_header.crc32,
             types_table=types_table,
         )
+        if self._blocks is not None:
+            fields["blocks"] = self._blocks.table()
         self._write_streamed(
-            DESCRIPTION_MEMBER, iter_description(fields, self._description_columns(count))
+            DESCRIPTION_MEMBER,
+            iter_description(fields, self._description_columns(count)),
+            compress=self.compact,
         )
         for name, data in self._members.items():
             if isinstance(data, bytes):
-                self._write_whole(name, data)
+                self._write_whole(name, data, compress=self._compress[name])
             else:
-                self._write_streamed(name, data)
+                self._write_streamed(name, data, compress=self._compress[name])
 
         cd_offset = self._tell()
         for header in self._central:
@@ -614,34 +650,52 @@ class ArchiveWriter:
             compressed_size=header.compressed_size,
             uncompressed_size=header.uncompressed_size,
             local_header_offset=offset,
+            method=header.method,
             force_zip64=self._force_zip64,
         )
 
-    def _write_streamed(self, name: str, chunks: Iterable[bytes]) -> LocalHeader:
+    def _write_streamed(
+        self, name: str, chunks: Iterable[bytes], *, compress: bool = False
+    ) -> LocalHeader:
         """Write a member of not-yet-known size: placeholder header, data, header patched."""
         offset = self._tell()
-        header = LocalHeader(name=name, zip64=True)
+        header = LocalHeader(name=name, zip64=True, method=DEFLATED if compress else STORED)
         self._emit(header.build())
+        start = self._tell()
         crc = 0
         size = 0
+        compressor = deflater() if compress else None
         for chunk in chunks:
-            self._emit(chunk)
+            self._emit(chunk if compressor is None else compressor.compress(chunk))
             crc = zlib.crc32(chunk, crc)
             size += len(chunk)
-        header = replace(header, crc32=crc, compressed_size=size, uncompressed_size=size)
+        if compressor is not None:
+            self._emit(compressor.flush())
+        stored = self._tell() - start
+        header = replace(header, crc32=crc, compressed_size=stored, uncompressed_size=size)
         self._flush_raw()
         os.pwrite(self._fd, header.build(), offset)
         self._central.append(self._central_for(header, offset))
         return header
 
-    def _write_whole(self, name: str, data: bytes) -> None:
+    def _write_whole(self, name: str, data: bytes, *, compress: bool = False) -> None:
         offset = self._tell()
         size = len(data)
+        stored, method = data, STORED
+        if compress:
+            compressor = deflater()
+            deflated = compressor.compress(data) + compressor.flush()
+            if len(deflated) < size:  # already compressed data stays stored
+                stored, method = deflated, DEFLATED
         header = LocalHeader(
-            name=name, crc32=zlib.crc32(data), compressed_size=size, uncompressed_size=size
+            name=name,
+            crc32=zlib.crc32(data),
+            compressed_size=len(stored),
+            uncompressed_size=size,
+            method=method,
         )
         self._emit(header.build())
-        self._emit(data)
+        self._emit(stored)
         self._central.append(self._central_for(header, offset))
 
     def _publish(self) -> None:
