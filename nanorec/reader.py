@@ -427,6 +427,14 @@ class ArchiveReader:
             return mm[member.data_start : member.data_start + member.size]
         return b"".join(iter_member_data(self._map(), member))
 
+    def member_chunks(self, name: str) -> Iterator[bytes]:
+        """Member `name`'s uncompressed bytes in chunks of a few MiB (a large member without
+        holding it whole). Raises `ArchiveError` as `member`."""
+        member = self._members.get(name)
+        if member is None:
+            raise ArchiveError(f"{self.path} has no member {name!r}")
+        return iter_member_data(self._map(), member)
+
     @property
     def source_sha256(self) -> str | None:
         """The sha256 of the native file this archive was converted from, as recorded at

@@ -197,6 +197,8 @@ class ArchiveWriter:
         self._max_flags = 0
         self._members: dict[str, bytes | Iterable[bytes]] = {}
         self._compress: dict[str, bool] = {}
+        #: `index.msgpack` as given (repack copies it) instead of generated from the rows.
+        self._index_chunks: Iterable[bytes] | None = None
         self._central: list[CentralHeader] = []
         self._in_messages = False  # whether flushed bytes belong to messages.msgpack
         try:
@@ -564,9 +566,8 @@ class ArchiveWriter:
         os.pwrite(self._fd, messages_header.build(), 0)
         self._central.append(self._central_for(messages_header, 0))
 
-        index_header = self._write_streamed(
-            INDEX_MEMBER, self._iter_index_bytes(count, messages_size), compress=self.compact
-        )
+        index_chunks = self._index_chunks or self._iter_index_bytes(count, messages_size)
+        index_header = self._write_streamed(INDEX_MEMBER, index_chunks, compress=self.compact)
         types_table = tuple(self._registry.table)
         fields = base_fields(
             producer=self.producer,

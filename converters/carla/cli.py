@@ -26,6 +26,7 @@ from nanorec.cli.options import (
     OptionalOutput,
     Output,
     Start,
+    Stored,
     TableFormat,
 )
 from nanorec.errors import NanorecError, UsageError
@@ -126,6 +127,7 @@ def convert_command(
         bool,
         typer.Option("--keep-going", help="Exit 0 even when the input was damaged or warned."),
     ] = False,
+    stored: Stored = False,
 ) -> None:
     """Convert a CARLA recording into an indexed, seekable nanorec archive.
 
@@ -136,6 +138,7 @@ def convert_command(
     """
     from nanorec.cli.convert import convert_report_lines
     from nanorec.cli.inputs import check_input, check_output, native_converter, progress_bar
+    from nanorec.layout import COMPACT, STORED, use_layout
 
     def action() -> int:
         _check_family(family)
@@ -143,7 +146,10 @@ def convert_command(
         converter = native_converter(source, "carla")
         out = output or source.with_name(source.name + ".nanover.zip")
         check_output(out, source)
-        with progress_bar("converting", source.stat().st_size) as update:
+        with (
+            use_layout(STORED if stored else COMPACT),
+            progress_bar("converting", source.stat().st_size) as update,
+        ):
             report = converter.convert(
                 source, out, overwrite=force, progress=update, options={"family": family}
             )

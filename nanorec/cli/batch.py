@@ -18,6 +18,7 @@ import typer
 from nanorec.batch import Outcome, plan, run_batch
 from nanorec.cli import EXIT_PROBLEM, run
 from nanorec.errors import UsageError
+from nanorec.layout import COMPACT
 
 
 def batch_convert(
@@ -29,6 +30,7 @@ def batch_convert(
     keep_going: bool,
     fmt: str | None,
     options: Mapping[str, str],
+    layout: str = COMPACT,
 ) -> int:
     """Convert every recording in `sources` into `output` (a directory); returns the
     exit status."""
@@ -50,7 +52,9 @@ def batch_convert(
             show_eta=True,
             show_percent=True,
         ) as bar:
-            for outcome in run_batch(todo, workers=jobs, force=force, options=options, fmt=fmt):
+            for outcome in run_batch(
+                todo, workers=jobs, force=force, options=options, fmt=fmt, layout=layout
+            ):
                 outcomes.append(outcome)
                 bar.update(outcome.job.size)
                 done_mb = sum(o.job.size for o in outcomes) / 1e6

@@ -54,6 +54,14 @@ TableFormat = Annotated[
     str,
     typer.Option("--format", "-F", help="ndjson (one JSON object a line) or csv.", metavar="FMT"),
 ]
+Stored = Annotated[
+    bool,
+    typer.Option(
+        "--stored",
+        help="Write the stored layout (members kept as they are: zero-copy reads, several "
+        "times the disk) instead of the compact one.",
+    ),
+]
 KeepGoing = Annotated[
     bool,
     typer.Option(
