@@ -107,3 +107,19 @@ def test_recover_stored(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert _methods(out) == {zipfile.ZIP_STORED}
     writer.abort()
+
+
+def test_repack_nanovers_own_recording(realdata_dir: Path, tmp_path: Path) -> None:
+    from .nanover_reference import NanoverRecordingReader
+
+    theirs = realdata_dir / "nanover" / "nanotube-example-recording.nanover.zip"
+    if not theirs.is_file():
+        pytest.skip("NanoVer's recording is not present")
+    compact = tmp_path / "compact.nanover.zip"
+    result = repack(theirs, compact)
+    assert result.output_size < result.input_size
+    assert verify(compact).ok
+    with ArchiveReader(theirs) as one, ArchiveReader(compact) as other:
+        assert other.compact and list(one) == list(other)
+    with NanoverRecordingReader.from_path(compact) as reader:
+        assert sum(1 for _ in reader.iter_message_events()) == result.messages
