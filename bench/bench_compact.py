@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import write_section  # noqa: E402
+from results import write_section
 
-import nanorec  # noqa: E402
-from nanorec import ArchiveReader, registry  # noqa: E402
-from nanorec.atomic import file_sha256  # noqa: E402
-from nanorec.layout import use_layout  # noqa: E402
+import nanorec
+from nanorec import ArchiveReader, registry
+from nanorec.atomic import file_sha256
+from nanorec.layout import use_layout
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 LAYOUTS = ("stored", "compact")
@@ -47,24 +47,17 @@ def _best(action: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
-def _reads(archive: Path, numbers: list[int]) -> tuple[float, float]:
-    with ArchiveReader(archive) as reader:
-        times = []
-        for number in numbers:
+def _interleaved(
+    opened: dict[str, Any], numbers: list[int], read: Callable[[Any, int], object]
+) -> dict[str, list[float]]:
+    """Seconds per read of each number, the layouts alternating read by read (same load)."""
+    times: dict[str, list[float]] = {layout: [] for layout in opened}
+    for number in numbers:
+        for layout, reader in opened.items():
             start = time.perf_counter()
-            reader.raw(number)
-            times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6, float(np.percentile(times, 99)) * 1e6
-
-
-def _frames(archive: Path, numbers: list[int]) -> float:
-    with nanorec.open(archive) as recording:
-        times = []
-        for number in numbers:
-            start = time.perf_counter()
-            recording.frame(number)  # type: ignore[attr-defined]
-            times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+            read(reader, number)
+            times[layout].append(time.perf_counter() - start)
+    return times
 
 
 def measure(path: Path, folder: Path, repeat: int, samples: int) -> dict[str, Any]:
@@ -95,13 +88,29 @@ def measure(path: Path, folder: Path, repeat: int, samples: int) -> dict[str, An
         small = np.flatnonzero(reader.index.length <= 64 << 10)
     rng = np.random.default_rng(0)
     numbers = rng.choice(small, size=samples).tolist()
+    readers = {layout: ArchiveReader(archives[layout]) for layout in LAYOUTS}
+    reads = _interleaved(readers, numbers, lambda reader, number: reader.raw(number))
+    for reader in readers.values():
+        reader.close()
+    frames = {}
+    if converter.name == "carla":
+        recordings = {layout: nanorec.open(archives[layout]) for layout in LAYOUTS}
+        frames = _interleaved(
+            recordings, numbers[: max(samples // 4, 50)], lambda rec, n: rec.frame(n)
+        )
+        for recording in recordings.values():
+            recording.close()
     for layout in LAYOUTS:
         row[f"{layout} ratio"] = archives[layout].stat().st_size / row["size"]
         row[f"{layout} convert s"] = min(convert_times[layout])
         row[f"{layout} export s"] = min(export_times[layout])
-        row[f"{layout} read"] = _reads(archives[layout], numbers)
-        if converter.name == "carla":
-            row[f"{layout} frame"] = _frames(archives[layout], numbers[: max(samples // 4, 50)])
+        times = reads[layout]
+        row[f"{layout} read"] = (
+            statistics.median(times) * 1e6,
+            float(np.percentile(times, 99)) * 1e6,
+        )
+        if frames:
+            row[f"{layout} frame"] = statistics.median(frames[layout]) * 1e6
     return row
 
 

@@ -49,7 +49,8 @@ class BlockDeflater:
     `add` returns the compressed bytes ready so far; the caller writes them in order. The
     table (`offsets`, `starts`) lists each block's uncompressed and compressed start."""
 
-    def __init__(self) -> None:
+    def __init__(self, block_bytes: int = BLOCK_BYTES) -> None:
+        self.block_bytes = block_bytes
         self._deflater = deflater()
         self.offsets: list[int] = []
         self.starts: list[int] = []
@@ -61,7 +62,7 @@ class BlockDeflater:
     def add(self, pieces: tuple[bytes | memoryview, ...], length: int) -> list[bytes]:
         """One message's pieces (`length` bytes in all) -> compressed output ready now."""
         out = []
-        if self._block and self._block + length > BLOCK_BYTES:
+        if self._block and self._block + length > self.block_bytes:
             out.append(self.end_block())
         if not self._block:
             self.offsets.append(self._in)
@@ -77,7 +78,7 @@ class BlockDeflater:
         self.crc = crc
         self._in += length
         self._block += length
-        if self._block >= BLOCK_BYTES:
+        if self._block >= self.block_bytes:
             out.append(self.end_block())
         return out
 

@@ -136,6 +136,8 @@ def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
 
 
 _INFLATE_CHUNK: Final = 4 << 20
+#: `member_view` of a deflated member this large inflates it into a mapped temporary file.
+_SPOOL_MEMBER: Final = 16 << 20
 
 
 def iter_member_data(buf: Buffer, member: Member) -> Iterator[bytes]:
@@ -445,15 +447,24 @@ class ArchiveReader:
 
     def member_view(self, name: str) -> memoryview:
         """Member `name` without copying it: a read-only view of the mapped archive for a
-        stored member (its pages are read as used), else its inflated bytes. Release the
-        view before closing the reader."""
+        stored member (its pages are read as used), else its inflated bytes (from 16 MiB, in a
+        mapped temporary file). Release the view before closing the reader."""
         member = self._members.get(name)
         if member is None:
             raise ArchiveError(f"{self.path} has no member {name!r}")
         if member.stored:
             view = memoryview(self._map())[member.data_start : member.data_start + member.size]
             return view.toreadonly()
-        return memoryview(self.member(name))
+        if member.header.uncompressed_size < _SPOOL_MEMBER:
+            return memoryview(self.member(name))
+        # A large deflated member (a compact archive's per-message arrays): inflated into an
+        # anonymous file and mapped, so its pages are file-backed, not the process's heap.
+        with tempfile.TemporaryFile(prefix=".nanorec-member-") as spool:
+            for chunk in iter_member_data(self._map(), member):
+                spool.write(chunk)
+            spool.flush()
+            mapped = mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+        return memoryview(mapped).toreadonly()
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:

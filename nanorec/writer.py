@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nanorec._version import __version__
-from nanorec.blocks import BlockDeflater, deflater
+from nanorec.blocks import BLOCK_BYTES, BlockDeflater, deflater
 from nanorec.describe import (
     DELTA_ZLIB,
     RAW,
@@ -136,7 +136,8 @@ class ArchiveWriter:
     exception aborts it (the partial file is removed). `source` is copied into the
     self-description and may still be updated through `writer.source` before `close()`.
 
-    `compact` deflates every member (None: the current default, see `nanorec.layout`).
+    `compact` deflates every member (None: the current default, see `nanorec.layout`);
+    `block_bytes` is its messages' block size (a read inflates up to one block).
 
     Raises `OutputExistsError` at construction when `path` (or a partial file left by an
     interrupted write) exists and `overwrite` is false; `OSError` if the directory is not
@@ -155,10 +156,11 @@ class ArchiveWriter:
         source: Mapping[str, Any] | None = None,
         producer: str = f"nanorec {__version__}",
         compact: bool | None = None,
+        block_bytes: int = BLOCK_BYTES,
     ) -> None:
         self.path = Path(path)
         self.compact = compact_default() if compact is None else compact
-        self._blocks = BlockDeflater() if self.compact else None
+        self._blocks = BlockDeflater(block_bytes) if self.compact else None
         self.partial_path = partial_path(self.path)
         self.overwrite = overwrite
         self.source_format = source_format

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import mmap
 import threading
 import zipfile
 from pathlib import Path
@@ -160,3 +161,21 @@ def test_empty_compact_archive(tmp_path: Path) -> None:
     with ArchiveReader(tmp_path / "e.zip") as reader, zipfile.ZipFile(tmp_path / "e.zip") as z:
         assert len(reader) == 0 and z.read("messages.msgpack") == b""
     assert verify(tmp_path / "e.zip").ok
+
+
+def test_member_view_of_a_large_deflated_member_is_a_mapped_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nanorec.reader
+
+    monkeypatch.setattr(nanorec.reader, "_SPOOL_MEMBER", 1000)
+    data = bytes(range(256)) * 40
+    with ArchiveWriter(tmp_path / "m.zip") as writer:
+        writer.write({"a": 1}, timestamp_us=0)
+        writer.add_member("big.bin", data)
+        writer.add_member("small.bin", b"x" * 100)
+    with ArchiveReader(tmp_path / "m.zip") as reader:
+        view = reader.member_view("big.bin")
+        assert view.readonly and bytes(view) == data and isinstance(view.obj, mmap.mmap)
+        assert bytes(reader.member_view("small.bin")) == b"x" * 100
+    assert bytes(view) == data  # outlives the reader
