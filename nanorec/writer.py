@@ -18,10 +18,9 @@ Crash safety. Output goes to `.<name>.partial` beside the final path (same direc
 final `rename` is atomic) and only appears under its final name when complete. Buffered bytes
 reach the file at least every 1 MiB, 1024 messages or second (checked on each write), so a
 killed writer leaves a partial file in which every flushed message is complete and carries its
-own timestamp; `nanorec recover` rebuilds an archive from it. Per-message index rows are kept
-in a small in-memory chunk and spooled to an anonymous temporary file in the output directory,
-so memory stays bounded however many messages are written; `index.msgpack` and the columns are
-generated from that spool at close, with numpy.
+own timestamp; `nanorec recover` rebuilds an archive from it. Per-message index rows go to an
+`IndexSpool` (`nanorec.spool`: bounded memory however many messages are written);
+`index.msgpack` and the columns are generated from it at close, with numpy.
 """
 
 from __future__ import annotations
@@ -30,18 +29,16 @@ import contextlib
 import datetime as _dt
 import operator
 import os
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import msgpack
 import numpy as np
-from numpy.typing import NDArray
 
 from nanorec._version import __version__
 from nanorec.blocks import BLOCK_BYTES, BlockDeflater, deflater
@@ -57,6 +54,7 @@ from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.errors import FormatError, OutputExistsError, UsageError
 from nanorec.index import RESERVED_METADATA, TypesRegistry, encode_entries, types_code_dtype
 from nanorec.layout import compact_default
+from nanorec.spool import IndexSpool
 from nanorec.wire import (
     TIMESTAMP_KEY,
     array_header,
@@ -80,18 +78,6 @@ FLUSH_SECONDS: Final = 1.0
 #: Index rows kept in memory before they are spooled to the temporary file.
 CHUNK_ROWS: Final = 65536
 
-#: One index row per message while it is in memory (spooled per chunk, column by column).
-_SPOOL_ROW: Final = np.dtype(
-    [
-        ("length", "<i8"),
-        ("timestamp_us", "<i8"),
-        ("crc", "<u4"),
-        ("flags", "<u8"),
-        ("types", "<u4"),
-        ("extra_count", "<u4"),
-        ("extra_length", "<u4"),
-    ]
-)
 #: Buffers per `os.writev` call (under every system's IOV_MAX).
 _IOV_BATCH: Final = 512
 _FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
@@ -100,33 +86,11 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _UINT64_MAX: Final = 2**64 - 1
 
-# Spooled columns, in the order they are stored per chunk.
-_SPOOL_COLUMNS: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
-    ("length", np.dtype("<i8")),
-    ("timestamp_us", np.dtype("<i8")),
-    ("crc", np.dtype("<u4")),
-    ("flags", np.dtype("<u8")),
-    ("types", np.dtype("<u4")),
-    ("extra_count", np.dtype("<u4")),
-    ("extra_length", np.dtype("<u4")),
-)
-
 
 def partial_path(path: str | os.PathLike[str]) -> Path:
     """Where `ArchiveWriter` writes before the final rename: `.<name>.partial` beside `path`."""
     final = Path(path)
     return final.with_name(f".{final.name}.partial")
-
-
-class _Chunk:
-    """Where one spooled chunk of index rows lives in the spool file."""
-
-    __slots__ = ("extra_bytes", "position", "rows")
-
-    def __init__(self, position: int, rows: int, extra_bytes: int) -> None:
-        self.position = position
-        self.rows = rows
-        self.extra_bytes = extra_bytes
 
 
 class ArchiveWriter:
@@ -191,12 +155,7 @@ class ArchiveWriter:
         self._last_timestamp = _INT64_MIN
         self._registry = TypesRegistry()
         self._valid_types: dict[tuple[str, ...], int] = {}
-        self._rows: list[tuple[int, int, int, int, int, int, int]] = []
-        self._extra = bytearray()
-        self._spool: IO[bytes] | None = None
-        self._chunks: list[_Chunk] = []
-        self._max_length = 0
-        self._max_flags = 0
+        self._index = IndexSpool(self.path.parent, CHUNK_ROWS)
         self._members: dict[str, bytes | Iterable[bytes]] = {}
         self._compress: dict[str, bool] = {}
         #: `index.msgpack` as given (repack copies it) instead of generated from the rows.
@@ -390,7 +349,7 @@ class ArchiveWriter:
             self._pending += length
         else:
             self._emit_compressed(self._blocks.add(pieces, length))
-        self._rows.append(
+        self._index.append(
             (
                 length,
                 timestamp,
@@ -399,10 +358,9 @@ class ArchiveWriter:
                 code,
                 len(metadata) if extra and metadata else 0,
                 len(extra),
-            )
+            ),
+            extra,
         )
-        if extra:
-            self._extra += extra
         self._last_timestamp = timestamp
         number = self._count
         self._count = number + 1
@@ -412,8 +370,6 @@ class ArchiveWriter:
             or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
         ):
             self.flush()
-        if len(self._rows) >= CHUNK_ROWS:
-            self._spool_rows()
         return number
 
     def _embed(self, packed: bytes, entries: int, timestamp: int) -> tuple[bytes | memoryview, ...]:
@@ -507,48 +463,12 @@ class ArchiveWriter:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
-
-    # -- index spool -----------------------------------------------------------------------
-
-    def _spool_rows(self) -> None:
-        rows = self._rows
-        count = len(rows)
-        if not count:
-            return
-        if self._spool is None:
-            # Anonymous (O_TMPFILE on Linux): it vanishes with the process, even on a kill.
-            self._spool = tempfile.TemporaryFile(  # noqa: SIM115 - closed in _close_files
-                dir=self.path.parent, prefix=".nanorec-index-"
-            )
-        table = np.array(rows, dtype=_SPOOL_ROW)
-        self._max_length = max(self._max_length, int(table["length"].max()))
-        self._max_flags = max(self._max_flags, int(table["flags"].max()))
-        position = self._spool.seek(0, os.SEEK_END)
-        for name, dtype in _SPOOL_COLUMNS:
-            self._spool.write(table[name].astype(dtype).tobytes())
-        self._spool.write(self._extra)
-        self._chunks.append(_Chunk(position, count, len(self._extra)))
-        rows.clear()
-        self._extra.clear()
-
-    def _iter_chunks(self) -> Iterator[tuple[dict[str, NDArray[Any]], bytes]]:
-        """Each spooled chunk's columns and extra-metadata bytes, in order."""
-        for chunk in self._chunks:
-            assert self._spool is not None
-            self._spool.seek(chunk.position)
-            columns: dict[str, NDArray[Any]] = {}
-            for name, dtype in _SPOOL_COLUMNS:
-                data = self._spool.read(chunk.rows * dtype.itemsize)
-                columns[name] = np.frombuffer(data, dtype=dtype)
-            yield columns, self._spool.read(chunk.extra_bytes)
+        self._index.close()
 
     # -- close -----------------------------------------------------------------------------
 
     def _finish(self) -> None:
-        self._spool_rows()
+        self._index.spill()
         if self._blocks is not None:
             self._emit_compressed([self._blocks.finish()])
         self.flush()
@@ -609,7 +529,7 @@ class ArchiveWriter:
         yield array_header(count)
         packed_types = self._registry.packed()
         base = 0
-        for columns, extra in self._iter_chunks():
+        for columns, extra in self._index.chunks():
             length = columns["length"]
             offset = base + np.cumsum(length) - length
             base += int(length.sum())
@@ -630,20 +550,20 @@ class ArchiveWriter:
 
     def _description_columns(self, count: int) -> list[ColumnSource]:
         def column(name: str, dtype: np.dtype[Any], encoding: str) -> ColumnSource:
-            chunks = (cols[name].astype(dtype).tobytes() for cols, _ in self._iter_chunks())
+            chunks = (cols[name].astype(dtype).tobytes() for cols, _ in self._index.chunks())
             return ColumnSource(
                 name=name, dtype=dtype, count=count, chunks=chunks, encoding=encoding
             )
 
-        length_dtype = np.dtype("<u4") if self._max_length <= 0xFFFF_FFFF else np.dtype("<u8")
+        length_dtype = np.dtype("<u4") if self._index.max_length <= 0xFFFF_FFFF else np.dtype("<u8")
         columns = [
             column("length", length_dtype, ZLIB),
             column("timestamp_us", np.dtype("<i8"), DELTA_ZLIB),
             column("crc", np.dtype("<u4"), RAW),
             column("types", types_code_dtype(len(self._registry.table)), ZLIB),
         ]
-        if self._max_flags:
-            columns.append(column("flags", _flags_dtype(self._max_flags), ZLIB))
+        if self._index.max_flags:
+            columns.append(column("flags", _flags_dtype(self._index.max_flags), ZLIB))
         return columns
 
     def _central_for(self, header: LocalHeader, offset: int) -> CentralHeader:
