@@ -35,10 +35,11 @@ def test_help_reads_like_one_tool() -> None:
     code, out, _ = _run("--help")
     assert code == 0
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.strip()]
-    assert listed[:9] == [
-        *("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "roundtrip")
+    assert listed[:10] == [
+        *("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "repack"),
+        "roundtrip",
     ]
-    assert "carla" in listed[9:]
+    assert "carla" in listed[10:]
 
 
 def test_a_verb_goes_to_the_formats_own_command(tmp_path: Path) -> None:
