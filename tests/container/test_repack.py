@@ -123,3 +123,16 @@ def test_repack_nanovers_own_recording(realdata_dir: Path, tmp_path: Path) -> No
         assert other.compact and list(one) == list(other)
     with NanoverRecordingReader.from_path(compact) as reader:
         assert sum(1 for _ in reader.iter_message_events()) == result.messages
+
+
+def test_batch_convert_stored(tmp_path: Path) -> None:
+    _register()
+    sources = [SAMPLES / "rosbag-robot.bag", SAMPLES / "pbstream-small.pbstream"]
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["convert", *map(str, sources), "-o", str(out), "--stored"])
+    assert result.exit_code == 0, result.output
+    archives = sorted(out.glob("*.nanover.zip"))
+    assert len(archives) == 2 and all(_methods(a) == {zipfile.ZIP_STORED} for a in archives)
+    compact = tmp_path / "compact"
+    assert runner.invoke(app, ["convert", *map(str, sources), "-o", str(compact)]).exit_code == 0
+    assert all(zipfile.ZIP_DEFLATED in _methods(a) for a in compact.glob("*.nanover.zip"))
