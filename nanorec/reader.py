@@ -478,6 +478,8 @@ class ArchiveReader:
                 raise UsageError("I/O operation on a closed ArchiveReader")
             return mm[start : start + length]
         if self._blocks is not None:
+            if self._mm is None:
+                raise UsageError("I/O operation on a closed ArchiveReader")
             return self._blocks.read(offset, length)
         # Slow path: a deflated messages member is inflated once into a temporary file.
         inflated = self._inflated or self._inflate_messages()

@@ -179,3 +179,12 @@ def test_member_view_of_a_large_deflated_member_is_a_mapped_file(
         assert view.readonly and bytes(view) == data and isinstance(view.obj, mmap.mmap)
         assert bytes(reader.member_view("small.bin")) == b"x" * 100
     assert bytes(view) == data  # outlives the reader
+
+
+def test_reading_a_closed_compact_reader(pair: tuple[Path, Path]) -> None:
+    from nanorec.errors import UsageError
+
+    reader = ArchiveReader(pair[0])
+    reader.close()
+    with pytest.raises(UsageError, match="closed"):
+        reader.raw(0)
