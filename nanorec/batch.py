@@ -30,6 +30,7 @@ from typing import Any
 
 from nanorec import registry
 from nanorec.errors import NanorecError, UsageError
+from nanorec.layout import COMPACT, use_layout
 from nanorec.reader import ArchiveReader
 from nanorec.writer import partial_path
 
@@ -150,15 +151,19 @@ def is_done(job: Job) -> bool:
         return False
 
 
-def convert_one(job: Job, options: Mapping[str, Any], fmt: str | None) -> Outcome:
-    """Convert one file (in a worker); every problem becomes the outcome's one line."""
+def convert_one(
+    job: Job, options: Mapping[str, Any], fmt: str | None, layout: str = COMPACT
+) -> Outcome:
+    """Convert one file (in a worker) into an archive of `layout`; every problem becomes
+    the outcome's one line."""
     start = time.perf_counter()
     try:
         job.output.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             partial_path(job.output).unlink()  # a killed run's leftover
         converter = registry.get(fmt) if fmt else registry.for_native(job.source)
-        report = converter.convert(job.source, job.output, overwrite=True, options=options)
+        with use_layout(layout):
+            report = converter.convert(job.source, job.output, overwrite=True, options=options)
     except (NanorecError, OSError) as error:
         return Outcome(job, "failed", seconds=time.perf_counter() - start, problem=_line(error))
     except Exception as error:  # a converter bug must not stop the batch: report it
@@ -181,6 +186,7 @@ def run_batch(
     force: bool = False,
     options: Mapping[str, Any] | None = None,
     fmt: str | None = None,
+    layout: str = COMPACT,
 ) -> Iterator[Outcome]:
     """Yield an `Outcome` per job, skipped ones first, the rest as they finish."""
     if workers < 1:
@@ -194,13 +200,13 @@ def run_batch(
     options = dict(options or {})
     if workers == 1 or len(todo) <= 1:
         for job in todo:
-            yield convert_one(job, options, fmt)
+            yield convert_one(job, options, fmt, layout)
         return
-    yield from _pooled(todo, workers, options, fmt)
+    yield from _pooled(todo, workers, options, fmt, layout)
 
 
 def _pooled(
-    todo: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None
+    todo: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None, layout: str
 ) -> Iterator[Outcome]:
     """Run `todo` in a process pool. When a worker dies (killed, out of memory), every file
     it might have held is tried again, each alone in a fresh one-worker pool, so only the
@@ -208,23 +214,25 @@ def _pooled(
     retry: list[Job] = []
     round_size = workers * TASKS_PER_WORKER
     for first in range(0, len(todo), round_size):
-        for job, outcome in _in_pool(todo[first : first + round_size], workers, options, fmt):
+        for job, outcome in _in_pool(
+            todo[first : first + round_size], workers, options, fmt, layout
+        ):
             if outcome is None:
                 retry.append(job)
             else:
                 yield outcome
     for job in retry:
-        for _, outcome in _in_pool([job], 1, options, fmt):
+        for _, outcome in _in_pool([job], 1, options, fmt, layout):
             yield outcome or Outcome(job, "failed", problem="its worker process was killed")
 
 
 def _in_pool(
-    jobs: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None
+    jobs: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None, layout: str
 ) -> Iterator[tuple[Job, Outcome | None]]:
     """(job, outcome) as each finishes; outcome None when the pool broke under it."""
     pool = futures.ProcessPoolExecutor(max_workers=workers)
     try:
-        pending = {pool.submit(convert_one, job, options, fmt): job for job in jobs}
+        pending = {pool.submit(convert_one, job, options, fmt, layout): job for job in jobs}
         for future in futures.as_completed(pending):
             job = pending[future]
             try:

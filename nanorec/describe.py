@@ -9,6 +9,7 @@ one extra member, which NanoVer's reader ignores, holding a msgpack map:
     source_format, source (the producer's map: file name, size, sha256...),
     time_unit "us", timestamp_key "nanorec.t", checksum "crc32",
     message_count, messages_size, index_size, index_crc32, types_table,
+    blocks (compact archives only: the block table, see `nanorec.blocks`),
     columns {name: {"dtype": numpy dtype string, "data": raw little-endian bytes}}
 
 `columns` always has `length`, `timestamp_us`, `crc` and `types` (a row number of

@@ -9,9 +9,11 @@ columnar copy in `nanorec.msgpack` when that member exists and still matches `in
 (milliseconds for a million messages), otherwise `index.msgpack` is parsed into the same
 columns (NanoVer files, or archives whose index another tool rewrote).
 
-Lenient on input: deflated members are inflated with `zlib` straight from the mapping
-(documented slow path: a deflated `messages.msgpack` is inflated once, on first read, into an
-anonymous temporary file that is then mapped, so memory stays bounded), extra members are
+A compact archive's `messages.msgpack` is deflated in independent blocks listed in
+`nanorec.msgpack`: a read inflates the start of one block (`nanorec.blocks`). Lenient on
+input: deflated members are inflated with `zlib` straight from the mapping (documented slow
+path: a deflated `messages.msgpack` without a block table is inflated once, on first read,
+into an anonymous temporary file that is then mapped, so memory stays bounded), extra members are
 allowed, float timestamps are rounded to integer microseconds, a missing `types` is worked out
 from the message. Every problem with the file's content raises a `NanorecError` subclass
 naming the entry and byte offset; `OSError` passes through.
@@ -36,6 +38,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.blocks import BlockReader
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import (
@@ -45,145 +48,19 @@ from nanorec.errors import (
     NanorecError,
     OutOfRangeError,
     TruncatedError,
-    UnsupportedError,
     UsageError,
 )
 from nanorec.index import Index, entry_positions, parse_entries
-from nanorec.wire import MAX_INFLATE_RATIO, TIMESTAMP_KEY, read_array_header
+from nanorec.members import Member, iter_member_data, open_members
+from nanorec.wire import TIMESTAMP_KEY, read_array_header
 from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
-from nanorec.zipfile64 import (
-    DEFLATED,
-    FLAG_ENCRYPTED,
-    STORED,
-    Buffer,
-    CentralHeader,
-    EndRecords,
-    LocalHeader,
-    parse_central_directory,
-)
 
 #: msgpack decoding failures (bad bytes, truncated data, trailing bytes, deep nesting...).
 MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
 
 
-class Member:
-    """A zip member as this reader sees it: central record plus where its data starts."""
-
-    __slots__ = ("data_start", "header")
-
-    def __init__(self, header: CentralHeader, data_start: int) -> None:
-        self.header = header
-        self.data_start = data_start
-
-    @property
-    def name(self) -> str:
-        return self.header.name
-
-    @property
-    def size(self) -> int:
-        """Stored (compressed) size in bytes."""
-        return self.header.compressed_size
-
-    @property
-    def stored(self) -> bool:
-        return self.header.method == STORED
-
-
-def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
-    """Parse the end records, central directory and local headers of a zip in `buf`.
-
-    Later members of the same name win (as in `zipfile`). Raises `TruncatedError` when a
-    structure or a member's data runs past the file, `ArchiveError` when records disagree,
-    `UnsupportedError` for encrypted members or compression other than stored/deflated.
-    """
-    end = EndRecords.parse(buf)
-    members: dict[str, Member] = {}
-    for header in parse_central_directory(buf, end):
-        if header.flags & FLAG_ENCRYPTED:
-            raise UnsupportedError(f"member {header.name!r} is encrypted")
-        if header.method not in (STORED, DEFLATED):
-            raise UnsupportedError(
-                f"member {header.name!r} uses compression method {header.method}; nanorec "
-                "reads stored and deflated members",
-                actual=header.method,
-            )
-        if header.method == STORED and header.compressed_size != header.uncompressed_size:
-            raise ArchiveError(
-                f"stored member {header.name!r} has compressed size {header.compressed_size} "
-                f"but uncompressed size {header.uncompressed_size}",
-                offset=header.local_header_offset,
-            )
-        if header.local_header_offset >= end.cd_offset:
-            raise ArchiveError(
-                f"member {header.name!r} starts at {header.local_header_offset}, inside or "
-                f"after the central directory at {end.cd_offset}",
-                offset=header.local_header_offset,
-            )
-        data_start = LocalHeader.data_offset(buf, header.local_header_offset)
-        if data_start + header.compressed_size > end.cd_offset:
-            raise TruncatedError(
-                f"member {header.name!r} ({header.compressed_size} bytes at {data_start}) runs "
-                f"into the central directory at {end.cd_offset}",
-                offset=data_start,
-                expected=header.compressed_size,
-                actual=max(0, end.cd_offset - data_start),
-            )
-        members[header.name] = Member(header, data_start)
-    return end, members
-
-
-_INFLATE_CHUNK: Final = 4 << 20
-
-
-def iter_member_data(buf: Buffer, member: Member) -> Iterator[bytes]:
-    """A member's uncompressed bytes, in chunks (inflated with zlib when deflated).
-
-    Raises `ArchiveError` when deflated data is damaged, `TruncatedError` when it ends early
-    or inflates to another size than the central directory records.
-    """
-    position = member.data_start
-    stop = member.data_start + member.size
-    if member.stored:
-        while position < stop:
-            step = min(_INFLATE_CHUNK, stop - position)
-            yield bytes(buf[position : position + step])
-            position += step
-        return
-    declared = member.header.uncompressed_size
-    if declared > MAX_INFLATE_RATIO * member.size + (1 << 20):
-        raise ArchiveError(
-            f"deflated member {member.name!r} claims {declared} bytes from {member.size}: "
-            f"more than {MAX_INFLATE_RATIO}x, refused (a zip bomb?)",
-            offset=member.data_start,
-        )
-    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-    produced = 0
-    try:
-        while not inflater.eof and (position < stop or inflater.unconsumed_tail):
-            data = inflater.unconsumed_tail
-            if not data:
-                step = min(_INFLATE_CHUNK, stop - position)
-                data = bytes(buf[position : position + step])
-                position += step
-            # Bounded output per call: a bomb cannot allocate more than this at once...
-            chunk = inflater.decompress(data, _INFLATE_CHUNK)
-            produced += len(chunk)
-            if produced > declared:  # ...nor more than the central directory records
-                break
-            yield chunk
-    except zlib.error as error:
-        raise ArchiveError(
-            f"deflated member {member.name!r} is damaged ({error})", offset=member.data_start
-        ) from None
-    if not inflater.eof or produced != declared:
-        more = "more than " if produced > declared else ""
-        raise TruncatedError(
-            f"deflated member {member.name!r} inflates to {more}{produced} bytes, the central "
-            f"directory records {declared}",
-            offset=member.data_start,
-            expected=declared,
-            actual=produced,
-        )
+#: `member_view` of a deflated member this large inflates it into a mapped temporary file.
+_SPOOL_MEMBER: Final = 16 << 20
 
 
 class ArchiveReader:
@@ -241,6 +118,11 @@ class ArchiveReader:
             self.close()
             raise
 
+    @property
+    def compact(self) -> bool:
+        """Whether messages are read block by block from a compact `messages.msgpack`."""
+        return self._blocks is not None
+
     def _open(self, use_description: bool) -> None:
         assert self._mm is not None
         self._end, self._members = open_members(self._mm)
@@ -255,6 +137,7 @@ class ArchiveReader:
         self._messages_start = messages.data_start
         self._messages_size = messages.header.uncompressed_size
         self._stored = messages.stored
+        self._blocks: BlockReader | None = None
         #: The description map (without its columns), or None for NanoVer files.
         self.description: dict[str, Any] | None = None
         #: Why the columnar index in `nanorec.msgpack` was not used, if it was not.
@@ -273,12 +156,31 @@ class ArchiveReader:
                     self.index_source = DESCRIPTION_MEMBER
             except NanorecError as error:
                 self.description_problem = str(error)
+            if self.description is not None and not messages.stored:
+                self._blocks = self._block_reader(self.description.get("blocks"))
         if index is None:
             index = self._parse_index()
         self.index: Index = index
         self._offsets = index.offset
         self._lengths = index.length
         self._count = len(index)
+
+    def _block_reader(self, table: object) -> BlockReader | None:
+        """The compact layout's block table, if it is there and fits the member (else the
+        slow path reads the member: a problem is noted, not raised)."""
+        if type(table) is not dict:
+            return None
+        try:
+            return BlockReader(
+                self._map(),
+                table,
+                data_start=self._messages.data_start,
+                data_size=self._messages.size,
+                messages_size=self._messages_size,
+            )
+        except NanorecError as error:
+            self.description_problem = str(error)
+            return None
 
     def _index_from_description(self, description: Any) -> Index:
         index_member = self._members[INDEX_MEMBER]
@@ -399,6 +301,14 @@ class ArchiveReader:
             return mm[member.data_start : member.data_start + member.size]
         return b"".join(iter_member_data(self._map(), member))
 
+    def member_chunks(self, name: str) -> Iterator[bytes]:
+        """Member `name`'s uncompressed bytes in chunks of a few MiB (a large member without
+        holding it whole). Raises `ArchiveError` as `member`."""
+        member = self._members.get(name)
+        if member is None:
+            raise ArchiveError(f"{self.path} has no member {name!r}")
+        return iter_member_data(self._map(), member)
+
     @property
     def source_sha256(self) -> str | None:
         """The sha256 of the native file this archive was converted from, as recorded at
@@ -409,15 +319,24 @@ class ArchiveReader:
 
     def member_view(self, name: str) -> memoryview:
         """Member `name` without copying it: a read-only view of the mapped archive for a
-        stored member (its pages are read as used), else its inflated bytes. Release the
-        view before closing the reader."""
+        stored member (its pages are read as used), else its inflated bytes (from 16 MiB, in a
+        mapped temporary file). Release the view before closing the reader."""
         member = self._members.get(name)
         if member is None:
             raise ArchiveError(f"{self.path} has no member {name!r}")
         if member.stored:
             view = memoryview(self._map())[member.data_start : member.data_start + member.size]
             return view.toreadonly()
-        return memoryview(self.member(name))
+        if member.header.uncompressed_size < _SPOOL_MEMBER:
+            return memoryview(self.member(name))
+        # A large deflated member (a compact archive's per-message arrays): inflated into an
+        # anonymous file and mapped, so its pages are file-backed, not the process's heap.
+        with tempfile.TemporaryFile(prefix=".nanorec-member-") as spool:
+            for chunk in iter_member_data(self._map(), member):
+                spool.write(chunk)
+            spool.flush()
+            mapped = mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+        return memoryview(mapped).toreadonly()
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
@@ -488,7 +407,11 @@ class ArchiveReader:
         positions = self._entry_positions()
         member = self._members[INDEX_MEMBER]
         start = int(positions[number])
-        stop = int(positions[number + 1]) if number + 1 < len(positions) else member.size
+        stop = (
+            int(positions[number + 1])
+            if number + 1 < len(positions)
+            else member.header.uncompressed_size
+        )
         if self._index_data is not None:
             data = self._index_data[start:stop]
         else:
@@ -554,6 +477,10 @@ class ArchiveReader:
             if mm is None:
                 raise UsageError("I/O operation on a closed ArchiveReader")
             return mm[start : start + length]
+        if self._blocks is not None:
+            if self._mm is None:
+                raise UsageError("I/O operation on a closed ArchiveReader")
+            return self._blocks.read(offset, length)
         # Slow path: a deflated messages member is inflated once into a temporary file.
         inflated = self._inflated or self._inflate_messages()
         data = inflated[offset : offset + length]

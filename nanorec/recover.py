@@ -13,14 +13,20 @@ the previous message's timestamp (0 before any known one), are counted in
 `RecoverResult.unknown_timestamps`, and are stored unchanged. Per-message `flags` and caller
 metadata lived only in the index and are lost; pass `flags_of` to recompute flags from each
 message.
+
+A compact writer's `messages.msgpack` is one deflate stream flushed at block boundaries: it is
+inflated as far as it goes (into a temporary file) and read the same way, so a killed compact
+writer loses at most the block it was filling.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
+import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -37,7 +43,7 @@ from nanorec.errors import (
 from nanorec.reader import MSGPACK_ERRORS, open_members
 from nanorec.wire import TIMESTAMP_KEY
 from nanorec.writer import MESSAGES_MEMBER, ArchiveWriter
-from nanorec.zipfile64 import LOCAL_HEADER, STORED, LocalHeader
+from nanorec.zipfile64 import DEFLATED, LOCAL_HEADER, STORED, LocalHeader
 
 _READ_SIZE: Final = 1 << 20
 #: The largest single message recover will buffer (msgpack's Unpacker limit).
@@ -78,17 +84,16 @@ class _Window:
         return data
 
 
-def _locate_messages(mm: mmap.mmap) -> tuple[int, int]:
-    """`(data_start, data_size)` of `messages.msgpack`, with or without a central directory."""
+def _locate_messages(mm: mmap.mmap) -> tuple[int, int, bool]:
+    """`(data_start, data_size, deflated)` of `messages.msgpack`, with or without a central
+    directory."""
     try:
         _, members = open_members(mm)
     except NanorecError:
         members = {}
     member = members.get(MESSAGES_MEMBER)
     if member is not None:
-        if not member.stored:
-            raise UnsupportedError("messages.msgpack is deflated; recover reads stored members")
-        return member.data_start, member.size
+        return member.data_start, member.size, not member.stored
     # No usable central directory: the writer put messages.msgpack first, at offset 0.
     if len(mm) < LOCAL_HEADER.size:
         raise TruncatedError(
@@ -103,15 +108,47 @@ def _locate_messages(mm: mmap.mmap) -> tuple[int, int]:
             f"the first member is {header.name!r}, not {MESSAGES_MEMBER}; nothing to recover",
             offset=0,
         )
-    if header.method != STORED:
-        raise UnsupportedError("messages.msgpack is deflated; recover reads stored members")
+    if header.method not in (STORED, DEFLATED):
+        raise UnsupportedError(
+            f"messages.msgpack uses compression method {header.method}; recover reads "
+            "stored and deflated members"
+        )
+    deflated = header.method == DEFLATED
     start = header.size
     available = len(mm) - start
     # A size of 0 means the writer never finalised the header: read to the end of the file.
     size = header.compressed_size
     if 0 < size <= available:
-        return start, size
-    return start, available
+        return start, size, deflated
+    return start, available, deflated
+
+
+@contextlib.contextmanager
+def _inflated(mm: mmap.mmap, start: int, size: int) -> Iterator[tuple[mmap.mmap, int]]:
+    """The raw-deflate data `mm[start:start+size]` inflated as far as it goes (a killed
+    writer's stream just stops; damage stops it too), mapped from a temporary file."""
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    with tempfile.TemporaryFile(prefix=".nanorec-recover-") as spool:
+        produced = 0
+        position = start
+        try:
+            while not inflater.eof and (position < start + size or inflater.unconsumed_tail):
+                data = inflater.unconsumed_tail
+                if not data:
+                    data = mm[position : min(position + _READ_SIZE, start + size)]
+                    position += len(data)
+                chunk = inflater.decompress(data, 4 * _READ_SIZE)
+                spool.write(chunk)
+                produced += len(chunk)
+        except zlib.error:
+            pass  # damage: keep what came before it
+        spool.flush()
+        if not produced:
+            with mmap.mmap(-1, 1) as empty:
+                yield empty, 0
+            return
+        with mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as inflated:
+            yield inflated, produced
 
 
 def recover(
@@ -130,7 +167,7 @@ def recover(
     `progress(done_bytes, total_bytes)` is called now and then.
 
     Raises `TruncatedError`/`ArchiveError` when `source` holds no messages member at all,
-    `UnsupportedError` for a deflated one, `OutputExistsError` if `output` exists and
+    `UnsupportedError` for another compression, `OutputExistsError` if `output` exists and
     `overwrite` is false, `UsageError` if `output` is `source`; `OSError` passes through.
     """
     source_path = Path(source)
@@ -141,8 +178,12 @@ def recover(
         file_size = os.fstat(file.fileno()).st_size
         if file_size == 0:
             raise TruncatedError(f"{source_path} is empty", offset=0, actual=0)
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            start, size = _locate_messages(mm)
+        with contextlib.ExitStack() as stack:
+            mm = stack.enter_context(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
+            start, size, deflated = _locate_messages(mm)
+            if deflated:
+                mm, size = stack.enter_context(_inflated(mm, start, size))
+                start = 0
             writer = ArchiveWriter(
                 output_path,
                 overwrite=overwrite,

@@ -25,6 +25,7 @@ from typing import Any, Final
 import msgpack
 import numpy as np
 
+from nanorec.blocks import BlockReader
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import NanorecError, TruncatedError
@@ -287,6 +288,8 @@ class _Verifier:
             def data_of(offset: int, length: int) -> bytes:
                 return mm[base + offset : base + offset + length]
 
+        elif (blocks := self.block_reader(messages)) is not None:
+            data_of = blocks.read  # compact: one block at a time, each inflated once
         else:
             try:
                 content = self.member_bytes(messages)
@@ -318,8 +321,12 @@ class _Verifier:
             if self.progress is not None and number % _PROGRESS_EVERY == 0:
                 self.progress(number, total)
             offset, length = offsets[number], lengths[number]
-            data = data_of(offset, length)
             absolute = messages.data_start + offset
+            try:
+                data = data_of(offset, length)
+            except NanorecError as error:
+                bad("message", number, f"cannot be read ({error.message})", absolute)
+                continue
             if known[number] and zlib.crc32(data) != crcs[number]:
                 bad(
                     "checksum",
@@ -366,6 +373,26 @@ class _Verifier:
                     member=problem.member,
                 )
             self.add(problem)
+
+    def block_reader(self, messages: Member) -> BlockReader | None:
+        """The compact layout's block table, when the description has a usable one."""
+        member = self.members.get(DESCRIPTION_MEMBER)
+        if member is None:
+            return None
+        try:
+            table = parse_description(self.member_bytes(member)).fields.get("blocks")
+            if type(table) is not dict or table.get("size") != messages.size:
+                return None  # none, or one left void by another tool deflating the member again
+            return BlockReader(
+                self.mm,
+                table,
+                data_start=messages.data_start,
+                data_size=messages.size,
+                messages_size=messages.header.uncompressed_size,
+            )
+        except NanorecError as error:
+            self.add(Problem("description", error.message, member=DESCRIPTION_MEMBER))
+            return None
 
     def check_description(self, members: dict[str, Member], index: Index) -> None:
         member = members[DESCRIPTION_MEMBER]

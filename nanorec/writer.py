@@ -1,6 +1,8 @@
 """`ArchiveWriter`: stream messages into a NanoVer-compatible archive with bounded memory.
 
-Layout of a finished archive (a zip, every member stored, never deflated):
+Layout of a finished archive (a zip; compact by default: every member deflated,
+`messages.msgpack` in independent blocks (see `nanorec.blocks`); `compact=False` stores every
+member as is, see `nanorec.layout`):
 
 1. `messages.msgpack` at offset 0: a local header with a zip64 extra (66 bytes, as NanoVer
    writes it) and the packed messages back to back. Each message map ends with the reserved
@@ -16,10 +18,9 @@ Crash safety. Output goes to `.<name>.partial` beside the final path (same direc
 final `rename` is atomic) and only appears under its final name when complete. Buffered bytes
 reach the file at least every 1 MiB, 1024 messages or second (checked on each write), so a
 killed writer leaves a partial file in which every flushed message is complete and carries its
-own timestamp; `nanorec recover` rebuilds an archive from it. Per-message index rows are kept
-in a small in-memory chunk and spooled to an anonymous temporary file in the output directory,
-so memory stays bounded however many messages are written; `index.msgpack` and the columns are
-generated from that spool at close, with numpy.
+own timestamp; `nanorec recover` rebuilds an archive from it. Per-message index rows go to an
+`IndexSpool` (`nanorec.spool`: bounded memory however many messages are written);
+`index.msgpack` and the columns are generated from it at close, with numpy.
 """
 
 from __future__ import annotations
@@ -27,21 +28,20 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import msgpack
 import numpy as np
-from numpy.typing import NDArray
 
 from nanorec import atomic
 from nanorec._version import __version__
+from nanorec.blocks import BLOCK_BYTES, BlockDeflater, deflater
 from nanorec.describe import (
     DELTA_ZLIB,
     RAW,
@@ -54,6 +54,8 @@ from nanorec.describe import (
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.errors import FormatError, OutputExistsError, UsageError
 from nanorec.index import RESERVED_METADATA, TypesRegistry, encode_entries, types_code_dtype
+from nanorec.layout import compact_default
+from nanorec.spool import IndexSpool
 from nanorec.wire import (
     TIMESTAMP_KEY,
     array_header,
@@ -61,7 +63,7 @@ from nanorec.wire import (
     read_map_header,
     timestamp_entry,
 )
-from nanorec.zipfile64 import CentralHeader, EndRecords, LocalHeader
+from nanorec.zipfile64 import DEFLATED, STORED, CentralHeader, EndRecords, LocalHeader
 
 MESSAGES_MEMBER: Final = "messages.msgpack"
 INDEX_MEMBER: Final = "index.msgpack"
@@ -77,18 +79,6 @@ FLUSH_SECONDS: Final = 1.0
 #: Index rows kept in memory before they are spooled to the temporary file.
 CHUNK_ROWS: Final = 65536
 
-#: One index row per message while it is in memory (spooled per chunk, column by column).
-_SPOOL_ROW: Final = np.dtype(
-    [
-        ("length", "<i8"),
-        ("timestamp_us", "<i8"),
-        ("crc", "<u4"),
-        ("flags", "<u8"),
-        ("types", "<u4"),
-        ("extra_count", "<u4"),
-        ("extra_length", "<u4"),
-    ]
-)
 #: Buffers per `os.writev` call (under every system's IOV_MAX).
 _IOV_BATCH: Final = 512
 _FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
@@ -97,33 +87,11 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _UINT64_MAX: Final = 2**64 - 1
 
-# Spooled columns, in the order they are stored per chunk.
-_SPOOL_COLUMNS: Final[tuple[tuple[str, np.dtype[Any]], ...]] = (
-    ("length", np.dtype("<i8")),
-    ("timestamp_us", np.dtype("<i8")),
-    ("crc", np.dtype("<u4")),
-    ("flags", np.dtype("<u8")),
-    ("types", np.dtype("<u4")),
-    ("extra_count", np.dtype("<u4")),
-    ("extra_length", np.dtype("<u4")),
-)
-
 
 def partial_path(path: str | os.PathLike[str]) -> Path:
     """Where `ArchiveWriter` writes before the final rename: `.<name>.partial` beside `path`."""
     final = Path(path)
     return final.with_name(f".{final.name}.partial")
-
-
-class _Chunk:
-    """Where one spooled chunk of index rows lives in the spool file."""
-
-    __slots__ = ("extra_bytes", "position", "rows")
-
-    def __init__(self, position: int, rows: int, extra_bytes: int) -> None:
-        self.position = position
-        self.rows = rows
-        self.extra_bytes = extra_bytes
 
 
 class ArchiveWriter:
@@ -132,6 +100,9 @@ class ArchiveWriter:
     Use as a context manager: leaving the block normally closes (finishes) the archive, an
     exception aborts it (the partial file is removed). `source` is copied into the
     self-description and may still be updated through `writer.source` before `close()`.
+
+    `compact` deflates every member (None: the current default, see `nanorec.layout`);
+    `block_bytes` is its messages' block size (a read inflates up to one block).
 
     Raises `OutputExistsError` at construction when `path` (or a partial file left by an
     interrupted write) exists and `overwrite` is false; `OSError` if the directory is not
@@ -149,8 +120,12 @@ class ArchiveWriter:
         source_format: str | None = None,
         source: Mapping[str, Any] | None = None,
         producer: str = f"nanorec {__version__}",
+        compact: bool | None = None,
+        block_bytes: int = BLOCK_BYTES,
     ) -> None:
         self.path = Path(path)
+        self.compact = compact_default() if compact is None else compact
+        self._blocks = BlockDeflater(block_bytes) if self.compact else None
         self.partial_path = partial_path(self.path)
         self.overwrite = overwrite
         self.source_format = source_format
@@ -187,17 +162,17 @@ class ArchiveWriter:
         self._last_timestamp = _INT64_MIN
         self._registry = TypesRegistry()
         self._valid_types: dict[tuple[str, ...], int] = {}
-        self._rows: list[tuple[int, int, int, int, int, int, int]] = []
-        self._extra = bytearray()
-        self._spool: IO[bytes] | None = None
-        self._chunks: list[_Chunk] = []
-        self._max_length = 0
-        self._max_flags = 0
+        self._index = IndexSpool(self.path.parent, CHUNK_ROWS)
         self._members: dict[str, bytes | Iterable[bytes]] = {}
+        self._compress: dict[str, bool] = {}
+        #: `index.msgpack` as given (repack copies it) instead of generated from the rows.
+        self._index_chunks: Iterable[bytes] | None = None
         self._central: list[CentralHeader] = []
         self._in_messages = False  # whether flushed bytes belong to messages.msgpack
         try:
-            self._messages_header = LocalHeader(name=MESSAGES_MEMBER, zip64=True)
+            self._messages_header = LocalHeader(
+                name=MESSAGES_MEMBER, zip64=True, method=DEFLATED if self.compact else STORED
+            )
             self._emit(self._messages_header.build())
             self._messages_start = self._pending
             self.flush()
@@ -277,9 +252,12 @@ class ArchiveWriter:
         """
         return self._append(packed, tuple(types), timestamp_us, flags, metadata, embed=True)
 
-    def add_member(self, name: str, data: bytes | Iterable[bytes]) -> None:
-        """Store an extra member `name` (written at close, uncompressed): its bytes, or an
-        iterable of byte blocks consumed at close (a large member streamed from a file).
+    def add_member(
+        self, name: str, data: bytes | Iterable[bytes], *, compress: bool | None = None
+    ) -> None:
+        """Add an extra member `name` (written at close): its bytes, or an iterable of byte
+        blocks consumed at close (a large member streamed from a file). Deflated in a compact
+        archive (bytes only when that makes them smaller) unless `compress` says otherwise.
 
         Raises `ValueError` for a reserved name (`messages.msgpack`, `index.msgpack`, anything
         starting with "nanorec") or a name already added.
@@ -292,11 +270,15 @@ class ArchiveWriter:
         self._members[name] = (
             bytes(data) if isinstance(data, bytes | bytearray | memoryview) else data
         )
+        self._compress[name] = self.compact if compress is None else compress
 
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
+        if self._blocks is not None and self._in_messages:
+            # the file ends at a block boundary: every flushed message can be inflated
+            self._emit_compressed([self._blocks.end_block()])
         if self._parts:
-            if self._in_messages:
+            if self._in_messages and self._blocks is None:
                 crc = self._messages_crc
                 for part in self._parts:
                     crc = zlib.crc32(part, crc)
@@ -376,9 +358,12 @@ class ArchiveWriter:
         for piece in pieces:
             length += len(piece)
             crc = zlib.crc32(piece, crc)
-        self._parts += pieces
-        self._pending += length
-        self._rows.append(
+        if self._blocks is None:
+            self._parts += pieces
+            self._pending += length
+        else:
+            self._emit_compressed(self._blocks.add(pieces, length))
+        self._index.append(
             (
                 length,
                 timestamp,
@@ -387,10 +372,9 @@ class ArchiveWriter:
                 code,
                 len(metadata) if extra and metadata else 0,
                 len(extra),
-            )
+            ),
+            extra,
         )
-        if extra:
-            self._extra += extra
         self._last_timestamp = timestamp
         number = self._count
         self._count = number + 1
@@ -400,8 +384,6 @@ class ArchiveWriter:
             or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
         ):
             self.flush()
-        if len(self._rows) >= CHUNK_ROWS:
-            self._spool_rows()
         return number
 
     def _embed(self, packed: bytes, entries: int, timestamp: int) -> tuple[bytes | memoryview, ...]:
@@ -464,6 +446,12 @@ class ArchiveWriter:
         if self._pending >= FLUSH_BYTES:
             self._flush_raw()
 
+    def _emit_compressed(self, data: list[bytes]) -> None:
+        for part in data:
+            if part:
+                self._parts.append(part)
+                self._pending += len(part)
+
     def _flush_raw(self) -> None:
         parts = self._parts
         for start in range(0, len(parts), _IOV_BATCH):
@@ -489,66 +477,33 @@ class ArchiveWriter:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
-
-    # -- index spool -----------------------------------------------------------------------
-
-    def _spool_rows(self) -> None:
-        rows = self._rows
-        count = len(rows)
-        if not count:
-            return
-        if self._spool is None:
-            # Anonymous (O_TMPFILE on Linux): it vanishes with the process, even on a kill.
-            self._spool = tempfile.TemporaryFile(  # noqa: SIM115 - closed in _close_files
-                dir=self.path.parent, prefix=".nanorec-index-"
-            )
-        table = np.array(rows, dtype=_SPOOL_ROW)
-        self._max_length = max(self._max_length, int(table["length"].max()))
-        self._max_flags = max(self._max_flags, int(table["flags"].max()))
-        position = self._spool.seek(0, os.SEEK_END)
-        for name, dtype in _SPOOL_COLUMNS:
-            self._spool.write(table[name].astype(dtype).tobytes())
-        self._spool.write(self._extra)
-        self._chunks.append(_Chunk(position, count, len(self._extra)))
-        rows.clear()
-        self._extra.clear()
-
-    def _iter_chunks(self) -> Iterator[tuple[dict[str, NDArray[Any]], bytes]]:
-        """Each spooled chunk's columns and extra-metadata bytes, in order."""
-        for chunk in self._chunks:
-            assert self._spool is not None
-            self._spool.seek(chunk.position)
-            columns: dict[str, NDArray[Any]] = {}
-            for name, dtype in _SPOOL_COLUMNS:
-                data = self._spool.read(chunk.rows * dtype.itemsize)
-                columns[name] = np.frombuffer(data, dtype=dtype)
-            yield columns, self._spool.read(chunk.extra_bytes)
+        self._index.close()
 
     # -- close -----------------------------------------------------------------------------
 
     def _finish(self) -> None:
-        self._spool_rows()
+        self._index.spill()
+        if self._blocks is not None:
+            self._emit_compressed([self._blocks.finish()])
         self.flush()
         self._in_messages = False
-        messages_size = self._position - self._messages_start
+        stored_size = self._position - self._messages_start
+        messages_size = stored_size if self._blocks is None else self._blocks.uncompressed_size
+        crc = self._messages_crc if self._blocks is None else self._blocks.crc
         count = self._count
         # Finalise the messages member's local header first: from here on `recover` can trust
         # its size even if the rest of close is interrupted.
         messages_header = replace(
             self._messages_header,
-            crc32=self._messages_crc,
-            compressed_size=messages_size,
+            crc32=crc,
+            compressed_size=stored_size,
             uncompressed_size=messages_size,
         )
         os.pwrite(self._fd, messages_header.build(), 0)
         self._central.append(self._central_for(messages_header, 0))
 
-        index_header = self._write_streamed(
-            INDEX_MEMBER, self._iter_index_bytes(count, messages_size)
-        )
+        index_chunks = self._index_chunks or self._iter_index_bytes(count, messages_size)
+        index_header = self._write_streamed(INDEX_MEMBER, index_chunks, compress=self.compact)
         types_table = tuple(self._registry.table)
         fields = base_fields(
             producer=self.producer,
@@ -561,14 +516,18 @@ class ArchiveWriter:
             index_crc32=index_header.crc32,
             types_table=types_table,
         )
+        if self._blocks is not None:
+            fields["blocks"] = self._blocks.table()
         self._write_streamed(
-            DESCRIPTION_MEMBER, iter_description(fields, self._description_columns(count))
+            DESCRIPTION_MEMBER,
+            iter_description(fields, self._description_columns(count)),
+            compress=self.compact,
         )
         for name, data in self._members.items():
             if isinstance(data, bytes):
-                self._write_whole(name, data)
+                self._write_whole(name, data, compress=self._compress[name])
             else:
-                self._write_streamed(name, data)
+                self._write_streamed(name, data, compress=self._compress[name])
 
         cd_offset = self._tell()
         for header in self._central:
@@ -584,7 +543,7 @@ class ArchiveWriter:
         yield array_header(count)
         packed_types = self._registry.packed()
         base = 0
-        for columns, extra in self._iter_chunks():
+        for columns, extra in self._index.chunks():
             length = columns["length"]
             offset = base + np.cumsum(length) - length
             base += int(length.sum())
@@ -605,20 +564,20 @@ class ArchiveWriter:
 
     def _description_columns(self, count: int) -> list[ColumnSource]:
         def column(name: str, dtype: np.dtype[Any], encoding: str) -> ColumnSource:
-            chunks = (cols[name].astype(dtype).tobytes() for cols, _ in self._iter_chunks())
+            chunks = (cols[name].astype(dtype).tobytes() for cols, _ in self._index.chunks())
             return ColumnSource(
                 name=name, dtype=dtype, count=count, chunks=chunks, encoding=encoding
             )
 
-        length_dtype = np.dtype("<u4") if self._max_length <= 0xFFFF_FFFF else np.dtype("<u8")
+        length_dtype = np.dtype("<u4") if self._index.max_length <= 0xFFFF_FFFF else np.dtype("<u8")
         columns = [
             column("length", length_dtype, ZLIB),
             column("timestamp_us", np.dtype("<i8"), DELTA_ZLIB),
             column("crc", np.dtype("<u4"), RAW),
             column("types", types_code_dtype(len(self._registry.table)), ZLIB),
         ]
-        if self._max_flags:
-            columns.append(column("flags", _flags_dtype(self._max_flags), ZLIB))
+        if self._index.max_flags:
+            columns.append(column("flags", _flags_dtype(self._index.max_flags), ZLIB))
         return columns
 
     def _central_for(self, header: LocalHeader, offset: int) -> CentralHeader:
@@ -628,34 +587,52 @@ class ArchiveWriter:
             compressed_size=header.compressed_size,
             uncompressed_size=header.uncompressed_size,
             local_header_offset=offset,
+            method=header.method,
             force_zip64=self._force_zip64,
         )
 
-    def _write_streamed(self, name: str, chunks: Iterable[bytes]) -> LocalHeader:
+    def _write_streamed(
+        self, name: str, chunks: Iterable[bytes], *, compress: bool = False
+    ) -> LocalHeader:
         """Write a member of not-yet-known size: placeholder header, data, header patched."""
         offset = self._tell()
-        header = LocalHeader(name=name, zip64=True)
+        header = LocalHeader(name=name, zip64=True, method=DEFLATED if compress else STORED)
         self._emit(header.build())
+        start = self._tell()
         crc = 0
         size = 0
+        compressor = deflater() if compress else None
         for chunk in chunks:
-            self._emit(chunk)
+            self._emit(chunk if compressor is None else compressor.compress(chunk))
             crc = zlib.crc32(chunk, crc)
             size += len(chunk)
-        header = replace(header, crc32=crc, compressed_size=size, uncompressed_size=size)
+        if compressor is not None:
+            self._emit(compressor.flush())
+        stored = self._tell() - start
+        header = replace(header, crc32=crc, compressed_size=stored, uncompressed_size=size)
         self._flush_raw()
         os.pwrite(self._fd, header.build(), offset)
         self._central.append(self._central_for(header, offset))
         return header
 
-    def _write_whole(self, name: str, data: bytes) -> None:
+    def _write_whole(self, name: str, data: bytes, *, compress: bool = False) -> None:
         offset = self._tell()
         size = len(data)
+        stored, method = data, STORED
+        if compress:
+            compressor = deflater()
+            deflated = compressor.compress(data) + compressor.flush()
+            if len(deflated) < size:  # already compressed data stays stored
+                stored, method = deflated, DEFLATED
         header = LocalHeader(
-            name=name, crc32=zlib.crc32(data), compressed_size=size, uncompressed_size=size
+            name=name,
+            crc32=zlib.crc32(data),
+            compressed_size=len(stored),
+            uncompressed_size=size,
+            method=method,
         )
         self._emit(header.build())
-        self._emit(data)
+        self._emit(stored)
         self._central.append(self._central_for(header, offset))
 
     def _publish(self) -> None:

@@ -31,6 +31,7 @@ from nanorec.cli.options import (
     Pause,
     Rate,
     Start,
+    Stored,
     TableFormat,
 )
 from nanorec.cli.surface import check_choice, verb_command
@@ -135,6 +136,7 @@ def convert_command(
         bool,
         typer.Option("--keep-going", help="Exit 0 even when the input was damaged or warned."),
     ] = False,
+    stored: Stored = False,
 ) -> None:
     """Convert a CARLA recording into an indexed, seekable nanorec archive.
 
@@ -145,6 +147,7 @@ def convert_command(
     """
     from nanorec.cli.convert import convert_report_lines
     from nanorec.cli.inputs import check_input, check_output, native_converter, progress_bar
+    from nanorec.layout import COMPACT, STORED, use_layout
 
     def action() -> int:
         _check_family(family)
@@ -152,7 +155,10 @@ def convert_command(
         converter = native_converter(source, "carla")
         out = output or source.with_name(source.name + ".nanover.zip")
         check_output(out, source)
-        with progress_bar("converting", source.stat().st_size) as update:
+        with (
+            use_layout(STORED if stored else COMPACT),
+            progress_bar("converting", source.stat().st_size) as update,
+        ):
             report = converter.convert(
                 source, out, overwrite=force, progress=update, options={"family": family}
             )

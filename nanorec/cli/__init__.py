@@ -1,7 +1,7 @@
 """The `nanorec` command: format-neutral verbs, and one sub-command group per format.
 
-The verbs (`convert export info cat play plot verify recover roundtrip`, in `verbs.py` and
-`container.py`) work on any archive and any registered format through the contract. A
+The verbs (`convert export info cat play plot verify recover repack roundtrip`, in `verbs.py`
+and `container.py`) work on any archive and any registered format through the contract. A
 format may have its own command of the same name (a bag's `info` prints what `rosbag info`
 prints): the verb then hands its whole command line to it, so `nanorec info x.bag --freq`
 runs `nanorec rosbag info x.bag --freq`. What only one format has lives under its group
@@ -35,7 +35,18 @@ T = TypeVar("T")
 EXIT_PROBLEM = 1
 EXIT_BAD_INPUT = 2
 #: The format-neutral verbs, in the order `--help` lists them.
-VERBS = ("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "roundtrip")
+VERBS = (
+    "convert",
+    "export",
+    "info",
+    "cat",
+    "play",
+    "plot",
+    "verify",
+    "recover",
+    "repack",
+    "roundtrip",
+)
 #: Verbs taking many inputs: handed to a format only when given exactly one file.
 _MANY_INPUTS = ("convert", "roundtrip")
 

@@ -19,6 +19,7 @@ import typer
 from nanorec.batch import Outcome, plan, run_batch
 from nanorec.cli import EXIT_PROBLEM, run
 from nanorec.errors import UsageError
+from nanorec.layout import COMPACT
 
 
 def batch_convert(
@@ -30,6 +31,7 @@ def batch_convert(
     keep_going: bool,
     fmt: str | None,
     options: Mapping[str, str],
+    layout: str = COMPACT,
 ) -> int:
     """Convert every recording in `sources` into `output` (a directory); returns the
     exit status."""
@@ -60,7 +62,8 @@ def batch_convert(
             show_pos=False,
         ) as bar:
             for done, outcome in enumerate(
-                run_batch(todo, workers=jobs, force=force, options=options, fmt=fmt), 1
+                run_batch(todo, workers=jobs, force=force, options=options, fmt=fmt, layout=layout),
+                1,
             ):
                 outcomes.append(outcome)
                 done_bytes += outcome.job.size

@@ -1,4 +1,4 @@
-"""`nanorec verify FILE` and `nanorec recover FILE -o OUT`.
+"""`nanorec verify FILE`, `nanorec recover FILE -o OUT` and `nanorec repack A -o B`.
 
 `verify` checks an archive (zip structure, CRCs, index, per-message checksums, members);
 given a native file it checks it as its format: converted into a temporary archive, which is
@@ -20,7 +20,8 @@ from nanorec.adopt import adopt
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
 from nanorec.cli.inputs import check_input, check_output
-from nanorec.cli.options import Force, Json, Output
+from nanorec.cli.options import Force, Json, Output, Stored
+from nanorec.layout import COMPACT, STORED, use_layout
 from nanorec.recover import recover as recover_archive
 from nanorec.verify import verify as verify_archive
 
@@ -103,6 +104,7 @@ def recover(
     file: Annotated[Path, typer.Argument(help="Partial or damaged archive (e.g. .x.partial).")],
     output: Output,
     force: Force = False,
+    stored: Stored = False,
 ) -> None:
     """Rebuild a valid archive from every complete message of a killed writer's file; an
     archive a converter was writing becomes that format's archive again (export, queries).
@@ -113,8 +115,9 @@ def recover(
     def action() -> None:
         check_input(file)
         check_output(output, file)
-        result = recover_archive(file, output, overwrite=force)
-        name = adopt(result.output)
+        with use_layout(STORED if stored else COMPACT):
+            result = recover_archive(file, output, overwrite=force)
+            name = adopt(result.output)
         typer.echo(
             f"{result.output}: {result.messages} messages recovered "
             f"({result.recovered_bytes} bytes kept, {result.discarded_bytes} dropped: "
@@ -132,5 +135,33 @@ def recover(
                 "timestamp (written by another tool); each got the previous message's time",
                 err=True,
             )
+
+    run(action)
+
+
+@app.command()
+def repack(
+    file: Annotated[Path, typer.Argument(help="An archive.")],
+    output: Output,
+    stored: Stored = False,
+    force: Force = False,
+) -> None:
+    """Write an archive again in the compact layout (or the stored one with --stored): the
+    same messages, index and members, so it exports the same bytes.
+
+    Example: nanorec repack old.nanover.zip -o small.nanover.zip
+    """
+    from nanorec.repack import repack as repack_archive
+
+    def action() -> None:
+        check_input(file)
+        check_output(output, file)
+        result = repack_archive(file, output, compact=not stored, overwrite=force)
+        layout = "compact" if result.compact else "stored"
+        ratio = result.output_size / max(result.input_size, 1)
+        typer.echo(
+            f"{result.output}: {result.messages} messages, {layout} layout, "
+            f"{result.output_size} bytes ({ratio:.3f}x the input)"
+        )
 
     run(action)

@@ -74,6 +74,14 @@ Immediate = Annotated[
 Pause = Annotated[
     bool, typer.Option("--pause", help="Start paused (needs a terminal: space resumes).")
 ]
+Stored = Annotated[
+    bool,
+    typer.Option(
+        "--stored",
+        help="Write the stored layout (members kept as they are: zero-copy reads, several "
+        "times the disk) instead of the compact one.",
+    ),
+]
 KeepGoing = Annotated[
     bool,
     typer.Option(

@@ -101,7 +101,8 @@ def test_index_pointing_past_the_data(archive: Path, tmp_path: Path) -> None:
         ArchiveReader(damaged)  # the description no longer matches: index.msgpack is parsed
 
 
-def test_one_flipped_byte_in_a_message(archive: Path) -> None:
+def test_one_flipped_byte_in_a_message(tmp_path: Path) -> None:
+    archive = write_archive(tmp_path / "stored.nanover.zip", sample_messages(COUNT), compact=False)
     with ArchiveReader(archive) as reader:
         target = 23
         position = reader._messages_start + int(reader.index.offset[target]) + 5

@@ -31,7 +31,7 @@ import os, signal, sys
 import nanorec.writer as writer_module
 from nanorec import ArchiveWriter
 
-path, mode = sys.argv[1], sys.argv[2]
+path, mode, layout = sys.argv[1], sys.argv[2], sys.argv[3]
 
 def message(i):
     return {"frame": {"frame.index": i, "pad": bytes(i % 200)}, "state": {"updates": {"k": i}}}
@@ -45,7 +45,7 @@ if mode == "close":
         os.kill(os.getpid(), signal.SIGKILL)
     writer_module.encode_entries = die
 
-writer = ArchiveWriter(path)
+writer = ArchiveWriter(path, compact=layout == "compact")
 for i in range(3000):
     writer.write(message(i), timestamp_us=stamp(i), flags=i % 3)
 writer.flush()
@@ -67,10 +67,10 @@ def _stamp(i: int) -> int:
     return 1_000 * i + i % 7
 
 
-def _run_child_and_kill(path: Path, mode: str) -> int:
+def _run_child_and_kill(path: Path, mode: str, layout: str = "compact") -> int:
     """Start the writer, wait until it has flushed 3000 messages, SIGKILL it."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), mode],
+        [sys.executable, "-c", CHILD, str(path), mode, layout],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -165,7 +165,7 @@ def test_recover_refuses_what_is_not_an_archive(tmp_path: Path) -> None:
 
 def test_recover_stops_at_damage(tmp_path: Path) -> None:
     final = tmp_path / "rec.nanover.zip"
-    _run_child_and_kill(final, "close")
+    _run_child_and_kill(final, "close", "stored")  # damage at a message's stored offset
     partial = partial_path(final)
     data = bytearray(partial.read_bytes())
     # Turn message 10's first byte (its map header) into a non-map value.

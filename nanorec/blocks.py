@@ -1,0 +1,266 @@
+"""The compact layout's codec: `messages.msgpack` deflated in independent blocks.
+
+A compact archive stores `messages.msgpack` as one raw-deflate stream (zip method 8, so
+`zipfile` and NanoVer read it unchanged) in which the compressor is fully flushed
+(`Z_FULL_FLUSH`: byte-aligned, no back-references across it) at message boundaries every
+`BLOCK_BYTES` or so. Any such point is a place where a fresh `zlib.decompressobj(-15)` can
+start, so the block table (each block's uncompressed offset and compressed start, kept in
+`nanorec.msgpack` under `"blocks"`) gives random access: reading a message inflates only the
+start of its block, up to the message's end. A message larger than a block gets a block of
+its own, so a read never inflates more than `max(BLOCK_BYTES, message)`.
+
+The table is `{"count", "size", "offset", "start"}`: the block count, the member's compressed
+size (a table describes that stream only: another zip tool deflating the member again makes it
+void) and two delta-deflated `<u8` arrays. An archive without a valid table is still read,
+through the reader's slow path (inflated once into a temporary file).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+import zlib
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+
+from nanorec.errors import ArchiveError, TruncatedError
+from nanorec.zipfile64 import Buffer
+
+#: A block ends before the message that would take it past this many uncompressed bytes.
+BLOCK_BYTES: Final = 16 << 10
+#: zlib level for every deflated member (6: 16 KiB blocks at level 1 were 12% larger).
+LEVEL: Final = 6
+#: Inflate at least this much per step when a read continues a cached block.
+_STEP: Final = 4096
+_WBITS: Final = -zlib.MAX_WBITS
+
+
+def deflater() -> Any:
+    """A raw-deflate compressor as every compact member uses (zip method 8)."""
+    return zlib.compressobj(LEVEL, zlib.DEFLATED, _WBITS)
+
+
+class BlockDeflater:
+    """Compresses the messages stream, ending a block at message boundaries.
+
+    `add` returns the compressed bytes ready so far; the caller writes them in order. The
+    table (`offsets`, `starts`) lists each block's uncompressed and compressed start."""
+
+    def __init__(self, block_bytes: int = BLOCK_BYTES) -> None:
+        self.block_bytes = block_bytes
+        self._deflater = deflater()
+        self.offsets: list[int] = []
+        self.starts: list[int] = []
+        self.crc = 0  # CRC-32 of the uncompressed stream (the zip member's)
+        self._in = 0  # uncompressed bytes so far
+        self._out = 0  # compressed bytes so far
+        self._block = 0  # uncompressed bytes in the open block
+
+    def add(self, pieces: tuple[bytes | memoryview, ...], length: int) -> list[bytes]:
+        """One message's pieces (`length` bytes in all) -> compressed output ready now."""
+        out = []
+        if self._block and self._block + length > self.block_bytes:
+            out.append(self.end_block())
+        if not self._block:
+            self.offsets.append(self._in)
+            self.starts.append(self._out)
+        compress = self._deflater.compress
+        crc = self.crc
+        for piece in pieces:
+            crc = zlib.crc32(piece, crc)
+            data = compress(piece)
+            if data:
+                out.append(data)
+                self._out += len(data)
+        self.crc = crc
+        self._in += length
+        self._block += length
+        if self._block >= self.block_bytes:
+            out.append(self.end_block())
+        return out
+
+    def end_block(self) -> bytes:
+        """Close the open block (a full flush: the next block starts afresh)."""
+        if not self._block:
+            return b""
+        self._block = 0
+        data: bytes = self._deflater.flush(zlib.Z_FULL_FLUSH)
+        self._out += len(data)
+        return data
+
+    def finish(self) -> bytes:
+        """The end of the stream (the last block and the final empty one)."""
+        last = self.end_block()
+        tail: bytes = self._deflater.flush(zlib.Z_FINISH)
+        self._out += len(tail)
+        return last + tail
+
+    @property
+    def uncompressed_size(self) -> int:
+        return self._in
+
+    def table(self) -> dict[str, Any]:
+        """The block table as stored in the description."""
+        return {
+            "count": len(self.offsets),
+            "size": self._out,
+            "offset": _encode(self.offsets),
+            "start": _encode(self.starts),
+        }
+
+
+def _encode(values: list[int]) -> bytes:
+    array = np.asarray(values, dtype="<u8")
+    return zlib.compress(np.diff(array, prepend=np.uint64(0)).astype("<u8").tobytes(), LEVEL)
+
+
+def _decode(data: object, count: int, what: str) -> list[int]:
+    if type(data) is not bytes:
+        raise ArchiveError(f"block table: {what} is not bytes")
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(data, 8 * count + 1)
+    except zlib.error as error:
+        raise ArchiveError(f"block table: {what} does not inflate ({error})") from None
+    if len(raw) != 8 * count or not inflater.eof:
+        raise ArchiveError(f"block table: {what} does not hold {count} values")
+    values: list[int] = np.cumsum(np.frombuffer(raw, "<u8"), dtype="<u8").tolist()
+    return values
+
+
+class _Cached(threading.local):
+    """The block a thread read last, partly inflated (sequential reads inflate it once)."""
+
+    block = -1
+    out = b""
+    inflater: Any = None
+
+
+class BlockReader:
+    """Random access to the messages of a block-deflated member in `buf`.
+
+    `data_start`/`data_size`: where the member's compressed bytes are; `messages_size`: its
+    uncompressed size. Raises `ArchiveError` at construction when the table is malformed or
+    does not fit the member. Thread-safe: each thread keeps its own cached block."""
+
+    def __init__(
+        self,
+        buf: Buffer,
+        table: Mapping[str, Any],
+        *,
+        data_start: int,
+        data_size: int,
+        messages_size: int,
+    ) -> None:
+        if table.get("size") != data_size:
+            raise ArchiveError(
+                f"block table: made for a {table.get('size')!r}-byte stream, messages.msgpack "
+                f"holds {data_size} compressed bytes"
+            )
+        count = table.get("count")
+        if type(count) is not int or not 0 <= count <= data_size + 1:
+            raise ArchiveError(f"block table: count {count!r} is not a plausible block count")
+        self._offsets = _decode(table.get("offset"), count, "offset")
+        self._starts = _decode(table.get("start"), count, "start")
+        for name, values, limit in (
+            ("offset", self._offsets, messages_size),
+            ("start", self._starts, data_size),
+        ):
+            if values and (values[0] != 0 or values[-1] >= max(limit, 1)):
+                raise ArchiveError(f"block table: {name}s do not start at 0 inside the member")
+            if any(b <= a for a, b in itertools.pairwise(values)):
+                raise ArchiveError(f"block table: {name}s are not increasing")
+        if messages_size and not count:
+            raise ArchiveError("block table: no block for a non-empty messages member")
+        self._buf = buf
+        self._data_start = data_start
+        self._data_size = data_size
+        self._size = messages_size
+        self._cached = _Cached()
+
+    @property
+    def block_count(self) -> int:
+        return len(self._offsets)
+
+    def read(self, offset: int, length: int) -> bytes:
+        """The uncompressed bytes `[offset, offset + length)` of the member."""
+        if length <= 0:
+            return b""
+        block = bisect.bisect_right(self._offsets, offset) - 1
+        begin = offset - self._offsets[block]
+        end = begin + length
+        if end > self._block_size(block):  # spans blocks (not written so): not cached
+            return self._inflate_span(block, begin, end)
+        cached = self._cached
+        if cached.block != block:
+            cached.block = -1
+            cached.inflater = zlib.decompressobj(_WBITS)
+            cached.out = self._inflate(cached.inflater, self._compressed(block), end, block)
+            cached.block = block
+        elif len(cached.out) < end:
+            inflater = cached.inflater
+            more = self._inflate(inflater, inflater.unconsumed_tail, end - len(cached.out), block)
+            cached.out += more
+        out = cached.out
+        if len(out) < end:
+            cached.block = -1
+            raise TruncatedError(
+                f"block {block} of messages.msgpack inflates to {len(out)} bytes, short of "
+                f"{end} (the message at offset {offset})",
+                offset=self._data_start + self._starts[block],
+                expected=end,
+                actual=len(out),
+            )
+        return out[begin:end]
+
+    def _block_size(self, block: int) -> int:
+        following = self._offsets[block + 1] if block + 1 < len(self._offsets) else self._size
+        return following - self._offsets[block]
+
+    def _compressed(self, block: int, last: int | None = None) -> memoryview:
+        last = block if last is None else last
+        start = self._data_start + self._starts[block]
+        following = last + 1
+        stop = self._data_start + (
+            self._starts[following] if following < len(self._starts) else self._data_size
+        )
+        return memoryview(self._buf)[start:stop]
+
+    def _inflate(self, inflater: Any, data: bytes | memoryview, want: int, block: int) -> bytes:
+        try:
+            out: bytes = inflater.decompress(data, max(want, _STEP))
+        except zlib.error as error:
+            self._cached.block = -1
+            raise ArchiveError(
+                f"block {block} of messages.msgpack is damaged ({error})",
+                offset=self._data_start + self._starts[block],
+            ) from None
+        finally:
+            if isinstance(data, memoryview):
+                data.release()
+        return out
+
+    def _inflate_span(self, block: int, begin: int, end: int) -> bytes:
+        last = bisect.bisect_right(self._offsets, self._offsets[block] + end - 1) - 1
+        data = self._inflate(zlib.decompressobj(_WBITS), self._compressed(block, last), end, block)
+        if len(data) < end:
+            raise TruncatedError(
+                f"blocks {block}-{last} of messages.msgpack inflate to {len(data)} bytes, "
+                f"short of {end}",
+                offset=self._data_start + self._starts[block],
+                expected=end,
+                actual=len(data),
+            )
+        return data[begin:end]
+
+    def forget(self) -> None:
+        """Drop this thread's cached block."""
+        self._cached.block = -1
+        self._cached.inflater = None
+        self._cached.out = b""
+
+
+__all__ = ["BLOCK_BYTES", "LEVEL", "BlockDeflater", "BlockReader", "deflater"]
