@@ -21,7 +21,9 @@ import bisect
 import itertools
 import threading
 import zlib
+from collections import deque
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 import numpy as np
@@ -33,6 +35,10 @@ from nanorec.zipfile64 import Buffer
 BLOCK_BYTES: Final = 16 << 10
 #: zlib level for every deflated member (6: 16 KiB blocks at level 1 were 12% larger).
 LEVEL: Final = 6
+#: Threads deflating blocks, and how many finished blocks may wait for them.
+_THREADS: Final = 2
+_AHEAD: Final = 16
+_AHEAD_BYTES: Final = 16 << 20
 #: Inflate at least this much per step when a read continues a cached block.
 _STEP: Final = 4096
 _WBITS: Final = -zlib.MAX_WBITS
@@ -46,57 +52,92 @@ def deflater() -> Any:
 class BlockDeflater:
     """Compresses the messages stream, ending a block at message boundaries.
 
-    `add` returns the compressed bytes ready so far; the caller writes them in order. The
-    table (`offsets`, `starts`) lists each block's uncompressed and compressed start."""
+    Each block is deflated on its own (a fresh compressor ended by a full flush: the same
+    stream a single compressor fully flushed there would make, byte-aligned and free of
+    back-references across it) by a small pool of threads, zlib releasing the GIL, so the
+    deflate runs beside the converter's own work on the other core. `add` returns the
+    compressed bytes of the blocks finished so far, in order; `end_block` (at every flush of
+    the writer) waits for all of them, so a killed writer loses at most what it had not
+    flushed. The table (`offsets`, `starts`) lists each block's uncompressed and compressed
+    start."""
 
     def __init__(self, block_bytes: int = BLOCK_BYTES) -> None:
         self.block_bytes = block_bytes
-        self._deflater = deflater()
         self.offsets: list[int] = []
         self.starts: list[int] = []
         self.crc = 0  # CRC-32 of the uncompressed stream (the zip member's)
         self._in = 0  # uncompressed bytes so far
-        self._out = 0  # compressed bytes so far
+        self._out = 0  # compressed bytes returned so far
+        self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[Future[bytes], int]] = deque()
+        self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
     def add(self, pieces: tuple[bytes | memoryview, ...], length: int) -> list[bytes]:
         """One message's pieces (`length` bytes in all) -> compressed output ready now."""
-        out = []
         if self._block and self._block + length > self.block_bytes:
-            out.append(self.end_block())
+            self._submit()
         if not self._block:
             self.offsets.append(self._in)
-            self.starts.append(self._out)
-        compress = self._deflater.compress
         crc = self.crc
         for piece in pieces:
             crc = zlib.crc32(piece, crc)
-            data = compress(piece)
-            if data:
-                out.append(data)
-                self._out += len(data)
         self.crc = crc
+        self._open.extend(pieces)
         self._in += length
         self._block += length
         if self._block >= self.block_bytes:
-            out.append(self.end_block())
+            self._submit()
+        return self._collect(wait=self._behind())
+
+    def end_block(self) -> list[bytes]:
+        """Close the open block and return every block's compressed bytes not yet returned."""
+        self._submit()
+        return self._collect(wait=True, everything=True)
+
+    def finish(self) -> list[bytes]:
+        """The end of the stream (the last blocks and the final empty one)."""
+        out = self.end_block()
+        tail: bytes = deflater().flush(zlib.Z_FINISH)
+        self._out += len(tail)
+        self.close()
+        return [*out, tail]
+
+    def close(self) -> None:
+        """Stop the compressing threads (what they had not finished is dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._pending.clear()
+        self._pending_bytes = 0
+
+    def _submit(self) -> None:
+        if not self._block:
+            return
+        data = b"".join(self._open)  # a copy: the caller may reuse its buffers
+        self._open.clear()
+        self._block = 0
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-deflate")
+        self._pending.append((self._pool.submit(_deflate_block, data), len(data)))
+        self._pending_bytes += len(data)
+
+    def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:
+        out = []
+        while self._pending and (wait or self._pending[0][0].done()):
+            future, size = self._pending.popleft()
+            data = future.result()
+            self._pending_bytes -= size
+            self.starts.append(self._out)
+            self._out += len(data)
+            out.append(data)
+            wait = everything or self._behind()
         return out
 
-    def end_block(self) -> bytes:
-        """Close the open block (a full flush: the next block starts afresh)."""
-        if not self._block:
-            return b""
-        self._block = 0
-        data: bytes = self._deflater.flush(zlib.Z_FULL_FLUSH)
-        self._out += len(data)
-        return data
-
-    def finish(self) -> bytes:
-        """The end of the stream (the last block and the final empty one)."""
-        last = self.end_block()
-        tail: bytes = self._deflater.flush(zlib.Z_FINISH)
-        self._out += len(tail)
-        return last + tail
+    def _behind(self) -> bool:
+        """Whether the threads are too far behind (memory held for them is bounded)."""
+        return len(self._pending) > _AHEAD or self._pending_bytes > _AHEAD_BYTES
 
     @property
     def uncompressed_size(self) -> int:
@@ -110,6 +151,12 @@ class BlockDeflater:
             "offset": _encode(self.offsets),
             "start": _encode(self.starts),
         }
+
+
+def _deflate_block(data: bytes) -> bytes:
+    compressor = deflater()
+    out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+    return out
 
 
 def _encode(values: list[int]) -> bytes:

@@ -276,7 +276,7 @@ class ArchiveWriter:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
         if self._blocks is not None and self._in_messages:
             # the file ends at a block boundary: every flushed message can be inflated
-            self._emit_compressed([self._blocks.end_block()])
+            self._emit_compressed(self._blocks.end_block())
         if self._parts:
             if self._in_messages and self._blocks is None:
                 crc = self._messages_crc
@@ -317,6 +317,8 @@ class ArchiveWriter:
     def abort(self) -> None:
         """Stop writing and remove the partial file. Idempotent."""
         self._closed = True
+        if self._blocks is not None:
+            self._blocks.close()
         self._close_files()
         with contextlib.suppress(FileNotFoundError):
             self.partial_path.unlink()
@@ -484,7 +486,7 @@ class ArchiveWriter:
     def _finish(self) -> None:
         self._index.spill()
         if self._blocks is not None:
-            self._emit_compressed([self._blocks.finish()])
+            self._emit_compressed(self._blocks.finish())
         self.flush()
         self._in_messages = False
         stored_size = self._position - self._messages_start
