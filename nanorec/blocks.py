@@ -80,16 +80,12 @@ class BlockDeflater:
             self._submit()
         if not self._block:
             self.offsets.append(self._in)
-        crc = self.crc
-        for piece in pieces:
-            crc = zlib.crc32(piece, crc)
-        self.crc = crc
         self._open.extend(pieces)
         self._in += length
         self._block += length
         if self._block >= self.block_bytes:
             self._submit()
-        return self._collect(wait=self._behind())
+        return self._collect(wait=self._behind()) if self._pending else []
 
     def end_block(self) -> list[bytes]:
         """Close the open block and return every block's compressed bytes not yet returned."""
@@ -118,6 +114,7 @@ class BlockDeflater:
         data = b"".join(self._open)  # a copy: the caller may reuse its buffers
         self._open.clear()
         self._block = 0
+        self.crc = zlib.crc32(data, self.crc)  # one call a block (zlib releases the GIL)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-deflate")
         self._pending.append((self._pool.submit(_deflate_block, data), len(data)))
