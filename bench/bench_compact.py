@@ -37,21 +37,20 @@ from nanorec.layout import use_layout
 NOTES = """\
 Targets (issue 20): archive / source <= 1.25 where messages average >= 100 source bytes and
 <= 2.0 everywhere, CARLA below 1: met on every file (the bz2 bag of 29-byte messages is the
-tightest, 1.94: its messages are kept inflated and indexed one by one; the stored layout took
-7.7x). CARLA frame(n) <= 1.5x its stored time: met. Raw read p99 <= 200 us: met but for one
-pbstream map in some runs (428 us here, 160 in the run before: preemption on the shared
-machine weighs on 20 us reads, not on 2 us ones). Raw read median <= 25 us: met on 9-10 of 12;
-the pbstream maps and the 4 KB-frame CARLA file read 25-37 us, their messages being large (a
-message up to 64 KiB inflates whole, 16 KiB blocks otherwise).
-Convert takes 1.2-1.8x and export 1.0-1.35x the stored layout's time on these small files: the
-deflate (level 6, ~60-90 MB/s of messages) is not hidden; a compression thread (zlib releases
-the GIL) would hide it on a free core, not done. Choices, measured on the real files' messages:
-16 KiB blocks at level 6; 64 KiB blocks were ~5 % smaller but a random read took ~2.5x longer,
-8 KiB blocks were ~7 % larger (the bz2 bag at 1.999x), level 1 ~12 % larger (2.04x), level 3
-~4 % larger. pbstream records keep no gzip member of their own: their payloads deflate as well
-inside 16 KiB blocks (0.66-0.93x of the source) and export re-gzips them as before. Timings on
-a 2-core machine shared with other jobs: read-by-read alternation keeps the comparisons fair,
-absolute numbers are pessimistic."""
+tightest, 1.95: its messages are kept inflated and indexed one by one; the stored layout took
+7.7x). CARLA frame(n) <= 1.5x its stored time: met (1.00-1.38x). Raw read p99 <= 200 us: met.
+Raw read median <= 25 us: met on 11 of 12; the haicheng12 pbstream map reads 32 us, its
+messages being large (a message inflates whole, up to the end of its 16 KiB block otherwise).
+NOT met: convert takes 1.2-2.0x and export 1.0-1.2x the stored layout's time. Blocks are
+deflated by two threads beside the converter (zlib releases the GIL), but on this 2-core
+machine the converter's own work (pbstream's inflating threads, hashing) already fills both
+cores, and deflate at level 6 (~60-90 MB/s of messages a core) is real extra work; `--stored`
+keeps the old speed. Choices, measured on the real files' messages: 16 KiB blocks at level 6;
+64 KiB blocks were ~5 % smaller but a random read took ~2.5x longer, 8 KiB blocks were ~7 %
+larger (the bz2 bag at 1.999x), level 1 ~12 % larger (2.04x), level 3 ~4 % larger. pbstream
+records keep no gzip member of their own: their payloads deflate as well inside 16 KiB blocks
+(0.66-0.93x of the source) and export re-gzips them as before. Timings: best of 3 on an idle
+2-core machine, layouts alternated read by read."""
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 LAYOUTS = ("stored", "compact")
