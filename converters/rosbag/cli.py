@@ -280,17 +280,22 @@ def _play(recording: Any, player: Any, *, immediate: bool, quiet: bool) -> None:
         typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
     origin, total = recording.start_time, recording.duration
     status = 0.0
-    for row in player.paced(_line(recording)):
-        sys.stdout.write(dumps(row) + "\n")
-        if not immediate:
-            sys.stdout.flush()
-        if not quiet and time.monotonic() - status > 0.1:
-            status = time.monotonic()
-            state = "PAUSED " if player.paused else "RUNNING"
-            elapsed = row["time_s"] - origin
-            sys.stderr.write(
-                f"\r [{state}]  Bag Time: {row['time_s']:13.6f}   "
-                f"Duration: {elapsed:.6f} / {total:.6f}               \r"
-            )
+    try:
+        for row in player.paced(_line(recording)):
+            sys.stdout.write(dumps(row) + "\n")
+            if not immediate:
+                sys.stdout.flush()
+            if not quiet and time.monotonic() - status > 0.1:
+                status = time.monotonic()
+                state = "PAUSED " if player.paused else "RUNNING"
+                elapsed = row["time_s"] - origin
+                sys.stderr.write(
+                    f"\r [{state}]  Bag Time: {row['time_s']:13.6f}   "
+                    f"Duration: {elapsed:.6f} / {total:.6f}               \r"
+                )
+    except BaseException:
+        if status:
+            sys.stderr.write("\n")  # an error's line starts on a line of its own
+        raise
     if not quiet:
         sys.stderr.write("\nDone.\n")

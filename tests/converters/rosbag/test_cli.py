@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from nanorec import registry
 from nanorec.cli import _register, app
-from tests.conftest import make_runner
+from tests.conftest import SAMPLES, make_runner
 from tests.converters.rosbag.bags import make_bag
 
 runner = make_runner()
@@ -282,3 +283,23 @@ def test_export_refuses_an_empty_selection(tmp_path: Path) -> None:
     with ArchiveReader(archive) as reader, pytest.raises(EmptySelectionError, match="--start"):
         converter.export(reader, out, selection=Selection.make(start=1000))
     assert not out.exists()
+
+
+def test_an_error_mid_play_starts_its_own_line(tmp_path: Path) -> None:
+    """The status line ends before the error's one line (not `... / 5.99   nanorec: ...`)."""
+    from nanorec.layout import use_layout
+    from nanorec.reader import ArchiveReader
+
+    archive = tmp_path / "robot.nanover.zip"
+    with use_layout("stored"):
+        registry.get("rosbag").convert(SAMPLES / "rosbag-robot-bz2.bag", archive)
+    with ArchiveReader(archive) as reader:
+        position = reader._messages_start + int(reader.index.offset[40])
+    data = bytearray(archive.read_bytes())
+    data[position] = 0xC1  # a byte msgpack never uses: message 40 cannot be read
+    archive.write_bytes(bytes(data))
+    _register()
+    result = runner.invoke(app, ["play", str(archive), "-i"])
+    assert result.exit_code == 2 and result.stderr.startswith("\r [RUNNING]")
+    last = result.stderr.split("\n")[-2]
+    assert last.startswith("nanorec: ") and "message 40" in last, result.stderr[-300:]
