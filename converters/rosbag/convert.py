@@ -32,7 +32,8 @@ from nanorec.contract import Region
 from nanorec.errors import OutputExistsError
 from nanorec.writer import ArchiveWriter
 
-from .scan import ROW, RawSegment, Scan, walk
+from .plan import ROW, RawSegment, Scan
+from .scan import walk
 
 SOURCE_FORMAT: Final = "rosbag"
 META_MEMBER: Final = "rosbag.msgpack.zlib"
