@@ -15,6 +15,8 @@ import contextvars
 from collections.abc import Iterator
 from typing import Final
 
+from nanorec.errors import UsageError
+
 COMPACT: Final = "compact"
 STORED: Final = "stored"
 LAYOUTS: Final = (COMPACT, STORED)
@@ -31,7 +33,7 @@ def compact_default() -> bool:
 def use_layout(layout: str) -> Iterator[None]:
     """Within the block, new archives get `layout` ("compact" or "stored") by default."""
     if layout not in LAYOUTS:
-        raise ValueError(f"layout is one of {LAYOUTS}, not {layout!r}")
+        raise UsageError(f"layout is one of {LAYOUTS}, not {layout!r}")
     token = _LAYOUT.set(layout)
     try:
         yield
