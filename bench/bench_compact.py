@@ -38,10 +38,10 @@ NOTES = """\
 Targets (issue 20): archive / source <= 1.25 where messages average >= 100 source bytes and
 <= 2.0 everywhere, CARLA below 1: met on every file (the bz2 bag of 29-byte messages is the
 tightest, 1.95: its messages are kept inflated and indexed one by one; the stored layout took
-7.7x). CARLA frame(n) <= 1.5x its stored time: met (1.00-1.38x). Raw read p99 <= 200 us: met.
+7.7x). CARLA frame(n) <= 1.5x its stored time: met (1.02-1.36x). Raw read p99 <= 200 us: met.
 Raw read median <= 25 us: met on 11 of 12; the haicheng12 pbstream map reads 32 us, its
 messages being large (a message inflates whole, up to the end of its 16 KiB block otherwise).
-NOT met: convert takes 1.2-2.0x and export 1.0-1.2x the stored layout's time. Blocks are
+NOT met: convert takes 1.3-1.7x and export 1.0-1.3x the stored layout's time. Blocks are
 deflated by two threads beside the converter (zlib releases the GIL), but on this 2-core
 machine the converter's own work (pbstream's inflating threads, hashing) already fills both
 cores, and deflate at level 6 (~60-90 MB/s of messages a core) is real extra work; `--stored`
