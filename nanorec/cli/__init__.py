@@ -79,14 +79,15 @@ def _plain_metavar(param: Any) -> None:
     """Name an argument as click's help traditionally does (FILE, SOURCES...), not as typer
     spells its annotation (`{file}`, `<list[Path]>`)."""
     if param.param_type_name == "argument" and param.metavar is None:
-        param.metavar = (param.name or "value").upper()
+        param.metavar = (param.name or "value").upper() + ("..." if param.nargs == -1 else "")
         param.display_type_rich = lambda ctx: None  # typer's "<list[Path]>" after the name
 
 
 def _plain_usage(command: Any, ctx: Any) -> list[str]:
     """The usage line's pieces without typer's braces around required arguments."""
     pieces = type(command).collect_usage_pieces(command, ctx)
-    return [p.replace("{", "").replace("}", "") for p in pieces]
+    # (typer >= 0.20 adds "..." to a many-valued argument itself, earlier ones do not)
+    return [p.replace("{", "").replace("}", "").replace("......", "...") for p in pieces]
 
 
 def first_sentence(text: str) -> str:

@@ -99,6 +99,7 @@ def test_formats_are_checked(tmp_path: Path) -> None:
 
 
 def test_plot_draws_the_selected_window(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
     with registry.open(SAMPLE) as rec:
         assert isinstance(rec, PbstreamRecording)
         every_node, _ = plotted(rec, Selection())
