@@ -156,7 +156,7 @@ class Selection:
             what = f"--messages {spec}"
         elif self.start is not None or self.end is not None:
             bounds = (("--start", self.start), ("--end", self.end))
-            what = " ".join(f"{name} {value:g}" for name, value in bounds if value is not None)
+            what = " ".join(f"{name} {value:.15g}" for name, value in bounds if value is not None)
         else:
             what = "the selection"
         if self.kinds is not None:

@@ -100,9 +100,9 @@ def _narrowed(kind: str | None, selection: Selection | None, only: list[int] | N
         first, stop = ("" if n is None else n for n in (selection.first, selection.stop))
         parts.append(f"--messages {first}:{stop}")
     if selection is not None and selection.start is not None:
-        parts.append(f"--start {selection.start:g}")
+        parts.append(f"--start {selection.start:.15g}")
     if selection is not None and selection.end is not None:
-        parts.append(f"--end {selection.end:g}")
+        parts.append(f"--end {selection.end:.15g}")
     parts += [f"--trajectory {tid}" for tid in only or ()]
     return " ".join(parts) or "the selection"
 

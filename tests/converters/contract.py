@@ -282,16 +282,16 @@ def check_common_options(sample: Path, work: Path) -> None:
         code, out, err = run("cat", sample, "--type", kinds[0], "--messages", "0:50")
         assert code in (0, 2) and (code == 0 or "selects no" in err), err
     far = "--start", "1000000"
-    refused("cat", sample, *far, says="--start 1e+06 selects no")
-    refused("play", sample, "--immediate", *far, says="--start 1e+06 selects no")
+    refused("cat", sample, *far, says="--start 1000000 selects no")
+    refused("play", sample, "--immediate", *far, says="--start 1000000 selects no")
     refused("cat", sample, "--messages", "5:2", says="--messages 5:2 selects no")
     refused("cat", sample, "-F", "bogus", says="--format")
     outputs = work / "outputs"
     outputs.mkdir()
     out_file = outputs / "out"
     refused("export", sample, "-o", out_file, "-F", "bogus", says="--format")
-    refused("export", sample, "-o", out_file, *far, says="--start 1e+06 selects no")
-    refused("plot", sample, "-o", outputs / "p.png", *far, says="--start 1e+06 selects no")
+    refused("export", sample, "-o", out_file, *far, says="--start 1000000 selects no")
+    refused("plot", sample, "-o", outputs / "p.png", *far, says="--start 1000000 selects no")
     assert not list(outputs.iterdir())  # refused: nothing written, not even a partial
     code, _, err = run("export", sample, "-o", out_file, "--messages", "0:2")
     assert code == 0, err

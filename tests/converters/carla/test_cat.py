@@ -245,7 +245,7 @@ def test_cli_takes_the_common_selection(
     for args in (["--start", "1000000"], ["-t", "pos", "--start", "1e6"]):
         result = runner.invoke(app, ["cat", str(path), *args])
         assert result.exit_code == 2 and result.stdout == "", args
-        assert result.stderr.startswith("nanorec: --start 1e+06 selects no message"), args
+        assert result.stderr.startswith("nanorec: --start 1000000 selects no message"), args
     result = runner.invoke(app, ["cat", str(path), "-t", "pos", "-t", "hit", "-F", "csv"])
     assert result.exit_code == 2 and "one --type" in result.stderr
 

@@ -271,7 +271,7 @@ def test_cli_takes_the_common_options(runner: CliRunner, rec: CarlaRecording) ->
     assert lines == [world_dict(rec.frame(n), ["actors"]) for n in (3, 4)]
     result = runner.invoke(app, ["play", str(SAMPLE), "-i", "--start", "1e6"])
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr.startswith("nanorec: --start 1e+06 selects no message")
+    assert result.stderr.startswith("nanorec: --start 1000000 selects no message")
 
 
 def test_cli_errors_are_one_line(runner: CliRunner, tmp_path: Path) -> None:

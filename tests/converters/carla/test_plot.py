@@ -148,6 +148,6 @@ def test_cli_takes_the_common_selection(runner: CliRunner, tmp_path: Path) -> No
     empty = tmp_path / "empty.png"
     result = runner.invoke(app, ["plot", str(SAMPLE), "-o", str(empty), "--start", "1e6"])
     assert result.exit_code == 2 and not empty.exists()
-    assert result.stderr.startswith("nanorec: --start 1e+06 selects no message")
+    assert result.stderr.startswith("nanorec: --start 1000000 selects no message")
     result = runner.invoke(app, ["plot", str(SAMPLE), "-o", str(empty), "-t", "position"])
     assert result.exit_code == 2 and "--type takes" in result.stderr
