@@ -38,6 +38,8 @@ LEVEL: Final = 6
 #: Threads deflating blocks, and how many finished blocks may wait for them.
 _THREADS: Final = 2
 _AHEAD: Final = 16
+#: A block ends at half its size when it holds between these many messages.
+_HALF_BLOCK: Final = (4, 16)
 _AHEAD_BYTES: Final = 16 << 20
 #: Inflate at least this much per step when a read continues a cached block.
 _STEP: Final = 4096
@@ -70,22 +72,34 @@ class BlockDeflater:
         self._out = 0  # compressed bytes returned so far
         self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
+        self._count = 0  # messages in the open block
         self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[Future[bytes], int]] = deque()
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
     def add(self, pieces: tuple[bytes | memoryview, ...], length: int) -> list[bytes]:
         """One message's pieces (`length` bytes in all) -> compressed output ready now."""
-        if self._block and self._block + length > self.block_bytes:
+        limit = self._limit()
+        if self._block and self._block + length > limit:
             self._submit()
         if not self._block:
             self.offsets.append(self._in)
         self._open.extend(pieces)
         self._in += length
         self._block += length
-        if self._block >= self.block_bytes:
+        self._count += 1
+        if self._block >= self._limit():
             self._submit()
         return self._collect(wait=self._behind()) if self._pending else []
+
+    def _limit(self) -> int:
+        """Where the open block ends: `block_bytes`, or half of it when the half holds
+        4-16 messages (messages of 0.5-2 KiB: a read inflates up to half a block before its
+        message, so half as much, for a few % of size; smaller messages need the whole block
+        to deflate well, and two or three larger ones make a block anyway)."""
+        if _HALF_BLOCK[0] <= self._count <= _HALF_BLOCK[1]:
+            return self.block_bytes // 2
+        return self.block_bytes
 
     def end_block(self) -> list[bytes]:
         """Close the open block and return every block's compressed bytes not yet returned."""
@@ -113,7 +127,7 @@ class BlockDeflater:
             return
         data = b"".join(self._open)  # a copy: the caller may reuse its buffers
         self._open.clear()
-        self._block = 0
+        self._block = self._count = 0
         self.crc = zlib.crc32(data, self.crc)  # one call a block (zlib releases the GIL)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-deflate")
