@@ -227,3 +227,18 @@ def test_a_warning_is_one_clean_line(tmp_path: Path) -> None:
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("nanorec: warning: "), done.stderr
     assert "UserWarning" not in lines[0] and ".py:" not in lines[0]
+
+
+def test_a_verbs_help_shows_the_formats_options() -> None:
+    """On a file, the format's own help; plain, the verb's help ends with what each format
+    adds (a bag's --freq, pbstream's --trajectory, a bag's export form `indexed`)."""
+    bag = SAMPLES / "rosbag-robot.bag"
+    code, out, _ = _run("info", bag, "--help")
+    assert code == 0 and out.startswith("Usage: nanorec rosbag info") and "--freq" in out
+    code, out, _ = _run("info", "--help")
+    assert code == 0 and "rosbag: --freq" in out.replace("\n", " ")
+    code, out, _ = _run("export", "--help")
+    flat = " ".join(out.split())
+    assert "--trajectory" in flat and "rosbag: --format indexed" in flat
+    code, out, _ = _run("play", "--help")
+    assert "--topics" in out and "--clock" in out and "--skip-empty" in out
