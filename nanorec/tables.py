@@ -38,7 +38,7 @@ def json_safe(value: Any) -> Any:
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, Mapping):
-        return {str(key): json_safe(item) for key, item in value.items()}
+        return {_key(key): json_safe(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [json_safe(item) for item in value]
     if isinstance(value, np.ndarray):
@@ -52,6 +52,17 @@ def json_safe(value: Any) -> Any:
         except UnicodeDecodeError:
             return {"base64": base64.b64encode(data).decode("ascii")}
     return str(value)
+
+
+def _key(key: Any) -> str:
+    """A mapping key as a JSON string: bytes a file held that are not UTF-8 become `\\xNN`
+    escapes (a key cannot be a `{"base64": ...}` object)."""
+    text = str(key)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
 
 
 def dumps(value: Any) -> str:

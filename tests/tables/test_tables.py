@@ -71,3 +71,14 @@ def test_many_recordings_in_one_query(tmp_path: Path) -> None:
         f"select recording, count(*) from '{tmp_path}/*/collision.parquet' group by recording"
     ).fetchall()
     assert len(rows) == len(list(SAMPLES.glob("carla-*town03.log")))
+
+
+def test_text_that_was_not_utf8_is_valid_json_as_key_and_value() -> None:
+    """A string holding a file's non-UTF-8 bytes (surrogate-escaped) is base64 as a value
+    and `\\xNN`-escaped as a key: the line encodes as UTF-8 and parses."""
+    import json
+
+    from nanorec.tables import dumps
+
+    line = dumps({"map\udce9": "name\udce9"})
+    assert json.loads(line.encode("utf-8")) == {"map\\xe9": {"base64": "bmFtZek="}}

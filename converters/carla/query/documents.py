@@ -149,9 +149,9 @@ def file_info_json(
                         gone["destroyed_frame"] = frame.id
                         gone["destroyed_time"] = _json_float(frame.elapsed)
             elif kind is Kind.EVENT_PARENT:
-                parents += _U16.unpack_from(item.body, 0)[0]
+                parents += _count(item.body)
             elif kind is Kind.COLLISION:
-                collision_count += _U16.unpack_from(item.body, 0)[0]
+                collision_count += _count(item.body)
         return {
             "header": _json_header(header, opts),
             "frames": frame.id,
@@ -251,6 +251,12 @@ def actors_blocked_json(
             "frames": frame.id,
             "duration": _json_float(frame.elapsed),
         }
+
+
+def _count(body: bytes | memoryview) -> int:
+    """A packet's record count (its first u16); 0 for a body too short to hold one (a
+    damaged packet: the walk keeps its bytes, the count is not believed)."""
+    return int(_U16.unpack_from(body, 0)[0]) if len(body) >= 2 else 0
 
 
 __all__ = ["actors_blocked_json", "collisions_json", "file_info_json"]
