@@ -38,19 +38,20 @@ NOTES = """\
 Targets (issue 20): archive / source <= 1.25 where messages average >= 100 source bytes and
 <= 2.0 everywhere, CARLA below 1: met on every file (the bz2 bag of 29-byte messages is the
 tightest, 1.95: its messages are kept inflated and indexed one by one; the stored layout took
-7.7x). CARLA frame(n) <= 1.5x its stored time: met (1.02-1.36x). Raw read p99 <= 200 us: met.
-Raw read median <= 25 us: met on 11 of 12; the haicheng12 pbstream map reads 32 us, its
-messages being large (a message inflates whole, up to the end of its 16 KiB block otherwise).
-NOT met: convert takes 1.3-1.7x and export 1.0-1.3x the stored layout's time. Blocks are
-deflated by two threads beside the converter (zlib releases the GIL), but on this 2-core
-machine the converter's own work (pbstream's inflating threads, hashing) already fills both
-cores, and deflate at level 6 (~60-90 MB/s of messages a core) is real extra work; `--stored`
-keeps the old speed. Choices, measured on the real files' messages: 16 KiB blocks at level 6;
-64 KiB blocks were ~5 % smaller but a random read took ~2.5x longer, 8 KiB blocks were ~7 %
-larger (the bz2 bag at 1.999x), level 1 ~12 % larger (2.04x), level 3 ~4 % larger. pbstream
-records keep no gzip member of their own: their payloads deflate as well inside 16 KiB blocks
-(0.66-0.93x of the source) and export re-gzips them as before. Timings: best of 3 on an idle
-2-core machine, layouts alternated read by read."""
+7.7x). CARLA frame(n) <= 1.5x its stored time: met. Raw read median <= 25 us and p99 <= 200
+us (messages up to 64 KiB): met on every file.
+NOT met: convert is 1.2-2.2x and export 1.0-1.3x the stored layout's time (the columns above).
+Blocks are deflated by two threads beside the converter (zlib releases the GIL), but on this
+2-core machine the converter's own work (pbstream's inflating threads, hashing) already fills
+both cores, and deflate at level 6 (~60-90 MB/s of messages a core) is real extra work; every
+writer flush also waits for the blocks in flight. `--stored` keeps the old speed.
+Choices, measured on the real files' messages: blocks of 16 KiB at level 6, ended at 8 KiB
+when that holds 4-16 messages (0.5-2 KiB messages: a read inflates half as much, e.g. the
+haicheng12 map 32 -> 22 us, for ~5 % of size); 64 KiB blocks were ~5 % smaller but a random
+read took ~2.5x longer, 8 KiB blocks everywhere ~7 % larger (the bz2 bag at 1.999x), level 1
+~12 % larger (2.04x). pbstream records keep no gzip member of their own: their payloads
+deflate as well inside the blocks (0.67-0.95x of the source) and export re-gzips them as
+before. Timings: best of 3 on an idle 2-core machine, layouts alternated read by read."""
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 LAYOUTS = ("stored", "compact")
