@@ -28,7 +28,8 @@ from nanorec.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Parameter name -> the core's declaration (type and typer option).
+#: Parameter name (or "verb.name" where one verb words it its own way) -> the core's
+#: declaration (type and typer option).
 DECLARED: dict[str, Any] = {
     "output": options.Output,
     "force": options.Force,
