@@ -265,13 +265,7 @@ class BlockReader:
         out = cached.out
         if len(out) < end:
             cached.block = -1
-            raise TruncatedError(
-                f"block {block} of messages.msgpack inflates to {len(out)} bytes, short of "
-                f"{end} (the message at offset {offset})",
-                offset=self._data_start + self._starts[block],
-                expected=end,
-                actual=len(out),
-            )
+            raise self._short(f"block {block} (the message at {offset})", block, len(out), end)
         return out[begin:end]
 
     def _block_size(self, block: int) -> int:
@@ -305,14 +299,18 @@ class BlockReader:
         last = bisect.bisect_right(self._offsets, self._offsets[block] + end - 1) - 1
         data = self._inflate(zlib.decompressobj(_WBITS), self._compressed(block, last), end, block)
         if len(data) < end:
-            raise TruncatedError(
-                f"blocks {block}-{last} of messages.msgpack inflate to {len(data)} bytes, "
-                f"short of {end}",
-                offset=self._data_start + self._starts[block],
-                expected=end,
-                actual=len(data),
-            )
+            raise self._short(f"blocks {block}-{last}", block, len(data), end)
         return data[begin:end]
+
+    def _short(self, blocks: str, first: int, got: int, end: int) -> TruncatedError:
+        """The error for `blocks` (starting at block `first`) inflating to `got` bytes where a
+        read needs `end`."""
+        return TruncatedError(
+            f"messages.msgpack's {blocks} inflated to {got} bytes, short of {end}",
+            offset=self._data_start + self._starts[first],
+            expected=end,
+            actual=got,
+        )
 
     def forget(self) -> None:
         """Drop this thread's cached block."""

@@ -248,6 +248,11 @@ ADOPT_HOOK = "adopt"
 EXPORT_FORMATS = "export_formats"
 
 
+def export_forms(converter: object) -> tuple[str, ...]:
+    """The `--format` values `converter`'s export adds (see `EXPORT_FORMATS`)."""
+    return tuple(getattr(converter, EXPORT_FORMATS, {}))
+
+
 __all__ = [
     "SNIFF_BYTES",
     "ConvertReport",
@@ -257,4 +262,5 @@ __all__ = [
     "Progress",
     "Recording",
     "Region",
+    "export_forms",
 ]

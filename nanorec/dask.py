@@ -56,12 +56,12 @@ def local_copy(url: str) -> Iterator[Path]:
 
 
 def kind_frame(url: str, kind: str) -> Any:
-    """One archive's `kind` table as a pandas DataFrame (one partition)."""
-    from nanorec import registry
-    from nanorec.arrow import table
-
-    with local_copy(url) as path, registry.open(path) as recording:
-        return table(recording, kind).to_pandas()
+    """One archive's `kind` table as a pandas DataFrame (one partition); `UnknownNameError`
+    when the archive has no such kind."""
+    frame = _frame(url, kind, whole=True)
+    if frame is None:
+        raise UnknownNameError(f"{url} has no kind {kind!r}")
+    return frame
 
 
 def _frame(url: str, kind: str, *, whole: bool) -> Any:

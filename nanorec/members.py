@@ -3,6 +3,8 @@ its uncompressed bytes in bounded chunks (inflated with a zip-bomb guard when de
 
 from __future__ import annotations
 
+import mmap
+import tempfile
 import zlib
 from collections.abc import Iterator
 from typing import Final
@@ -141,4 +143,17 @@ def iter_member_data(buf: Buffer, member: Member) -> Iterator[bytes]:
         )
 
 
-__all__ = ["Member", "iter_member_data", "open_members"]
+def mapped_member(buf: Buffer, member: Member) -> mmap.mmap:
+    """A member's uncompressed bytes inflated into an anonymous temporary file and mapped:
+    file-backed pages, not the process's heap (the map outlives the file's descriptor). An
+    empty member maps one byte. Raises as `iter_member_data`."""
+    with tempfile.TemporaryFile(prefix=".nanorec-inflated-") as spool:
+        for chunk in iter_member_data(buf, member):
+            spool.write(chunk)
+        spool.flush()
+        if not member.header.uncompressed_size:
+            return mmap.mmap(-1, 1)
+        return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+__all__ = ["Member", "iter_member_data", "mapped_member", "open_members"]

@@ -25,14 +25,13 @@ import contextlib
 import mmap
 import os
 import shutil
-import tempfile
 import threading
 import weakref
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final, overload
+from typing import Any, Final, overload
 
 import msgpack
 import numpy as np
@@ -51,7 +50,7 @@ from nanorec.errors import (
     UsageError,
 )
 from nanorec.index import Index, entry_positions, parse_entries
-from nanorec.members import Member, iter_member_data, open_members
+from nanorec.members import Member, iter_member_data, mapped_member, open_members
 from nanorec.wire import TIMESTAMP_KEY, read_array_header
 from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
 
@@ -100,7 +99,6 @@ class ArchiveReader:
         # Reentrant: lazy loaders holding it call member(), which takes it for deflated data.
         self._lock = threading.RLock()
         self._inflated: mmap.mmap | None = None  # a deflated messages member, inflated
-        self._inflated_file: IO[bytes] | None = None
         self._index_data: bytes | None = None
         self._positions: NDArray[np.int64] | None = None
         self._mm: mmap.mmap | None = None
@@ -266,9 +264,6 @@ class ArchiveReader:
         if self._inflated is not None:
             self._inflated.close()
             self._inflated = None
-        if self._inflated_file is not None:
-            self._inflated_file.close()
-            self._inflated_file = None
         if self._mm is not None:
             with contextlib.suppress(BufferError):  # a member_view still alive: unmapped
                 self._mm.close()  # when it goes
@@ -329,14 +324,8 @@ class ArchiveReader:
             return view.toreadonly()
         if member.header.uncompressed_size < _SPOOL_MEMBER:
             return memoryview(self.member(name))
-        # A large deflated member (a compact archive's per-message arrays): inflated into an
-        # anonymous file and mapped, so its pages are file-backed, not the process's heap.
-        with tempfile.TemporaryFile(prefix=".nanorec-member-") as spool:
-            for chunk in iter_member_data(self._map(), member):
-                spool.write(chunk)
-            spool.flush()
-            mapped = mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
-        return memoryview(mapped).toreadonly()
+        # A large deflated member (a compact archive's per-message arrays): file-backed pages.
+        return memoryview(mapped_member(self._map(), member)).toreadonly()
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
@@ -496,19 +485,7 @@ class ArchiveReader:
     def _inflate_messages(self) -> mmap.mmap:
         with self._lock:
             if self._inflated is None:
-                spool = tempfile.TemporaryFile(prefix=".nanorec-inflated-")  # noqa: SIM115
-                try:
-                    for chunk in iter_member_data(self._map(), self._messages):
-                        spool.write(chunk)
-                    spool.flush()
-                    if self._messages_size:
-                        self._inflated = mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
-                    else:
-                        self._inflated = mmap.mmap(-1, 1)
-                except BaseException:
-                    spool.close()
-                    raise
-                self._inflated_file = spool
+                self._inflated = mapped_member(self._map(), self._messages)
             return self._inflated
 
     def _decode(self, number: int, data: bytes, absolute: int) -> dict[str, Any]:

@@ -131,6 +131,15 @@ class Selection:
             numbers = numbers[index.type_mask(self.kinds)[lo:hi]]
         return numbers
 
+    def range_options(self) -> str:
+        """The message or time range as the options that give it (`--messages 5:2`,
+        `--start 10 --end 20`), "" for none: what an error names."""
+        if self.first is not None or self.stop is not None:
+            first, stop = ("" if n is None else n for n in (self.first, self.stop))
+            return f"--messages {first}:{stop}"
+        bounds = (("--start", self.start), ("--end", self.end))
+        return " ".join(f"{name} {value:.15g}" for name, value in bounds if value is not None)
+
     def chosen(self, index: Index) -> NDArray[np.int64]:
         """`numbers(index)`, or `EmptySelectionError` saying what selected nothing."""
         numbers = self.numbers(index)
@@ -150,15 +159,7 @@ class Selection:
                 f"--type {wanted} selects nothing: the recording has no such kind "
                 f"(kinds: {', '.join(known)})"
             )
-        if self.first is not None or self.stop is not None:
-            spec = f"{'' if self.first is None else self.first}:"
-            spec += "" if self.stop is None else str(self.stop)
-            what = f"--messages {spec}"
-        elif self.start is not None or self.end is not None:
-            bounds = (("--start", self.start), ("--end", self.end))
-            what = " ".join(f"{name} {value:.15g}" for name, value in bounds if value is not None)
-        else:
-            what = "the selection"
+        what = self.range_options() or "the selection"
         if self.kinds is not None:
             what += f" --type {', '.join(sorted(self.kinds))}"
         return EmptySelectionError(

@@ -96,13 +96,8 @@ def not_empty(
 def _narrowed(kind: str | None, selection: Selection | None, only: list[int] | None) -> str:
     """The options that narrowed a selection, as typed (for its error)."""
     parts = [] if kind is None else [f"--type {kind}"]
-    if selection is not None and (selection.first is not None or selection.stop is not None):
-        first, stop = ("" if n is None else n for n in (selection.first, selection.stop))
-        parts.append(f"--messages {first}:{stop}")
-    if selection is not None and selection.start is not None:
-        parts.append(f"--start {selection.start:.15g}")
-    if selection is not None and selection.end is not None:
-        parts.append(f"--end {selection.end:.15g}")
+    if selection is not None and selection.range_options():
+        parts.append(selection.range_options())
     parts += [f"--trajectory {tid}" for tid in only or ()]
     return " ".join(parts) or "the selection"
 

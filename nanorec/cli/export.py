@@ -29,7 +29,7 @@ from nanorec.cli.options import (
     Start,
 )
 from nanorec.cli.surface import check_choice, verb_command
-from nanorec.contract import ExportReport
+from nanorec.contract import ExportReport, export_forms
 from nanorec.selection import Selection
 
 
@@ -74,18 +74,18 @@ def export_file(
 ) -> int:
     """`nanorec export` (and a format's own export): print the report, return the status."""
     check_output(output, file)
-    every_form = {form for c in registry.converters().values() for form in _own_forms(c)}
+    every_form = {form for c in registry.converters().values() for form in export_forms(c)}
     check_choice("--format", to, (*COMMON_FORMS, *sorted(every_form)))
     if to in ("parquet", "mcap"):
         return _export_other(to, file, output, selection, force)
     with opened_archive(file, options=convert_options) as reader:
         converter = registry.for_archive(reader)
         if converter is None:
-            check_choice("--format", to, ("native", "parquet", "mcap"))
+            check_choice("--format", to, COMMON_FORMS)
             report = write_archive_cut(reader, output, selection, overwrite=force)
             typer.echo(f"{report.output}: {report.size} bytes, {report.messages} messages")
             return 0
-        check_choice("--format", to, (*COMMON_FORMS, *_own_forms(converter)))
+        check_choice("--format", to, (*COMMON_FORMS, *export_forms(converter)))
         if not selection.everything:
             selection.chosen(reader.index)  # one rule for an empty selection, every format
         options = None if to == "native" else {"format": to}
@@ -104,12 +104,8 @@ def export_file(
 
 
 #: What `--format` of export takes for every format (a format may add its own: the
-#: converter's optional `export_formats`, a mapping of name to help).
+#: converter's optional `export_formats`, see `nanorec.contract.export_forms`).
 COMMON_FORMS = ("native", "parquet", "mcap")
-
-
-def _own_forms(converter: Any) -> tuple[str, ...]:
-    return tuple(getattr(converter, "export_formats", {}))
 
 
 def write_archive_cut(

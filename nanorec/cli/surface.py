@@ -117,6 +117,7 @@ def format_options_help(verb: str) -> str:
     """For the verb's plain `--help`: what each installed format adds to it (its own
     options, and for export its own output forms)."""
     from nanorec import registry
+    from nanorec.contract import export_forms
 
     common = common_spellings(verb) | {"--help", "-h"}
     lines = []
@@ -129,9 +130,8 @@ def format_options_help(verb: str) -> str:
                 spellings = [*param.opts, *param.secondary_opts]
                 if param.param_type_name == "option" and not common & set(spellings):
                     parts.append("/".join(spellings))
-        extra_forms = getattr(converter, "export_formats", {})
-        if verb == "export" and extra_forms:
-            parts.append("--format " + "|".join(extra_forms))
+        if verb == "export" and export_forms(converter):
+            parts.append("--format " + "|".join(export_forms(converter)))
         if parts:
             lines.append(f"{name}: {', '.join(parts)}")
     if not lines:

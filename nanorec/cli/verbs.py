@@ -90,12 +90,11 @@ def cat(
 
     def action() -> None:
         check_choice("--format", fmt, ("ndjson", "csv"))
-        selection = Selection.make(start=start, end=end, duration=duration, messages=messages)
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+        )
         with opened(file) as recording:
-            index = recording.reader.index
-            Selection.make(
-                start=start, end=end, duration=duration, messages=messages, kinds=kinds
-            ).chosen(index)
+            selection.chosen(recording.reader.index)
             if not kinds:
                 if fmt == "csv":
                     raise UsageError("CSV needs one --type (one table); NDJSON takes them all")
