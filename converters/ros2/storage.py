@@ -1,0 +1,80 @@
+"""What a storage file of a ROS 2 bag is made of, whichever the storage (sqlite3 or MCAP).
+
+Each storage module (`db3.py`, `mcap_file.py`) opens a file's bytes as a `StorageFile`: its
+topics, the message definitions it carries, the metadata YAML it stores, and its messages in
+file order. What is not message data (SQLite pages and cells, MCAP records and chunk framing)
+is the file's *skeleton*: `skeleton()` gives it once `messages()` has been read through, and
+the module's `join(skeleton, datas)` interleaves the data back, giving the file byte for byte.
+So an archive holds each message's data once, and the rest of the file once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from nanorec.contract import Region
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic as the storage declares it (sqlite `topics` row, MCAP channel + schema)."""
+
+    key: int  # sqlite topics.id, MCAP channel id
+    name: str
+    type: str  # "pkg/msg/Type"
+    serialization_format: str  # "cdr"
+    offered_qos_profiles: str = ""  # YAML text, as stored
+    type_description_hash: str = ""  # "RIHS01_<hex>" or ""
+
+
+@dataclass(frozen=True)
+class Definition:
+    """The message definition a storage carries for a type (sqlite `message_definitions`,
+    MCAP schema): `encoding` "ros2msg", "ros2idl" or "" (none found by the writer)."""
+
+    type: str
+    encoding: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One message of a storage file: its topic key, receive time (ns since the epoch, sqlite
+    `timestamp` / MCAP `log_time`) and data as stored (CDR, or a zstd frame in MESSAGE
+    compression mode)."""
+
+    topic: int
+    timestamp: int
+    data: bytes | memoryview
+
+
+@dataclass
+class Damage:
+    """What could not be read: `cut` is a crashed file's incomplete tail, `damaged` regions
+    inside it (skipped); both are kept in the skeleton, so the file still comes back whole."""
+
+    cut: Region | None = None
+    damaged: list[Region] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class StorageFile(Protocol):
+    storage: str  # "sqlite3" or "mcap"
+    topics: list[Topic]  # in the storage's own order
+    definitions: list[Definition]
+    #: The newest metadata YAML the file stores (sqlite `metadata` table, MCAP `rosbag2`
+    #: metadata record), or None.
+    stored_metadata: str | None
+    #: sqlite `schema.ros_distro` / MCAP `ROS_DISTRO` metadata, or None.
+    ros_distro: str | None
+    damage: Damage
+
+    def messages(self) -> Iterator[StoredMessage]:
+        """Every complete message, in file order (read once)."""
+        ...
+
+    def skeleton(self) -> bytes:
+        """The file without its messages' data (after `messages()` was read through)."""
+        ...
