@@ -71,12 +71,24 @@ def _candidates(sources: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Pat
                 if path.is_file():
                     yield path, path.parent, True
             continue
-        if source.is_dir():
-            for path in sorted(source.rglob("*")):
-                if path.is_file() and not path.name.endswith(SUFFIX):
-                    yield path, source, False
+        if source.is_dir() and registry.for_directory(source) is None:
+            yield from _found_in(source)
         else:
             yield source, source.parent, True
+
+
+def _found_in(folder: Path) -> Iterator[tuple[Path, Path, bool]]:
+    """The files below `folder`, and the folders a converter takes whole (not entered),
+    in path order."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        here = Path(top)
+        found += [here / name for name in files if not name.endswith(SUFFIX)]
+        whole = {d for d in dirs if registry.for_directory(here / d) is not None}
+        found += [here / name for name in whole]
+        dirs[:] = [d for d in dirs if d not in whole]
+    for path in sorted(found):
+        yield path, folder, False
 
 
 def plan(
@@ -95,7 +107,7 @@ def plan(
         seen.add(path.resolve())
         output = outdir / path.relative_to(root).with_name(path.name + SUFFIX)
         try:
-            size = path.stat().st_size
+            size = registry.input_size(path)
             registry.for_native(path)
         except (NanorecError, OSError) as error:
             if named or (_has_suffix(path) and not isinstance(error, NanorecError)):

@@ -248,12 +248,20 @@ ADOPT_HOOK = "adopt"
 EXPORT_FORMATS = "export_formats"
 
 
+#: Optional too: `converter.sniff_directory(path) -> bool`, whether the folder `path` is
+#: one recording of this format (a ROS 2 bag: `metadata.yaml` and its storage files). Such a
+#: folder is an input like a file: `convert`, every verb and a batch take it whole, and its
+#: export is a folder again.
+DIRECTORY_HOOK = "sniff_directory"
+
+
 def export_forms(converter: object) -> tuple[str, ...]:
     """The `--format` values `converter`'s export adds (see `EXPORT_FORMATS`)."""
     return tuple(getattr(converter, EXPORT_FORMATS, {}))
 
 
 __all__ = [
+    "DIRECTORY_HOOK",
     "SNIFF_BYTES",
     "ConvertReport",
     "Converter",

@@ -21,7 +21,7 @@ import warnings
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from nanorec.contract import SNIFF_BYTES, Converter, Recording
+from nanorec.contract import DIRECTORY_HOOK, SNIFF_BYTES, Converter, Recording
 from nanorec.errors import TruncatedError, UnsupportedError
 from nanorec.reader import ArchiveReader
 
@@ -62,6 +62,9 @@ def get(name: str) -> Converter:
 
 
 def read_head(path: Path) -> bytes:
+    """The first `SNIFF_BYTES` bytes of a file (nothing for a folder)."""
+    if path.is_dir():
+        return b""
     with path.open("rb") as handle:
         return handle.read(SNIFF_BYTES)
 
@@ -70,9 +73,34 @@ def is_archive(head: bytes) -> bool:
     return head[:4] in _ZIP_SIGNATURES
 
 
+def for_directory(path: Path) -> Converter | None:
+    """The converter that takes the folder `path` as one recording (see
+    `contract.DIRECTORY_HOOK`), or None."""
+    if not path.is_dir():
+        return None
+    for converter in converters().values():
+        sniff = getattr(converter, DIRECTORY_HOOK, None)
+        if sniff is not None and sniff(path):
+            return converter  # type: ignore[no-any-return]
+    return None
+
+
+def input_size(path: Path) -> int:
+    """A recording's bytes: a file's size, or the files directly in a recording folder (as
+    rosbag2 counts a bag)."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    return path.stat().st_size
+
+
 def for_native(path: Path, head: bytes | None = None) -> Converter:
-    """The converter whose `sniff` accepts `path`. Raises `UnsupportedError` saying what the
-    file looks like when none does."""
+    """The converter whose `sniff` accepts `path` (a file, or a folder a converter takes
+    whole). Raises `UnsupportedError` saying what the file looks like when none does."""
+    if path.is_dir():
+        found = for_directory(path)
+        if found is None:
+            raise UnsupportedError(f"{path} is a folder, not a recording nanorec knows")
+        return found
     head = read_head(path) if head is None else head
     if not head:
         raise TruncatedError(f"{path} is empty", offset=0)
@@ -168,4 +196,13 @@ def _looks_like(head: bytes) -> str:
         return "unrecognised bytes"
 
 
-__all__ = ["GROUP", "converters", "for_archive", "for_native", "get", "open"]
+__all__ = [
+    "GROUP",
+    "converters",
+    "for_archive",
+    "for_directory",
+    "for_native",
+    "get",
+    "input_size",
+    "open",
+]

@@ -215,7 +215,7 @@ def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
         if verb in _MANY_INPUTS and len(inputs) != 1:
             return args  # a batch may mix formats
         source = inputs[0] if inputs else None
-        name = _format_of(source) if source is not None and source.is_file() else None
+        name = _format_of(source) if source is not None and source.exists() else None
         if name in formats and verb in formats[name].commands:
             return [name, verb, *rest]
         return args

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from nanorec import registry
 from nanorec.atomic import file_sha256
 from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, run
 from nanorec.cli.inputs import (
@@ -102,7 +103,7 @@ def convert(
 
     Example: nanorec convert run.bag -o run.nanover.zip
     """
-    if len(sources) != 1 or sources[0].is_dir():
+    if len(sources) != 1 or (sources[0].is_dir() and not registry.for_directory(sources[0])):
         from nanorec.cli.batch import batch_convert
 
         code = batch_convert(
@@ -126,7 +127,7 @@ def convert(
         options = _options(option)
         with (
             use_layout(STORED if stored else COMPACT),
-            progress_bar("converting", source.stat().st_size) as update,
+            progress_bar("converting", registry.input_size(source)) as update,
         ):
             report = converter.convert(
                 source, out, overwrite=force, progress=update, options=options
@@ -186,8 +187,11 @@ def roundtrip_one(path: Path) -> dict[str, Any]:
         from nanorec.reader import ArchiveReader
 
         with ArchiveReader(archive) as reader:
-            converter.export(reader, back)
-        identical = file_sha256(back) == file_sha256(path)
+            exported = converter.export(reader, back)
+        if path.is_dir():  # a recording folder: its files, each against its recorded hash
+            identical = exported.identical is True
+        else:
+            identical = file_sha256(back) == file_sha256(path)
     return {
         "file": str(path),
         "format": converter.name,

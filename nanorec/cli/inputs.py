@@ -21,9 +21,12 @@ from nanorec.errors import UsageError
 
 
 def check_input(path: Path) -> None:
-    """One wording for an input that is not there, not a file, or empty."""
+    """One wording for an input that is not there, not a file (or a recording folder), or
+    empty."""
     if not path.exists():
         raise UsageError(f"{path}: no such file")
+    if path.is_dir() and registry.for_directory(path) is not None:
+        return
     if not path.is_file():
         raise UsageError(f"{path}: not a regular file")
     if path.stat().st_size == 0:
