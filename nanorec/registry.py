@@ -81,7 +81,7 @@ def for_directory(path: Path) -> Converter | None:
     for converter in converters().values():
         sniff = getattr(converter, DIRECTORY_HOOK, None)
         if sniff is not None and sniff(path):
-            return converter  # type: ignore[no-any-return]
+            return converter
     return None
 
 
