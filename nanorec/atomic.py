@@ -18,6 +18,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -42,8 +43,15 @@ def remove_unfinished() -> None:
     """Remove every partial file still being written: the process is ending early."""
     for partial in list(_UNFINISHED):
         with contextlib.suppress(FileNotFoundError):
-            partial.unlink()
+            _remove(partial)
         release(partial)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 @contextlib.contextmanager
@@ -83,6 +91,38 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        raise
+    finally:
+        release(temp)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[Path]:
+    """`atomic_output` for a folder of files (a ROS 2 bag): yield `.<name>.partial`, which
+    replaces `path` when the block ends without error (a folder replaced whole)."""
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise OutputExistsError(f"{target} exists (use --force to overwrite it)")
+    if not target.parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such directory", str(target.parent))
+    temp = target.with_name(f".{target.name}.partial")
+    if temp.exists():
+        if not overwrite:
+            raise OutputExistsError(
+                f"{temp} exists, left by an interrupted write: remove it (--force removes it)"
+            )
+        _remove(temp)
+    claim(temp)
+    try:
+        temp.mkdir()
+        yield temp
+        if target.exists():
+            if not overwrite:  # appeared while we were writing
+                raise OutputExistsError(f"{target} exists (use --force to overwrite it)")
+            _remove(target)
+        os.replace(temp, target)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
         raise
     finally:
         release(temp)

@@ -51,7 +51,10 @@ class Player:
     - `clock`: monotonic seconds (default `time.monotonic`); `sleep`: waits that many seconds
       (default `time.sleep`); `keys`: instead of `sleep`, waits up to that many seconds
       for a key press and returns it or None; keys go to `handle_key`;
-    - `poll_s`: the longest single wait, so pauses and other threads are noticed promptly.
+    - `poll_s`: the longest single wait, so pauses and other threads are noticed promptly;
+    - `delay`: seconds to wait before the first message; `on_clock`: called with the
+      recording's time (seconds, its own clock) `hz` times a second while waiting, as
+      `rosbag play --clock` publishes it.
 
     Raises `UsageError` for a bad option or a range that selects no message.
     """
@@ -73,9 +76,14 @@ class Player:
         sleep: Callable[[float], None] = time.sleep,
         keys: Callable[[float], str | None] | None = None,
         poll_s: float = 0.1,
+        delay: float = 0.0,
+        on_clock: Callable[[float], None] | None = None,
+        hz: float = 100.0,
     ) -> None:
         if not (math.isfinite(rate) and rate > 0):
             raise UsageError(f"--rate must be a positive number, not {rate}")
+        if not (delay >= 0 and hz > 0):
+            raise UsageError("--delay must be >= 0 and the clock rate > 0")
         if not poll_s > 0:
             raise UsageError(f"poll_s must be positive, not {poll_s}")
         if selection is None:
@@ -104,6 +112,10 @@ class Player:
         self.index: int | None = None
         #: Completed passes over the range (grows with `loop`).
         self.passes = 0
+        self.delay = delay
+        self.on_clock = on_clock
+        self.clock_period = 1.0 / hz
+        self._next_clock = 0.0
 
     # -- control (from the consumer, a key handler or another thread) ----------------------
 
@@ -135,6 +147,19 @@ class Player:
         """End the iteration before the next message."""
         self.stopped = True
 
+    def set_rate(self, rate: float) -> None:
+        """Play at `rate` from now on, the timeline continuing where it is."""
+        if not (math.isfinite(rate) and rate > 0):
+            raise UsageError(f"the rate must be a positive number, not {rate}")
+        self._anchor_us = self.bag_time_us()
+        self._anchor_wall = self._paused_at if self.paused else self._clock()
+        self.rate = float(rate)
+
+    def bag_time_us(self) -> int:
+        """The recording time (µs, its own clock) the timeline maps the present to."""
+        now = self._paused_at if self.paused else self._clock()
+        return self._anchor_us + int((now - self._anchor_wall) * self.rate * 1e6)
+
     def handle_key(self, key: str) -> None:
         """A key press: space pauses/resumes, `s` steps while paused, `q` stops."""
         if key == " ":
@@ -159,6 +184,7 @@ class Player:
 
         `load` runs before the wait, so a slow load does not delay the message.
         """
+        self.wait_delay()
         while not self.stopped:
             self._begin_pass()
             for number in self.numbers:
@@ -170,6 +196,12 @@ class Player:
             self.passes += 1
             if not self.loop:
                 return
+
+    def wait_delay(self) -> None:
+        """The `delay` before the first message (once)."""
+        if self.delay:
+            self.delay, delay = 0.0, self.delay
+            self._idle(delay)
 
     def _begin_pass(self) -> None:
         now = self._clock()
@@ -200,6 +232,21 @@ class Player:
         return False
 
     def _idle(self, seconds: float) -> None:
+        if self.on_clock is None:
+            self._pause_for(seconds)
+            return
+        end = self._clock() + seconds
+        while True:
+            now = self._clock()
+            if now >= self._next_clock:
+                self.on_clock(self.bag_time_us() / 1e6)
+                self._next_clock = now + self.clock_period
+            left = end - now
+            if left <= 0:
+                return
+            self._pause_for(min(left, max(self._next_clock - now, 0.0)))
+
+    def _pause_for(self, seconds: float) -> None:
         if self._keys is None:
             self._sleep(seconds)
             return
@@ -257,7 +304,13 @@ class TerminalKeys:
         if not data:  # the terminal went away: plain waits from now on
             self._eof = True
             return None
+        if data == b"\x1b" and select.select([self.fd], [], [], 0.05)[0]:
+            sequence = os.read(self.fd, 2)  # an arrow key: ESC [ A..D
+            return _ARROWS.get(sequence, "escape")
         return data.decode("latin-1")
+
+
+_ARROWS = {b"[A": "up", b"[B": "down", b"[C": "right", b"[D": "left"}
 
 
 __all__ = ["Player", "TerminalKeys"]

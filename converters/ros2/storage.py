@@ -10,7 +10,7 @@ So an archive holds each message's data once, and the rest of the file once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -78,3 +78,41 @@ class StorageFile(Protocol):
     def skeleton(self) -> bytes:
         """The file without its messages' data (after `messages()` was read through)."""
         ...
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def storage_of(head: bytes) -> str | None:
+    """"sqlite3" or "mcap" for a storage file starting with `head`, else None."""
+    if head.startswith(SQLITE_MAGIC):
+        return "sqlite3"
+    if head.startswith(MCAP_MAGIC):
+        return "mcap"
+    return None
+
+
+def open_storage(storage: str, buf: bytes | memoryview) -> StorageFile:
+    """The storage file `buf` (a sqlite3 or MCAP file's bytes)."""
+    if storage == "sqlite3":
+        from .db3 import open_db3
+
+        return open_db3(buf)
+    from .mcap_file import open_mcap
+
+    return open_mcap(buf)
+
+
+def join(
+    storage: str, skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
+) -> Iterator[bytes | memoryview]:
+    """The pieces of a storage file: its skeleton with `datas` (file order) put back."""
+    if storage == "sqlite3":
+        from .db3 import join_db3
+
+        return join_db3(skeleton, datas)
+    from .mcap_file import join_mcap
+
+    return join_mcap(skeleton, datas)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -29,8 +28,9 @@ from nanorec.cli.options import (
     TableFormat,
 )
 from nanorec.cli.surface import check_choice, verb_command
+from nanorec.cli.topics import Undecodable, decoded_line, play_lines
 from nanorec.cli.verbs import terminal_player
-from nanorec.errors import FormatError, NanorecError, UsageError
+from nanorec.errors import NanorecError, UsageError
 from nanorec.selection import Selection
 from nanorec.timezones import parse_zone
 
@@ -130,7 +130,7 @@ def cat_command(
         selection = Selection.make(
             start=start, end=end, duration=duration, messages=messages, kinds=wanted
         )
-        with opened(file) as recording, _Undecodable(recording):
+        with opened(file) as recording, Undecodable(recording):
             numbers = selection.chosen(recording.reader.index).tolist()
             chosen = wanted or recording.table_kinds()
             unknown = sorted(set(chosen) - set(recording.table_kinds()))
@@ -140,7 +140,7 @@ def cat_command(
             if fmt == "csv" and len(chosen) != 1:
                 raise UsageError("CSV holds one table: give one --topic")
             if not wanted:
-                write_ndjson(map(_line(recording), numbers), sys.stdout)
+                write_ndjson(map(decoded_line(recording), numbers), sys.stdout)
             else:
                 for topic in chosen:
                     (write_csv if fmt == "csv" else write_ndjson)(
@@ -154,49 +154,6 @@ def cat_command(
 def _merged(kinds: list[str] | None, topics: list[str] | None) -> list[str] | None:
     """The common `--topic`s and rosbag's `--topics`, as one list (None: every topic)."""
     return [*(kinds or ()), *(topics or ())] or None
-
-
-class _Undecodable:
-    """While open, a payload that does not decode comes out as its bytes with a warning on
-    stderr (the first few; then a count at the end), and the rest of the bag still plays."""
-
-    SHOWN = 10
-
-    def __init__(self, recording: Any) -> None:
-        self.recording = recording
-        self.count = 0
-
-    def __enter__(self) -> None:
-        self.recording.on_undecodable = self
-
-    def __exit__(self, *exc: object) -> None:
-        self.recording.on_undecodable = None
-        if self.count > self.SHOWN:
-            typer.echo(
-                f"nanorec: warning: {self.count} messages did not decode (printed as bytes)",
-                err=True,
-            )
-
-    def __call__(self, error: FormatError) -> None:
-        self.count += 1
-        if self.count <= self.SHOWN:
-            typer.echo(f"nanorec: warning: {error}; printed as bytes", err=True)
-
-
-def _line(recording: Any) -> Any:
-    def line(number: int) -> dict[str, Any]:
-        row = recording.decoded(number)
-        ns = row.pop("time")
-        return {
-            "number": number,
-            "topic": row["topic"],
-            "type": row["type"],
-            "time_ns": ns,
-            "time_s": ns / 1e9,
-            "message": row["message"],
-        }
-
-    return line
 
 
 @verb_command(
@@ -251,7 +208,7 @@ def play_command(
             if not isinstance(recording, BagRecording):
                 raise UsageError(f"{file} is not a ROS bag")
             with (
-                _Undecodable(recording),
+                Undecodable(recording),
                 terminal_player(
                     recording,
                     pause,
@@ -266,36 +223,9 @@ def play_command(
                     hz=hz,
                 ) as player,
             ):
-                _play(recording, player, immediate=immediate, quiet=quiet)
+                if recording.meta.unindexed:
+                    typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
+                play_lines(recording, player, immediate=immediate, quiet=quiet)
         sys.stdout.flush()
 
     run(action)
-
-
-def _play(recording: Any, player: Any, *, immediate: bool, quiet: bool) -> None:
-    """Print the player's messages as NDJSON, and rosbag's status line on stderr."""
-    from nanorec.tables import dumps
-
-    if recording.meta.unindexed:
-        typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
-    origin, total = recording.start_time, recording.duration
-    status = 0.0
-    try:
-        for row in player.paced(_line(recording)):
-            sys.stdout.write(dumps(row) + "\n")
-            if not immediate:
-                sys.stdout.flush()
-            if not quiet and time.monotonic() - status > 0.1:
-                status = time.monotonic()
-                state = "PAUSED " if player.paused else "RUNNING"
-                elapsed = row["time_s"] - origin
-                sys.stderr.write(
-                    f"\r [{state}]  Bag Time: {row['time_s']:13.6f}   "
-                    f"Duration: {elapsed:.6f} / {total:.6f}               \r"
-                )
-    except BaseException:
-        if status:
-            sys.stderr.write("\n")  # an error's line starts on a line of its own
-        raise
-    if not quiet:
-        sys.stderr.write("\nDone.\n")

@@ -29,24 +29,13 @@ T = TypeVar("T")
 
 class BagPlayer(Player):
     def __init__(
-        self,
-        rec: BagRecording,
-        *,
-        delay: float = 0.0,
-        skip_empty: float | None = None,
-        on_clock: Callable[[float], None] | None = None,
-        hz: float = 100.0,
-        **options: Any,
+        self, rec: BagRecording, *, skip_empty: float | None = None, **options: Any
     ) -> None:
         super().__init__(rec, **options)
-        if delay < 0 or (skip_empty is not None and skip_empty <= 0) or hz <= 0:
-            raise UsageError("--delay must be >= 0, --skip-empty and --hz > 0")
+        if skip_empty is not None and skip_empty <= 0:
+            raise UsageError("--skip-empty must be > 0")
         self.bag = rec
-        self.delay = delay
         self.skip_empty_us = None if skip_empty is None else int(skip_empty * 1e6)
-        self.on_clock = on_clock
-        self.clock_period = 1.0 / hz
-        self._next_clock = 0.0
         #: Latched messages replayed before the start (archive numbers, in ROS's order).
         self.latched = self._latched()
 
@@ -70,8 +59,7 @@ class BagPlayer(Player):
         return found
 
     def paced(self, load: Callable[[int], T]) -> Iterator[T]:
-        if self.delay:
-            self._idle(self.delay)
+        self.wait_delay()
         for number in self.latched:
             self.index = number
             yield load(number)
@@ -83,23 +71,3 @@ class BagPlayer(Player):
             if gap > self.skip_empty_us:  # jump: the gap takes no wall time
                 self._anchor_us += gap
         return super()._wait(stamp_us)
-
-    def bag_time_us(self) -> int:
-        """The bag time the translator maps the present to."""
-        now = self._paused_at if self.paused else self._clock()
-        return self._anchor_us + int((now - self._anchor_wall) * self.rate * 1e6)
-
-    def _idle(self, seconds: float) -> None:
-        if self.on_clock is None:
-            super()._idle(seconds)
-            return
-        end = self._clock() + seconds
-        while True:
-            now = self._clock()
-            if now >= self._next_clock:
-                self.on_clock(self.bag_time_us() / 1e6)
-                self._next_clock = now + self.clock_period
-            left = end - now
-            if left <= 0:
-                return
-            super()._idle(min(left, max(self._next_clock - now, 0.0)))

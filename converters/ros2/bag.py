@@ -1,0 +1,175 @@
+"""Which files make a ROS 2 bag: its `metadata.yaml` and its storage files, in bag order.
+
+A bag is a folder (rosbag2 writes `metadata.yaml` and `<name>_<N>.db3|.mcap`, each
+`<file>.zstd` when compressed per file), or one storage file given alone. The order is the
+one `metadata.yaml` lists (`relative_file_paths`); without it (a crashed bag, reindex's
+input) the split number `_<N>` decides, as `ros2 bag reindex` does. SQLite sidecars
+(`-shm`, `-wal`) are not part of a bag's content and are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from nanorec.errors import FormatError, UnsupportedError
+
+from .storage import SQLITE_MAGIC, ZSTD_MAGIC, storage_of
+
+METADATA: Final = "metadata.yaml"
+METADATA_KEY: Final = b"rosbag2_bagfile_information"
+SUFFIXES: Final = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
+ZSTD: Final = ".zstd"
+_SPLIT: Final = re.compile(r"_(\d+)\.(db3|mcap)(\.zstd)?$")
+
+
+@dataclass(frozen=True)
+class BagFile:
+    path: Path
+    name: str  # as metadata.yaml names it (relative to the folder)
+    compressed: bool  # rosbag2's per-file zstd compression (`<file>.zstd`)
+
+
+@dataclass
+class BagLayout:
+    root: Path
+    folder: bool  # a bag folder (else one storage file)
+    metadata: bytes | None  # metadata.yaml as it is
+    files: list[BagFile]
+    notes: list[str] = field(default_factory=list)
+
+
+def _head(path: Path, size: int = 64) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(size)
+    except OSError:
+        return b""
+
+
+def is_storage_head(head: bytes) -> bool:
+    """A sqlite3 or MCAP file, or a zstd frame (a compressed storage file)."""
+    return storage_of(head) is not None or head.startswith(ZSTD_MAGIC)
+
+
+def is_bag_folder(path: Path) -> bool:
+    """A folder holding a rosbag2 `metadata.yaml` or a storage file."""
+    if not path.is_dir():
+        return False
+    if METADATA_KEY in _head(path / METADATA, 4096):
+        return True
+    return any(_storage_files(path))
+
+
+def _storage_files(folder: Path) -> list[Path]:
+    found = []
+    for path in folder.iterdir():
+        name = path.name.lower()
+        if path.is_file() and name.endswith(SUFFIXES) and is_storage_head(_head(path)):
+            found.append(path)
+    return found
+
+
+def _split_order(path: Path) -> tuple[int, str]:
+    match = _SPLIT.search(path.name)
+    return (int(match.group(1)) if match else 1 << 62, path.name)
+
+
+def locate(path: Path) -> BagLayout:
+    """The bag at `path` (a folder or one storage file)."""
+    if not path.is_dir():
+        compressed = path.name.endswith(ZSTD) or _head(path).startswith(ZSTD_MAGIC)
+        return BagLayout(path, False, None, [BagFile(path, path.name, compressed)])
+    layout = BagLayout(path, True, None, [])
+    meta_path = path / METADATA
+    listed: list[str] = []
+    if meta_path.is_file():
+        layout.metadata = meta_path.read_bytes()
+        try:
+            listed = listed_files(layout.metadata)
+        except FormatError as error:
+            layout.notes.append(f"{METADATA} unreadable ({error.message}): files found by name")
+    else:
+        layout.notes.append(f"no {METADATA} (a crashed bag?): files found by name")
+    seen: set[Path] = set()
+    for name in listed:
+        found = _resolve(path, name)
+        if found is None:
+            layout.notes.append(f"{METADATA} lists {name}, which is not in the folder")
+            continue
+        seen.add(found)
+        layout.files.append(BagFile(found, found.name, name.endswith(ZSTD)))
+    for extra in sorted(_storage_files(path), key=_split_order):
+        if extra not in seen:
+            if listed:
+                layout.notes.append(f"{extra.name} is not listed in {METADATA}")
+            layout.files.append(BagFile(extra, extra.name, extra.name.endswith(ZSTD)))
+    if not layout.files:
+        raise FormatError(f"{path}: a bag folder without storage files (.db3, .mcap)")
+    return layout
+
+
+def _resolve(folder: Path, name: str) -> Path | None:
+    """A listed file: relative to the folder, or (older writers named the folder too) by
+    its last component."""
+    for candidate in (folder / name, folder / Path(name).name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def listed_files(metadata: bytes) -> list[str]:
+    """`relative_file_paths` of a metadata.yaml."""
+    info = bagfile_information(metadata)
+    paths = info.get("relative_file_paths") or []
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise FormatError("relative_file_paths is not a list of names")
+    return paths
+
+
+def bagfile_information(metadata: bytes) -> dict[str, Any]:
+    """The `rosbag2_bagfile_information` map of a metadata.yaml."""
+    yaml = extra("yaml")
+
+    try:
+        document = yaml.safe_load(metadata.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise FormatError(f"not YAML: {str(error).splitlines()[0]}") from None
+    info = document.get(METADATA_KEY.decode()) if isinstance(document, dict) else None
+    if not isinstance(info, dict):
+        raise FormatError(f"no {METADATA_KEY.decode()} map")
+    return info
+
+
+def extra(module: str) -> Any:
+    """A module of the `ros` extra, or an error saying how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UnsupportedError(
+            f"ROS 2 bags need {module} (pip install 'nanorec[ros]')"
+        ) from None
+
+
+def sniff_file(head: bytes) -> bool:
+    """One storage file given alone (whether a sqlite3 file holds rosbag2's tables is
+    checked when it is opened), or one compressed per file: a zstd frame whose first bytes
+    inflate to one."""
+    if storage_of(head) is not None:
+        return True
+    if not head.startswith(ZSTD_MAGIC):
+        return False
+    try:
+        import zstandard
+    except ImportError:  # without the extra, a compressed storage file is not recognised
+        return False
+
+    try:
+        inflated = zstandard.ZstdDecompressor().decompressobj().decompress(head)
+    except zstandard.ZstdError:
+        return False
+    return storage_of(inflated[: len(SQLITE_MAGIC)]) is not None

@@ -1,0 +1,309 @@
+"""ROS 2 bag -> nanorec archive, and the facts export needs to give every file back.
+
+One archive message per bag message, in receive-time order (ties: bag order), keyed by its
+topic: `{topic: {"timestamp": ns, "data": bytes}}`, `data` as the storage holds it (CDR, or
+a zstd frame in rosbag2's MESSAGE compression). Each storage file's *skeleton* (what is not
+message data, see `storage.py`) is the member `ros2-skeleton-<i>.bin`; the columns
+`ros2-file.bin` and `ros2-rank.bin` say, per archive message, which file holds it and where
+in that file's order, so export can put every datum back; `ros2-time.bin` holds its time in
+nanoseconds (the index keeps microseconds). The member `ros2.msgpack.zlib`
+holds the rest: `metadata.yaml` as it was, and per file its name, hash, topics,
+definitions and damage. A file compressed per file (`<file>.zstd`) is kept as it is
+(`ros2-zstd-<i>.bin`): zstd output differs between library versions, so it cannot be
+rebuilt from the inflated file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import mmap
+import tempfile
+import zlib
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+import msgpack
+import numpy as np
+
+from nanorec.contract import Region
+from nanorec.errors import FormatError, NanorecError, OutputExistsError
+from nanorec.writer import ArchiveWriter
+
+from .bag import BagFile, BagLayout, extra, locate
+from .storage import StorageFile, open_storage, storage_of
+
+SOURCE_FORMAT: Final = "ros2"
+META_MEMBER: Final = "ros2.msgpack.zlib"
+FILE_MEMBER: Final = "ros2-file.bin"
+RANK_MEMBER: Final = "ros2-rank.bin"
+TIME_MEMBER: Final = "ros2-time.bin"
+FILE_DTYPE: Final = "<u2"
+RANK_DTYPE: Final = "<u4"
+META_VERSION: Final = 1
+#: A per-file compressed storage file inflates to at most this many times its size.
+MAX_INFLATE: Final = 1 << 40
+
+
+def skeleton_member(index: int) -> str:
+    return f"ros2-skeleton-{index}.bin"
+
+
+def zstd_member(index: int) -> str:
+    return f"ros2-zstd-{index}.bin"
+
+
+@dataclass
+class Converted:
+    messages: int
+    source_size: int
+    sha256: str
+    cut: Region | None = None
+    damaged: list[Region] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def folder_sha256(files: list[tuple[str, str]]) -> str:
+    """A bag folder's hash: of each file's name and sha256, in bag order."""
+    digest = hashlib.sha256()
+    for name, sha in files:
+        digest.update(f"{name}\0{sha}\n".encode())
+    return digest.hexdigest()
+
+
+def convert(
+    source: Path,
+    output: Path,
+    *,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Converted:
+    """Convert the bag at `source` (a folder or one storage file) into `output`."""
+    if output.exists() and not overwrite:
+        raise OutputExistsError(f"{output} exists (use --force to overwrite it)")
+    layout = locate(source)
+    with contextlib.ExitStack() as stack:
+        spool = stack.enter_context(
+            tempfile.TemporaryFile(dir=output.parent, prefix=".nanorec-ros2-")
+        )
+        columns = {k: array("q") for k in ("time", "file", "rank", "at", "topic")}
+        lengths: array[int] = array("q")
+        topics: list[str] = []
+        entries, done = [], 0
+        for index, bag_file in enumerate(layout.files):
+            entry = _scan_file(bag_file, index, spool, columns, lengths, topics, stack)
+            entries.append(entry)
+            done += entry["size"]
+            if progress is not None:
+                progress(done)
+        return _write(layout, entries, spool, columns, lengths, topics, output, overwrite)
+
+
+def _scan_file(
+    bag_file: BagFile,
+    index: int,
+    spool: IO[bytes],
+    columns: dict[str, array[int]],
+    lengths: array[int],
+    topics: list[str],
+    stack: contextlib.ExitStack,
+) -> dict[str, Any]:
+    """Spool one storage file's messages; its facts for the meta member."""
+    handle = stack.enter_context(bag_file.path.open("rb"))
+    raw = _mapped(handle)
+    digest = hashlib.sha256(raw).hexdigest()
+    size = len(raw)
+    buf: Any = raw
+    if bag_file.compressed:
+        buf = _inflated(raw, bag_file, stack)
+    storage = storage_of(bytes(buf[:16]))
+    if storage is None:
+        raise FormatError(f"{bag_file.name}: neither a sqlite3 nor an MCAP file", offset=0)
+    try:
+        stored = open_storage(storage, buf)
+    except NanorecError as error:
+        raise type(error)(f"{bag_file.name}: {error.message}", offset=error.offset) from None
+    names = {topic.key: topic.name for topic in stored.topics}
+    position = {name: n for n, name in enumerate(topics)}
+    count = 0
+    for rank, message in enumerate(stored.messages()):
+        name = names.get(message.topic, f"topic:{message.topic}")
+        if name not in position:
+            position[name] = len(topics)
+            topics.append(name)
+        columns["time"].append(message.timestamp)
+        columns["file"].append(index)
+        columns["rank"].append(rank)
+        columns["at"].append(spool.tell())
+        lengths.append(len(message.data))
+        spool.write(message.data)
+        columns["topic"].append(position[name])
+        count += 1
+    return {
+        "name": bag_file.name,
+        "compressed": bag_file.compressed,
+        "storage": storage,
+        "size": size,
+        "sha256": digest,
+        "messages": count,
+        "skeleton": stored.skeleton(),
+        **_facts(stored),
+    }
+
+
+def _facts(stored: StorageFile) -> dict[str, Any]:
+    damage = stored.damage
+    extra = {
+        name: getattr(stored, name)
+        for name in ("schema_version", "page_size", "profile", "library", "statistics")
+        if getattr(stored, name, None) is not None
+    }
+    return {
+        "topics": [asdict(topic) for topic in stored.topics],
+        "definitions": [asdict(definition) for definition in stored.definitions],
+        "stored_metadata": stored.stored_metadata,
+        "ros_distro": stored.ros_distro,
+        "cut": None if damage.cut is None else asdict(damage.cut),
+        "damaged": [asdict(region) for region in damage.damaged],
+        "notes": list(damage.notes),
+        "extra": _plain(extra),
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Storage facts as msgpack can hold them (dataclasses as maps)."""
+    if hasattr(value, "__dataclass_fields__"):
+        return _plain(asdict(value))
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _mapped(handle: IO[bytes]) -> Any:
+    handle.seek(0, 2)
+    if not handle.tell():
+        return b""
+    return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _inflated(raw: Any, bag_file: BagFile, stack: contextlib.ExitStack) -> Any:
+    """A per-file compressed storage file, inflated into a temporary file (streamed: a big
+    bag never sits in memory)."""
+    zstandard = extra("zstandard")
+    target = stack.enter_context(tempfile.TemporaryFile(prefix=".nanorec-ros2-zstd-"))
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(memoryview(raw)) as reader:
+            while block := reader.read(1 << 20):
+                target.write(block)
+                if target.tell() > MAX_INFLATE:
+                    raise FormatError(f"{bag_file.name} inflates past {MAX_INFLATE} bytes")
+    except zstandard.ZstdError as error:
+        raise FormatError(f"{bag_file.name}: zstd: {error}", offset=0) from None
+    target.flush()
+    return _mapped(target)
+
+
+def _write(
+    layout: BagLayout,
+    entries: list[dict[str, Any]],
+    spool: IO[bytes],
+    columns: dict[str, array[int]],
+    lengths: array[int],
+    topics: list[str],
+    output: Path,
+    overwrite: bool,
+) -> Converted:
+    times = np.frombuffer(columns["time"], np.int64)
+    order = np.argsort(times, kind="stable")  # ties stay in bag order
+    starts = np.frombuffer(columns["at"], np.int64)
+    sizes = np.frombuffer(lengths, np.int64)
+    topic_of = np.frombuffer(columns["topic"], np.int64)
+    spool.flush()
+    data: Any = _mapped(spool)
+    hashes = [(e["name"], e["sha256"]) for e in entries]
+    if layout.metadata is not None:
+        hashes.insert(0, ("metadata.yaml", hashlib.sha256(layout.metadata).hexdigest()))
+    sha = folder_sha256(hashes) if layout.folder else entries[0]["sha256"]
+    source_size = sum(e["size"] for e in entries) + len(layout.metadata or b"")
+    with ArchiveWriter(
+        output,
+        overwrite=overwrite,
+        source_format=SOURCE_FORMAT,
+        source={"name": layout.root.name, "size": source_size, "sha256": sha},
+    ) as writer:
+        packer = msgpack.Packer()
+        view = memoryview(data)
+        for number in order.tolist():
+            at = int(starts[number])
+            topic = topics[int(topic_of[number])]
+            value = {"timestamp": int(times[number]), "data": view[at : at + int(sizes[number])]}
+            writer.write_packed(
+                packer.pack({topic: value}), types=(topic,), timestamp_us=int(times[number]) // 1000
+            )
+        del view
+        for index, entry in enumerate(entries):
+            writer.add_member(skeleton_member(index), entry.pop("skeleton"))
+            if entry["compressed"]:
+                with (layout.files[index].path).open("rb") as handle:
+                    writer.add_member(zstd_member(index), _chunks(handle))
+        writer.add_member(TIME_MEMBER, times[order].astype("<i8").tobytes())
+        writer.add_member(FILE_MEMBER, _column(columns["file"], order, FILE_DTYPE))
+        writer.add_member(RANK_MEMBER, _column(columns["rank"], order, RANK_DTYPE))
+        meta = {
+            "version": META_VERSION,
+            "folder": layout.folder,
+            "metadata": layout.metadata,
+            "notes": layout.notes,
+            "files": entries,
+        }
+        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
+    if isinstance(data, mmap.mmap):
+        with contextlib.suppress(BufferError):
+            data.close()
+    return _report(layout, entries, len(order), source_size, sha)
+
+
+def _column(values: array[int], order: Any, dtype: str) -> bytes:
+    column = np.frombuffer(values, np.int64)[order]
+    if len(column) and column.max() > np.iinfo(np.dtype(dtype)).max:
+        raise FormatError(f"a bag beyond {np.iinfo(np.dtype(dtype)).max} files or messages")
+    return column.astype(dtype).tobytes()
+
+
+def _chunks(handle: IO[bytes]) -> Iterator[bytes]:
+    while block := handle.read(1 << 20):
+        yield block
+
+
+def _report(
+    layout: BagLayout, entries: list[dict[str, Any]], count: int, size: int, sha: str
+) -> Converted:
+    done = Converted(count, size, sha, notes=list(layout.notes))
+    last = len(entries) - 1
+    for index, entry in enumerate(entries):
+        for region in entry["damaged"]:
+            done.damaged.append(_in(entry, region))
+        if entry["cut"] is not None:
+            cut = _in(entry, entry["cut"])
+            if index == last:
+                done.cut = cut
+            else:  # only the file being written when the writer died may end early
+                done.damaged.append(cut)
+        done.notes += [f"{entry['name']}: {note}" for note in entry["notes"]]
+    done.details = {
+        "storage": sorted({e["storage"] for e in entries}),
+        "files": [e["name"] for e in entries],
+        "compressed_files": sum(1 for e in entries if e["compressed"]),
+        "notes": done.notes,
+    }
+    return done
+
+
+def _in(entry: dict[str, Any], region: dict[str, Any]) -> Region:
+    return Region(region["offset"], region["length"], f"{entry['name']}: {region['reason']}")

@@ -1,0 +1,115 @@
+"""The ROS 2 bag converter, registered under the entry-point group `nanorec.converters`.
+
+A thin adapter from the contract to `convert.py`, `export.py`, `cut.py` and
+`Ros2Recording`; imports are deferred so listing formats costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from nanorec.contract import ConvertReport, ExportReport, Progress
+from nanorec.errors import UsageError
+
+from .bag import is_bag_folder, sniff_file
+
+if TYPE_CHECKING:
+    import typer
+
+    from nanorec.reader import ArchiveReader
+    from nanorec.selection import Selection
+
+    from .recording import Ros2Recording
+
+
+class Ros2Converter:
+    """ROS 2 bags: a bag folder or one storage file; sqlite3 and MCAP storage; rosbag2's
+    zstd compression per file or per message; crashed bags."""
+
+    name = "ros2"
+    title = "ROS 2 bag"
+    suffixes = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
+    export_formats: ClassVar[Mapping[str, str]] = {
+        "indexed": "a new bag with a correct metadata.yaml (the repair of a crashed bag)"
+    }
+
+    def sniff(self, head: bytes) -> bool:
+        return sniff_file(head)
+
+    def sniff_directory(self, path: Path) -> bool:
+        return is_bag_folder(path)
+
+    def convert(
+        self,
+        source: Path,
+        output: Path,
+        *,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ConvertReport:
+        from nanorec.registry import input_size
+
+        from .convert import convert
+
+        total = input_size(source)
+        done = convert(
+            source,
+            output,
+            overwrite=overwrite,
+            progress=None if progress is None else (lambda n: progress(n, total)),
+        )
+        return ConvertReport(
+            source=source,
+            output=output,
+            format=self.name,
+            messages=done.messages,
+            source_size=done.source_size,
+            archive_size=output.stat().st_size,
+            sha256=done.sha256,
+            cut=done.cut,
+            damaged=done.damaged,
+            details=done.details,
+        )
+
+    def export(
+        self,
+        reader: ArchiveReader,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """The exact bag without a selection; else (or with `options={"format": "indexed"}`,
+        the repair of a crashed bag) a new bag of the selected messages. Option `storage`:
+        sqlite3 or mcap (default: the source's)."""
+        opts = dict(options or {})
+        form = opts.get("format") or "native"
+        if form not in ("native", "indexed"):
+            raise UsageError(f"a ROS 2 bag exports as native or indexed, not {form!r}")
+        if (selection is None or selection.everything) and form == "native":
+            from .export import export_exact
+
+            return export_exact(reader, output, overwrite=overwrite)
+        from .cut import export_selection
+
+        return export_selection(
+            reader, output, selection=selection, overwrite=overwrite, storage=opts.get("storage")
+        )
+
+    def open_archive(self, reader: ArchiveReader) -> Ros2Recording:
+        from .recording import Ros2Recording
+
+        return Ros2Recording(reader)
+
+    def commands(self) -> typer.Typer | None:
+        from .cli import app
+
+        return app
+
+
+CONVERTER = Ros2Converter()

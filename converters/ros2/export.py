@@ -1,0 +1,69 @@
+"""Archive -> ROS 2 bag: every file of the bag back byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from nanorec.atomic import atomic_folder, write_hashed
+from nanorec.contract import ExportReport
+from nanorec.errors import FormatError
+from nanorec.reader import ArchiveReader
+
+from .bag import METADATA
+from .convert import folder_sha256, skeleton_member, zstd_member
+from .meta import Ros2Meta
+from .storage import join
+
+
+def data_of(reader: ArchiveReader, number: int) -> bytes | memoryview:
+    """The stored data of archive message `number`."""
+    for value in reader[number].values():
+        if isinstance(value, dict) and "data" in value:
+            data: bytes | memoryview = value["data"]
+            return data
+    raise FormatError(f"archive message {number} is not a ROS 2 bag message")
+
+
+def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[bytes | memoryview]:
+    """Bag file `index`, as consecutive pieces."""
+    entry = meta.files[index]
+    if entry["compressed"]:
+        yield from reader.member_chunks(zstd_member(index))
+        return
+    numbers = meta.numbers_of_file(index)
+    datas = (data_of(reader, number) for number in numbers.tolist())
+    yield from join(entry["storage"], reader.member(skeleton_member(index)), datas)
+
+
+def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> ExportReport:
+    """The bag as it was: a folder again (metadata.yaml and every storage file), or the one
+    storage file it was."""
+    meta = Ros2Meta(reader)
+    expected = reader.source_sha256
+    if not meta.folder:
+        size, sha = write_hashed(output, file_pieces(reader, meta, 0), overwrite=overwrite)
+        return ExportReport(output, size, sha, len(reader), _same(sha, expected))
+    hashes: list[tuple[str, str]] = []
+    total = 0
+    with atomic_folder(output, overwrite=overwrite) as folder:
+        if meta.metadata is not None:
+            (folder / METADATA).write_bytes(meta.metadata)
+            hashes.append((METADATA, hashlib.sha256(meta.metadata).hexdigest()))
+            total += len(meta.metadata)
+        for index, entry in enumerate(meta.files):
+            if Path(entry["name"]).name != entry["name"]:
+                raise FormatError(f"a bag file named {entry['name']!r} (not a plain name)")
+            target = folder / entry["name"]
+            size, sha = write_hashed(target, file_pieces(reader, meta, index))
+            hashes.append((entry["name"], sha))
+            total += size
+    sha = folder_sha256(hashes)
+    return ExportReport(
+        output, total, sha, len(reader), _same(sha, expected), {"files": [n for n, _ in hashes]}
+    )
+
+
+def _same(sha: str, expected: str | None) -> bool | None:
+    return None if expected is None else sha == expected

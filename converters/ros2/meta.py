@@ -1,0 +1,100 @@
+"""`Ros2Meta`: what a ROS 2 archive holds beside its messages (see `convert.py`)."""
+
+from __future__ import annotations
+
+import zlib
+from functools import cached_property
+from typing import Any
+
+import msgpack
+import numpy as np
+from numpy.typing import NDArray
+
+from nanorec.errors import FormatError
+from nanorec.reader import ArchiveReader
+
+from .convert import (
+    FILE_DTYPE,
+    FILE_MEMBER,
+    META_MEMBER,
+    META_VERSION,
+    RANK_DTYPE,
+    RANK_MEMBER,
+    TIME_MEMBER,
+)
+from .storage import Definition, Topic
+
+
+class Ros2Meta:
+    def __init__(self, reader: ArchiveReader) -> None:
+        self.reader = reader
+        try:
+            meta = msgpack.unpackb(zlib.decompress(reader.member(META_MEMBER)))
+        except (KeyError, zlib.error, ValueError, msgpack.UnpackException) as error:
+            raise FormatError(f"not a ROS 2 archive: {META_MEMBER} unreadable ({error})") from None
+        if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
+            raise FormatError(f"{META_MEMBER}: unknown layout version")
+        self.folder: bool = bool(meta["folder"])
+        self.metadata: bytes | None = meta["metadata"]
+        self.notes: list[str] = meta["notes"]
+        self.files: list[dict[str, Any]] = meta["files"]
+
+    @cached_property
+    def file(self) -> NDArray[Any]:
+        """Per archive message, the index of the bag file holding it."""
+        return np.frombuffer(self.reader.member(FILE_MEMBER), FILE_DTYPE)
+
+    @cached_property
+    def time(self) -> NDArray[np.int64]:
+        """Per archive message, its receive time in ns since the epoch."""
+        return np.frombuffer(self.reader.member(TIME_MEMBER), "<i8")
+
+    @cached_property
+    def rank(self) -> NDArray[Any]:
+        """Per archive message, its place in its file's order."""
+        return np.frombuffer(self.reader.member(RANK_MEMBER), RANK_DTYPE)
+
+    def numbers_of_file(self, index: int) -> NDArray[np.int64]:
+        """The archive messages of bag file `index`, in that file's order."""
+        numbers = np.flatnonzero(self.file == index)
+        return numbers[np.argsort(self.rank[numbers], kind="stable")]
+
+    def topics(self, index: int) -> list[Topic]:
+        return [Topic(**topic) for topic in self.files[index]["topics"]]
+
+    @cached_property
+    def types(self) -> dict[str, str]:
+        """Topic name -> type, over every file (the first file declaring it wins)."""
+        found: dict[str, str] = {}
+        for index in range(len(self.files)):
+            for topic in self.topics(index):
+                found.setdefault(topic.name, topic.type)
+        return found
+
+    @cached_property
+    def definitions(self) -> dict[str, Definition]:
+        """Type -> the definition the bag carries (the first non-empty one)."""
+        found: dict[str, Definition] = {}
+        for entry in self.files:
+            for item in entry["definitions"]:
+                definition = Definition(**item)
+                if definition.text and definition.type not in found:
+                    found[definition.type] = definition
+        return found
+
+    @property
+    def compression(self) -> tuple[str, str]:
+        """rosbag2's (compression_format, compression_mode), from metadata.yaml."""
+        from .bag import bagfile_information
+
+        for text in [self.metadata, *(f["stored_metadata"] for f in self.files)]:
+            if not text:
+                continue
+            try:
+                info = bagfile_information(text if isinstance(text, bytes) else text.encode())
+            except FormatError:
+                continue
+            return str(info.get("compression_format") or ""), str(
+                info.get("compression_mode") or ""
+            )
+        return "", ""

@@ -1,0 +1,160 @@
+"""`Ros2Recording`: a converted ROS 2 bag as a `nanorec.contract.Recording`.
+
+Message kinds are topics; `message(n).value` is the decoded message (a dict, numeric arrays
+as numpy arrays), decoded from the definitions the bag carries, or from `.msg` files found
+under `msg_path` for a bag without them; a message that cannot be decoded comes out as its
+bytes (`on_undecodable` is told). `raw(n)` gives the data exactly as stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nanorec.errors import FormatError, UsageError
+from nanorec.reader import ArchiveReader
+from nanorec.recording import ArchiveRecording
+from nanorec.selection import Selection
+from nanorec.tables import flatten
+
+from .export import data_of
+from .meta import Ros2Meta
+
+if TYPE_CHECKING:
+    from .cdr import Decoder
+    from .play import Ros2Player
+
+
+class Ros2Recording(ArchiveRecording):
+    format = "ros2"
+
+    def __init__(self, reader: ArchiveReader, msg_path: Sequence[Path] = ()) -> None:
+        super().__init__(reader)
+        self.meta = Ros2Meta(reader)
+        self.msg_path = list(msg_path)
+        #: Told of each message that does not decode, which then comes out as its bytes
+        #: (`cat` and `play` warn and go on); None: `decode` raises the `FormatError`.
+        self.on_undecodable: Callable[[FormatError], None] | None = None
+
+    def close(self) -> None:
+        for cached in ("time", "file", "rank"):  # views of the mapping
+            self.meta.__dict__.pop(cached, None)
+        super().close()
+
+    # -- messages ------------------------------------------------------------------------
+
+    def time_ns(self, number: int) -> int:
+        """The message's receive time, in integer nanoseconds since the Unix epoch."""
+        return int(self.meta.time[self.reader.index.normalize(number)])
+
+    def raw(self, number: int) -> bytes:
+        """The message's data exactly as the bag stores it."""
+        return bytes(data_of(self.reader, number))
+
+    def serialized(self, number: int) -> bytes:
+        """The message's CDR bytes (inflated when the bag compresses each message)."""
+        data = self.raw(number)
+        if self.meta.compression[1].upper() == "MESSAGE":
+            from .bag import extra
+
+            zstandard = extra("zstandard")
+            try:
+                return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
+            except zstandard.ZstdError as error:
+                raise FormatError(f"message {number}: zstd: {error}") from None
+        return data
+
+    def type_of(self, topic: str) -> str:
+        return self.meta.types.get(topic, "")
+
+    @cached_property
+    def decoder(self) -> Decoder:
+        from .cdr import Decoder
+        from .msgdef import from_msg_path
+
+        definitions = {t: (d.encoding, d.text) for t, d in self.meta.definitions.items()}
+        for type_name in set(self.meta.types.values()) - set(definitions):
+            if self.msg_path:
+                with_files = from_msg_path(self.msg_path, type_name)
+                if with_files is not None:
+                    definitions[type_name] = ("ros2msg", with_files)
+        return Decoder(definitions)
+
+    def decode(self, number: int) -> Any:
+        topic = self.kind_of(number)
+        data = self.serialized(number)
+        try:
+            return self.decoder.decode(self.type_of(topic), data)
+        except FormatError as error:
+            where = "" if error.offset is None else f" at byte {error.offset} of its data"
+            problem = FormatError(f"message {number} ({topic}): {error.message}{where}")
+            if self.on_undecodable is None:
+                raise problem from None
+            self.on_undecodable(problem)
+            return data
+
+    def decoded(self, number: int) -> dict[str, Any]:
+        """`{"topic", "type", "time", "message"}`: time in ns, the message decoded."""
+        topic = self.kind_of(number)
+        return {
+            "topic": topic,
+            "type": self.type_of(topic),
+            "time": self.time_ns(number),
+            "message": self.decode(number),
+        }
+
+    # -- tables --------------------------------------------------------------------------
+
+    @cached_property
+    def topics(self) -> list[str]:
+        return sorted(self.meta.types)
+
+    def table_kinds(self) -> list[str]:
+        return self.topics
+
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+        """One row per message of topic `kind`: number, time (s from the start), time_ns,
+        time_s (Unix seconds), then the message's fields flattened."""
+        if kind not in self.topics:
+            raise UsageError(f"no topic {kind!r} (topics: {', '.join(self.topics) or 'none'})")
+        index = self.reader.index
+        numbers = (selection or Selection()).numbers(index)
+        numbers = numbers[index.has_type(kind)[numbers]]
+        for number in numbers.tolist():
+            ns = self.time_ns(number)
+            row: dict[str, Any] = {
+                "number": number,
+                "time": self.time_of(number),
+                "time_ns": ns,
+                "time_s": ns / 1e9,
+            }
+            value = self.decode(number)
+            row.update(flatten(value) if isinstance(value, dict) else {"data": value})
+            yield row
+
+    def at(self, t: float) -> dict[str, Any]:
+        """The latest message of every topic at `t` seconds from the start, decoded."""
+        last = self.number_at(t)
+        codes = self.reader.index.types_code[: last + 1]
+        latest: dict[str, Any] = {}
+        for code in np.unique(codes).tolist():
+            number = int(np.flatnonzero(codes == code)[-1])
+            latest[self.kind_of(number)] = self.decode(number)
+        return latest
+
+    def play(self, **options: Any) -> Ros2Player:
+        """A `Ros2Player`: `ros2 bag play`'s semantics (see `play.py`)."""
+        from .play import Ros2Player
+
+        return Ros2Player(self, **options)
+
+    def summary(self) -> dict[str, Any]:
+        from .facts import facts_of_archive
+
+        base = super().summary()
+        base.update(facts_of_archive(self))
+        return base
