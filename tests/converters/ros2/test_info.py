@@ -381,6 +381,27 @@ def test_only_service_topics() -> None:
     )
 
 
+def test_services_sort_on_service_names() -> None:
+    """Rolling sorts services by their own names: "/a" < "/a-b", although the event topic
+    "/a-b/_service_event" sorts before "/a/_service_event"."""
+    topics = tuple(
+        TopicInformation(f"{n}/_service_event", "p/srv/A_Event", "cdr", message_count=1)
+        for n in ("/a-b", "/a")
+    )
+    meta = BagMetadata(
+        version=9,
+        storage_identifier="mcap",
+        duration_ns=0,
+        starting_time_ns=0,
+        message_count=2,
+        topics_with_message_count=topics,
+    )
+    out = info_text(meta, bag_size=0, tz=UTC)
+    assert out.index("Service: /a |") < out.index("Service: /a-b |")
+    jazzy = info_text(meta, bag_size=0, tz=UTC, layout="jazzy")
+    assert jazzy.index("Service: /a-b |") < jazzy.index("Service: /a |")
+
+
 def test_layout_options_refused() -> None:
     meta = BagMetadata(
         version=4, storage_identifier="x", duration_ns=0, starting_time_ns=0, message_count=0
