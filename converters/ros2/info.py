@@ -368,17 +368,24 @@ def info_text(
     out.append(f"Service:           {len(event_topics)}\n")
     out.append("Service information: ")
     if event_topics:
-        events = cxx_sort(event_topics, _topic_less(method)) if method else event_topics
+        # filter_service_event_topic: the service name and type lose their postfixes, and
+        # --sort compares those (not the event topic's), which can order differently.
+        events = [
+            replace(
+                t,
+                name=t.name[: -len(_SERVICE_EVENT_POSTFIX)],
+                type=t.type[: -len(_EVENT_TYPE_POSTFIX)],
+            )
+            for t in event_topics
+        ]
+        if method:
+            events = cxx_sort(events, _topic_less(method))
 
         def service_line(t: TopicInformation) -> str:
-            name = t.name[: -len(_SERVICE_EVENT_POSTFIX)]
-            size = (
-                f"Size Contribution: {format_file_size(size_of.get(t.name, 0))} | "
-                if show_sizes
-                else ""
-            )
+            event_size = size_of.get(service_event_topic_name(t.name), 0)
+            size = f"Size Contribution: {format_file_size(event_size)} | " if show_sizes else ""
             return (
-                f"Service: {name} | Type: {t.type[: -len(_EVENT_TYPE_POSTFIX)]} | "
+                f"Service: {t.name} | Type: {t.type} | "
                 f"Event Count: {t.message_count} | {size}"
                 f"Serialization Format: {t.serialization_format}"
             )

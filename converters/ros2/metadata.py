@@ -176,12 +176,28 @@ def parse_metadata(text: str) -> BagMetadata:
         raise FormatError("metadata.yaml: the document is not a mapping", actual=document)
     top = "rosbag2_bagfile_information"
     info = _map(_get(document, top, "the document"), top)
+    # in decode's order, so an error names the first key rosbag2 itself would miss
     version = _int(info, "version", top, unsigned=False)
-    topics = _seq(_get(info, "topics_with_message_count", top), top + ".topics_with_message_count")
+    storage_identifier = _str(info, "storage_identifier", top)
+    duration_ns = _int(_map(_get(info, "duration", top), top), "nanoseconds", top + ".duration")
+    starting_time_ns = _int(
+        _map(_get(info, "starting_time", top), top),
+        "nanoseconds_since_epoch",
+        top + ".starting_time",
+    )
+    message_count = _int(info, "message_count", top)
+    topics = tuple(
+        _topic(t, version, f"{top}.topics_with_message_count[{i}]")
+        for i, t in enumerate(
+            _seq(_get(info, "topics_with_message_count", top), top + ".topics_with_message_count")
+        )
+    )
     paths = _seq(_get(info, "relative_file_paths", top), top + ".relative_file_paths")
     for path in paths:
         if not isinstance(path, str):
             raise FormatError(f"metadata.yaml: {top}.relative_file_paths holds a non-scalar")
+    compression_format = _str(info, "compression_format", top) if version >= 3 else ""
+    compression_mode = _str(info, "compression_mode", top) if version >= 3 else ""
     files: tuple[FileInformation, ...] = ()
     if version >= 5:
         files = tuple(
@@ -201,20 +217,13 @@ def parse_metadata(text: str) -> BagMetadata:
             raise FormatError(f"metadata.yaml: {top}.custom_data is not a mapping", actual=value)
     return BagMetadata(
         version=version,
-        storage_identifier=_str(info, "storage_identifier", top),
-        duration_ns=_int(_map(_get(info, "duration", top), top), "nanoseconds", top + ".duration"),
-        starting_time_ns=_int(
-            _map(_get(info, "starting_time", top), top),
-            "nanoseconds_since_epoch",
-            top + ".starting_time",
-        ),
-        message_count=_int(info, "message_count", top),
-        topics_with_message_count=tuple(
-            _topic(t, version, f"{top}.topics_with_message_count[{i}]")
-            for i, t in enumerate(topics)
-        ),
-        compression_format=_str(info, "compression_format", top) if version >= 3 else "",
-        compression_mode=_str(info, "compression_mode", top) if version >= 3 else "",
+        storage_identifier=storage_identifier,
+        duration_ns=duration_ns,
+        starting_time_ns=starting_time_ns,
+        message_count=message_count,
+        topics_with_message_count=topics,
+        compression_format=compression_format,
+        compression_mode=compression_mode,
         relative_file_paths=tuple(p for p in paths if isinstance(p, str)),
         files=files,
         custom_data=custom,

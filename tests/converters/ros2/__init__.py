@@ -1,0 +1,1 @@
+"""Tests of the ROS 2 (rosbag2) converter."""
