@@ -1,0 +1,187 @@
+"""The facts `ros2 bag info` prints, from a converted bag: the metadata rosbag2 would read.
+
+A bag folder is described by its `metadata.yaml`, as `ros2 bag info DIR` reads it; one
+storage file by the metadata its storage plugin builds (`info.plugin_metadata`); a folder
+without `metadata.yaml` (a crashed bag, which `ros2 bag info` refuses) by what
+`ros2 bag reindex` would write for it (`reindexed`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .info import Layout, ServiceInfo, TopicFacts, is_service_event_topic, plugin_metadata
+from .metadata import BagMetadata, FileInformation, TopicInformation, parse_metadata
+
+if TYPE_CHECKING:
+    from .recording import Ros2Recording
+
+
+def bag_metadata(rec: Ros2Recording, layout: Layout = "rolling") -> tuple[BagMetadata, str]:
+    """The metadata `ros2 bag info` shows for the bag, and where it comes from
+    ("metadata.yaml", "storage", "reindexed")."""
+    meta = rec.meta
+    if meta.folder and meta.metadata is not None:
+        return parse_metadata(meta.metadata.decode("utf-8", "replace")), "metadata.yaml"
+    if not meta.folder:
+        return _plugin(rec, layout), "storage"
+    return reindexed(rec), "reindexed"
+
+
+def _counts(rec: Ros2Recording, index: int | None = None) -> Counter[str]:
+    numbers = np.arange(len(rec)) if index is None else np.flatnonzero(rec.meta.file == index)
+    codes = rec.reader.index.types_code[numbers]
+    found: Counter[str] = Counter()
+    for code, count in zip(*np.unique(codes, return_counts=True), strict=True):
+        for name in rec.reader.index.types_table[int(code)]:
+            found[name] += int(count)
+    return found
+
+
+def _span(rec: Ros2Recording, numbers: Any) -> tuple[int, int]:
+    times = rec.meta.time[numbers]
+    return (int(times.min()), int(times.max())) if len(times) else (0, 0)
+
+
+def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
+    entry = rec.meta.files[0]
+    counts = _counts(rec, 0)
+    topics = [
+        TopicFacts(
+            name=t.name,
+            type=t.type,
+            serialization_format=t.serialization_format,
+            offered_qos_profiles=t.offered_qos_profiles,
+            type_description_hash=t.type_description_hash,
+            message_count=counts.get(t.name, 0),
+        )
+        for t in rec.meta.topics(0)
+    ]
+    first, last = _span(rec, np.arange(len(rec)))
+    stored = None
+    if entry["stored_metadata"]:
+        try:
+            stored = parse_metadata(entry["stored_metadata"])
+        except Exception:  # a stored copy that does not parse: the plugin's own facts
+            stored = None
+    return plugin_metadata(
+        entry["storage"],
+        layout=layout,
+        uri=entry["name"],
+        topics=topics,
+        first_ns=first,
+        last_ns=last,
+        stored=stored,
+        schema_ros_distro=entry["ros_distro"],
+    )
+
+
+def reindexed(rec: Ros2Recording) -> BagMetadata:
+    """What `ros2 bag reindex` writes for the bag: every file's topics and counts, the
+    files in order, the times of the messages found."""
+    meta = rec.meta
+    counts = _counts(rec)
+    topics: dict[str, TopicInformation] = {}
+    files = []
+    for index, entry in enumerate(meta.files):
+        for topic in meta.topics(index):
+            topics.setdefault(
+                topic.name,
+                TopicInformation(
+                    name=topic.name,
+                    type=topic.type,
+                    serialization_format=topic.serialization_format,
+                    offered_qos_profiles=topic.offered_qos_profiles,
+                    type_description_hash=topic.type_description_hash,
+                    message_count=counts.get(topic.name, 0),
+                ),
+            )
+        numbers = np.flatnonzero(meta.file == index)
+        first, last = _span(rec, numbers)
+        files.append(FileInformation(entry["name"], first, last - first, len(numbers)))
+    first, last = _span(rec, np.arange(len(rec)))
+    compression = meta.compression
+    return BagMetadata(
+        version=8,
+        storage_identifier=meta.files[0]["storage"],
+        duration_ns=last - first,
+        starting_time_ns=first,
+        message_count=len(rec),
+        topics_with_message_count=tuple(topics.values()),
+        compression_format=compression[0],
+        compression_mode=compression[1],
+        relative_file_paths=tuple(e["name"] for e in meta.files),
+        files=tuple(files),
+        ros_distro=next((e["ros_distro"] for e in meta.files if e["ros_distro"]), "") or "",
+    )
+
+
+def bag_size(rec: Ros2Recording) -> int:
+    """rosbag2's bag size: the bag's files (metadata.yaml included)."""
+    size = rec.reader.description.get("source", {}).get("size") if rec.reader.description else None
+    return int(size) if isinstance(size, int) else 0
+
+
+def topic_sizes(rec: Ros2Recording) -> dict[str, int]:
+    """Bytes of stored data per topic (`ros2 bag info -v`'s size contribution)."""
+    sizes: Counter[str] = Counter()
+    for number in range(len(rec)):
+        sizes[rec.kind_of(number)] += len(rec.raw(number))
+    return dict(sizes)
+
+
+def services(rec: Ros2Recording, metadata: BagMetadata) -> list[ServiceInfo]:
+    """Per service, the distinct requests and responses its event messages show (`-v`):
+    (client gid, sequence number) pairs of REQUEST_* and RESPONSE_* events."""
+    found = []
+    for topic in metadata.topics_with_message_count:
+        if not is_service_event_topic(topic.name, topic.type):
+            continue
+        requests: set[tuple[Any, int]] = set()
+        responses: set[tuple[Any, int]] = set()
+        if topic.name in rec.topics:
+            for row in rec.rows(topic.name):
+                kind = row.get("info.event_type")
+                key = (_key(row.get("info.client_gid")), row.get("info.sequence_number", 0))
+                (requests if kind in (0, 1) else responses).add(key)
+        found.append(
+            ServiceInfo(
+                name=topic.name[: -len("/_service_event")],
+                type=topic.type[: -len("_Event")],
+                serialization_format=topic.serialization_format,
+                request_count=len(requests),
+                response_count=len(responses),
+            )
+        )
+    return found
+
+
+def _key(value: Any) -> Any:
+    return value.tobytes() if isinstance(value, np.ndarray) else repr(value)
+
+
+def facts_of_archive(rec: Ros2Recording) -> dict[str, Any]:
+    """The JSON summary: the metadata (as rosbag2 reads it), its source, and the files."""
+    metadata, origin = bag_metadata(rec)
+    return {
+        "bag": _plain(asdict(metadata)),
+        "metadata_from": origin,
+        "bag_size": bag_size(rec),
+        "files": [
+            {k: e[k] for k in ("name", "storage", "size", "sha256", "messages", "compressed")}
+            for e in rec.meta.files
+        ],
+        "notes": list(rec.meta.notes),
+    }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

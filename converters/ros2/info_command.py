@@ -1,0 +1,98 @@
+"""`nanorec info BAG` for ROS 2 bags: exactly `ros2 bag info`'s text (or the facts as JSON)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from nanorec.cli import run
+from nanorec.cli.inputs import opened
+from nanorec.cli.options import Json
+from nanorec.cli.surface import check_choice, verb_command
+from nanorec.errors import UsageError
+from nanorec.timezones import parse_zone
+
+from .shared import BAG, app, ros2_recording
+
+_LAYOUTS = ("humble", "jazzy", "rolling")
+
+
+@verb_command(app, "info", as_json="The facts as JSON (the metadata rosbag2 reads, the files).")
+def info_command(
+    file: BAG,
+    distro: Annotated[
+        str,
+        typer.Option(
+            "--distro",
+            help="Print as this release's ros2 bag info: humble, jazzy or rolling.",
+            metavar="NAME",
+        ),
+    ] = "rolling",
+    pre_2024_fraction: Annotated[
+        bool,
+        typer.Option(
+            "--pre-2024-fraction",
+            help="Times with milliseconds unpadded, as before rosbag2 PR #1745 (July 2024).",
+        ),
+    ] = False,
+    sort: Annotated[
+        str | None,
+        typer.Option("--sort", help="Topics by name, type or count (rolling).", metavar="KEY"),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Services' requests and responses, sizes.")
+    ] = False,
+    as_json: Json = False,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            "--tz", help="Time zone of the dates (default: this machine's, as ROS).", metavar="ZONE"
+        ),
+    ] = None,
+) -> None:
+    """Print exactly what `ros2 bag info` prints: from metadata.yaml for a bag folder, from
+    the storage itself for one .db3/.mcap file (as rosbag2's storage plugins build it).
+
+    Example: nanorec info rosbag2_dir --distro humble --tz UTC
+    """
+    from .facts import bag_metadata, bag_size, facts_of_archive, services, topic_sizes
+    from .info import info_text
+
+    def action() -> None:
+        check_choice("--distro", distro, _LAYOUTS)
+        if sort is not None:
+            check_choice("--sort", sort, ("name", "type", "count"))
+            if distro != "rolling":
+                raise UsageError(f"--sort is rolling's; {distro}'s ros2 bag info has none")
+        if verbose and distro == "humble":
+            raise UsageError("humble's ros2 bag info has no --verbose")
+        zone = None if tz is None else parse_zone(tz)
+        with opened(file) as opened_recording:
+            recording = ros2_recording(opened_recording, file, None)
+            if as_json:
+                typer.echo(json.dumps(facts_of_archive(recording), indent=2))
+                return
+            metadata, origin = bag_metadata(recording, distro)  # type: ignore[arg-type]
+            text = info_text(
+                metadata,
+                bag_size=bag_size(recording),
+                layout=distro,  # type: ignore[arg-type]
+                nanosecond_fraction=not pre_2024_fraction,
+                tz=zone,
+                sort=sort,  # type: ignore[arg-type]
+                verbose=verbose,
+                services=services(recording, metadata) if verbose else (),
+                sizes=topic_sizes(recording) if verbose else None,
+            )
+            typer.echo(text, nl=False)
+            if origin == "reindexed":
+                typer.echo(
+                    "nanorec: no metadata.yaml: shown as `ros2 bag reindex` would write it",
+                    err=True,
+                )
+            for note in recording.meta.notes:
+                typer.echo(f"nanorec: {note}", err=True)
+
+    run(action)
