@@ -1,0 +1,451 @@
+"""rosbag2's sqlite3 storage (`.db3`) as a `StorageFile`: tables read with our own SQLite
+reader (`sqlite_btree`), messages split from the rest of the file, and joined back.
+
+The skeleton is a small piece table followed by the file with every message blob's bytes
+cut out (from leaf cells and overflow pages; record headers, which state the blob lengths,
+stay). Why a table and not a parseable skeleton: blob pieces are not in message order in
+the file (cells fill a page from its end, an overflow chain may sit before or after its
+leaf page, a split page moves cells), a damaged file may have pieces anywhere, and the
+join must not depend on understanding the file. The table is three LEB128 arrays (pieces
+per message; each piece's offset as a zigzag delta from the previous piece's end; piece
+lengths), about 4-5 bytes per message of one piece, encoded and decoded with numpy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import struct
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from nanorec.contract import Region
+from nanorec.errors import FormatError, NanorecError, TruncatedError
+
+from .sqlite_btree import TABLE_LEAF, Pager, int_value, leaf_pages, schema, serial_size, varint
+from .storage import Damage, Definition, StoredMessage, Topic
+
+_MAGIC = b"NRDB3SK1"
+_HEAD = struct.Struct("<8sQQQQQ")  # magic, messages, pieces, bytes of the 3 arrays
+_U32 = struct.Struct(">I")
+_INTS = frozenset((1, 2, 3, 4, 5, 6, 8, 9))
+_BAD = (IndexError, ValueError, struct.error)  # a structure that runs off its page
+_TOPIC_TEXT = (
+    "name",
+    "type",
+    "serialization_format",
+    "offered_qos_profiles",
+    "type_description_hash",
+)
+Row = tuple[int, int, int, list[tuple[int, int]]]  # rowid, topic, timestamp, pieces
+
+
+class Db3File:
+    """One `.db3` file's bytes, opened. `messages()` walks the `messages` table b-tree in
+    rowid order; when the tree cannot be walked whole (a crash, a damaged page) every page
+    that looks like a leaf of `messages` is read instead."""
+
+    storage = "sqlite3"
+
+    def __init__(self, buf: bytes | mmap.mmap | memoryview) -> None:
+        self.buf = buf
+        self.view = memoryview(buf).cast("B") if isinstance(buf, memoryview) else memoryview(buf)
+        self.pager = p = Pager(self.view)
+        self.page_size = p.size
+        self.damage = Damage()
+        h = p.header
+        tail = len(self.view) - h.pages * p.size
+        if tail or h.declared_pages > h.pages:
+            why = (
+                f"file ends inside page {h.pages + 1}"
+                if tail
+                else f"file ends after page {h.pages}"
+            )
+            self.damage.cut = Region(h.pages * p.size, tail, f"{why} of {h.declared_pages}")
+        self.tables: dict[str, tuple[int, list[tuple[str, bool]]]] = {}
+        try:
+            self.tables = schema(p)
+        except (NanorecError, *_BAD) as exc:
+            self.damage.notes.append(f"sqlite_master unreadable: {exc}")
+        self.topics: list[Topic] = []
+        for r in self._rows("topics"):
+            key = r.get("id")
+            if isinstance(key, int):
+                text = [str(r.get(c, "")) for c in _TOPIC_TEXT]
+                self.topics.append(Topic(key, *text))
+        self.topics.sort(key=lambda t: t.key)
+        self.definitions = [
+            Definition(
+                str(r.get("topic_type", "")),
+                str(r.get("encoding", "")),
+                str(r.get("encoded_message_definition", "")),
+            )
+            for r in self._rows("message_definitions")
+        ]
+        meta = self._rows("metadata")
+        last = meta[-1].get("metadata") if meta else None
+        self.stored_metadata = last if isinstance(last, str) else None
+        rows = self._rows("schema")
+        distro = rows[-1].get("ros_distro") if rows else None
+        self.ros_distro = distro if isinstance(distro, str) else None
+        version = rows[-1].get("schema_version") if rows else None
+        if isinstance(version, int):
+            self.schema_version = version
+        else:
+            cols = self.tables.get("topics", (0, []))[1]
+            self.schema_version = 2 if any(c == "offered_qos_profiles" for c, _ in cols) else 1
+        self._counts: list[int] = []
+        self._pos: list[int] = []
+        self._len: list[int] = []
+        self._claimed: set[int] = set()  # leaf and overflow pages whose blob bytes are cut
+        self._read = False
+
+    def _rows(self, table: str) -> list[dict[str, object]]:
+        """The rows of a small table as column -> value, in rowid order ([] when absent)."""
+        if table not in self.tables:
+            return []
+        root, cols = self.tables[table]
+        out: list[dict[str, object]] = []
+        try:
+            for rowid, values in self.pager.rows(root):
+                row = {
+                    name: (rowid if alias else v)
+                    for (name, alias), v in zip(cols, values, strict=False)
+                }
+                out.append(row)
+        except NanorecError as exc:
+            self.damage.notes.append(f"table {table}: {exc}")
+        except _BAD as exc:
+            self.damage.notes.append(f"table {table}: malformed page ({exc})")
+        return out
+
+    def messages(self) -> Iterator[StoredMessage]:
+        """Every complete row of `messages`: rowid order when the b-tree is whole, else the
+        rows of the tree's readable part and of stray leaf pages, deduplicated and sorted."""
+        if self._read:
+            raise FormatError("messages() of a .db3 file can be read once")
+        self._read = True
+        p = self.pager
+        root, cols = self.tables.get("messages", (0, []))
+        layout = _layout(cols) if root else (0, 4, 1, 2, 3)  # no schema: rosbag2's columns
+        if layout is None:
+            self.damage.notes.append("table messages has no topic_id, timestamp, data columns")
+            return
+        visited: set[int] = set()
+        leaves, problems = leaf_pages(p, root, visited) if root else ([], [])
+        for n, why in problems:
+            self._damaged(n, why)
+        if root and not problems:
+            for n in leaves:
+                for row in self._leaf(n, layout, strict=True):
+                    yield self._emit(row)
+            return
+        # A crashed or damaged file: the readable part of the tree, then stray leaf pages.
+        try:
+            skip = p.freelist()
+        except (NanorecError, *_BAD):
+            skip = set()
+        for name, (other, _) in self.tables.items():
+            if name != "messages" and other:
+                leaf_pages(p, other, skip)
+        seen: dict[int, Row] = {}
+        stray = [n for n in range(2, p.header.pages + 1) if n not in visited and n not in skip]
+        for n in leaves + stray:
+            if n in leaves or p.view[p.offset(n)] == TABLE_LEAF:
+                for row in self._leaf(n, layout, strict=n in leaves):
+                    seen.setdefault(row[0], row)
+        for rowid in sorted(seen):
+            yield self._emit(seen[rowid])
+
+    def _damaged(self, n: int, why: str) -> None:
+        start = self.pager.offset(n)
+        length = max(0, min(self.pager.size, len(self.view) - start))
+        self.damage.damaged.append(Region(start, length, why))
+
+    def _emit(self, row: Row) -> StoredMessage:
+        _, topic, stamp, pieces = row
+        self._counts.append(len(pieces))
+        for off, k in pieces:
+            self._pos.append(off)
+            self._len.append(k)
+        v = self.view
+        if len(pieces) == 1:
+            off, k = pieces[0]
+            return StoredMessage(topic, stamp, v[off : off + k])
+        return StoredMessage(topic, stamp, b"".join(v[o : o + k] for o, k in pieces))
+
+    def _leaf(self, n: int, layout: tuple[int, int, int, int, int], strict: bool) -> list[Row]:
+        """The message rows of leaf page `n` ([] and a damaged region when it cannot be read
+        as one; `strict` False: a page with a cell that is no message row is no message page)."""
+        p = self.pager
+        if n in self._claimed:
+            self._damaged(n, "page used twice")
+            return []
+        try:
+            page = p.page(n)
+            _, cells = p.cells(n, page, (TABLE_LEAF,))
+        except NanorecError as exc:
+            if strict:
+                self._damaged(n, exc.message)
+            return []
+        base = p.offset(n)
+        rows: list[Row] = []
+        spans: list[tuple[int, int]] = []
+        claimed: set[int] = set()
+        for c in cells:
+            try:
+                row = self._cell(page, base, c, layout, claimed)
+            except (NanorecError, *_BAD) as exc:
+                row = None
+                self.damage.notes.append(f"page {n} cell at {c}: {exc}")
+            if row is None:
+                if not strict:
+                    return []
+                continue
+            rows.append(row)
+            spans.extend(x for x in row[3][:1] if base <= x[0] < base + p.size)
+        spans.sort()
+        if (
+            any(a[0] + a[1] > b[0] for a, b in itertools.pairwise(spans))
+            or n in claimed
+            or claimed & self._claimed
+        ):
+            self._damaged(n, "cells overlap")
+            return []
+        self._claimed |= claimed
+        self._claimed.add(n)
+        return rows
+
+    def _cell(
+        self,
+        page: bytes,
+        base: int,
+        c: int,
+        layout: tuple[int, int, int, int, int],
+        claimed: set[int],
+    ) -> Row | None:
+        """One cell as a message row, or None when its record is not (int, int, int, blob)."""
+        p = self.pager
+        alias, ncols, i_topic, i_stamp, i_data = layout
+        size, i = varint(page, c)
+        rowid, i = varint(page, i)
+        local = p.local_size(size)
+        if i + local + (4 if local < size else 0) > p.usable:
+            raise FormatError("cell runs off its page", offset=base + c)
+        hlen, j = varint(page, i)
+        if hlen > local:
+            return None
+        types: list[int] = []
+        offs: list[int] = []
+        at = hlen
+        while j < i + hlen:
+            t, j = varint(page, j)
+            types.append(t)
+            offs.append(at)
+            at += serial_size(t)
+        if len(types) != ncols or at != size or (alias >= 0 and types[alias] != 0):
+            return None
+        t_topic, t_stamp, t_data = types[i_topic], types[i_stamp], types[i_data]
+        if t_topic not in _INTS or t_stamp not in _INTS or t_data < 12 or t_data & 1:
+            return None
+        if max(offs[i_topic] + serial_size(t_topic), offs[i_stamp] + serial_size(t_stamp)) > local:
+            return None
+        topic = int_value(page[i + offs[i_topic] : i + offs[i_topic] + 8], t_topic)
+        stamp = int_value(page[i + offs[i_stamp] : i + offs[i_stamp] + 8], t_stamp)
+        start, end = offs[i_data], offs[i_data] + serial_size(t_data)
+        pieces: list[tuple[int, int]] = []
+        if start < local:
+            pieces.append((base + i + start, min(end, local) - start))
+        if end > local:
+            first = _U32.unpack_from(page, i + local)[0]
+            at = local
+            for _, off, k in p.overflow(first, size - local, claimed):
+                lo, hi = max(at, start), min(at + k, end)
+                if lo < hi:
+                    pieces.append((off + lo - at, hi - lo))
+                at += k
+        return rowid, topic, stamp, pieces
+
+    def skeleton(self) -> bytes:
+        """The piece table and the file without its messages' data (reads the messages
+        first when `messages()` was not read through)."""
+        if not self._read:
+            for _ in self.messages():
+                pass
+        pos = np.asarray(self._pos, np.int64)
+        lens = np.asarray(self._len, np.int64)
+        order = np.argsort(pos, kind="stable")
+        ends = pos[order] + lens[order]
+        if len(pos) and np.any(pos[order][1:] < ends[:-1]):
+            raise FormatError(
+                "two messages claim the same bytes"
+            )  # cannot happen: pages are claimed once
+        prev = np.concatenate(([0], (pos + lens)[:-1]))
+        parts = [
+            _leb(np.asarray(self._counts, np.uint64)),
+            _leb(_zigzag(pos - prev)),
+            _leb(lens.astype(np.uint64)),
+        ]
+        out = bytearray(_HEAD.pack(_MAGIC, len(self._counts), len(pos), *map(len, parts)))
+        for part in parts:
+            out += part
+        at = 0
+        for off, end in zip(pos[order].tolist(), ends.tolist(), strict=True):
+            out += self.view[at:off]
+            at = end
+        out += self.view[at:]
+        return bytes(out)
+
+
+def _layout(cols: list[tuple[str, bool]]) -> tuple[int, int, int, int, int] | None:
+    """(rowid alias column or -1, columns, topic_id, timestamp, data) of `messages`."""
+    names = [c for c, _ in cols]
+    if not all(x in names for x in ("topic_id", "timestamp", "data")):
+        return None
+    alias = next((i for i, (_, a) in enumerate(cols) if a), -1)
+    return alias, len(cols), names.index("topic_id"), names.index("timestamp"), names.index("data")
+
+
+def open_db3(buf: bytes | mmap.mmap | memoryview) -> Db3File:
+    """Open a `.db3` file's bytes (FormatError/TruncatedError when it is no SQLite file)."""
+    try:
+        return Db3File(buf)
+    except _BAD as exc:
+        raise FormatError(f"malformed SQLite file: {exc}") from exc
+
+
+def _zigzag(x: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    return ((x << 1) ^ (x >> 63)).astype(np.uint64)
+
+
+def _unzigzag(u: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    out: npt.NDArray[np.int64] = (u >> np.uint64(1)).astype(np.int64) ^ -(u & np.uint64(1)).astype(
+        np.int64
+    )
+    return out
+
+
+def _leb(v: npt.NDArray[np.uint64]) -> bytes:
+    """LEB128 of each value (7 bits a byte, low first, high bit = more), vectorised."""
+    if not len(v):
+        return b""
+    nbytes = np.ones(len(v), np.int64)
+    x = v >> np.uint64(7)
+    while x.any():
+        nbytes += x > 0
+        x >>= np.uint64(7)
+    starts = np.cumsum(nbytes) - nbytes
+    idx = np.repeat(np.arange(len(v)), nbytes)
+    k = np.arange(int(nbytes.sum())) - np.repeat(starts, nbytes)
+    out = ((v[idx] >> (7 * k).astype(np.uint64)) & np.uint64(0x7F)).astype(np.uint8)
+    out[k < nbytes[idx] - 1] |= 0x80
+    return bytes(out.tobytes())
+
+
+def _unleb(b: memoryview, n: int) -> npt.NDArray[np.uint64]:
+    """`n` LEB128 values from exactly the bytes `b` (FormatError when they are not)."""
+    a = np.frombuffer(b, np.uint8)
+    ends = np.flatnonzero(a < 0x80)
+    if len(ends) != n or (len(a) and a[-1] >= 0x80):
+        raise FormatError(f"skeleton table: {len(ends)} values where {n} were announced")
+    if not n:
+        return np.zeros(0, np.uint64)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lens = ends - starts + 1
+    if lens.max() > 9:
+        raise FormatError("skeleton table: value too large")
+    k = np.arange(len(a)) - np.repeat(starts, lens)
+    vals = (a & 0x7F).astype(np.uint64) << (7 * k).astype(np.uint64)
+    out: npt.NDArray[np.uint64] = np.bitwise_or.reduceat(vals, starts)
+    return out
+
+
+def join_db3(
+    skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
+) -> Iterator[bytes | memoryview]:
+    """The pieces of the original file, from its skeleton and the messages' data in the
+    order `messages()` gave them. Data is held only while the file order still needs it."""
+    sk = memoryview(skeleton).cast("B")
+    if len(sk) < _HEAD.size or bytes(sk[:8]) != _MAGIC:
+        raise FormatError("not a .db3 skeleton", offset=0)
+    _, nmsg, npieces, *sizes = _HEAD.unpack_from(sk)
+    at = _HEAD.size
+    arrays = []
+    for size, count in zip(sizes, (nmsg, npieces, npieces), strict=True):
+        if at + size > len(sk) or count > size:
+            raise TruncatedError("skeleton table cut short", offset=at)
+        arrays.append(_unleb(sk[at : at + size], count))
+        at += size
+    body = sk[at:]
+    counts = arrays[0].astype(np.int64)
+    lens = arrays[2].astype(np.int64)
+    if int(counts.sum()) != npieces or np.any(lens <= 0) or int(lens.sum()) > 1 << 50:
+        raise FormatError("skeleton table is inconsistent")
+    csum = np.cumsum(lens)
+    pos = np.cumsum(_unzigzag(arrays[1])) + csum - lens
+    order = np.argsort(pos, kind="stable")
+    spos = pos[order]
+    ends = spos + lens[order]
+    total = len(body) + (int(csum[-1]) if npieces else 0)
+    if npieces and (spos[0] < 0 or ends[-1] > total or np.any(spos[1:] < ends[:-1])):
+        raise FormatError("skeleton pieces overlap or lie outside the file")
+    msg = np.repeat(np.arange(nmsg), counts)
+    first = np.cumsum(counts) - counts
+    starts = (
+        (csum - lens)[np.minimum(first, max(npieces - 1, 0))]
+        if npieces
+        else np.zeros(nmsg, np.int64)
+    )
+    inner = csum - lens - np.repeat(starts, counts)
+    sizes_of = np.zeros(nmsg, np.int64)
+    np.add.at(sizes_of, msg, lens)
+    source = iter(datas)
+    held: dict[int, memoryview] = {}
+    left: dict[int, int] = {}
+    pulled = 0
+    fpos = bpos = 0
+    for m, off, k, p in zip(
+        msg[order].tolist(), inner[order].tolist(), lens[order].tolist(), spos.tolist(), strict=True
+    ):
+        while m not in held:
+            pulled = _pull(source, pulled, sizes_of, held, left)
+        if p > fpos:
+            yield body[bpos : bpos + p - fpos]
+            bpos += p - fpos
+        yield held[m][off : off + k]
+        fpos = p + k
+        left[m] -= k
+        if not left[m]:
+            del held[m], left[m]
+    while pulled < nmsg:
+        pulled = _pull(source, pulled, sizes_of, held, left)
+    if next(source, None) is not None:
+        raise FormatError(f"more data than the {nmsg} messages of the skeleton")
+    if bpos < len(body):
+        yield body[bpos:]
+
+
+def _pull(
+    source: Iterator[bytes | memoryview],
+    pulled: int,
+    sizes: npt.NDArray[np.int64],
+    held: dict[int, memoryview],
+    left: dict[int, int],
+) -> int:
+    """Take the next message's data from `source`, checking its length."""
+    if pulled >= len(sizes):
+        raise FormatError("skeleton pieces name a message that does not exist")
+    data = next(source, None)
+    if data is None:
+        raise FormatError(f"{pulled} data given, the skeleton has {len(sizes)} messages")
+    view = memoryview(data).cast("B")
+    if len(view) != sizes[pulled]:
+        raise FormatError(
+            f"message {pulled} has {len(view)} bytes, the skeleton {int(sizes[pulled])}"
+        )
+    if len(view):
+        held[pulled] = view
+        left[pulled] = len(view)
+    return pulled + 1
