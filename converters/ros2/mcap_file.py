@@ -1,0 +1,441 @@
+"""An MCAP storage file of a ROS 2 bag (rosbag2's MCAP plugin, profile `ros2`), split into its
+messages' data and a skeleton that joins back to the file byte for byte.
+
+Why a skeleton and not just "the file minus the data": most rosbag2 MCAP files hold their
+messages inside zstd or lz4 chunks, where the data cannot be cut out of the compressed bytes.
+A chunk that we can compress again to the very same bytes (libmcap's and the Python writer's
+settings, see `mcap_records.REBUILDERS`) is stored decompressed, with its messages' data cut
+out and a note of the compressor; `join_mcap` compresses it again. A chunk that does not
+rebuild (the Go writer's) stays compressed in the skeleton: its messages are still read, but
+join consumes their data and drops it, since the chunk's own bytes already hold them.
+
+The skeleton is a list of operations over a blob of the file's other bytes:
+COPY n (the next n bytes of the blob), DATA (the next message's data), DROP n (consume n
+datas: a kept chunk's), BEGIN method / END size+crc (the pieces between are a chunk's records,
+compressed again). Nothing else is needed: the original file never is.
+
+Damage: a file cut short (a killed writer: no summary, no footer, a partial record) keeps its
+tail as `damage.cut`; a chunk that does not decompress, does not match its CRC, or whose
+records do not parse, is a `damage.damaged` region and stays as it is. Either way the skeleton
+holds those bytes, so join still gives the damaged file back whole.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+import sys
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from nanorec.contract import Region
+from nanorec.errors import BadMagicError, FormatError, TruncatedError
+
+from . import mcap_records as rec
+from .storage import Damage, Definition, StoredMessage, Topic
+
+SKELETON_MAGIC = b"nrMCAPsk"
+SKELETON_VERSION = 1
+_SKELETON_HEAD = struct.Struct("<BQQQ")  # version, file size, operations, blob size
+
+COPY, DATA, DROP, BEGIN, END = range(5)
+
+#: opcode u8 + length u64 + channel u16 + sequence u32 + log_time u64 + publish_time u64
+_MESSAGE_HEAD = rec.RECORD_HEAD.size + rec.MESSAGE_HEAD.size
+_LOG_TIME = struct.Struct("<Q")
+_U64 = struct.Struct("<Q")
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Where a Chunk record's parts are (file offsets) and what it declares."""
+
+    records_start: int
+    records_end: int
+    uncompressed_size: int
+    uncompressed_crc: int
+    compression: str
+
+
+def _walk(buf: memoryview, start: int) -> Iterator[tuple[int, int, int]]:
+    """(offset, opcode, end) of each complete record from `start` on; stops at the first one
+    that runs past the buffer (a cut file), leaving the caller to look at the tail."""
+    size = len(buf)
+    head = rec.RECORD_HEAD
+    pos = start
+    while size - pos >= 9:
+        opcode, length = head.unpack_from(buf, pos)
+        end = pos + 9 + length
+        if end > size:
+            return
+        yield pos, opcode, end
+        pos = end
+
+
+def _walk_records(records: memoryview | bytes, base: int) -> list[tuple[int, int, int]]:
+    """The records of a chunk, all of them complete, or FormatError (why a list: a damaged
+    chunk must be known before any of its messages is yielded)."""
+    out = list(_walk(memoryview(records), 0))
+    end = out[-1][2] if out else 0
+    if end != len(records):
+        raise FormatError("MCAP chunk records do not fill the chunk", offset=base)
+    for pos, opcode, stop in out:
+        if opcode == rec.MESSAGE and stop - pos < _MESSAGE_HEAD:
+            raise FormatError("MCAP message record too short", offset=base)
+    return out
+
+
+class McapFile:
+    """One MCAP storage file, read from a buffer (bytes, mmap or memoryview; not copied).
+
+    Opening reads everything but the messages' data: topics (Channel records, in the order
+    they first appear), definitions (Schema records), the last `rosbag2` Metadata record, the
+    Statistics record, and what is damaged. `messages()` then yields every message in file
+    order, and `skeleton()` gives the rest of the file.
+    """
+
+    storage = "mcap"
+
+    def __init__(self, buf: bytes | mmap.mmap | memoryview) -> None:
+        view = memoryview(buf)
+        if view.ndim != 1 or view.format != "B":
+            view = view.cast("B")
+        self._buf = view
+        self.profile = ""
+        self.library = ""
+        self.topics: list[Topic] = []
+        self.definitions: list[Definition] = []
+        self.stored_metadata: str | None = None
+        self.ros_distro: str | None = None
+        self.statistics: rec.McapStatistics | None = None
+        self.damage = Damage()
+        #: chunks whose messages' data the skeleton leaves out (decompressed or uncompressed)
+        self.chunks = 0
+        #: chunks kept as they are (not rebuildable): their messages' data stays in them
+        self.kept_chunks = 0
+        #: how many chunks each compressor (`REBUILDERS` description) rebuilt
+        self.rebuilt_by: dict[str, int] = {}
+        self._damaged: set[int] = set()  # offsets of records not to look into
+        self._stop = 0  # end of the last complete record
+        self._skeleton: bytes | None = None
+        self._read = False
+        self._scan()
+
+    # --- opening: everything but the messages ---------------------------------------------
+
+    def _scan(self) -> None:
+        buf = self._buf
+        size = len(buf)
+        if size == 0:
+            raise TruncatedError("empty MCAP file", offset=0)
+        if bytes(buf[:8]) != rec.MAGIC:
+            if size < 8 and bytes(buf) == rec.MAGIC[:size]:
+                self._stop = 0
+                self.damage.cut = Region(0, size, "MCAP file cut inside its magic")
+                return
+            raise BadMagicError("not an MCAP file", offset=0, expected=rec.MAGIC)
+        schemas: dict[int, rec.SchemaRecord] = {}
+        channels: dict[int, rec.ChannelRecord] = {}
+        rosbag2: dict[str, str] | None = None
+        last_opcode = 0
+        stop = 8
+        for pos, opcode, end in _walk(buf, 8):
+            stop, last_opcode = end, opcode
+            fields = rec.Fields(buf, pos + 9, end, pos)
+            try:
+                if opcode == rec.CHUNK:
+                    self._scan_chunk(pos, end, schemas, channels)
+                elif opcode == rec.MESSAGE:
+                    if end - pos < _MESSAGE_HEAD:
+                        raise FormatError("MCAP message record too short", offset=pos)
+                elif opcode == rec.SCHEMA:
+                    schema = rec.parse_schema(fields)
+                    schemas.setdefault(schema.id, schema)
+                elif opcode == rec.CHANNEL:
+                    channel = rec.parse_channel(fields)
+                    channels.setdefault(channel.id, channel)
+                elif opcode == rec.METADATA:
+                    name, values = rec.parse_metadata(fields)
+                    if name == "rosbag2":
+                        rosbag2 = values
+                elif opcode == rec.STATISTICS:
+                    self.statistics = rec.parse_statistics(fields)
+                elif opcode == rec.HEADER:
+                    self.profile, self.library = rec.parse_header(fields)
+            except FormatError as exc:
+                self._damaged.add(pos)
+                self.damage.damaged.append(Region(pos, end - pos, exc.message))
+        self._stop = stop
+        tail = size - stop
+        if tail and not (last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC):
+            self.damage.cut = Region(stop, tail, "MCAP file cut inside a record")
+        if self.damage.cut is not None or last_opcode != rec.FOOTER:
+            self.damage.notes.append("no footer: the writer did not close the file")
+        for channel in channels.values():
+            known = schemas.get(channel.schema_id)
+            self.topics.append(
+                Topic(
+                    key=channel.id,
+                    name=channel.topic,
+                    type=known.name if known else "",
+                    serialization_format=channel.message_encoding,
+                    offered_qos_profiles=channel.metadata.get("offered_qos_profiles", ""),
+                    type_description_hash=channel.metadata.get("topic_type_hash", ""),
+                )
+            )
+        for schema in schemas.values():
+            text = schema.data.decode("utf-8", "replace")
+            self.definitions.append(Definition(schema.name, schema.encoding, text))
+        if rosbag2 is not None:
+            self.stored_metadata = rosbag2.get("serialized_metadata")
+            self.ros_distro = rosbag2.get("ROS_DISTRO")
+
+    def _chunk_at(self, pos: int, end: int) -> _Chunk:
+        fields = rec.Fields(self._buf, pos + 9, end, pos)
+        start = fields._take(rec.CHUNK_HEAD.size)
+        _, _, usize, crc = rec.CHUNK_HEAD.unpack_from(self._buf, start)
+        compression = fields.string()
+        length = fields.u64()
+        records_start = fields._take(length)
+        return _Chunk(records_start, records_start + length, usize, crc, compression)
+
+    def _records(self, pos: int, chunk: _Chunk) -> memoryview | bytes:
+        """A chunk's records, decompressed and checked against its size and CRC."""
+        data = self._buf[chunk.records_start : chunk.records_end]
+        if chunk.compression == "":
+            if len(data) != chunk.uncompressed_size:
+                raise FormatError("uncompressed MCAP chunk of another size", offset=pos)
+            records: memoryview | bytes = data
+        else:
+            try:
+                records = rec.decompress(chunk.compression, data, chunk.uncompressed_size)
+            except FormatError as exc:
+                raise FormatError(exc.message, offset=pos) from exc
+        if chunk.uncompressed_crc and zlib.crc32(records) != chunk.uncompressed_crc:
+            raise FormatError("MCAP chunk CRC does not match its records", offset=pos)
+        return records
+
+    def _scan_chunk(
+        self,
+        pos: int,
+        end: int,
+        schemas: dict[int, rec.SchemaRecord],
+        channels: dict[int, rec.ChannelRecord],
+    ) -> None:
+        chunk = self._chunk_at(pos, end)
+        records = self._records(pos, chunk)
+        found_schemas: list[rec.SchemaRecord] = []
+        found_channels: list[rec.ChannelRecord] = []
+        view = memoryview(records)
+        for start, opcode, stop in _walk_records(records, pos):
+            if opcode == rec.SCHEMA:
+                found_schemas.append(rec.parse_schema(rec.Fields(view, start + 9, stop, pos)))
+            elif opcode == rec.CHANNEL:
+                found_channels.append(rec.parse_channel(rec.Fields(view, start + 9, stop, pos)))
+        # only a chunk that parsed whole adds to what the file declares
+        for schema in found_schemas:
+            schemas.setdefault(schema.id, schema)
+        for channel in found_channels:
+            channels.setdefault(channel.id, channel)
+
+    # --- reading: the messages, and the skeleton as a by-product --------------------------
+
+    def messages(self) -> Iterator[StoredMessage]:
+        """Every complete message in file order, top-level and in chunks (read once: the
+        skeleton is written as they go)."""
+        if self._read:
+            raise FormatError("McapFile.messages() can be read once")
+        self._read = True
+        ops = _Ops()
+        buf = self._buf
+        if self._stop >= 8:
+            ops.raw(buf[:8])
+            order = [m for m in rec.REBUILDERS]
+            for pos, opcode, end in _walk(buf, 8):
+                if end > self._stop:
+                    break
+                if pos in self._damaged:
+                    ops.raw(buf[pos:end])
+                elif opcode == rec.MESSAGE:
+                    ops.raw(buf[pos : pos + _MESSAGE_HEAD])
+                    ops.op(DATA, 0)
+                    channel, _, log_time, _ = rec.MESSAGE_HEAD.unpack_from(buf, pos + 9)
+                    yield StoredMessage(channel, log_time, buf[pos + _MESSAGE_HEAD : end])
+                elif opcode == rec.CHUNK:
+                    yield from self._chunk_messages(ops, pos, end, order)
+                else:
+                    ops.raw(buf[pos:end])
+        ops.raw(buf[self._stop :])
+        self._skeleton = ops.skeleton(len(buf))
+
+    def _chunk_messages(
+        self, ops: _Ops, pos: int, end: int, order: list[int]
+    ) -> Iterator[StoredMessage]:
+        buf = self._buf
+        chunk = self._chunk_at(pos, end)
+        records = self._records(pos, chunk)
+        walked = _walk_records(records, pos)
+        view = memoryview(records)
+        method: int | None = 0
+        if chunk.compression:
+            compressed = buf[chunk.records_start : chunk.records_end]
+            method = rec.find_rebuilder(chunk.compression, compressed, bytes(records), order)
+            if chunk.records_end - chunk.records_start >= 1 << 32:
+                method = None  # END records the size in 32 bits
+        head = rec.MESSAGE_HEAD
+        if method is None:  # kept: its bytes as they are, its datas dropped by join
+            self.kept_chunks += 1
+            ops.raw(buf[pos:end])
+            count = 0
+            for start, opcode, stop in walked:
+                if opcode == rec.MESSAGE:
+                    count += 1
+                    channel, _, log_time, _ = head.unpack_from(view, start + 9)
+                    yield StoredMessage(channel, log_time, view[start + _MESSAGE_HEAD : stop])
+            if count:
+                ops.op(DROP, count)
+            return
+        self.chunks += 1
+        ops.raw(buf[pos : chunk.records_start])
+        if method:
+            name = rec.REBUILDERS[method][1]
+            self.rebuilt_by[name] = self.rebuilt_by.get(name, 0) + 1
+            ops.op(BEGIN, method)
+        for start, opcode, stop in walked:
+            if opcode == rec.MESSAGE:
+                ops.raw(view[start : start + _MESSAGE_HEAD])
+                ops.op(DATA, 0)
+                channel, _, log_time, _ = head.unpack_from(view, start + 9)
+                yield StoredMessage(channel, log_time, view[start + _MESSAGE_HEAD : stop])
+            else:
+                ops.raw(view[start:stop])
+        if method:
+            compressed = buf[chunk.records_start : chunk.records_end]
+            ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))
+        ops.raw(buf[chunk.records_end : end])
+
+    def skeleton(self) -> bytes:
+        """The file without its messages' data (reads `messages()` through if not done)."""
+        if self._skeleton is None:
+            if self._read:
+                raise FormatError("McapFile.skeleton(): messages() was not read through")
+            for _ in self.messages():
+                pass
+        assert self._skeleton is not None
+        return self._skeleton
+
+
+class _Ops:
+    """The skeleton being written: operations, and the blob of bytes COPY takes from."""
+
+    def __init__(self) -> None:
+        self.kinds = bytearray()
+        self.args = array("Q")
+        self.blob = bytearray()
+        self.pending = 0
+
+    def raw(self, piece: memoryview | bytes) -> None:
+        self.blob += piece
+        self.pending += len(piece)
+
+    def op(self, kind: int, arg: int) -> None:
+        if self.pending:
+            self.kinds.append(COPY)
+            self.args.append(self.pending)
+            self.pending = 0
+        self.kinds.append(kind)
+        self.args.append(arg)
+
+    def skeleton(self, file_size: int) -> bytes:
+        if self.pending:
+            self.kinds.append(COPY)
+            self.args.append(self.pending)
+            self.pending = 0
+        args = self.args
+        if sys.byteorder != "little":
+            args = array("Q", args)
+            args.byteswap()
+        head = _SKELETON_HEAD.pack(SKELETON_VERSION, file_size, len(self.kinds), len(self.blob))
+        return b"".join((SKELETON_MAGIC, head, self.kinds, args.tobytes(), self.blob))
+
+
+def open_mcap(buf: bytes | mmap.mmap | memoryview) -> McapFile:
+    """Open an MCAP storage file's bytes (see `McapFile`)."""
+    return McapFile(buf)
+
+
+def join_mcap(
+    skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
+) -> Iterator[bytes | memoryview]:
+    """The pieces of the original file, byte for byte: `skeleton` with `datas` (in the order
+    `messages()` yielded them) put back, and rebuilt chunks compressed again.
+
+    Raises FormatError when the datas do not fit (another count, another size) or a chunk does
+    not compress back to its recorded size and CRC (another zstd/lz4 library release)."""
+    sk = memoryview(skeleton)
+    top = len(SKELETON_MAGIC) + _SKELETON_HEAD.size
+    if len(sk) < top or bytes(sk[:8]) != SKELETON_MAGIC:
+        raise FormatError("not an MCAP skeleton", offset=0)
+    version, file_size, count, blob_size = _SKELETON_HEAD.unpack_from(sk, 8)
+    if version != SKELETON_VERSION:
+        raise FormatError("unknown MCAP skeleton version", offset=8, actual=version)
+    if len(sk) != top + 9 * count + blob_size:
+        raise FormatError("MCAP skeleton of another size", offset=0)
+    kinds = sk[top : top + count]
+    args = array("Q")
+    args.frombytes(sk[top + count : top + 9 * count])
+    if sys.byteorder != "little":
+        args.byteswap()
+    blob = sk[top + 9 * count :]
+    source = iter(datas)
+    pos = 0
+    written = 0
+    chunk: list[bytes | memoryview] | None = None
+    method = 0
+    last: memoryview = blob[:0]
+    for kind, arg in zip(kinds, args, strict=True):
+        if kind == COPY:
+            if pos + arg > blob_size:
+                raise FormatError("MCAP skeleton copies past its blob")
+            last = blob[pos : pos + arg]
+            pos += arg
+            piece: bytes | memoryview = last
+        elif kind == DATA:
+            data = next(source, None)
+            if data is None:
+                raise FormatError("fewer message datas than the MCAP skeleton holds")
+            if len(last) < _MESSAGE_HEAD or (
+                _U64.unpack_from(last, len(last) - _MESSAGE_HEAD + 1)[0]
+                != len(data) + rec.MESSAGE_HEAD.size
+            ):
+                raise FormatError("message data of another size than its MCAP record")
+            piece = data
+        elif kind == DROP:
+            for _ in range(arg):
+                if next(source, None) is None:
+                    raise FormatError("fewer message datas than the MCAP skeleton holds")
+            continue
+        elif kind == BEGIN:
+            chunk, method = [], arg
+            continue
+        elif kind == END and chunk is not None:
+            out = rec.rebuild(method, b"".join(chunk))
+            chunk = None
+            if (len(out) << 32) | zlib.crc32(out) != arg:
+                raise FormatError("MCAP chunk does not compress back to its bytes")
+            written += len(out)
+            yield out
+            continue
+        else:
+            raise FormatError(f"bad MCAP skeleton operation {kind}")
+        if chunk is not None:
+            chunk.append(piece)
+        else:
+            written += len(piece)
+            yield piece
+    if next(source, None) is not None:
+        raise FormatError("more message datas than the MCAP skeleton holds")
+    if written != file_size or pos != blob_size:
+        raise FormatError("MCAP skeleton does not join to its file size", expected=file_size)
