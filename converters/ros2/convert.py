@@ -248,10 +248,11 @@ def _write(
             )
         del view
         for index, entry in enumerate(entries):
-            writer.add_member(skeleton_member(index), entry.pop("skeleton"))
-            if entry["compressed"]:
-                with (layout.files[index].path).open("rb") as handle:
-                    writer.add_member(zstd_member(index), _chunks(handle))
+            skeleton = entry.pop("skeleton")
+            if not entry["compressed"]:  # a compressed file is kept whole instead
+                writer.add_member(skeleton_member(index), skeleton)
+            else:
+                writer.add_member(zstd_member(index), _chunks(layout.files[index].path))
         writer.add_member(TIME_MEMBER, times[order].astype("<i8").tobytes())
         writer.add_member(FILE_MEMBER, _column(columns["file"], order, FILE_DTYPE))
         writer.add_member(RANK_MEMBER, _column(columns["rank"], order, RANK_DTYPE))
@@ -276,9 +277,11 @@ def _column(values: array[int], order: Any, dtype: str) -> bytes:
     return column.astype(dtype).tobytes()
 
 
-def _chunks(handle: IO[bytes]) -> Iterator[bytes]:
-    while block := handle.read(1 << 20):
-        yield block
+def _chunks(path: Path) -> Iterator[bytes]:
+    """A file's bytes, 1 MiB at a time (a member streamed when the archive closes)."""
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            yield block
 
 
 def _report(

@@ -30,7 +30,7 @@ from .facts import reindexed
 from .recording import Ros2Recording
 from .storage import Topic
 
-_SCHEMA = (
+SCHEMA = (
     "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY,ros_distro TEXT NOT NULL);",
     "CREATE TABLE metadata(id INTEGER PRIMARY KEY,metadata_version INTEGER NOT NULL,"
     "metadata TEXT NOT NULL);",
@@ -125,7 +125,7 @@ def _write_db3(
     scratch.unlink(missing_ok=True)
     try:
         with sqlite3.connect(scratch) as db:
-            for statement in _SCHEMA:
+            for statement in SCHEMA:
                 db.execute(statement)
             distro = next((e["ros_distro"] for e in rec.meta.files if e["ros_distro"]), "") or ""
             db.execute("INSERT INTO schema (schema_version, ros_distro) VALUES (4, ?)", (distro,))

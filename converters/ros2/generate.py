@@ -1,0 +1,182 @@
+"""Synthetic ROS 2 bags for samples, tests and benchmarks: a robot driving a circle
+(`/odom` as `geometry_msgs/msg/PoseStamped`, `/status` as `std_msgs/msg/String`), written
+as rosbag2's writers write them (sqlite3 schema 4 or MCAP profile `ros2`, definitions
+included), as a bag folder with `metadata.yaml` or one storage file.
+
+    python -m nanorec.converters.ros2.generate OUT [--seconds S] [--storage mcap|sqlite3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from .storage import Definition, Topic
+
+_RULE = "=" * 80
+POSE_STAMPED = "\n".join(
+    [
+        "std_msgs/Header header",
+        "Pose pose",
+        _RULE,
+        "MSG: geometry_msgs/Pose",
+        "Point position",
+        "Quaternion orientation",
+        _RULE,
+        "MSG: geometry_msgs/Point",
+        "float64 x\nfloat64 y\nfloat64 z",
+        _RULE,
+        "MSG: geometry_msgs/Quaternion",
+        "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1",
+        _RULE,
+        "MSG: std_msgs/Header",
+        "builtin_interfaces/Time stamp\nstring frame_id",
+        _RULE,
+        "MSG: builtin_interfaces/Time",
+        "int32 sec\nuint32 nanosec",
+    ]
+)
+QOS = (
+    "- history: 3\n  depth: 0\n  reliability: 1\n  durability: 2\n  deadline:\n    sec: 0\n"
+    "    nsec: 0\n  lifespan:\n    sec: 0\n    nsec: 0\n  liveliness: 1\n"
+    "  liveliness_lease_duration:\n    sec: 0\n    nsec: 0\n  avoid_ros_namespace_conventions: "
+    "false"
+)
+TOPICS = [
+    Topic(1, "/odom", "geometry_msgs/msg/PoseStamped", "cdr", QOS),
+    Topic(2, "/status", "std_msgs/msg/String", "cdr", QOS),
+]
+DEFINITIONS = [
+    Definition("geometry_msgs/msg/PoseStamped", "ros2msg", POSE_STAMPED),
+    Definition("std_msgs/msg/String", "ros2msg", "string data"),
+]
+START_NS = 1_700_000_000_000_000_000
+
+
+def _string(text: str, at: int) -> bytes:
+    """A CDR string at payload offset `at` (aligned to 4), with its padding first."""
+    raw = text.encode() + b"\0"
+    return bytes(-at % 4) + struct.pack("<I", len(raw)) + raw
+
+
+def pose_stamped(ns: int, x: float, y: float, yaw: float) -> bytes:
+    head = struct.pack("<iI", ns // 1_000_000_000, ns % 1_000_000_000)
+    body = head + _string("map", len(head))
+    body += bytes(-len(body) % 8)  # doubles align to 8 (offsets count after the header)
+    body += struct.pack("<7d", x, y, 0.0, 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+    return b"\x00\x01\x00\x00" + body
+
+
+def string(text: str) -> bytes:
+    return b"\x00\x01\x00\x00" + _string(text, 0)
+
+
+def messages(seconds: float) -> Iterator[tuple[int, int, bytes]]:
+    """(topic key, receive time ns, CDR) at 20 Hz (odometry) and 1 Hz (status)."""
+    for step in range(int(seconds * 20)):
+        ns = START_NS + step * 50_000_000 + 17_000 * (step % 7)
+        yaw = step * 0.01
+        yield 1, ns, pose_stamped(ns, 10 * math.cos(yaw), 10 * math.sin(yaw), yaw + math.pi / 2)
+        if step % 20 == 0:
+            yield 2, ns + 1_000, string(f"lap {step // 20}: all systems nominal")
+
+
+def write_db3(path: Path, seconds: float) -> int:
+    import sqlite3
+
+    from .cut import SCHEMA
+
+    path.unlink(missing_ok=True)
+    count = 0
+    with sqlite3.connect(path) as db:
+        for statement in SCHEMA:
+            db.execute(statement)
+        db.execute("INSERT INTO schema (schema_version, ros_distro) VALUES (4, 'jazzy')")
+        for t in TOPICS:
+            db.execute(
+                "INSERT INTO topics VALUES (?, ?, ?, ?, ?, '')",
+                (t.key, t.name, t.type, t.serialization_format, t.offered_qos_profiles),
+            )
+        for d in DEFINITIONS:
+            db.execute(
+                "INSERT INTO message_definitions (topic_type, encoding, "
+                "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, '')",
+                (d.type, d.encoding, d.text),
+            )
+        for key, ns, data in messages(seconds):
+            db.execute(
+                "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", (ns, key, data)
+            )
+            count += 1
+    db.close()
+    return count
+
+
+def write_mcap(path: Path, seconds: float) -> int:
+    from mcap.writer import Writer
+
+    count = 0
+    with path.open("wb") as stream:
+        writer = Writer(stream)
+        writer.start(profile="ros2", library="nanorec generate")
+        for d, t in zip(DEFINITIONS, TOPICS, strict=True):
+            schema = writer.register_schema(d.type, d.encoding, d.text.encode())
+            writer.register_channel(
+                t.name, t.serialization_format, schema, {"offered_qos_profiles": QOS}
+            )
+        for sequence, (key, ns, data) in enumerate(messages(seconds)):
+            writer.add_message(key, ns, data, ns, sequence=sequence)
+            count += 1
+        writer.finish()
+    return count
+
+
+def generate(output: Path, *, seconds: float = 30.0, storage: str = "mcap", folder: bool = True) -> Path:
+    """Write a bag at `output` (a folder with metadata.yaml, or one storage file)."""
+    write = write_mcap if storage == "mcap" else write_db3
+    if not folder:
+        write(output, seconds)
+        return output
+    from .metadata import BagMetadata, FileInformation, TopicInformation, metadata_yaml
+
+    output.mkdir(parents=True, exist_ok=True)
+    name = f"{output.name}_0.{'mcap' if storage == 'mcap' else 'db3'}"
+    write(output / name, seconds)
+    stamps = [(key, ns) for key, ns, _ in messages(seconds)]
+    first, last = min(ns for _, ns in stamps), max(ns for _, ns in stamps)
+    infos = tuple(
+        TopicInformation(
+            t.name, t.type, t.serialization_format, QOS, "", sum(k == t.key for k, _ in stamps)
+        )
+        for t in TOPICS
+    )
+    meta = BagMetadata(
+        version=8,
+        storage_identifier=storage,
+        duration_ns=last - first,
+        starting_time_ns=first,
+        message_count=len(stamps),
+        topics_with_message_count=infos,
+        relative_file_paths=(name,),
+        files=(FileInformation(name, first, last - first, len(stamps)),),
+        ros_distro="jazzy",
+    )
+    (output / "metadata.yaml").write_text(metadata_yaml(meta, version=8), encoding="utf-8")
+    return output
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
+    parser.add_argument("--file", action="store_true", help="one storage file, no folder")
+    args = parser.parse_args()
+    generate(args.output, seconds=args.seconds, storage=args.storage, folder=not args.file)
+
+
+if __name__ == "__main__":
+    main()
