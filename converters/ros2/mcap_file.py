@@ -169,10 +169,11 @@ class McapFile:
                 self.damage.damaged.append(Region(pos, end - pos, exc.message))
         self._stop = stop
         tail = size - stop
-        if tail and not (last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC):
+        closed = last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC
+        if tail and not closed:
             self.damage.cut = Region(stop, tail, "MCAP file cut inside a record")
-        if self.damage.cut is not None or last_opcode != rec.FOOTER:
-            self.damage.notes.append("no footer: the writer did not close the file")
+        if not closed:
+            self.damage.notes.append("no footer and closing magic: the writer did not finish")
         for channel in channels.values():
             known = schemas.get(channel.schema_id)
             self.topics.append(
