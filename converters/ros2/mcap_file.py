@@ -197,11 +197,11 @@ class McapFile:
 
     def _chunk_at(self, pos: int, end: int) -> _Chunk:
         fields = rec.Fields(self._buf, pos + 9, end, pos)
-        start = fields._take(rec.CHUNK_HEAD.size)
+        start = fields.take(rec.CHUNK_HEAD.size)
         _, _, usize, crc = rec.CHUNK_HEAD.unpack_from(self._buf, start)
         compression = fields.string()
         length = fields.u64()
-        records_start = fields._take(length)
+        records_start = fields.take(length)
         return _Chunk(records_start, records_start + length, usize, crc, compression)
 
     def _records(self, pos: int, chunk: _Chunk) -> memoryview | bytes:
@@ -255,7 +255,7 @@ class McapFile:
         buf = self._buf
         if self._stop >= 8:
             ops.raw(buf[:8])
-            order = [m for m in rec.REBUILDERS]
+            order = list(rec.REBUILDERS)
             for pos, opcode, end in _walk(buf, 8):
                 if end > self._stop:
                     break
