@@ -44,7 +44,9 @@ COPY, DATA, DROP, BEGIN, END = range(5)
 
 #: opcode u8 + length u64 + channel u16 + sequence u32 + log_time u64 + publish_time u64
 _MESSAGE_HEAD = rec.RECORD_HEAD.size + rec.MESSAGE_HEAD.size
-_LOG_TIME = struct.Struct("<Q")
+#: channel_id and log_time of a Message record, from its content start
+_CHANNEL_TIME = struct.Struct("<H4xQ")
+_COPY_DATA = bytes((COPY, DATA))
 _U64 = struct.Struct("<Q")
 
 
@@ -169,10 +171,11 @@ class McapFile:
                 self.damage.damaged.append(Region(pos, end - pos, exc.message))
         self._stop = stop
         tail = size - stop
-        if tail and not (last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC):
+        closed = last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC
+        if tail and not closed:
             self.damage.cut = Region(stop, tail, "MCAP file cut inside a record")
-        if self.damage.cut is not None or last_opcode != rec.FOOTER:
-            self.damage.notes.append("no footer: the writer did not close the file")
+        if not closed:
+            self.damage.notes.append("no footer and closing magic: the writer did not finish")
         for channel in channels.values():
             known = schemas.get(channel.schema_id)
             self.topics.append(
@@ -194,11 +197,11 @@ class McapFile:
 
     def _chunk_at(self, pos: int, end: int) -> _Chunk:
         fields = rec.Fields(self._buf, pos + 9, end, pos)
-        start = fields._take(rec.CHUNK_HEAD.size)
+        start = fields.take(rec.CHUNK_HEAD.size)
         _, _, usize, crc = rec.CHUNK_HEAD.unpack_from(self._buf, start)
         compression = fields.string()
         length = fields.u64()
-        records_start = fields._take(length)
+        records_start = fields.take(length)
         return _Chunk(records_start, records_start + length, usize, crc, compression)
 
     def _records(self, pos: int, chunk: _Chunk) -> memoryview | bytes:
@@ -252,7 +255,7 @@ class McapFile:
         buf = self._buf
         if self._stop >= 8:
             ops.raw(buf[:8])
-            order = [m for m in rec.REBUILDERS]
+            order = list(rec.REBUILDERS)
             for pos, opcode, end in _walk(buf, 8):
                 if end > self._stop:
                     break
@@ -261,7 +264,7 @@ class McapFile:
                 elif opcode == rec.MESSAGE:
                     ops.raw(buf[pos : pos + _MESSAGE_HEAD])
                     ops.op(DATA, 0)
-                    channel, _, log_time, _ = rec.MESSAGE_HEAD.unpack_from(buf, pos + 9)
+                    channel, log_time = _CHANNEL_TIME.unpack_from(buf, pos + 9)
                     yield StoredMessage(channel, log_time, buf[pos + _MESSAGE_HEAD : end])
                 elif opcode == rec.CHUNK:
                     yield from self._chunk_messages(ops, pos, end, order)
@@ -276,7 +279,6 @@ class McapFile:
         buf = self._buf
         chunk = self._chunk_at(pos, end)
         records = self._records(pos, chunk)
-        walked = _walk_records(records, pos)
         view = memoryview(records)
         method: int | None = 0
         if chunk.compression:
@@ -284,15 +286,16 @@ class McapFile:
             method = rec.find_rebuilder(chunk.compression, compressed, bytes(records), order)
             if chunk.records_end - chunk.records_start >= 1 << 32:
                 method = None  # END records the size in 32 bits
-        head = rec.MESSAGE_HEAD
+        head = _CHANNEL_TIME
+        # `_scan` walked these records whole already: `_walk` cannot stop short here
         if method is None:  # kept: its bytes as they are, its datas dropped by join
             self.kept_chunks += 1
             ops.raw(buf[pos:end])
             count = 0
-            for start, opcode, stop in walked:
+            for start, opcode, stop in _walk(view, 0):
                 if opcode == rec.MESSAGE:
                     count += 1
-                    channel, _, log_time, _ = head.unpack_from(view, start + 9)
+                    channel, log_time = head.unpack_from(view, start + 9)
                     yield StoredMessage(channel, log_time, view[start + _MESSAGE_HEAD : stop])
             if count:
                 ops.op(DROP, count)
@@ -303,14 +306,22 @@ class McapFile:
             name = rec.REBUILDERS[method][1]
             self.rebuilt_by[name] = self.rebuilt_by.get(name, 0) + 1
             ops.op(BEGIN, method)
-        for start, opcode, stop in walked:
+        # the hot loop (one turn per message): COPY everything since the last data up to
+        # this message's data, then DATA; `_Ops.raw`/`op` inlined
+        blob, kinds, args = ops.blob, ops.kinds, ops.args
+        pending, prev = ops.pending, 0
+        for start, opcode, stop in _walk(view, 0):
             if opcode == rec.MESSAGE:
-                ops.raw(view[start : start + _MESSAGE_HEAD])
-                ops.op(DATA, 0)
-                channel, _, log_time, _ = head.unpack_from(view, start + 9)
-                yield StoredMessage(channel, log_time, view[start + _MESSAGE_HEAD : stop])
-            else:
-                ops.raw(view[start:stop])
+                cut = start + _MESSAGE_HEAD
+                blob += view[prev:cut]
+                kinds += _COPY_DATA
+                args.append(pending + cut - prev)
+                args.append(0)
+                pending, prev = 0, stop
+                channel, log_time = head.unpack_from(view, start + 9)
+                yield StoredMessage(channel, log_time, view[cut:stop])
+        blob += view[prev:]
+        ops.pending = pending + len(view) - prev
         if method:
             compressed = buf[chunk.records_start : chunk.records_end]
             ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))

@@ -67,7 +67,7 @@ class Fields:
         self.end = end
         self.base = base  # file offset of the record, for error messages
 
-    def _take(self, size: int) -> int:
+    def take(self, size: int) -> int:
         pos = self.pos
         if size < 0 or pos + size > self.end:
             raise FormatError(
@@ -80,16 +80,16 @@ class Fields:
         return pos
 
     def u16(self) -> int:
-        return int(_U16.unpack_from(self.buf, self._take(2))[0])
+        return int(_U16.unpack_from(self.buf, self.take(2))[0])
 
     def u32(self) -> int:
-        return int(_U32.unpack_from(self.buf, self._take(4))[0])
+        return int(_U32.unpack_from(self.buf, self.take(4))[0])
 
     def u64(self) -> int:
-        return int(_U64.unpack_from(self.buf, self._take(8))[0])
+        return int(_U64.unpack_from(self.buf, self.take(8))[0])
 
     def raw(self, size: int) -> memoryview:
-        pos = self._take(size)
+        pos = self.take(size)
         return self.buf[pos : pos + size]
 
     def string(self) -> str:
@@ -101,7 +101,7 @@ class Fields:
 
     def string_map(self) -> dict[str, str]:
         size = self.u32()
-        inner = Fields(self.buf, self._take(size), self.pos, self.base)
+        inner = Fields(self.buf, self.take(size), self.pos, self.base)
         out: dict[str, str] = {}
         while inner.pos < inner.end:
             key = inner.string()
@@ -162,7 +162,7 @@ def parse_metadata(f: Fields) -> tuple[str, dict[str, str]]:
 
 
 def parse_statistics(f: Fields) -> McapStatistics:
-    pos = f._take(STATISTICS_HEAD.size)
+    pos = f.take(STATISTICS_HEAD.size)
     count, _, _, _, _, _, start, end = STATISTICS_HEAD.unpack_from(f.buf, pos)
     size = f.u32()
     if size % 10:
