@@ -138,15 +138,9 @@ def play_command(
     immediate: Immediate = False,
     delay: Annotated[float, typer.Option("--delay", "-d", help="Sleep SEC before playing.")] = 0.0,
     clock: Annotated[
-        float | None,
-        typer.Option(
-            "--clock",
-            help="Also print clock lines, HZ a second (40 when given without a value).",
-            metavar="[HZ]",
-            flag_value=40.0,
-            is_flag=False,
-        ),
-    ] = None,
+        bool, typer.Option("--clock", help="Also print clock lines (ros2 bag play --clock).")
+    ] = False,
+    hz: Annotated[float, typer.Option("--hz", help="Clock lines per second.")] = 40.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No status line.")] = False,
     msg_path: MSG_PATH = None,
 ) -> None:
@@ -200,7 +194,7 @@ def play_command(
                     immediate=immediate,
                     delay=delay,
                     on_clock=emit_clock if clock else None,
-                    hz=clock or 40.0,
+                    hz=hz,
                 ) as player,
             ):
                 play_lines(recording, player, immediate=immediate, quiet=quiet)

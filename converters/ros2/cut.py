@@ -63,12 +63,12 @@ def export_selection(
     topics = _topics(rec, numbers)
     if not rec.meta.folder:
         with atomic_output(output, overwrite=overwrite) as stream:
-            _write_storage(rec, numbers, topics, storage, stream, name=output.name)
+            _write_storage(rec, numbers, topics, storage, stream, output)
         return ExportReport(output, output.stat().st_size, file_sha256(output), len(numbers))
     name = f"{output.name}_0{_SUFFIX[storage]}"
     with atomic_folder(output, overwrite=overwrite) as folder:
         with (folder / name).open("wb") as stream:
-            _write_storage(rec, numbers, topics, storage, stream, name=name)
+            _write_storage(rec, numbers, topics, storage, stream, folder / name)
         metadata = _metadata(rec, numbers, topics, storage, name)
         (folder / METADATA).write_text(metadata, encoding="utf-8")
     size = sum(p.stat().st_size for p in output.iterdir())
@@ -108,20 +108,24 @@ def _messages(rec: Ros2Recording, numbers: Any) -> Iterable[tuple[str, int, Any]
 
 
 def _write_storage(
-    rec: Ros2Recording, numbers: Any, topics: list[Topic], storage: str, stream: IO[bytes], name: str
+    rec: Ros2Recording,
+    numbers: Any,
+    topics: list[Topic],
+    storage: str,
+    stream: IO[bytes],
+    target: Path,
 ) -> None:
     if storage == "mcap":
         _write_mcap(rec, numbers, topics, stream)
     else:
-        _write_db3(rec, numbers, topics, stream, name)
+        _write_db3(rec, numbers, topics, stream, target)
 
 
 def _write_db3(
-    rec: Ros2Recording, numbers: Any, topics: list[Topic], stream: IO[bytes], name: str
+    rec: Ros2Recording, numbers: Any, topics: list[Topic], stream: IO[bytes], target: Path
 ) -> None:
-    """sqlite3 writes to a path: build the database beside the stream's file, then copy."""
-    path = Path(stream.name)
-    scratch = path.with_name(path.name + ".sqlite")
+    """sqlite3 writes to a path: build the database beside the target, then copy it."""
+    scratch = target.with_name(f".{target.name}.sqlite")
     scratch.unlink(missing_ok=True)
     try:
         with sqlite3.connect(scratch) as db:

@@ -8,6 +8,8 @@ bytes (`on_undecodable` is told). `raw(n)` gives the data exactly as stored.
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -39,6 +41,7 @@ class Ros2Recording(ArchiveRecording):
         #: Told of each message that does not decode, which then comes out as its bytes
         #: (`cat` and `play` warn and go on); None: `decode` raises the `FormatError`.
         self.on_undecodable: Callable[[FormatError], None] | None = None
+        self._checked: dict[str, bool] = {}
 
     def close(self) -> None:
         for cached in ("time", "file", "rank"):  # views of the mapping
@@ -77,16 +80,32 @@ class Ros2Recording(ArchiveRecording):
         from .msgdef import from_msg_path
 
         definitions = {t: (d.encoding, d.text) for t, d in self.meta.definitions.items()}
-        for type_name in set(self.meta.types.values()) - set(definitions):
+        for type_name in sorted(set(self.meta.types.values()) - set(definitions)):
             if self.msg_path:
-                with_files = from_msg_path(self.msg_path, type_name)
-                if with_files is not None:
-                    definitions[type_name] = ("ros2msg", with_files)
+                with contextlib.suppress(UsageError):  # not there either: bytes, said once
+                    definitions[type_name] = from_msg_path(self.msg_path, type_name)
         return Decoder(definitions)
+
+    def undefined(self, type_name: str) -> bool:
+        """Whether no definition of `type_name` is known (its messages stay bytes)."""
+        if type_name not in self._checked:
+            try:
+                self.decoder.types(type_name)
+                self._checked[type_name] = False
+            except FormatError as error:
+                self._checked[type_name] = True
+                note = f"{error.message}: its messages come out as bytes (try --msg-path)"
+                if self.on_undecodable is not None:
+                    self.on_undecodable(FormatError(note))
+                else:
+                    warnings.warn(note, UserWarning, stacklevel=3)
+        return self._checked[type_name]
 
     def decode(self, number: int) -> Any:
         topic = self.kind_of(number)
         data = self.serialized(number)
+        if self.undefined(self.type_of(topic)):
+            return data
         try:
             return self.decoder.decode(self.type_of(topic), data)
         except FormatError as error:
