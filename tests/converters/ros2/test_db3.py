@@ -14,21 +14,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nanorec.converters.ros2.db3 import _leb, _unleb, join_db3, open_db3
+from nanorec.converters.ros2.db3 import Db3File, _leb, _unleb, join_db3, open_db3
 from nanorec.converters.ros2.storage import StoredMessage
 from nanorec.errors import FormatError, NanorecError
 from tests.conftest import REALDATA
 
 REAL = sorted((REALDATA / "ros2").glob("*/*.db3")) if (REALDATA / "ros2").is_dir() else []
 
+# rosbag2_storage_sqlite3/src/rosbag2_storage_sqlite3/sqlite_storage.cpp, SqliteStorage::initialize
 V4 = [
     "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY,ros_distro TEXT NOT NULL);",
-    "CREATE TABLE metadata(id INTEGER PRIMARY KEY,metadata_version INTEGER NOT NULL,metadata TEXT NOT NULL);",
+    "CREATE TABLE metadata(id INTEGER PRIMARY KEY,metadata_version INTEGER NOT NULL,"
+    "metadata TEXT NOT NULL);",
     "CREATE TABLE topics(id INTEGER PRIMARY KEY,name TEXT NOT NULL,type TEXT NOT NULL,"
-    "serialization_format TEXT NOT NULL,offered_qos_profiles TEXT NOT NULL,type_description_hash TEXT NOT NULL);",
-    "CREATE TABLE message_definitions(id INTEGER PRIMARY KEY,topic_type TEXT NOT NULL,encoding TEXT NOT NULL,"
-    "encoded_message_definition TEXT NOT NULL,type_description_hash TEXT NOT NULL);",
-    "CREATE TABLE messages(id INTEGER PRIMARY KEY,topic_id INTEGER NOT NULL,timestamp INTEGER NOT NULL, data BLOB NOT NULL);",
+    "serialization_format TEXT NOT NULL,offered_qos_profiles TEXT NOT NULL,"
+    "type_description_hash TEXT NOT NULL);",
+    "CREATE TABLE message_definitions(id INTEGER PRIMARY KEY,topic_type TEXT NOT NULL,"
+    "encoding TEXT NOT NULL,encoded_message_definition TEXT NOT NULL,"
+    "type_description_hash TEXT NOT NULL);",
+    "CREATE TABLE messages(id INTEGER PRIMARY KEY,topic_id INTEGER NOT NULL,"
+    "timestamp INTEGER NOT NULL, data BLOB NOT NULL);",
     "CREATE INDEX timestamp_idx ON messages (timestamp ASC);",
 ]
 
@@ -81,7 +86,7 @@ def sqlite_rows(path: Path) -> list[tuple[int, int, bytes]]:
         con.close()
 
 
-def split(buf: bytes | mmap.mmap) -> tuple[list[StoredMessage], bytes, object]:
+def split(buf: bytes | mmap.mmap) -> tuple[list[StoredMessage], bytes, Db3File]:
     f = open_db3(buf)
     msgs = list(f.messages())
     return msgs, f.skeleton(), f
@@ -104,31 +109,32 @@ def check_against_sqlite(path: Path, tmp_path: Path) -> None:
     topics = con.execute(f"SELECT {', '.join(cols)} FROM topics ORDER BY id").fetchall()
     assert [(t.key, t.name, t.type, t.serialization_format) for t in f.topics] == [
         r[:4] for r in topics
-    ]  # type: ignore[attr-defined]
+    ]
     if "offered_qos_profiles" in cols:
-        assert [t.offered_qos_profiles for t in f.topics] == [r[4] for r in topics]  # type: ignore[attr-defined]
+        assert [t.offered_qos_profiles for t in f.topics] == [r[4] for r in topics]
     if "type_description_hash" in cols:
-        assert [t.type_description_hash for t in f.topics] == [r[5] for r in topics]  # type: ignore[attr-defined]
+        assert [t.type_description_hash for t in f.topics] == [r[5] for r in topics]
     if "message_definitions" in tables:
         defs = con.execute(
-            "SELECT topic_type, encoding, encoded_message_definition FROM message_definitions ORDER BY id"
+            "SELECT topic_type, encoding, encoded_message_definition "
+            "FROM message_definitions ORDER BY id"
         ).fetchall()
-        assert [(d.type, d.encoding, d.text) for d in f.definitions] == defs  # type: ignore[attr-defined]
+        assert [(d.type, d.encoding, d.text) for d in f.definitions] == defs
     else:
-        assert f.definitions == []  # type: ignore[attr-defined]
+        assert f.definitions == []
     if "metadata" in tables:
         last = con.execute("SELECT metadata FROM metadata ORDER BY id DESC LIMIT 1").fetchone()
-        assert f.stored_metadata == (last[0] if last else None)  # type: ignore[attr-defined]
+        assert f.stored_metadata == (last[0] if last else None)
     else:
-        assert f.stored_metadata is None  # type: ignore[attr-defined]
+        assert f.stored_metadata is None
     if "schema" in tables:
         version, distro = con.execute("SELECT schema_version, ros_distro FROM schema").fetchone()
-        assert (f.schema_version, f.ros_distro) == (version, distro)  # type: ignore[attr-defined]
+        assert (f.schema_version, f.ros_distro) == (version, distro)
     else:
-        assert f.ros_distro is None  # type: ignore[attr-defined]
-        assert f.schema_version == (2 if "offered_qos_profiles" in cols else 1)  # type: ignore[attr-defined]
-    assert f.page_size == con.execute("PRAGMA page_size").fetchone()[0]  # type: ignore[attr-defined]
-    assert f.damage.cut is None and not f.damage.damaged  # type: ignore[attr-defined]
+        assert f.ros_distro is None
+        assert f.schema_version == (2 if "offered_qos_profiles" in cols else 1)
+    assert f.page_size == con.execute("PRAGMA page_size").fetchone()[0]
+    assert f.damage.cut is None and not f.damage.damaged
     con.close()
 
 
@@ -296,5 +302,5 @@ def test_skeleton_table_codec() -> None:
 
 def test_skeleton_is_small(tmp_path: Path) -> None:
     path = make_db3(tmp_path / "x.db3", [1024] * 3000)
-    msgs, skeleton, _ = split(path.read_bytes())
+    _, skeleton, _ = split(path.read_bytes())
     assert len(skeleton) < path.stat().st_size - 3000 * 1024 + 3000 * 6
