@@ -25,7 +25,15 @@ import numpy.typing as npt
 from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError, TruncatedError
 
-from .sqlite_btree import TABLE_LEAF, Pager, leaf_pages, schema, serial_size, varint
+from .sqlite_btree import (
+    TABLE_LEAF,
+    Pager,
+    leaf_pages,
+    record_header,
+    schema,
+    serial_size,
+    varint,
+)
 from .storage import Damage, Definition, StoredMessage, Topic
 
 _MAGIC = b"NRDB3SK1"
@@ -119,10 +127,8 @@ class Db3File:
                     for (name, alias), v in zip(cols, values, strict=False)
                 }
                 out.append(row)
-        except NanorecError as exc:
+        except (NanorecError, *_BAD) as exc:
             self.damage.notes.append(f"table {table}: {exc}")
-        except _BAD as exc:
-            self.damage.notes.append(f"table {table}: malformed page ({exc})")
         return out
 
     def messages(self) -> Iterator[StoredMessage]:
@@ -248,7 +254,7 @@ class Db3File:
             types = [0, t_topic, t_stamp, t_data]
             at = offs[3] + serial_size(t_data)
         else:
-            types, offs, at = self._header(page, i, local)
+            types, offs, at = record_header(page, i, local)
         if len(types) != ncols or at != size or (alias >= 0 and types[alias] != 0):
             return None
         t_topic, t_stamp, t_data = types[i_topic], types[i_stamp], types[i_data]
@@ -272,22 +278,6 @@ class Db3File:
                     pieces.append((off + lo - at, hi - lo))
                 at += k
         return rowid, topic, stamp, pieces
-
-    @staticmethod
-    def _header(page: bytes, i: int, local: int) -> tuple[list[int], list[int], int]:
-        """Serial types and payload offsets of the record at `i`, and the record's length."""
-        hlen, j = varint(page, i)
-        if hlen > local:
-            return [], [], -1
-        types: list[int] = []
-        offs: list[int] = []
-        at = hlen
-        while j < i + hlen:
-            t, j = varint(page, j)
-            types.append(t)
-            offs.append(at)
-            at += serial_size(t)
-        return types, offs, at
 
     def skeleton(self) -> bytes:
         """The piece table and the file without its messages' data (reads the messages
