@@ -239,14 +239,14 @@ class Db3File:
         """One cell as a message row, or None when its record is not (int, int, int, blob)."""
         p = self.pager
         alias, ncols, i_topic, i_stamp, i_data = layout
-        size, i = (page[c], c + 1) if page[c] < 0x80 else varint(page, c)
-        rowid, i = (page[i], i + 1) if page[i] < 0x80 else varint(page, i)
+        size, i = _varint2(page, c)
+        rowid, i = _varint2(page, i)
         local = size if size <= p.max_local else p.local_size(size)
         if i + local + (4 if local < size else 0) > p.usable:
             raise FormatError("cell runs off its page", offset=base + c)
         if layout == ROSBAG2 and page[i] < 0x80 and page[i + 1] == 0:  # the usual header
             hlen, t_topic, t_stamp = page[i], page[i + 2], page[i + 3]
-            t_data, j = varint(page, i + 4)
+            t_data, j = _varint2(page, i + 4)
             if j != i + hlen or hlen > local or t_topic not in _INTS or t_stamp not in _INTS:
                 return None
             at = hlen + _SIZE[t_topic]
@@ -308,6 +308,15 @@ class Db3File:
             at = end
         out += self.view[at:]
         return bytes(out)
+
+
+def _varint2(b: bytes, i: int) -> tuple[int, int]:
+    """`varint`, the one- and two-byte cases (sizes and rowids of most cells) inline."""
+    x = b[i]
+    if x < 0x80:
+        return x, i + 1
+    y = b[i + 1]
+    return (((x & 0x7F) << 7) | y, i + 2) if y < 0x80 else varint(b, i)
 
 
 def _layout(cols: list[tuple[str, bool]]) -> tuple[int, int, int, int, int] | None:
