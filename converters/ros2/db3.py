@@ -13,6 +13,7 @@ lengths), about 4-5 bytes per message of one piece, encoded and decoded with num
 
 from __future__ import annotations
 
+import functools
 import itertools
 import mmap
 import struct
@@ -24,7 +25,15 @@ import numpy.typing as npt
 from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError, TruncatedError
 
-from .sqlite_btree import TABLE_LEAF, Pager, int_value, leaf_pages, schema, serial_size, varint
+from .sqlite_btree import (
+    TABLE_LEAF,
+    Pager,
+    leaf_pages,
+    record_header,
+    schema,
+    serial_size,
+    varint,
+)
 from .storage import Damage, Definition, StoredMessage, Topic
 
 _MAGIC = b"NRDB3SK1"
@@ -32,6 +41,9 @@ _HEAD = struct.Struct("<8sQQQQQ")  # magic, messages, pieces, bytes of the 3 arr
 _U32 = struct.Struct(">I")
 _INTS = frozenset((1, 2, 3, 4, 5, 6, 8, 9))
 _BAD = (IndexError, ValueError, struct.error)  # a structure that runs off its page
+_SIZE = (0, 1, 2, 3, 4, 6, 8, 8, 0, 0)  # bytes of an integer of serial type 0-9
+_int = functools.partial(int.from_bytes, byteorder="big", signed=True)
+ROSBAG2 = (0, 4, 1, 2, 3)  # rowid alias, columns, topic_id, timestamp, data of `messages`
 _TOPIC_TEXT = (
     "name",
     "type",
@@ -115,10 +127,8 @@ class Db3File:
                     for (name, alias), v in zip(cols, values, strict=False)
                 }
                 out.append(row)
-        except NanorecError as exc:
+        except (NanorecError, *_BAD) as exc:
             self.damage.notes.append(f"table {table}: {exc}")
-        except _BAD as exc:
-            self.damage.notes.append(f"table {table}: malformed page ({exc})")
         return out
 
     def messages(self) -> Iterator[StoredMessage]:
@@ -129,7 +139,7 @@ class Db3File:
         self._read = True
         p = self.pager
         root, cols = self.tables.get("messages", (0, []))
-        layout = _layout(cols) if root else (0, 4, 1, 2, 3)  # no schema: rosbag2's columns
+        layout = _layout(cols) if root else ROSBAG2  # no schema: rosbag2's columns
         if layout is None:
             self.damage.notes.append("table messages has no topic_id, timestamp, data columns")
             return
@@ -229,31 +239,32 @@ class Db3File:
         """One cell as a message row, or None when its record is not (int, int, int, blob)."""
         p = self.pager
         alias, ncols, i_topic, i_stamp, i_data = layout
-        size, i = varint(page, c)
-        rowid, i = varint(page, i)
-        local = p.local_size(size)
+        size, i = _varint2(page, c)
+        rowid, i = _varint2(page, i)
+        local = size if size <= p.max_local else p.local_size(size)
         if i + local + (4 if local < size else 0) > p.usable:
             raise FormatError("cell runs off its page", offset=base + c)
-        hlen, j = varint(page, i)
-        if hlen > local:
-            return None
-        types: list[int] = []
-        offs: list[int] = []
-        at = hlen
-        while j < i + hlen:
-            t, j = varint(page, j)
-            types.append(t)
-            offs.append(at)
-            at += serial_size(t)
+        if layout == ROSBAG2 and page[i] < 0x80 and page[i + 1] == 0:  # the usual header
+            hlen, t_topic, t_stamp = page[i], page[i + 2], page[i + 3]
+            t_data, j = _varint2(page, i + 4)
+            if j != i + hlen or hlen > local or t_topic not in _INTS or t_stamp not in _INTS:
+                return None
+            at = hlen + _SIZE[t_topic]
+            offs = [0, hlen, at, at + _SIZE[t_stamp]]
+            types = [0, t_topic, t_stamp, t_data]
+            at = offs[3] + serial_size(t_data)
+        else:
+            types, offs, at = record_header(page, i, local)
         if len(types) != ncols or at != size or (alias >= 0 and types[alias] != 0):
             return None
         t_topic, t_stamp, t_data = types[i_topic], types[i_stamp], types[i_data]
         if t_topic not in _INTS or t_stamp not in _INTS or t_data < 12 or t_data & 1:
             return None
-        if max(offs[i_topic] + serial_size(t_topic), offs[i_stamp] + serial_size(t_stamp)) > local:
+        o_topic, o_stamp = i + offs[i_topic], i + offs[i_stamp]
+        if max(o_topic + _SIZE[t_topic], o_stamp + _SIZE[t_stamp]) > i + local:
             return None
-        topic = int_value(page[i + offs[i_topic] : i + offs[i_topic] + 8], t_topic)
-        stamp = int_value(page[i + offs[i_stamp] : i + offs[i_stamp] + 8], t_stamp)
+        topic = t_topic - 8 if t_topic >= 8 else _int(page[o_topic : o_topic + _SIZE[t_topic]])
+        stamp = t_stamp - 8 if t_stamp >= 8 else _int(page[o_stamp : o_stamp + _SIZE[t_stamp]])
         start, end = offs[i_data], offs[i_data] + serial_size(t_data)
         pieces: list[tuple[int, int]] = []
         if start < local:
@@ -297,6 +308,15 @@ class Db3File:
             at = end
         out += self.view[at:]
         return bytes(out)
+
+
+def _varint2(b: bytes, i: int) -> tuple[int, int]:
+    """`varint`, the one- and two-byte cases (sizes and rowids of most cells) inline."""
+    x = b[i]
+    if x < 0x80:
+        return x, i + 1
+    y = b[i + 1]
+    return (((x & 0x7F) << 7) | y, i + 2) if y < 0x80 else varint(b, i)
 
 
 def _layout(cols: list[tuple[str, bool]]) -> tuple[int, int, int, int, int] | None:

@@ -212,21 +212,12 @@ class Pager:
 
     def record(self, payload: bytes) -> list[object]:
         """The values of a record: None, int, float, str (file's encoding) or bytes."""
-        hlen, i = varint(payload, 0)
-        if hlen > len(payload):
-            raise FormatError("record header longer than its record")
-        types: list[int] = []
-        while i < hlen:
-            t, i = varint(payload, i)
-            types.append(t)
+        types, offs, end = record_header(payload, 0, len(payload))
+        if end < 0 or end > len(payload):
+            raise FormatError("record header or values run past their record")
         out: list[object] = []
-        pos = hlen
-        for t in types:
-            k = serial_size(t)
-            raw = payload[pos : pos + k]
-            if len(raw) < k:
-                raise FormatError("record value runs past its record")
-            pos += k
+        for t, pos in zip(types, offs, strict=True):
+            raw = payload[pos : pos + serial_size(t)]
             if t == 0:
                 out.append(None)
             elif t == 7:
@@ -251,6 +242,23 @@ class Pager:
             free.update(x for x in struct.unpack_from(f">{count}I", page, 8) if x > 1)
             n = _U32.unpack_from(page, 0)[0]
         return free
+
+
+def record_header(b: bytes, i: int, local: int) -> tuple[list[int], list[int], int]:
+    """Serial types and payload offsets of the values of the record at `b[i]`, and the
+    record's length (-1 when its header is longer than the `local` bytes at hand)."""
+    hlen, j = varint(b, i)
+    if hlen > local:
+        return [], [], -1
+    types: list[int] = []
+    offs: list[int] = []
+    at = hlen
+    while j < i + hlen:
+        t, j = varint(b, j)
+        types.append(t)
+        offs.append(at)
+        at += serial_size(t)
+    return types, offs, at
 
 
 def columns(sql: str) -> list[tuple[str, bool]]:
