@@ -106,6 +106,7 @@ def plot(
     draw_map: bool = True,
     selection: Selection | None = None,
     trajectories: Iterable[int] | None = None,
+    dpi: int = 120,
 ) -> PlotReport:
     """Draw `rec` into `output` (.png, .svg, .pdf); returns what it drew. With a selection,
     only the nodes and submaps it picks (`plotted`), over the whole map."""
@@ -154,7 +155,7 @@ def plot(
         if nodes or submaps:
             axes.legend(loc="best", fontsize="small")
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=suffix, dpi=120)
+        figure.savefig(buffer, format=suffix, dpi=dpi)
     finally:
         plt.close(figure)
     data = buffer.getvalue()
