@@ -387,13 +387,18 @@ def plot_command(
             metavar="ID",
         ),
     ] = None,
+    follow: Annotated[
+        int | None,
+        typer.Option("--follow", help="Frame the view around this actor's path.", metavar="ID"),
+    ] = None,
     force: Force = False,
     family: _FAMILY = None,
 ) -> None:
-    """Draw a bird's-eye view: vehicle and walker paths, footprints, traffic lights.
+    """Draw a bird's-eye view: vehicle and walker paths framed with a margin, footprints,
+    collisions (where and when, with the two actors), the hero, nearby traffic lights.
 
-    Axes in metres, y pointing down as in CARLA's top view. Needs matplotlib, the
-    optional plot extra of nanorec (pip install matplotlib).
+    Axes in metres, y pointing down as in CARLA's top view. Prints one line saying what it
+    drew. Needs matplotlib, the optional plot extra of nanorec (pip install matplotlib).
 
     Example: nanorec plot town03.log -o town03.png --start 10 --end 25 --actor 6 --actor 7
     """
@@ -414,12 +419,9 @@ def plot_command(
                 frames=_frames(rec, start, end, duration, messages),
                 actors=actors,
                 types=kinds,
+                follow=follow,
                 overwrite=force,
             )
-        typer.echo(
-            f"{report.output}: {report.size} bytes; paths over frames "
-            f"{report.start}-{report.stop - 1}, {report.actors} actors drawn at frame "
-            f"{report.frame}"
-        )
+        typer.echo(report.line())
 
     run(action)

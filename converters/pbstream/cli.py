@@ -199,8 +199,9 @@ def plot_command(
         bool, typer.Option("--no-map", help="Do not draw the occupancy grid under the paths.")
     ] = False,
 ) -> None:
-    """Draw the trajectories (optimised node poses), submap origins and constraints, over
-    the assembled 2D map. Needs matplotlib (the plot extra).
+    """Draw the trajectories (optimised node poses), submap origins and constraints
+    coloured by kind, over the assembled 2D map; prints one line saying what it drew.
+    Needs matplotlib (the plot extra).
 
     With a selection, only the nodes in it (by their own time, or their record's number) and
     the submaps tied to them, over the whole map.
@@ -220,7 +221,7 @@ def plot_command(
             if not selection.everything:
                 selection.chosen(rec.reader.index)
             rec.check_trajectories(trajectory)
-            size = plot(
+            report = plot(
                 rec,
                 output,
                 overwrite=force,
@@ -228,7 +229,7 @@ def plot_command(
                 selection=selection,
                 trajectories=trajectory or None,
             )
-        typer.echo(f"{output}: {size} bytes")
+        typer.echo(report.line())
 
     run(action)
 

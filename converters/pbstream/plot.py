@@ -1,13 +1,15 @@
 """`nanorec plot x.pbstream`: trajectories (optimised node poses), submap origins and
-constraints (intra-submap grey, inter-submap red) over the assembled 2D map, in metres.
-Needs matplotlib (the plot extra)."""
+constraints coloured by kind (intra-submap grey; inter-submap red within a trajectory, a
+loop closure; purple across trajectories) over the assembled 2D map, in metres. Needs
+matplotlib (the plot extra). `PlotReport` says what was drawn, in numbers and one line."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nanorec.atomic import atomic_output
 from nanorec.errors import EmptySelectionError, UsageError
@@ -21,6 +23,37 @@ if TYPE_CHECKING:
 
 
 Key = tuple[int, int]
+#: Constraint kinds as drawn: (name, colour, line width).
+KINDS = {
+    "intra-submap": ("0.6", 0.3),
+    "inter-submap": ("red", 0.6),
+    "inter-trajectory": ("#9400d3", 0.8),
+}
+
+
+@dataclass(frozen=True)
+class PlotReport:
+    """What `plot` drew: the nodes per trajectory, the submaps, the constraints per kind
+    (`KINDS`), the extent (x min, x max, y min, y max, m) of the trajectories drawn, and
+    whether the map was under them."""
+
+    output: Path
+    size: int
+    nodes: dict[int, int] = field(default_factory=dict)
+    submaps: int = 0
+    constraints: dict[str, int] = field(default_factory=dict)
+    bounds: tuple[float, float, float, float] | None = None
+    map: bool = False
+
+    def line(self) -> str:
+        """The one line `nanorec plot` prints."""
+        paths = ", ".join(f"{tid}: {n}" for tid, n in sorted(self.nodes.items()))
+        kinds = ", ".join(f"{n} {kind}" for kind, n in self.constraints.items() if n)
+        return (
+            f"{self.output}: {self.size} bytes; {len(self.nodes)} trajectories (nodes "
+            f"{paths or 'none'}), {self.submaps} submaps, {sum(self.constraints.values())} "
+            f"constraints{f' ({kinds})' if kinds else ''}" + (", over the map" if self.map else "")
+        )
 
 
 def plotted(
@@ -73,9 +106,10 @@ def plot(
     draw_map: bool = True,
     selection: Selection | None = None,
     trajectories: Iterable[int] | None = None,
-) -> int:
-    """Draw `rec` into `output` (.png, .svg, .pdf); returns the file's size in bytes. With a
-    selection, only the nodes and submaps it picks (`plotted`), over the whole map."""
+    dpi: int = 120,
+) -> PlotReport:
+    """Draw `rec` into `output` (.png, .svg, .pdf); returns what it drew. With a selection,
+    only the nodes and submaps it picks (`plotted`), over the whole map."""
     keep_nodes, keep_submaps = plotted(rec, selection or Selection(), trajectories)
     if keep_nodes is not None and not keep_nodes and not keep_submaps:
         raise EmptySelectionError(
@@ -93,16 +127,17 @@ def plot(
         raise UsageError(f"plot writes .png, .svg or .pdf, not {output.name!r}")
     figure, axes = plt.subplots(figsize=(9, 9))
     try:
-        if draw_map:
-            _draw_map(rec, axes)
+        mapped = _draw_map(rec, axes) if draw_map else False
         paths = rec.trajectories()
         nodes: dict[Key, tuple[float, float]] = {}
+        counts: dict[int, int] = {}
         for tid, poses in paths.items():
             mask, picked = _kept(tid, poses.index.tolist(), keep_nodes)
             xy = poses.translation[:, :2][mask]
             if len(xy):
                 axes.plot(xy[:, 0], xy[:, 1], lw=1.2, label=f"trajectory {tid} ({poses.source})")
                 nodes.update({key: (x, y) for key, (x, y) in zip(picked, xy.tolist(), strict=True)})
+                counts[tid] = len(xy)
         submaps: dict[Key, tuple[float, float]] = {}
         for tid, poses in rec.pose_graph().submaps.items():
             mask, picked = _kept(tid, poses.index.tolist(), keep_submaps)
@@ -112,20 +147,7 @@ def plot(
                 submaps.update(
                     {key: (x, y) for key, (x, y) in zip(picked, xy.tolist(), strict=True)}
                 )
-        for tag, colour in ((0, "0.6"), (1, "red")):
-            segments = [
-                (submaps[(int(c[0]), int(c[1]))], nodes[(int(c[2]), int(c[3]))])
-                for c in rec.pose_graph().constraints.tolist()
-                if c[4] == tag
-                and (int(c[0]), int(c[1])) in submaps
-                and (int(c[2]), int(c[3])) in nodes
-            ]
-            if segments:
-                from matplotlib.collections import LineCollection
-
-                axes.add_collection(
-                    LineCollection(segments, colors=colour, linewidths=0.3, alpha=0.6)
-                )
+        drawn = _draw_constraints(axes, rec, submaps, nodes)
         axes.set_aspect("equal")
         axes.set_xlabel("x (m)")
         axes.set_ylabel("y (m)")
@@ -133,13 +155,56 @@ def plot(
         if nodes or submaps:
             axes.legend(loc="best", fontsize="small")
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=suffix, dpi=120)
+        figure.savefig(buffer, format=suffix, dpi=dpi)
     finally:
         plt.close(figure)
     data = buffer.getvalue()
     with atomic_output(output, overwrite=overwrite) as stream:
         stream.write(data)
-    return len(data)
+    points = list(nodes.values())
+    bounds = None
+    if points:
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        bounds = (min(xs), max(xs), min(ys), max(ys))
+    return PlotReport(output, len(data), counts, len(submaps), drawn, bounds, mapped)
+
+
+def constraint_kind(c: tuple[Any, ...]) -> str:
+    """A constraint's kind (`KINDS`) from its row (CONSTRAINT_DTYPE, as a tuple):
+    intra-submap, inter-submap within a trajectory, or inter-submap across trajectories."""
+    if c[4] == 0:
+        return "intra-submap"
+    return "inter-submap" if c[0] == c[2] else "inter-trajectory"
+
+
+def _draw_constraints(
+    axes: object,
+    rec: PbstreamRecording,
+    submaps: dict[Key, tuple[float, float]],
+    nodes: dict[Key, tuple[float, float]],
+) -> dict[str, int]:
+    """Each constraint between a drawn submap and a drawn node, coloured by kind (one
+    legend entry per kind, with its count); returns the count per kind."""
+    from matplotlib.collections import LineCollection
+
+    segments: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+    for c in rec.pose_graph().constraints.tolist():
+        submap, node = (int(c[0]), int(c[1])), (int(c[2]), int(c[3]))
+        if submap in submaps and node in nodes:
+            segments[constraint_kind(c)].append((submaps[submap], nodes[node]))
+    for kind, lines in segments.items():
+        if lines:
+            colour, width = KINDS[kind]
+            axes.add_collection(  # type: ignore[attr-defined]
+                LineCollection(
+                    lines,
+                    colors=colour,
+                    linewidths=width,
+                    alpha=0.6,
+                    label=f"{kind} constraints ({len(lines)})",
+                )
+            )
+    return {kind: len(lines) for kind, lines in segments.items()}
 
 
 def _kept(tid: int, indexes: list[int], keep: set[Key] | None) -> tuple[list[bool], list[Key]]:
@@ -148,17 +213,19 @@ def _kept(tid: int, indexes: list[int], keep: set[Key] | None) -> tuple[list[boo
     return mask, [(tid, i) for i, kept in zip(indexes, mask, strict=True) if kept]
 
 
-def _draw_map(rec: PbstreamRecording, axes: object) -> None:
+def _draw_map(rec: PbstreamRecording, axes: object) -> bool:
+    """The assembled occupancy grid under the paths; False when there is none (3D)."""
     from .rosmap import assemble
 
     try:
         grid = assemble(rec)
     except UsageError:
-        return  # no 2D submap: paths only
+        return False  # no 2D submap: paths only
     height, width = grid.image.shape
     x0, y0 = grid.origin
     extent = (x0, x0 + width * grid.resolution, y0, y0 + height * grid.resolution)
     axes.imshow(grid.image, cmap="gray", vmin=0, vmax=255, extent=extent, origin="upper")  # type: ignore[attr-defined]
+    return True
 
 
-__all__ = ["plot"]
+__all__ = ["KINDS", "PlotReport", "constraint_kind", "plot", "plotted"]

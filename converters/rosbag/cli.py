@@ -17,11 +17,13 @@ from nanorec.cli.inputs import check_input, opened
 from nanorec.cli.options import (
     Duration,
     End,
+    Force,
     Immediate,
     Json,
     Kinds,
     Loop,
     Messages,
+    Output,
     Pause,
     Rate,
     Start,
@@ -36,7 +38,9 @@ from nanorec.timezones import parse_zone
 
 from .info import Facts, facts_of_archive, facts_of_index, text, yaml
 
-app = typer.Typer(help="ROS1 bags: rosbag info, cat, play without ROS.", no_args_is_help=True)
+app = typer.Typer(
+    help="ROS1 bags: rosbag info, cat, play without ROS; plots.", no_args_is_help=True
+)
 
 _KINDS = "Only this topic; repeatable."
 _TOPICS = Annotated[
@@ -227,5 +231,42 @@ def play_command(
                     typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
                 play_lines(recording, player, immediate=immediate, quiet=quiet)
         sys.stdout.flush()
+
+    run(action)
+
+
+@verb_command(app, "plot", output="Picture to write: .png, .svg or .pdf.", kinds=_KINDS)
+def plot_command(
+    file: _BAG,
+    output: Output,
+    force: Force = False,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
+) -> None:
+    """Draw what the bag's messages mean: NavSatFix tracks, odometry/pose/tf paths per
+    frame, Imu and few-number topics as time series, a few frames of each Image topic, and
+    every topic's message rate as one heat strip. Prints one line saying what it drew.
+    Needs matplotlib (the plot extra).
+
+    Example: nanorec plot drive.bag -o drive.png --start 10 --end 40
+    """
+    from nanorec.cli.inputs import check_output
+
+    from .plot import plot
+    from .recording import BagRecording
+
+    def action() -> None:
+        check_output(output, file)
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+        )
+        with opened(file) as recording:
+            if not isinstance(recording, BagRecording):
+                raise UsageError(f"{file} is not a ROS bag")
+            report = plot(recording, output, selection=selection, overwrite=force)
+        typer.echo(report.line())
 
     run(action)

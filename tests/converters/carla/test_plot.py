@@ -31,10 +31,13 @@ def png_pixels(path: Path) -> npt.NDArray[np.float32]:
     return np.asarray(imread(path))
 
 
-def assert_readable_png(path: Path, width: int = 800, height: int = 800) -> None:
+def assert_readable_png(path: Path, width: int = 800, height: int | None = None) -> None:
+    """`height` None: as high as the view needs, at most `width` (the picture's default)."""
     data = path.read_bytes()
     assert data[:8] == PNG_MAGIC and data[12:16] == b"IHDR"
-    assert struct.unpack(">II", data[16:24]) == (width, height)
+    found_width, found_height = struct.unpack(">II", data[16:24])
+    assert found_width == width
+    assert found_height == height if height is not None else 300 <= found_height <= width
     assert 20_000 < len(data) < 400_000
     pixels = png_pixels(path)[..., :3]
     colours = np.unique((pixels * 255).round().reshape(-1, 3), axis=0)

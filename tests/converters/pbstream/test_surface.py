@@ -110,4 +110,4 @@ def test_plot_draws_the_selected_window(tmp_path: Path) -> None:
         nodes, submaps = plotted(rec, Selection.make(messages="3:5"))
         assert nodes == set() and submaps == {(0, 0), (0, 1)}
     code, out, err = _run("plot", SAMPLE, "-o", tmp_path / "w.png", "--start", "0", "--end", "1")
-    assert code == 0 and out.endswith("bytes\n"), err
+    assert code == 0 and out.count("\n") == 1 and " bytes; 1 trajectories (nodes 0: " in out, err

@@ -1,0 +1,287 @@
+"""What a bag's picture draws, read from the decoded messages: the standard types as what
+they mean. `sensor_msgs/NavSatFix` is a track (longitude, latitude); odometry, poses and
+`tf` are paths in their frame; `sensor_msgs/Imu` and topics of a few numbers are time
+series; `sensor_msgs/Image` gives a few frames. Numbers only (no matplotlib here), so the
+tests check what a picture holds without reading the image.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .recording import BagRecording
+
+#: At most this many messages of one topic are decoded (evenly spaced).
+MAX_MESSAGES = 3000
+#: A topic is a time series when its message holds at most this many numbers.
+MAX_SCALARS = 6
+EARTH_RADIUS_M = 6_371_008.8
+
+_POSITION = {  # type -> the path of its position in the message
+    "nav_msgs/Odometry": ("pose", "pose", "position"),
+    "geometry_msgs/PoseStamped": ("pose", "position"),
+    "geometry_msgs/PoseWithCovarianceStamped": ("pose", "pose", "position"),
+    "geometry_msgs/PointStamped": ("point",),
+    "turtlesim/Pose": (),
+    "geometry_msgs/Pose2D": (),
+}
+_TF = ("tf/tfMessage", "tf2_msgs/TFMessage")
+_IMU = {
+    "angular velocity (rad/s)": "angular_velocity",
+    "linear acceleration (m/s²)": "linear_acceleration",
+}
+_SKIPPED = {"header", "stamp"}
+
+
+@dataclass
+class Track:
+    """A `NavSatFix` topic's fixes: longitude, latitude (degrees), seconds from the start."""
+
+    topic: str
+    lon: npt.NDArray[np.float64]
+    lat: npt.NDArray[np.float64]
+    t: npt.NDArray[np.float64]
+
+    def length_m(self) -> float:
+        """The track's length over the ground (equirectangular, m)."""
+        if len(self.lon) < 2:
+            return 0.0
+        scale = math.cos(math.radians(float(np.mean(self.lat))))
+        dx = np.radians(np.diff(self.lon)) * scale
+        dy = np.radians(np.diff(self.lat))
+        return float(np.hypot(dx, dy).sum() * EARTH_RADIUS_M)
+
+
+@dataclass
+class Path:
+    """Positions (x, y) of one source in `frame` ("" when the messages name none): a
+    topic, or a tf parent -> child."""
+
+    label: str
+    frame: str
+    xy: npt.NDArray[np.float64]
+
+
+@dataclass
+class Series:
+    """A panel of time series: named lines over seconds from the start."""
+
+    title: str
+    t: npt.NDArray[np.float64]
+    lines: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+
+
+@dataclass
+class Frame:
+    """One image: seconds from the start, pixels (h, w) grey or (h, w, 3) RGB in 0..1."""
+
+    t: float
+    pixels: npt.NDArray[np.float64]
+
+
+@dataclass
+class Contents:
+    tracks: list[Track] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+    series: list[Series] = field(default_factory=list)
+    images: dict[str, list[Frame]] = field(default_factory=dict)
+
+
+def topic_types(rec: BagRecording) -> dict[str, str]:
+    """topic -> its message type (the first connection's)."""
+    found: dict[str, str] = {}
+    for connection in rec.meta.connections.values():
+        found.setdefault(connection.topic, connection.type)
+    return found
+
+
+def contents(
+    rec: BagRecording, numbers: npt.NDArray[np.int64], topics: list[str], max_images: int = 6
+) -> Contents:
+    """What the picture draws of the messages `numbers` of `topics`."""
+    found = Contents()
+    types = topic_types(rec)
+    origin = int(rec.reader.index.timestamp_us[0]) if len(rec.reader.index) else 0
+    for topic in topics:
+        kind = types.get(topic, "")
+        mine = numbers[rec.meta.conns_of({topic})[numbers]]
+        if not len(mine):
+            continue
+        if kind == "sensor_msgs/Image":
+            picked = mine[np.unique(np.linspace(0, len(mine) - 1, max_images).round().astype(int))]
+            frames = [_frame(rec, int(n), origin) for n in picked.tolist()]
+            shown = [f for f in frames if f is not None]
+            if shown:
+                found.images[topic] = shown
+            continue
+        if len(mine) > MAX_MESSAGES:
+            mine = mine[np.linspace(0, len(mine) - 1, MAX_MESSAGES).round().astype(int)]
+        t = (rec.reader.index.timestamp_us[mine] - origin) / 1e6
+        values = list(_decoded(rec, mine))
+        if kind == "sensor_msgs/NavSatFix":
+            track = _track(topic, values, t)
+            if track is not None:
+                found.tracks.append(track)
+        elif kind in _POSITION:
+            found.paths.extend(_paths(topic, kind, values))
+        elif kind in _TF:
+            found.paths.extend(_tf_paths(values))
+        elif kind == "sensor_msgs/Imu":
+            for title, name in _IMU.items():
+                found.series.append(_series(f"{topic} {title}", t, values, (name,)))
+        else:
+            leaves = _numbers(values[0]) if values and isinstance(values[0], Mapping) else []
+            if 1 <= len(leaves) <= MAX_SCALARS:
+                found.series.append(_scalar_series(topic, t, values, leaves))
+    found.series = [s for s in found.series if s.lines]
+    return found
+
+
+def _decoded(rec: BagRecording, numbers: npt.NDArray[np.int64]) -> Iterator[Any]:
+    for number in numbers.tolist():
+        yield rec.decode(int(number))
+
+
+def _get(value: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, (bool, int, float, np.number)):
+        return float(value)
+    return math.nan
+
+
+def _track(topic: str, values: list[Any], t: npt.NDArray[np.float64]) -> Track | None:
+    """The fixes with a position: finite, and a status other than NO_FIX (-1)."""
+    rows = []
+    for value, when in zip(values, t.tolist(), strict=True):
+        status = _number(_get(value, ("status", "status")))
+        lon, lat = _number(_get(value, ("longitude",))), _number(_get(value, ("latitude",)))
+        if status >= 0 and math.isfinite(lon) and math.isfinite(lat):
+            rows.append((lon, lat, when))
+    if not rows:
+        return None
+    table = np.array(rows, dtype=np.float64)
+    return Track(topic, table[:, 0], table[:, 1], table[:, 2])
+
+
+def _paths(topic: str, kind: str, values: list[Any]) -> list[Path]:
+    where = _POSITION[kind]
+    rows = []
+    for value in values:
+        point = _get(value, where)
+        x, y = _number(_get(point, ("x",))), _number(_get(point, ("y",)))
+        if math.isfinite(x) and math.isfinite(y):
+            rows.append((x, y))
+    frame = str(_get(values[0], ("header", "frame_id")) or "") if values else ""
+    if not rows:
+        return []
+    return [Path(topic, frame, np.array(rows, dtype=np.float64))]
+
+
+def _tf_paths(values: list[Any]) -> list[Path]:
+    """One path per parent -> child transform, in the parent's frame."""
+    rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for value in values:
+        for item in _get(value, ("transforms",)) or ():
+            parent = str(_get(item, ("header", "frame_id")) or "").lstrip("/")
+            child = str(_get(item, ("child_frame_id",)) or "").lstrip("/")
+            move = _get(item, ("transform", "translation"))
+            x, y = _number(_get(move, ("x",))), _number(_get(move, ("y",)))
+            if math.isfinite(x) and math.isfinite(y):
+                rows.setdefault((parent, child), []).append((x, y))
+    return [
+        Path(f"tf {parent} → {child}", parent, np.array(xy, dtype=np.float64))
+        for (parent, child), xy in sorted(rows.items())
+    ]
+
+
+def _numbers(value: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted names of a message's number fields (its header and covariances aside);
+    none when it holds anything else (text, arrays, lists: not a message of a few numbers)."""
+    names: list[str] = []
+    for key, item in value.items():
+        if key in _SKIPPED or "covariance" in key:
+            continue
+        if isinstance(item, Mapping):
+            inner = _numbers(item, f"{prefix}{key}.")
+            if not inner and item:
+                return []
+            names.extend(inner)
+        elif isinstance(item, (bool, int, float, np.number)):
+            names.append(f"{prefix}{key}")
+        else:
+            return []
+    return names
+
+
+def _series(
+    title: str, t: npt.NDArray[np.float64], values: list[Any], where: tuple[str, ...]
+) -> Series:
+    series = Series(title, t)
+    for axis in ("x", "y", "z"):
+        line = np.array([_number(_get(v, (*where, axis))) for v in values], dtype=np.float64)
+        if np.isfinite(line).any():
+            series.lines[axis] = line
+    return series
+
+
+def _scalar_series(
+    topic: str, t: npt.NDArray[np.float64], values: list[Any], names: list[str]
+) -> Series:
+    parts = [name.split(".") for name in names]
+    common = 0  # the dotted prefix every name shares goes to the title
+    while all(len(p) > common + 1 and p[common] == parts[0][common] for p in parts):
+        common += 1
+    prefix = ".".join(parts[0][:common])
+    series = Series(f"{topic} {prefix}" if prefix else topic, t)
+    for path in parts:
+        line = np.array([_number(_get(v, tuple(path))) for v in values], dtype=np.float64)
+        if np.isfinite(line).any():
+            series.lines[".".join(path[common:])] = line
+    return series
+
+
+_CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8UC1": 1, "8UC3": 3}
+_WIDE = {"mono16": ">u2", "16UC1": ">u2", "32FC1": ">f4"}
+
+
+def _frame(rec: BagRecording, number: int, origin: int) -> Frame | None:
+    """Message `number` (a `sensor_msgs/Image`) as pixels; None for an encoding not shown."""
+    value = rec.decode(number)
+    if not isinstance(value, Mapping):
+        return None
+    encoding = str(value.get("encoding", ""))
+    height, width = int(value.get("height", 0)), int(value.get("width", 0))
+    step = int(value.get("step", 0))
+    data = np.asarray(value.get("data", b""), dtype=np.uint8).reshape(-1)
+    if not height or not width or not step or len(data) < height * step:
+        return None
+    rows = data[: height * step].reshape(height, step)
+    t = (int(rec.reader.index.timestamp_us[number]) - origin) / 1e6
+    if encoding in _CHANNELS:
+        channels = _CHANNELS[encoding]
+        pixels = rows[:, : width * channels].reshape(height, width, channels)[..., :3]
+        if encoding.startswith("bgr"):
+            pixels = pixels[..., ::-1]
+        return Frame(t, (pixels[..., 0] if channels == 1 else pixels) / 255.0)
+    if encoding in _WIDE:
+        dtype = np.dtype(_WIDE[encoding])
+        if not value.get("is_bigendian"):
+            dtype = dtype.newbyteorder("<")
+        grey = rows[:, : width * dtype.itemsize].copy().view(dtype).astype(np.float64)
+        finite = grey[np.isfinite(grey)]
+        low, high = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+        return Frame(t, np.nan_to_num((grey - low) / max(high - low, 1e-12)))
+    return None
