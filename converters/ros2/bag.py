@@ -55,12 +55,14 @@ def is_storage_head(head: bytes) -> bool:
 
 
 def is_bag_folder(path: Path) -> bool:
-    """A folder holding a rosbag2 `metadata.yaml` or a storage file."""
+    """A folder holding a rosbag2 `metadata.yaml`, or storage files and no folder (a bag
+    whose writer died before writing `metadata.yaml`; a folder holding folders too is a
+    folder of recordings)."""
     if not path.is_dir():
         return False
     if METADATA_KEY in _head(path / METADATA, 4096):
         return True
-    return any(_storage_files(path))
+    return not any(p.is_dir() for p in path.iterdir()) and any(_storage_files(path))
 
 
 def _storage_files(folder: Path) -> list[Path]:

@@ -290,8 +290,10 @@ def _report(
     done = Converted(count, size, sha, notes=list(layout.notes))
     last = len(entries) - 1
     for index, entry in enumerate(entries):
+        end = entry["cut"]["offset"] if entry["cut"] is not None else entry["size"]
         for region in entry["damaged"]:
-            done.damaged.append(_in(entry, region))
+            if region["offset"] < end:  # what lay past a cut is the cut, not damage
+                done.damaged.append(_in(entry, region))
         if entry["cut"] is not None:
             cut = _in(entry, entry["cut"])
             if index == last:
