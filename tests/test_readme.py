@@ -21,7 +21,7 @@ def test_there_are_examples() -> None:
 
 
 def test_examples_run_in_order(tmp_path: Path) -> None:
-    for extra in ("matplotlib", "pyarrow", "duckdb", "mcap"):  # plot, Parquet, MCAP examples
+    for extra in ("matplotlib", "pyarrow", "duckdb", "mcap", "yaml", "zstandard"):  # extras
         pytest.importorskip(extra)
     run_examples(README, tmp_path)
 
@@ -31,7 +31,7 @@ def test_examples_run_from_the_checkout_after_a_plain_install(tmp_path: Path) ->
     """After the README's `pip install .` (not editable), Python started in the repository
     root imports the checkout's `nanorec/` first (the current directory leads sys.path), and
     that folder has no `converters/`: the examples must run there all the same."""
-    for extra in ("matplotlib", "pyarrow", "duckdb", "mcap"):
+    for extra in ("matplotlib", "pyarrow", "duckdb", "mcap", "yaml", "zstandard"):
         pytest.importorskip(extra)
     env = tmp_path / "venv"
     venv.create(env, with_pip=False)
