@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from nanorec import mcap_foxglove as fox
 from nanorec.errors import UsageError
-from nanorec.mcap import McapRecord, json_bytes
+from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
 from .ids import ActorType
@@ -194,15 +194,21 @@ def parse_topics(kinds: frozenset[str] | None) -> set[str]:
     return topics
 
 
-def mcap_messages(recording: CarlaRecording, selection: Selection | None) -> Iterator[McapRecord]:
-    """The selected frames as Foxglove messages, frame by frame in time order."""
+def mcap_messages(
+    recording: CarlaRecording, selection: Selection | None, progress: Progress | None = None
+) -> Iterator[McapRecord]:
+    """The selected frames as Foxglove messages, frame by frame in time order
+    (`progress(done, total)` in frames)."""
     selection = selection or Selection()
     topics = parse_topics(selection.kinds)
     numbers = dataclasses.replace(selection, kinds=None).numbers(recording.reader.index)
     stamps = recording.reader.index.timestamp_us
+    reporter = Reporter(progress, len(numbers), every=64)
     for number in numbers.tolist():
         world = recording.frame(number)
         yield from frame_records(world, int(stamps[number]) * 1000, topics)
+        reporter.step()
+    reporter.done()
 
 
 def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[McapRecord]:

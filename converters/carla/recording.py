@@ -143,11 +143,15 @@ class CarlaRecording(ArchiveRecording):
         for kind, table in column_chunks(self, chosen, range(lo, hi), progress):
             yield kind.value, table
 
-    def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]:
+    def mcap_messages(
+        self,
+        selection: Selection | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Iterator[Any]:
         """Foxglove messages for MCAP export (`nanorec.mcap`; see `mcap.py`)."""
         from .mcap import mcap_messages
 
-        return mcap_messages(self, selection)
+        return mcap_messages(self, selection, progress)
 
     def summary(self) -> dict[str, Any]:
         summary = super().summary()
