@@ -50,7 +50,6 @@ _STATE_NAMES = np.full(256, None, dtype=object)
 for _state in TrafficLightState:
     if 0 <= _state.value < 256:
         _STATE_NAMES[_state.value] = _state.name.lower()
-_WHEEL_BYTES = np.arange(WHEEL_ANIM_DTYPE.itemsize)
 _ID_BYTES = np.arange(4)
 
 
@@ -82,34 +81,35 @@ class _Heads:
         }
 
 
-class _WheelOffsets:
-    """Where each wheel of an AnimVehicleWheels body starts, and its vehicle id, cached for
-    the layout of the previous frame (`message.WheelLayout`'s check: same size, same
-    wheel-count bytes at the same places, hence the same records)."""
+class _WheelLayout:
+    """Which bytes of an AnimVehicleWheels body are wheel records (not a vehicle's id and
+    wheel count), the vehicles' id offsets and wheel counts; cached for the layout of the
+    previous frame (`message.WheelLayout`'s check: same size, same wheel-count bytes at the
+    same places, hence the same records)."""
 
     def __init__(self) -> None:
         self.size = -1
         self.count_bytes = np.empty(0, np.intp)
         self.expected = b""
-        self.wheels = np.empty(0, np.int64)  # offset of each wheel record
-        self.heads = np.empty(0, np.int64)  # offset of its vehicle id
+        self.keep = np.empty(0, np.bool_)  # True on the bytes of wheel records
+        self.heads = np.empty(0, np.int64)  # offset of each vehicle's id
+        self.wheels = np.empty(0, np.int64)  # its number of wheels
 
-    def offsets(self, data: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    def of(self, data: bytes) -> _WheelLayout:
         if len(data) == self.size and (
             np.frombuffer(data, np.uint8)[self.count_bytes].tobytes() == self.expected
         ):
-            return self.wheels, self.heads
+            return self
         found = wheel_records(data) or []  # bytes that do not split: no rows (as iter_rows)
         starts = np.array([start for _, start, _ in found], np.int64)
-        counts = np.array([count for _, _, count in found], np.int64)
-        self.heads = np.repeat(starts - 8, counts)
-        first = np.repeat(starts, counts)
-        within = np.arange(len(first)) - np.repeat(np.cumsum(counts) - counts, counts)
-        self.wheels = first + within * WHEEL_ANIM_DTYPE.itemsize
+        self.wheels = np.array([count for _, _, count in found], np.int64)
+        self.heads = starts - 8
+        self.keep = np.ones(len(data) if found else 0, np.bool_)
+        self.keep[(self.heads[:, None] + np.arange(8)).ravel()] = False
         self.size = len(data) if found else -1
         self.count_bytes = ((starts - 4)[:, None] + _ID_BYTES).ravel().astype(np.intp)
         self.expected = np.frombuffer(data, np.uint8)[self.count_bytes].tobytes()
-        return self.wheels, self.heads
+        return self
 
 
 def column_chunks(
@@ -127,7 +127,7 @@ def column_chunks(
     keys = [(kind, KIND_KEYS[kind]) for kind in kinds]
     for kind in kinds:
         columns(kind)  # raises for an untabulated kind
-    wheels = _WheelOffsets()
+    wheels = _WheelLayout()
     if len(frames) > CHUNK_FRAMES:
         reader.advise_sequential()
     for lo in range(frames.start, frames.stop, CHUNK_FRAMES):
@@ -183,28 +183,32 @@ def _fixed_columns(
 
 
 def _wheel_columns(
-    heads: _Heads, rows: list[int], contents: list[bytes], cache: _WheelOffsets
+    heads: _Heads, rows: list[int], contents: list[bytes], layout: _WheelLayout
 ) -> Columns | None:
-    wheel_at: list[npt.NDArray[np.int64]] = []
-    head_at: list[npt.NDArray[np.int64]] = []
+    keep: list[npt.NDArray[np.bool_]] = []
+    id_at: list[npt.NDArray[np.int64]] = []
+    wheels: list[npt.NDArray[np.int64]] = []
     counts = np.empty(len(contents), np.int64)
     base = 0
     for row, content in enumerate(contents):
-        wheels, vehicles = cache.offsets(content)
-        wheel_at.append(wheels + base)
-        head_at.append(vehicles + base)
-        counts[row] = len(wheels)
-        base += len(content)
+        found = layout.of(content)
+        keep.append(found.keep)
+        id_at.append(found.heads + base)
+        wheels.append(found.wheels)
+        counts[row] = int(found.wheels.sum())
+        base += len(found.keep)
     if not counts.any():
         return None
-    data = np.frombuffer(b"".join(contents), np.uint8)
-    records = data[np.concatenate(wheel_at)[:, None] + _WHEEL_BYTES].view(WHEEL_ANIM_DTYPE)
-    ids = data[np.concatenate(head_at)[:, None] + _ID_BYTES].view("<u4")
+    data = np.frombuffer(
+        b"".join(c for c, k in zip(contents, keep, strict=True) if len(k)), np.uint8
+    )
+    records = data[np.concatenate(keep)].view(WHEEL_ANIM_DTYPE)
+    ids = data[np.concatenate(id_at)[:, None] + _ID_BYTES].view("<u4").ravel()
     table = heads.repeated(rows, counts)
-    table["id"] = ids.ravel().astype(np.int64)
-    table["wheel"] = records["location"].ravel().astype(np.int64)
-    table["steering_angle"] = records["steering_angle"].ravel().astype(np.float64)
-    table["tire_rotation"] = records["tire_rotation"].ravel().astype(np.float64)
+    table["id"] = np.repeat(ids, np.concatenate(wheels)).astype(np.int64)
+    table["wheel"] = records["location"].astype(np.int64)
+    table["steering_angle"] = records["steering_angle"].astype(np.float64)
+    table["tire_rotation"] = records["tire_rotation"].astype(np.float64)
     return table
 
 
