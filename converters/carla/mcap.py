@@ -28,6 +28,7 @@ Unreal's own matrix formula in `tests/mcap/test_carla_axes.py`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
 from .ids import ActorType
-from .world import Actor, World
+from .world import Actor, World, posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
@@ -211,10 +212,13 @@ def mcap_messages(
     reporter.done()
 
 
-def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[McapRecord]:
-    """One frame's messages on `topics`, all logged at `time_ns`."""
+def frame_records(
+    world: World, time_ns: int, topics: set[str], actors: list[Actor] | None = None
+) -> Iterator[McapRecord]:
+    """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
+    actors in order (by default built only as far as drawing needs, `posed_actors`)."""
     sequence = world.index
-    actors = [world.actors[actor_id] for actor_id in world.actors]
+    actors = posed_actors(world) if actors is None else actors
     location = np.array([a.location for a in actors], np.float64).reshape(-1, 3)
     rotation = np.array([a.rotation for a in actors], np.float64).reshape(-1, 3)
     finite = np.isfinite(location).all(axis=1) & np.isfinite(rotation).all(axis=1)
@@ -326,21 +330,10 @@ def _entities(
     for actor, kind, c, q, s in rows:
         if actor.type_id == "spectator":
             continue
-        metadata = [
-            {"key": "id", "value": str(actor.id)},
-            {"key": "blueprint", "value": actor.type_id},
-            {"key": "type", "value": kind},
-        ]
+        light = world.traffic_lights.get(actor.id) if actor.id in world.traffic_lights else None
+        state = None if light is None or light.state is None else light.state.name
         role = actor.attributes.get("role_name")
-        if role:
-            metadata.append({"key": "role_name", "value": role})
-        if actor.parent_id is not None:
-            metadata.append({"key": "parent", "value": str(actor.parent_id)})
-        colour = _COLOURS[kind]
-        light = world.traffic_lights.get(actor.id)
-        if light is not None and light.state is not None:
-            metadata.append({"key": "state", "value": light.state.name})
-            colour = _COLOURS.get(light.state.name, colour)
+        metadata, colour = _labels(actor.id, actor.type_id, kind, role, actor.parent_id, state)
         cube = {
             "pose": {
                 "position": {"x": c[0], "y": c[1], "z": c[2]},
@@ -353,6 +346,33 @@ def _entities(
         item["frame_id"] = reference_frame(actor)
         entities.append(item)
     return entities
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _labels(
+    actor_id: int,
+    blueprint: str,
+    kind: str,
+    role: str | None,
+    parent: int | None,
+    state: str | None,
+) -> tuple[list[dict[str, str]], Any]:
+    """An entity's metadata and colour from what they depend on; the same objects frame
+    after frame (the JSON encoder only reads them), so a frame does not rebuild them."""
+    metadata = [
+        {"key": "id", "value": str(actor_id)},
+        {"key": "blueprint", "value": blueprint},
+        {"key": "type", "value": kind},
+    ]
+    if role:
+        metadata.append({"key": "role_name", "value": role})
+    if parent is not None:
+        metadata.append({"key": "parent", "value": str(parent)})
+    colour = _COLOURS[kind]
+    if state is not None:
+        metadata.append({"key": "state", "value": state})
+        colour = _COLOURS.get(state, colour)
+    return metadata, colour
 
 
 def _lights(world: World, time_ns: int) -> dict[str, Any]:
