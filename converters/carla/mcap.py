@@ -41,6 +41,7 @@ from nanorec.errors import UsageError
 from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
+from . import mcap_json
 from .ids import ActorType
 from .world import Actor, World, posed_actors
 
@@ -213,10 +214,17 @@ def mcap_messages(
 
 
 def frame_records(
-    world: World, time_ns: int, topics: set[str], actors: list[Actor] | None = None
+    world: World,
+    time_ns: int,
+    topics: set[str],
+    actors: list[Actor] | None = None,
+    *,
+    dicts: bool = not mcap_json.AVAILABLE,
 ) -> Iterator[McapRecord]:
     """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
-    actors in order (by default built only as far as drawing needs, `posed_actors`)."""
+    actors in order (by default built only as far as drawing needs, `posed_actors`).
+    `/tf` and `/carla/scene` are encoded straight to bytes (`mcap_json`) unless `dicts`
+    (the reference the tests compare with: dicts, then `json_bytes`)."""
     sequence = world.index
     actors = posed_actors(world) if actors is None else actors
     location = np.array([a.location for a in actors], np.float64).reshape(-1, 3)
@@ -226,7 +234,9 @@ def frame_records(
         actors = [actors[row] for row in np.flatnonzero(finite).tolist()]
         location, rotation = location[finite], rotation[finite]
     position, quaternion = to_foxglove(location, rotation)
-    if actors and TOPICS["tf"] in topics:
+    if not dicts:
+        yield from _bytes_records(world, actors, position, quaternion, time_ns, topics)
+    elif actors and TOPICS["tf"] in topics:
         yield fox.record(
             TOPICS["tf"],
             "foxglove.FrameTransforms",
@@ -234,17 +244,13 @@ def frame_records(
             {"transforms": _transforms(actors, position, quaternion, time_ns)},
             sequence=sequence,
         )
-    if TOPICS["scene"] in topics and (actors or world.events.destroyed):
+    if dicts and TOPICS["scene"] in topics and (actors or world.events.destroyed):
         entities = _entities(world, actors, position, quaternion, time_ns)
-        deletions = [
-            {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
-            for i in world.events.destroyed
-        ]
         yield fox.record(
             TOPICS["scene"],
             "foxglove.SceneUpdate",
             time_ns,
-            {"deletions": deletions, "entities": entities},
+            {"deletions": _deletions(world, time_ns), "entities": entities},
             sequence=sequence,
         )
     if TOPICS["traffic_lights"] in topics and world.traffic_lights:
@@ -275,6 +281,78 @@ def frame_records(
             )
 
 
+def _deletions(world: World, time_ns: int) -> list[dict[str, Any]]:
+    return [
+        {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
+        for i in world.events.destroyed
+    ]
+
+
+def _bytes_records(
+    world: World,
+    actors: list[Actor],
+    position: npt.NDArray[np.float64],
+    quaternion: npt.NDArray[np.float64],
+    time_ns: int,
+    topics: set[str],
+) -> Iterator[McapRecord]:
+    """`/tf` and `/carla/scene` as `frame_records` makes them, through `mcap_json`."""
+    stamp = mcap_json.stamp(time_ns)
+    frames = [reference_frame(actor) for actor in actors]
+    rounded = np.round(quaternion, QUATERNION_DECIMALS)
+    if actors and TOPICS["tf"] in topics:
+        heads = [mcap_json.transform_head(f, a.id) for f, a in zip(frames, actors, strict=True)]
+        data = mcap_json.transforms(stamp, heads, np.round(position, POSITION_DECIMALS), rounded)
+        yield _record(TOPICS["tf"], "foxglove.FrameTransforms", time_ns, data, world.index)
+    if TOPICS["scene"] in topics and (actors or world.events.destroyed):
+        kinds, centre, size = _boxes(actors, position, quaternion)
+        lights = world.traffic_lights
+        entities: list[tuple[int, bytes, bytes]] = []
+        for row, (actor, kind, frame) in enumerate(zip(actors, kinds, frames, strict=True)):
+            if actor.type_id == "spectator":
+                continue
+            light = lights.get(actor.id) if actor.id in lights else None
+            state = None if light is None or light.state is None else light.state.name
+            role = actor.attributes.get("role_name")
+            metadata, colour = _labels_json(
+                actor.id, actor.type_id, kind, role, actor.parent_id, state
+            )
+            entities.append((row, mcap_json.entity_head(frame, actor.id, metadata), colour))
+        cubes = np.concatenate(
+            [np.round(centre, POSITION_DECIMALS), rounded, np.round(size, POSITION_DECIMALS)],
+            axis=1,
+        )
+        data = mcap_json.scene_update(stamp, _deletions(world, time_ns), entities, cubes)
+        yield _record(TOPICS["scene"], "foxglove.SceneUpdate", time_ns, data, world.index)
+
+
+def _record(topic: str, type_name: str, time_ns: int, data: bytes, sequence: int) -> McapRecord:
+    return McapRecord(
+        topic,
+        type_name,
+        "jsonschema",
+        fox.schema(type_name),
+        "json",
+        time_ns,
+        time_ns,
+        data,
+        sequence=sequence,
+    )
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _labels_json(
+    actor_id: int,
+    blueprint: str,
+    kind: str,
+    role: str | None,
+    parent: int | None,
+    state: str | None,
+) -> tuple[bytes, bytes]:
+    metadata, colour = _labels(actor_id, blueprint, kind, role, parent, state)
+    return mcap_json.encoded(metadata), mcap_json.encoded(colour)
+
+
 def _transforms(
     actors: list[Actor],
     position: npt.NDArray[np.float64],
@@ -296,13 +374,10 @@ def _transforms(
     ]
 
 
-def _entities(
-    world: World,
-    actors: list[Actor],
-    position: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    time_ns: int,
-) -> list[dict[str, Any]]:
+def _boxes(
+    actors: list[Actor], position: npt.NDArray[np.float64], quaternion: npt.NDArray[np.float64]
+) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Each actor's type name, and its cube's centre and full size in metres."""
     kinds = [type_name(actor) for actor in actors]
     offset = np.empty((len(actors), 3))
     extent = np.empty((len(actors), 3))
@@ -317,6 +392,17 @@ def _entities(
             offset[row], extent[row] = box.location, box.extent
     centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
     size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
+    return kinds, centre, size
+
+
+def _entities(
+    world: World,
+    actors: list[Actor],
+    position: npt.NDArray[np.float64],
+    quaternion: npt.NDArray[np.float64],
+    time_ns: int,
+) -> list[dict[str, Any]]:
+    kinds, centre, size = _boxes(actors, position, quaternion)
     template = fox.entity(time_ns, "world", "", {})  # shared empty lists: JSON only reads them
     entities: list[dict[str, Any]] = []
     rows = zip(

@@ -1,12 +1,15 @@
-"""CARLA's MCAP messages are the same bytes whether the frame's actors are built whole
-(`world.actors[i]`, the reference) or only as far as drawing needs (`posed_actors`, what
-the export uses), on every sample and real file, and on a busy synthetic town."""
+"""CARLA's MCAP messages are the same bytes on the export's fast path (actors built only as
+far as drawing needs, `posed_actors`; `/tf` and `/carla/scene` encoded straight to bytes,
+`mcap_json`) as on the reference path (whole actors, dicts, `json_bytes`), on every sample
+and real file, and on a busy synthetic town."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("orjson")
 
 from nanorec.converters.carla.generate import generate
 from nanorec.converters.carla.mcap import TOPICS, frame_records
@@ -25,7 +28,9 @@ def assert_same_messages(recording: CarlaRecording, step: int = 1) -> None:
         fast = [(r.topic, r.data) for r in frame_records(world, time_ns, topics)]
         world = recording.frame(number)
         whole = [world.actors[actor_id] for actor_id in world.actors]
-        reference = [(r.topic, r.data) for r in frame_records(world, time_ns, topics, whole)]
+        reference = [
+            (r.topic, r.data) for r in frame_records(world, time_ns, topics, whole, dicts=True)
+        ]
         assert fast == reference, number
 
 
