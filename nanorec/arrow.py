@@ -13,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from nanorec.errors import OutputExistsError, UnsupportedError
 from nanorec.selection import Selection
@@ -24,8 +26,11 @@ from nanorec.tables import dumps
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: Rows per Arrow record batch (and Parquet row group).
+#: Rows per Arrow record batch of `iter_batches`; the least rows of a Parquet row group.
 BATCH_ROWS = 65536
+
+#: `progress(done, total)`: how far an export is (`nanorec.cli.inputs.progress_bar`).
+Progress = Callable[[int, int], None]
 
 
 def _pyarrow() -> Any:
@@ -56,7 +61,8 @@ def _cell(value: Any) -> Any:
 def iter_batches(
     recording: Any, kind: str, selection: Selection | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """`kind`'s rows as record batches sharing the first batch's schema."""
+    """`kind`'s rows as record batches sharing the first batch's schema (from `rows`, one
+    dict a row: what any recording gives; see `export_parquet` for the columnar path)."""
     pa = _pyarrow()
     name = recording_name(recording)
     schema = None
@@ -94,43 +100,167 @@ def iter_batches(
 def table(recording: Any, kind: str, selection: Selection | None = None) -> pa.Table:
     """`kind`'s rows as one Arrow table (`.to_pandas()`, `polars.from_arrow(...)`)."""
     pa = _pyarrow()
+    if callable(getattr(recording, "table_columns", None)):
+        batches = [
+            batch for _kind, batch in column_batches(recording, [kind], selection) if batch.num_rows
+        ]
+        if batches:
+            return pa.Table.from_batches(batches)
     return pa.Table.from_batches(list(iter_batches(recording, kind, selection)))
 
 
+def column_batches(
+    recording: Any,
+    kinds: list[str],
+    selection: Selection | None = None,
+    progress: Progress | None = None,
+) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """`(kind, batch)` from a recording's optional columnar producer
+    `table_columns(kinds, selection, progress)`, which reads the recording once for every
+    kind and yields `(kind, {column: numpy array or list of values})` in runs; each run
+    becomes one batch with the types `iter_batches` would infer from the same values (the
+    kind's first run fixes its schema, as there). Several kinds interleave."""
+    pa = _pyarrow()
+    name = recording_name(recording)
+    schemas: dict[str, Any] = {}
+    for kind, columns in recording.table_columns(kinds, selection, progress):
+        rows = len(next(iter(columns.values()))) if columns else 0
+        arrays = {"recording": pa.repeat(pa.scalar(name, pa.string()), rows)}
+        arrays.update((key, _array(pa, values)) for key, values in columns.items())
+        schema = schemas.get(kind)
+        if schema is None:
+            schema = schemas[kind] = pa.schema(
+                [
+                    pa.field(key, pa.string() if pa.types.is_null(a.type) else a.type)
+                    for key, a in arrays.items()
+                ]
+            )
+        yield (
+            kind,
+            pa.RecordBatch.from_arrays(
+                [_typed(pa, arrays.get(f.name), f.type, rows) for f in schema], schema=schema
+            ),
+        )
+
+
+def _array(pa: Any, values: Any) -> Any:
+    """One column: a numpy array as it is (a masked one with its nulls; an object array
+    holds only text and None), a list of Python values as `iter_batches` converts them."""
+    if isinstance(values, np.ma.MaskedArray):
+        return pa.array(values.data, mask=np.ma.getmaskarray(values))
+    if isinstance(values, np.ndarray):  # numbers, or text and None (object arrays)
+        return pa.array(values)
+    return pa.array([_cell(value) for value in values])
+
+
+def _typed(pa: Any, array: Any, kind: Any, rows: int) -> Any:
+    if array is None:
+        return pa.nulls(rows, kind)
+    return array if array.type == kind else array.cast(kind)
+
+
 def export_parquet(
-    recording: Any, output: Path, *, selection: Selection | None = None, overwrite: bool = False
+    recording: Any,
+    output: Path,
+    *,
+    selection: Selection | None = None,
+    overwrite: bool = False,
+    progress: Progress | None = None,
 ) -> list[str]:
     """Write one `<kind>.parquet` per record kind with rows into directory `output`
-    (complete or not at all: built beside it, then renamed); returns report lines."""
+    (complete or not at all: built beside it, then renamed); returns report lines.
+
+    A recording with `table_columns` (CARLA) is read once for all its tables, column-wise
+    (`column_batches`); any other one kind after kind through `rows`. Row groups hold at
+    least `BATCH_ROWS` rows (the last of a table fewer). `progress(done, total)` is called
+    as the export goes (in the producer's units: frames, else tables)."""
     pa = _pyarrow()
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
+    kinds = [
+        kind
+        for kind in recording.table_kinds()
+        if selection is None or not selection.kinds or kind in selection.kinds
+    ]
     partial = output.with_name(f".{output.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
-    lines = []
+    tables = _Tables(pa, partial)
     try:
-        for kind in recording.table_kinds():
-            if selection is not None and selection.kinds and kind not in selection.kinds:
-                continue
-            path = partial / f"{_safe(kind)}.parquet"
-            count = 0
-            writer = None
-            for batch in iter_batches(recording, kind, selection):
-                if not batch.num_rows:
-                    continue
-                if writer is None:
-                    writer = pa.parquet.ParquetWriter(path, batch.schema)
-                writer.write_batch(batch)
-                count += batch.num_rows
-            if writer is not None:
-                writer.close()
-                lines.append(f"{output / path.name}: {count} rows")
+        if callable(getattr(recording, "table_columns", None)):
+            for kind, batch in column_batches(recording, kinds, selection, progress):
+                tables.add(kind, batch)
+        else:
+            for done, kind in enumerate(kinds, 1):
+                for batch in iter_batches(recording, kind, selection):
+                    tables.add(kind, batch)
+                tables.flush(kind)
+                if progress is not None:
+                    progress(done, len(kinds))
+        counts = tables.close()
         _publish(partial, output)
     except BaseException:
+        tables.abort()
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    lines = [f"{output / _file(kind)}: {counts[kind]} rows" for kind in kinds if kind in counts]
     return lines or [f"{output}: no rows"]
+
+
+class _Tables:
+    """One open `ParquetWriter` per kind with rows; batches wait until `BATCH_ROWS` rows
+    are there and are written as one row group (large writes, whatever the runs)."""
+
+    def __init__(self, pa: Any, folder: Path) -> None:
+        self.pa = pa
+        self.folder = folder
+        self.writers: dict[str, Any] = {}
+        self.pending: dict[str, list[Any]] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, kind: str, batch: Any) -> None:
+        if not batch.num_rows:
+            return
+        pending = self.pending.setdefault(kind, [])
+        pending.append(batch)
+        self.counts[kind] = self.counts.get(kind, 0) + batch.num_rows
+        if sum(b.num_rows for b in pending) >= BATCH_ROWS:
+            self.flush(kind)
+
+    def flush(self, kind: str) -> None:
+        pending = self.pending.pop(kind, [])
+        if not pending:
+            return
+        writer = self.writers.get(kind)
+        if writer is None:
+            path = self.folder / _file(kind)
+            schema = pending[0].schema
+            # Dictionaries pay for text (the `recording` column, names), not for numbers:
+            # tried on every column they double the writing time and grow the files.
+            text = [f.name for f in schema if self.pa.types.is_string(f.type)]
+            writer = self.writers[kind] = self.pa.parquet.ParquetWriter(
+                path, schema, use_dictionary=text
+            )
+        table = self.pa.Table.from_batches(pending)
+        writer.write_table(table, row_group_size=max(table.num_rows, 1))
+
+    def close(self) -> dict[str, int]:
+        for kind in list(self.pending):
+            self.flush(kind)
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+        return self.counts
+
+    def abort(self) -> None:
+        for writer in self.writers.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+        self.writers.clear()
+
+
+def _file(kind: str) -> str:
+    return f"{_safe(kind)}.parquet"
 
 
 def _safe(kind: str) -> str:
@@ -147,4 +277,12 @@ def _publish(partial: Path, output: Path) -> None:
         shutil.rmtree(old)
 
 
-__all__ = ["BATCH_ROWS", "export_parquet", "iter_batches", "recording_name", "table"]
+__all__ = [
+    "BATCH_ROWS",
+    "Progress",
+    "column_batches",
+    "export_parquet",
+    "iter_batches",
+    "recording_name",
+    "table",
+]

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import itertools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -45,6 +46,9 @@ MAX_TIME_NS = 2**64 - 1
 #: Chunk size of the writer: big enough for zstd to work well, small enough to seek.
 CHUNK_SIZE = 1 << 20
 COMPRESSIONS = ("zstd", "lz4", "none")
+
+#: `progress(done, total)`: how far an export is (`nanorec.cli.inputs.progress_bar`).
+Progress = Callable[[int, int], None]
 
 _NO_METADATA: Mapping[str, str] = MappingProxyType({})
 
@@ -152,8 +156,13 @@ def export_mcap(
     overwrite: bool = False,
     compression: str = "zstd",
     chunk_size: int = CHUNK_SIZE,
+    progress: Progress | None = None,
 ) -> list[str]:
     """Write the selected messages of `recording` to a new MCAP file at `output`.
+
+    `progress(done, total)` is called as the export goes, in the recording's messages,
+    when its `mcap_messages` takes a `progress` keyword (those of nanorec do) or for the
+    generic records.
 
     Returns the report lines (file, size, counts, one line per channel). Raises
     `UnsupportedError` without the `mcap` package, `OutputExistsError` when `output` exists
@@ -167,9 +176,13 @@ def export_mcap(
         raise UsageError(f"{output} is the recording itself: choose another output")
     selection = selection or Selection()
     producer = getattr(recording, "mcap_messages", None)
-    records: Iterator[McapRecord] = (
-        producer(selection) if callable(producer) else generic_records(recording, selection)
-    )
+    records: Iterator[McapRecord]
+    if not callable(producer):
+        records = generic_records(recording, selection, progress)
+    elif progress is not None and _takes_progress(producer):
+        records = producer(selection, progress=progress)
+    else:
+        records = producer(selection)
     first = next(records, None)
     if first is None:
         raise UsageError("the selection holds no message: nothing to export")
@@ -183,6 +196,15 @@ def export_mcap(
         writer.finish()
         size = stream.tell()
     return _report(output, size, sink, compression)
+
+
+def _takes_progress(producer: Any) -> bool:
+    """Whether a recording's `mcap_messages` reports progress (a later addition to the
+    protocol: producers written before it take the selection only)."""
+    try:
+        return "progress" in inspect.signature(producer).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _writer_class(compression: str) -> tuple[Any, Any]:
@@ -271,7 +293,9 @@ def ros1_record(
 # -- the generic fallback: decoded values as JSON ---------------------------------------------
 
 
-def generic_records(recording: Any, selection: Selection) -> Iterator[McapRecord]:
+def generic_records(
+    recording: Any, selection: Selection, progress: Progress | None = None
+) -> Iterator[McapRecord]:
     """Each selected message's decoded value as a JSON object on `/<kind>` (a value that is
     not a map is wrapped as `{"value": ...}`; with a kind filter, a message carrying several
     types goes on the first one selected); times are the archive index's, in ns."""
@@ -279,7 +303,9 @@ def generic_records(recording: Any, selection: Selection) -> Iterator[McapRecord
     stamps = index.timestamp_us
     wanted = selection.kinds
     schemas: dict[str, bytes] = {}
+    reporter = Reporter(progress, len(selection.numbers(index)) if progress else 0)
     for message in recording.messages(selection):
+        reporter.step()
         kind = message.kind
         if wanted is not None and kind not in wanted:  # selected for another of its types
             kind = next((name for name in index.types(message.number) if name in wanted), kind)
@@ -302,6 +328,27 @@ def generic_records(recording: Any, selection: Selection) -> Iterator[McapRecord
             data=json_bytes(value),
             sequence=message.number,
         )
+    reporter.done()
+
+
+class Reporter:
+    """Calls `progress(done, total)` every `every` steps and at the end (a call a message
+    would cost more than some messages)."""
+
+    def __init__(self, progress: Progress | None, total: int, every: int = 256) -> None:
+        self.progress = progress
+        self.total = total
+        self.every = every
+        self.count = 0
+
+    def step(self) -> None:
+        self.count += 1
+        if self.progress is not None and self.count % self.every == 0:
+            self.progress(self.count, self.total)
+
+    def done(self) -> None:
+        if self.progress is not None:
+            self.progress(self.total, self.total)
 
 
 def permissive_schema(title: str) -> bytes:
@@ -345,6 +392,8 @@ __all__ = [
     "COMPRESSIONS",
     "McapRecord",
     "McapSink",
+    "Progress",
+    "Reporter",
     "export_mcap",
     "generic_records",
     "json_bytes",

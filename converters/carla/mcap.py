@@ -28,6 +28,7 @@ Unreal's own matrix formula in `tests/mcap/test_carla_axes.py`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -37,11 +38,12 @@ import numpy.typing as npt
 
 from nanorec import mcap_foxglove as fox
 from nanorec.errors import UsageError
-from nanorec.mcap import McapRecord, json_bytes
+from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
+from . import mcap_json
 from .ids import ActorType
-from .world import Actor, World
+from .world import Actor, World, posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
@@ -194,21 +196,37 @@ def parse_topics(kinds: frozenset[str] | None) -> set[str]:
     return topics
 
 
-def mcap_messages(recording: CarlaRecording, selection: Selection | None) -> Iterator[McapRecord]:
-    """The selected frames as Foxglove messages, frame by frame in time order."""
+def mcap_messages(
+    recording: CarlaRecording, selection: Selection | None, progress: Progress | None = None
+) -> Iterator[McapRecord]:
+    """The selected frames as Foxglove messages, frame by frame in time order
+    (`progress(done, total)` in frames)."""
     selection = selection or Selection()
     topics = parse_topics(selection.kinds)
     numbers = dataclasses.replace(selection, kinds=None).numbers(recording.reader.index)
     stamps = recording.reader.index.timestamp_us
+    reporter = Reporter(progress, len(numbers), every=64)
     for number in numbers.tolist():
         world = recording.frame(number)
         yield from frame_records(world, int(stamps[number]) * 1000, topics)
+        reporter.step()
+    reporter.done()
 
 
-def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[McapRecord]:
-    """One frame's messages on `topics`, all logged at `time_ns`."""
+def frame_records(
+    world: World,
+    time_ns: int,
+    topics: set[str],
+    actors: list[Actor] | None = None,
+    *,
+    dicts: bool = not mcap_json.AVAILABLE,
+) -> Iterator[McapRecord]:
+    """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
+    actors in order (by default built only as far as drawing needs, `posed_actors`).
+    `/tf` and `/carla/scene` are encoded straight to bytes (`mcap_json`) unless `dicts`
+    (the reference the tests compare with: dicts, then `json_bytes`)."""
     sequence = world.index
-    actors = [world.actors[actor_id] for actor_id in world.actors]
+    actors = posed_actors(world) if actors is None else actors
     location = np.array([a.location for a in actors], np.float64).reshape(-1, 3)
     rotation = np.array([a.rotation for a in actors], np.float64).reshape(-1, 3)
     finite = np.isfinite(location).all(axis=1) & np.isfinite(rotation).all(axis=1)
@@ -216,7 +234,9 @@ def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[Mcap
         actors = [actors[row] for row in np.flatnonzero(finite).tolist()]
         location, rotation = location[finite], rotation[finite]
     position, quaternion = to_foxglove(location, rotation)
-    if actors and TOPICS["tf"] in topics:
+    if not dicts:
+        yield from _bytes_records(world, actors, position, quaternion, time_ns, topics)
+    elif actors and TOPICS["tf"] in topics:
         yield fox.record(
             TOPICS["tf"],
             "foxglove.FrameTransforms",
@@ -224,17 +244,13 @@ def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[Mcap
             {"transforms": _transforms(actors, position, quaternion, time_ns)},
             sequence=sequence,
         )
-    if TOPICS["scene"] in topics and (actors or world.events.destroyed):
+    if dicts and TOPICS["scene"] in topics and (actors or world.events.destroyed):
         entities = _entities(world, actors, position, quaternion, time_ns)
-        deletions = [
-            {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
-            for i in world.events.destroyed
-        ]
         yield fox.record(
             TOPICS["scene"],
             "foxglove.SceneUpdate",
             time_ns,
-            {"deletions": deletions, "entities": entities},
+            {"deletions": _deletions(world, time_ns), "entities": entities},
             sequence=sequence,
         )
     if TOPICS["traffic_lights"] in topics and world.traffic_lights:
@@ -265,6 +281,78 @@ def frame_records(world: World, time_ns: int, topics: set[str]) -> Iterator[Mcap
             )
 
 
+def _deletions(world: World, time_ns: int) -> list[dict[str, Any]]:
+    return [
+        {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
+        for i in world.events.destroyed
+    ]
+
+
+def _bytes_records(
+    world: World,
+    actors: list[Actor],
+    position: npt.NDArray[np.float64],
+    quaternion: npt.NDArray[np.float64],
+    time_ns: int,
+    topics: set[str],
+) -> Iterator[McapRecord]:
+    """`/tf` and `/carla/scene` as `frame_records` makes them, through `mcap_json`."""
+    stamp = mcap_json.stamp(time_ns)
+    frames = [reference_frame(actor) for actor in actors]
+    rounded = np.round(quaternion, QUATERNION_DECIMALS)
+    if actors and TOPICS["tf"] in topics:
+        heads = [mcap_json.transform_head(f, a.id) for f, a in zip(frames, actors, strict=True)]
+        data = mcap_json.transforms(stamp, heads, np.round(position, POSITION_DECIMALS), rounded)
+        yield _record(TOPICS["tf"], "foxglove.FrameTransforms", time_ns, data, world.index)
+    if TOPICS["scene"] in topics and (actors or world.events.destroyed):
+        kinds, centre, size = _boxes(actors, position, quaternion)
+        lights = world.traffic_lights
+        entities: list[tuple[int, bytes, bytes]] = []
+        for row, (actor, kind, frame) in enumerate(zip(actors, kinds, frames, strict=True)):
+            if actor.type_id == "spectator":
+                continue
+            light = lights.get(actor.id) if actor.id in lights else None
+            state = None if light is None or light.state is None else light.state.name
+            role = actor.attributes.get("role_name")
+            metadata, colour = _labels_json(
+                actor.id, actor.type_id, kind, role, actor.parent_id, state
+            )
+            entities.append((row, mcap_json.entity_head(frame, actor.id, metadata), colour))
+        cubes = np.concatenate(
+            [np.round(centre, POSITION_DECIMALS), rounded, np.round(size, POSITION_DECIMALS)],
+            axis=1,
+        )
+        data = mcap_json.scene_update(stamp, _deletions(world, time_ns), entities, cubes)
+        yield _record(TOPICS["scene"], "foxglove.SceneUpdate", time_ns, data, world.index)
+
+
+def _record(topic: str, type_name: str, time_ns: int, data: bytes, sequence: int) -> McapRecord:
+    return McapRecord(
+        topic,
+        type_name,
+        "jsonschema",
+        fox.schema(type_name),
+        "json",
+        time_ns,
+        time_ns,
+        data,
+        sequence=sequence,
+    )
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _labels_json(
+    actor_id: int,
+    blueprint: str,
+    kind: str,
+    role: str | None,
+    parent: int | None,
+    state: str | None,
+) -> tuple[bytes, bytes]:
+    metadata, colour = _labels(actor_id, blueprint, kind, role, parent, state)
+    return mcap_json.encoded(metadata), mcap_json.encoded(colour)
+
+
 def _transforms(
     actors: list[Actor],
     position: npt.NDArray[np.float64],
@@ -286,13 +374,10 @@ def _transforms(
     ]
 
 
-def _entities(
-    world: World,
-    actors: list[Actor],
-    position: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    time_ns: int,
-) -> list[dict[str, Any]]:
+def _boxes(
+    actors: list[Actor], position: npt.NDArray[np.float64], quaternion: npt.NDArray[np.float64]
+) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Each actor's type name, and its cube's centre and full size in metres."""
     kinds = [type_name(actor) for actor in actors]
     offset = np.empty((len(actors), 3))
     extent = np.empty((len(actors), 3))
@@ -307,6 +392,17 @@ def _entities(
             offset[row], extent[row] = box.location, box.extent
     centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
     size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
+    return kinds, centre, size
+
+
+def _entities(
+    world: World,
+    actors: list[Actor],
+    position: npt.NDArray[np.float64],
+    quaternion: npt.NDArray[np.float64],
+    time_ns: int,
+) -> list[dict[str, Any]]:
+    kinds, centre, size = _boxes(actors, position, quaternion)
     template = fox.entity(time_ns, "world", "", {})  # shared empty lists: JSON only reads them
     entities: list[dict[str, Any]] = []
     rows = zip(
@@ -320,21 +416,10 @@ def _entities(
     for actor, kind, c, q, s in rows:
         if actor.type_id == "spectator":
             continue
-        metadata = [
-            {"key": "id", "value": str(actor.id)},
-            {"key": "blueprint", "value": actor.type_id},
-            {"key": "type", "value": kind},
-        ]
+        light = world.traffic_lights.get(actor.id) if actor.id in world.traffic_lights else None
+        state = None if light is None or light.state is None else light.state.name
         role = actor.attributes.get("role_name")
-        if role:
-            metadata.append({"key": "role_name", "value": role})
-        if actor.parent_id is not None:
-            metadata.append({"key": "parent", "value": str(actor.parent_id)})
-        colour = _COLOURS[kind]
-        light = world.traffic_lights.get(actor.id)
-        if light is not None and light.state is not None:
-            metadata.append({"key": "state", "value": light.state.name})
-            colour = _COLOURS.get(light.state.name, colour)
+        metadata, colour = _labels(actor.id, actor.type_id, kind, role, actor.parent_id, state)
         cube = {
             "pose": {
                 "position": {"x": c[0], "y": c[1], "z": c[2]},
@@ -347,6 +432,33 @@ def _entities(
         item["frame_id"] = reference_frame(actor)
         entities.append(item)
     return entities
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _labels(
+    actor_id: int,
+    blueprint: str,
+    kind: str,
+    role: str | None,
+    parent: int | None,
+    state: str | None,
+) -> tuple[list[dict[str, str]], Any]:
+    """An entity's metadata and colour from what they depend on; the same objects frame
+    after frame (the JSON encoder only reads them), so a frame does not rebuild them."""
+    metadata = [
+        {"key": "id", "value": str(actor_id)},
+        {"key": "blueprint", "value": blueprint},
+        {"key": "type", "value": kind},
+    ]
+    if role:
+        metadata.append({"key": "role_name", "value": role})
+    if parent is not None:
+        metadata.append({"key": "parent", "value": str(parent)})
+    colour = _COLOURS[kind]
+    if state is not None:
+        metadata.append({"key": "state", "value": state})
+        colour = _COLOURS.get(state, colour)
+    return metadata, colour
 
 
 def _lights(world: World, time_ns: int) -> dict[str, Any]:

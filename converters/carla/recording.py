@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,11 +127,31 @@ class CarlaRecording(ArchiveRecording):
         lo, hi = (selection or Selection()).span(self.reader.index)
         return iter_rows(self, kind, frames=range(lo, hi))
 
-    def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]:
+    def table_columns(
+        self,
+        kinds: list[str],
+        selection: Selection | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """`rows` of every kind in `kinds` at once, as numpy columns in runs of frames (for
+        `nanorec.arrow`'s Parquet export: one read of each frame; see `columns.py`)."""
+        from .columns import column_chunks
+        from .table import parse_kind
+
+        lo, hi = (selection or Selection()).span(self.reader.index)
+        chosen = [parse_kind(kind) for kind in kinds]
+        for kind, table in column_chunks(self, chosen, range(lo, hi), progress):
+            yield kind.value, table
+
+    def mcap_messages(
+        self,
+        selection: Selection | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Iterator[Any]:
         """Foxglove messages for MCAP export (`nanorec.mcap`; see `mcap.py`)."""
         from .mcap import mcap_messages
 
-        return mcap_messages(self, selection)
+        return mcap_messages(self, selection, progress)
 
     def summary(self) -> dict[str, Any]:
         summary = super().summary()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from nanorec.mcap import McapRecord, ros1_record
+from nanorec.mcap import McapRecord, Progress, Reporter, ros1_record
 from nanorec.selection import Selection
 
 from .export import payload
@@ -17,10 +17,13 @@ if TYPE_CHECKING:
     from .recording import BagRecording
 
 
-def mcap_messages(recording: BagRecording, selection: Selection | None) -> Iterator[McapRecord]:
+def mcap_messages(
+    recording: BagRecording, selection: Selection | None, progress: Progress | None = None
+) -> Iterator[McapRecord]:
     meta = recording.meta
     reader = recording.reader
     numbers = (selection or Selection()).numbers(reader.index)
+    reporter = Reporter(progress, len(numbers), every=1024)
     channels: dict[int, tuple[str, str, bytes, dict[str, bytes]]] = {}
     for number in numbers.tolist():
         conn = int(meta.conn[number])
@@ -45,3 +48,5 @@ def mcap_messages(recording: BagRecording, selection: Selection | None) -> Itera
             time_ns=int(meta.time[number]),
             connection_header=header,
         )
+        reporter.step()
+    reporter.done()

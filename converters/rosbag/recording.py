@@ -24,7 +24,7 @@ from .meta import BagMeta
 from .msgdef import Decoder
 
 if TYPE_CHECKING:
-    from nanorec.mcap import McapRecord
+    from nanorec.mcap import McapRecord, Progress
 
     from .play import BagPlayer
 
@@ -144,11 +144,14 @@ class BagRecording(ArchiveRecording):
 
         return BagPlayer(self, **options)
 
-    def mcap_messages(self, selection: Selection | None = None) -> Iterator[McapRecord]:
-        """For `nanorec.mcap.export_mcap`: the payloads untouched, as `mcap convert` does."""
+    def mcap_messages(
+        self, selection: Selection | None = None, progress: Progress | None = None
+    ) -> Iterator[McapRecord]:
+        """For `nanorec.mcap.export_mcap`: the payloads untouched, as `mcap convert` does
+        (`progress(done, total)` in messages)."""
         from .mcap import mcap_messages
 
-        return mcap_messages(self, selection)
+        return mcap_messages(self, selection, progress)
 
     def summary(self) -> dict[str, Any]:
         from .info import facts_of_archive

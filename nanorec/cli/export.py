@@ -17,6 +17,7 @@ from nanorec.cli.inputs import (
     check_output,
     opened,
     opened_archive,
+    progress_bar,
 )
 from nanorec.cli.options import (
     Duration,
@@ -131,13 +132,18 @@ def _export_other(to: str, file: Path, output: Path, selection: Selection, force
     with opened(file) as recording:
         if not selection.everything:  # --type names tables or topics here, not message kinds
             dataclasses.replace(selection, kinds=None).chosen(recording.reader.index)
-        if to == "parquet":
-            from nanorec.arrow import export_parquet
+        with progress_bar(f"exporting {to}", len(recording.reader)) as update:
+            if to == "parquet":
+                from nanorec.arrow import export_parquet
 
-            lines = export_parquet(recording, output, selection=selection, overwrite=force)
-        else:
-            from nanorec.mcap import export_mcap
+                lines = export_parquet(
+                    recording, output, selection=selection, overwrite=force, progress=update
+                )
+            else:
+                from nanorec.mcap import export_mcap
 
-            lines = export_mcap(recording, output, selection=selection, overwrite=force)
+                lines = export_mcap(
+                    recording, output, selection=selection, overwrite=force, progress=update
+                )
     typer.echo("\n".join(lines))
     return 0

@@ -57,7 +57,8 @@ def native_converter(path: Path, name: str | None = None) -> Converter:
 
 @contextlib.contextmanager
 def progress_bar(label: str, total: int) -> Iterator[Any]:
-    """A progress bar on stderr when it is a terminal (and nothing otherwise)."""
+    """A progress bar on stderr when it is a terminal (and nothing otherwise); yields
+    `update(done, total)`, whose `total` replaces the first guess when it differs."""
     shown = sys.stderr.isatty()
     with typer.progressbar(
         length=max(total, 1),
@@ -66,7 +67,9 @@ def progress_bar(label: str, total: int) -> Iterator[Any]:
         show_eta=True,
     ) as bar:
 
-        def update(done: int, _total: int) -> None:
+        def update(done: int, total: int) -> None:
+            if total > 0 and total != bar.length:  # a total only known once work began
+                bar.length = total
             bar.update(done - bar.pos)
 
         yield update
