@@ -71,7 +71,7 @@ def ticks_to_seconds(ticks: int) -> float:
     return (ticks - UNIX_EPOCH_TICKS) / 1e7
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made once a record, frozen costs ~1 us
 class Described:
     """What the index needs of one record. `body` is the inner message's span."""
 
@@ -227,8 +227,10 @@ def describe_prefix(prefix: bytes, size: int, kinds: dict[int, str]) -> Describe
     it the scan stops after the fields the index needs (Cartographer writes each once, in
     number order), so a later duplicate is not seen and later damage shows on read."""
     try:
-        key, pos = _varint(prefix, 0)
-        length, start = _varint(prefix, pos)
+        key = prefix[0]
+        key, pos = (key, 1) if key < 0x80 else _varint(prefix, 0)
+        length = prefix[pos]
+        length, start = (length, pos + 1) if length < 0x80 else _varint(prefix, pos)
         kind = kinds.get(key >> 3)
         end = start + length
         if key & 7 != LEN or kind is None or end != size:
@@ -253,17 +255,20 @@ def _inner_prefix(kind: str, prefix: bytes, start: int, end: int, last: int) -> 
     timed = 5 if kind == NODE else 2
     pos = start
     while pos < end:
-        key, pos = _varint(prefix, pos)
+        key = prefix[pos]  # one-byte keys and values are the common case: no call
+        key, pos = (key, pos + 1) if key < 0x80 else _varint(prefix, pos)
         number, wire = key >> 3, key & 7
         if number == 0 or number > last:
             break
         if wire == VARINT:
-            value, pos = _varint(prefix, pos)
+            value = prefix[pos]
+            value, pos = (value, pos + 1) if value < 0x80 else _varint(prefix, pos)
             if number == 1 and kind not in (SUBMAP, NODE):
                 trajectory = signed32(value)
             continue
         if wire == LEN:
-            length, pos = _varint(prefix, pos)
+            length = prefix[pos]
+            length, pos = (length, pos + 1) if length < 0x80 else _varint(prefix, pos)
             after = pos + length
         elif wire in (FIXED64, FIXED32):
             after = pos + (8 if wire == FIXED64 else 4)
@@ -292,9 +297,10 @@ def _first_timestamp(prefix: bytes, pos: int, end: int) -> tuple[int | None, str
     numbered above 1 means no timestamp, 0)."""
     if pos >= end:
         return 0, None
-    key, pos = _varint(prefix, pos)
-    if key >> 3 != 1:
+    key = prefix[pos]
+    if key >> 3 != 1:  # a one-byte key of a field above 1, or a longer key (field >= 16)
         return 0, None
+    pos += 1
     if key & 7 != VARINT:
         return None, f"its timestamp has wire type {key & 7}, not a varint: kept untimed"
     value, _ = _varint(prefix, pos)
