@@ -132,7 +132,7 @@ def main() -> None:
                 for label, seen in (("rows (old)", RowsOnly(recording)), ("columns", recording)):
                     out = folder / "old"
                     wall, used = best(
-                        lambda s=seen: export("parquet", archive, out, s, selection=cut),  # type: ignore[misc]
+                        lambda s=seen, o=out: export("parquet", archive, o, s, selection=cut),  # type: ignore[misc]
                         1,
                     )
                     rows.append(

@@ -152,9 +152,7 @@ def extra(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise UnsupportedError(
-            f"ROS 2 bags need {module} (pip install 'nanorec[ros]')"
-        ) from None
+        raise UnsupportedError(f"ROS 2 bags need {module} (pip install 'nanorec[ros]')") from None
 
 
 def sniff_file(head: bytes) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -31,7 +30,7 @@ from nanorec.cli.verbs import terminal_player
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
-from .info_command import info_command  # noqa: F401  (registers `info`)
+from .info_command import info_command
 from .shared import BAG, MSG_PATH, app, ros2_recording
 
 _KINDS = "Only this topic; repeatable."

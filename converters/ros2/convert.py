@@ -196,7 +196,7 @@ def _inflated(raw: Any, bag_file: BagFile, stack: contextlib.ExitStack) -> Any:
     """A per-file compressed storage file, inflated into a temporary file (streamed: a big
     bag never sits in memory)."""
     zstandard = extra("zstandard")
-    target = stack.enter_context(tempfile.TemporaryFile(prefix=".nanorec-ros2-zstd-"))
+    target = stack.enter_context(tempfile.TemporaryFile(prefix=".nanorec-ros2-zstd-"))  # noqa: SIM115
     try:
         with zstandard.ZstdDecompressor().stream_reader(memoryview(raw)) as reader:
             while block := reader.read(1 << 20):
@@ -274,7 +274,8 @@ def _column(values: array[int], order: Any, dtype: str) -> bytes:
     column = np.frombuffer(values, np.int64)[order]
     if len(column) and column.max() > np.iinfo(np.dtype(dtype)).max:
         raise FormatError(f"a bag beyond {np.iinfo(np.dtype(dtype)).max} files or messages")
-    return column.astype(dtype).tobytes()
+    packed: bytes = column.astype(dtype).tobytes()
+    return packed
 
 
 def _chunks(path: Path) -> Iterator[bytes]:

@@ -193,15 +193,15 @@ def _write_mcap(rec: Ros2Recording, numbers: Any, topics: list[Topic], stream: I
             schema_id=schema,
             metadata=metadata,
         )
-    for sequence, (topic, time, data) in enumerate(_messages(rec, numbers)):
+    for sequence, (name, time, data) in enumerate(_messages(rec, numbers)):
         writer.add_message(
-            channel_id=channels[topic],
+            channel_id=channels[name],
             log_time=time,
             publish_time=time,
             data=bytes(data),
             sequence=sequence,
         )
-    writer.finish()
+    writer.finish()  # type: ignore[no-untyped-call]
 
 
 def _metadata(

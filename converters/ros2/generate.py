@@ -130,11 +130,13 @@ def write_mcap(path: Path, seconds: float) -> int:
         for sequence, (key, ns, data) in enumerate(messages(seconds)):
             writer.add_message(key, ns, data, ns, sequence=sequence)
             count += 1
-        writer.finish()
+        writer.finish()  # type: ignore[no-untyped-call]
     return count
 
 
-def generate(output: Path, *, seconds: float = 30.0, storage: str = "mcap", folder: bool = True) -> Path:
+def generate(
+    output: Path, *, seconds: float = 30.0, storage: str = "mcap", folder: bool = True
+) -> Path:
     """Write a bag at `output` (a folder with metadata.yaml, or one storage file)."""
     write = write_mcap if storage == "mcap" else write_db3
     if not folder:

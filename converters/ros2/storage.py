@@ -86,7 +86,7 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 def storage_of(head: bytes) -> str | None:
-    """"sqlite3" or "mcap" for a storage file starting with `head`, else None."""
+    """ "sqlite3" or "mcap" for a storage file starting with `head`, else None."""
     if head.startswith(SQLITE_MAGIC):
         return "sqlite3"
     if head.startswith(MCAP_MAGIC):
