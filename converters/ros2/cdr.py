@@ -99,7 +99,9 @@ class _Generator:
             "UnicodeDecodeError": UnicodeDecodeError,
         }
         for name, code in _DTYPES.items():
-            self.namespace[f"D_{name}"] = np.dtype(code if code in ("?", "u1", "i1") else order + code)
+            self.namespace[f"D_{name}"] = np.dtype(
+                code if code in ("?", "u1", "i1") else order + code
+            )
 
     def compile(self) -> Decode:
         name, _ = self.function(self.root, (8, 0))
@@ -140,7 +142,9 @@ class _Generator:
             if pad:
                 body.append(f"{indent}p += {pad}")
             return m, (r + pad) % m
-        body.append(f"{indent}p = ((p + 3) & -8) | 4" if k == 8 else f"{indent}p = (p + {k - 1}) & -{k}")
+        body.append(
+            f"{indent}p = ((p + 3) & -8) | 4" if k == 8 else f"{indent}p = (p + {k - 1}) & -{k}"
+        )
         return k, 0
 
     def function(self, name: str, state: State) -> tuple[str, State]:
@@ -347,7 +351,7 @@ class Decoder:
             self.function(type_name, order, trace=True)(data, 4, trace)
         except NanorecError as error:
             return error
-        except Exception:  # noqa: BLE001 - the very failure being located
+        except Exception:
             pass
         return TruncatedError(
             f"{trace[0]}: the payload of {len(data)} bytes ends inside the field", offset=trace[1]

@@ -71,7 +71,9 @@ BUILTINS: Final = {
     for t in (
         _msg("builtin_interfaces/msg/Time", ("int32", "sec"), ("uint32", "nanosec")),
         _msg("builtin_interfaces/msg/Duration", ("int32", "sec"), ("uint32", "nanosec")),
-        _msg("std_msgs/msg/Header", ("builtin_interfaces/msg/Time", "stamp"), ("string", "frame_id")),
+        _msg(
+            "std_msgs/msg/Header", ("builtin_interfaces/msg/Time", "stamp"), ("string", "frame_id")
+        ),
         MsgType(
             "service_msgs/msg/ServiceEventInfo",
             (
@@ -380,7 +382,8 @@ def from_msg_path(folders: Iterable[str | Path], type_name: str) -> tuple[str, s
     service = service_of(root)
     if service is not None:
         text = find(service, ".srv")
-        pending = [d for t in parse_srv(service, text).values() for d in dependencies(t)]
+        parts = parse_srv(service, text)
+        pending = [d for t in parts.values() for d in dependencies(t) if d not in parts]
         out = [f"{SEPARATOR}\nSRV: {service}\n{text}"]
     else:
         text = find(root, ".msg")
@@ -389,7 +392,7 @@ def from_msg_path(folders: Iterable[str | Path], type_name: str) -> tuple[str, s
     seen = {root}
     while pending:
         name = pending.pop(0)
-        if name in seen or name == "service_msgs/msg/ServiceEventInfo" and service:
+        if name in seen or (name == "service_msgs/msg/ServiceEventInfo" and service):
             continue
         seen.add(name)
         try:
