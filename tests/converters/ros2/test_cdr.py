@@ -164,18 +164,24 @@ def test_every_real_message_as_rosbags(path: Path) -> None:
     defs, messages = read_file(path)
     every = pool()
     decoder = Decoder(defs)
+    fallback: dict[str, tuple[Decoder, Any]] = {}  # root -> (decoder, oracle), built once
+    stores: dict[str, Any] = {}
     checked = 0
     for type_name, data in messages:
         root = msgdef.canonical(type_name)
         try:
             mine = decoder.decode(type_name, data)
-            own = (root, msgdef.service_of(root))
-            store = oracle({k: v for k, v in defs.items() if msgdef.canonical(k) in own})
+            if root not in stores:
+                own = (root, msgdef.service_of(root))
+                stores[root] = oracle({k: v for k, v in defs.items() if msgdef.canonical(k) in own})
+            store = stores[root]
         except NanorecError as error:  # no definition, or one that does not fit the data
             assert not isinstance(error, UnsupportedError)
-            use = every.get(root) or stock(root)
-            mine = Decoder({root: use}).decode(type_name, data)
-            store = oracle({root: use})
+            if root not in fallback:
+                use = every.get(root) or stock(root)
+                fallback[root] = Decoder({root: use}), oracle({root: use})
+            mine = fallback[root][0].decode(type_name, data)
+            store = fallback[root][1]
         same(mine, store.deserialize_cdr(data, root.replace("/srv/", "/msg/")), root)
         checked += 1
     assert checked == len(messages)
