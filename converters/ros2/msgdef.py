@@ -382,7 +382,8 @@ def from_msg_path(folders: Iterable[str | Path], type_name: str) -> tuple[str, s
     service = service_of(root)
     if service is not None:
         text = find(service, ".srv")
-        pending = [d for t in parse_srv(service, text).values() for d in dependencies(t)]
+        parts = parse_srv(service, text)
+        pending = [d for t in parts.values() for d in dependencies(t) if d not in parts]
         out = [f"{SEPARATOR}\nSRV: {service}\n{text}"]
     else:
         text = find(root, ".msg")
