@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nanorec.hashorder import LibstdcxxOrder
+
 from .info import Layout, ServiceInfo, TopicFacts, is_service_event_topic, plugin_metadata
 from .metadata import BagMetadata, FileInformation, TopicInformation, parse_metadata
+from .storage import Topic
 
 if TYPE_CHECKING:
     from .recording import Ros2Recording
@@ -59,7 +62,7 @@ def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
             type_description_hash=t.type_description_hash,
             message_count=counts.get(t.name, 0),
         )
-        for t in rec.meta.topics(0)
+        for t in _plugin_order(entry["storage"], rec.meta.topics(0))
     ]
     first, last = _span(rec, np.arange(len(rec)))
     stored = None
@@ -78,6 +81,19 @@ def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
         stored=stored,
         schema_ros_distro=entry["ros_distro"],
     )
+
+
+def _plugin_order(storage: str, topics: list[Topic]) -> list[Topic]:
+    """The topics in the order the storage plugin lists them: sqlite3 by id; MCAP in the
+    iteration order of libmcap's `std::unordered_map<ChannelId, ...>` (libstdc++, on the
+    Linux builds of rosbag2), filled in the file's channel order."""
+    if storage != "mcap":
+        return sorted(topics, key=lambda t: t.key)
+    order = LibstdcxxOrder()
+    for topic in topics:
+        order.insert(topic.key)
+    by_key = {topic.key: topic for topic in topics}
+    return [by_key[key] for key in order]
 
 
 def reindexed(rec: Ros2Recording) -> BagMetadata:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nanorec.converters.carla.hashorder import (
+from nanorec.hashorder import (
     FileOrder,
     KeyOrder,
     LibcxxOrder,
