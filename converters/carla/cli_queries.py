@@ -222,6 +222,7 @@ def blocked_command(
     Example: nanorec blocked town03.log --min-time 60 --min-distance 100
     """
     from nanorec.hashorder import ORDERS
+
     from .query import actors_blocked_json, iter_actors_blocked
 
     _check_family(family)

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.hashorder import KeyOrder, key_order
+
 from ..ids import Engine, Family, Kind
 from ..textfmt import fmt_f0, fmt_g, pad_left, pad_right
 from .base import (
