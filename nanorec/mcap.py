@@ -188,7 +188,8 @@ def export_mcap(
         raise UsageError("the selection holds no message: nothing to export")
     with atomic_output(output, overwrite=overwrite) as stream:
         writer = writer_class(stream, chunk_size=chunk_size, compression=compression_type)
-        writer.start(profile="ros1" if first.message_encoding == "ros1" else "", library=_library())
+        profile = {"ros1": "ros1", "cdr": "ros2"}.get(first.message_encoding, "")
+        writer.start(profile=profile, library=_library())
         sink = McapSink(writer)
         for number, record in enumerate(itertools.chain((first,), records)):
             sink.write(record, number)

@@ -147,7 +147,15 @@ class Db3File:
         leaves, problems = leaf_pages(p, root, visited) if root else ([], [])
         for n, why in problems:
             self._damaged(n, why)
-        if root and not problems:
+        # Pages past the committed size: a writer died inside a transaction, its rows are
+        # on disk (spilled from its cache) though the committed tree does not reach them.
+        spilled = p.header.pages > p.header.declared_pages
+        if spilled:
+            self.damage.notes.append(
+                f"{p.header.pages - p.header.declared_pages} pages past the committed end "
+                "(a writer killed inside a transaction): their rows are read too"
+            )
+        if root and not problems and not spilled:
             for n in leaves:
                 for row in self._leaf(n, layout, strict=True):
                     yield self._emit(row)

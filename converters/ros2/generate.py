@@ -1,5 +1,6 @@
 """Synthetic ROS 2 bags for samples, tests and benchmarks: a robot driving a circle
-(`/odom` as `geometry_msgs/msg/PoseStamped`, `/status` as `std_msgs/msg/String`), written
+(`/odom` as `geometry_msgs/msg/PoseStamped`, `/status` as `std_msgs/msg/String`; with
+`image`, `/camera` as `sensor_msgs/msg/Image`, mono8 at 10 Hz), written
 as rosbag2's writers write them (sqlite3 schema 4 or MCAP profile `ros2`, definitions
 included), as a bag folder with `metadata.yaml` or one storage file.
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,13 +47,27 @@ QOS = (
     "  liveliness_lease_duration:\n    sec: 0\n    nsec: 0\n  avoid_ros_namespace_conventions: "
     "false"
 )
+IMAGE = "\n".join(
+    [
+        "std_msgs/Header header\nuint32 height\nuint32 width\nstring encoding",
+        "uint8 is_bigendian\nuint32 step\nuint8[] data",
+        _RULE,
+        "MSG: std_msgs/Header",
+        "builtin_interfaces/Time stamp\nstring frame_id",
+        _RULE,
+        "MSG: builtin_interfaces/Time",
+        "int32 sec\nuint32 nanosec",
+    ]
+)
 TOPICS = [
     Topic(1, "/odom", "geometry_msgs/msg/PoseStamped", "cdr", QOS),
     Topic(2, "/status", "std_msgs/msg/String", "cdr", QOS),
+    Topic(3, "/camera", "sensor_msgs/msg/Image", "cdr", QOS),
 ]
 DEFINITIONS = [
     Definition("geometry_msgs/msg/PoseStamped", "ros2msg", POSE_STAMPED),
     Definition("std_msgs/msg/String", "ros2msg", "string data"),
+    Definition("sensor_msgs/msg/Image", "ros2msg", IMAGE),
 ]
 START_NS = 1_700_000_000_000_000_000
 
@@ -74,17 +90,35 @@ def string(text: str) -> bytes:
     return b"\x00\x01\x00\x00" + _string(text, 0)
 
 
-def messages(seconds: float) -> Iterator[tuple[int, int, bytes]]:
-    """(topic key, receive time ns, CDR) at 20 Hz (odometry) and 1 Hz (status)."""
+def image(ns: int, width: int, pixels: bytes) -> bytes:
+    """A mono8 `sensor_msgs/msg/Image` of `width` x 3/4 `width`."""
+    height = width * 3 // 4
+    head = struct.pack("<iI", ns // 1_000_000_000, ns % 1_000_000_000)
+    body = head + _string("camera", len(head))
+    body += bytes(-len(body) % 4) + struct.pack("<II", height, width)
+    body += _string("mono8", len(body)) + b"\0"
+    body += bytes(-len(body) % 4) + struct.pack("<II", width, height * width)
+    return b"\x00\x01\x00\x00" + body + pixels[: height * width]
+
+
+def messages(seconds: float, width: int = 0) -> Iterator[tuple[int, int, bytes]]:
+    """(topic key, receive time ns, CDR) at 20 Hz (odometry), 1 Hz (status) and, with a
+    `width`, 10 Hz (camera)."""
+    # camera noise of 64 levels: compresses about as much as real camera frames do
+    levels = bytes(i & 0x3F for i in range(256))
+    pixels = random.Random(width).randbytes(width * width + 256).translate(levels)
     for step in range(int(seconds * 20)):
         ns = START_NS + step * 50_000_000 + 17_000 * (step % 7)
         yaw = step * 0.01
         yield 1, ns, pose_stamped(ns, 10 * math.cos(yaw), 10 * math.sin(yaw), yaw + math.pi / 2)
         if step % 20 == 0:
             yield 2, ns + 1_000, string(f"lap {step // 20}: all systems nominal")
+        if width and step % 2 == 0:
+            shift = step % 251
+            yield 3, ns + 2_000, image(ns, width, pixels[shift:])
 
 
-def write_db3(path: Path, seconds: float) -> int:
+def write_db3(path: Path, seconds: float, width: int = 0) -> int:
     import sqlite3
 
     from .cut import SCHEMA
@@ -95,18 +129,18 @@ def write_db3(path: Path, seconds: float) -> int:
         for statement in SCHEMA:
             db.execute(statement)
         db.execute("INSERT INTO schema (schema_version, ros_distro) VALUES (4, 'jazzy')")
-        for t in TOPICS:
+        for t in TOPICS[: 3 if width else 2]:
             db.execute(
                 "INSERT INTO topics VALUES (?, ?, ?, ?, ?, '')",
                 (t.key, t.name, t.type, t.serialization_format, t.offered_qos_profiles),
             )
-        for d in DEFINITIONS:
+        for d in DEFINITIONS[: 3 if width else 2]:
             db.execute(
                 "INSERT INTO message_definitions (topic_type, encoding, "
                 "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, '')",
                 (d.type, d.encoding, d.text),
             )
-        for key, ns, data in messages(seconds):
+        for key, ns, data in messages(seconds, width):
             db.execute(
                 "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", (ns, key, data)
             )
@@ -115,19 +149,19 @@ def write_db3(path: Path, seconds: float) -> int:
     return count
 
 
-def write_mcap(path: Path, seconds: float) -> int:
+def write_mcap(path: Path, seconds: float, width: int = 0) -> int:
     from mcap.writer import Writer
 
     count = 0
     with path.open("wb") as stream:
         writer = Writer(stream)
         writer.start(profile="ros2", library="nanorec generate")
-        for d, t in zip(DEFINITIONS, TOPICS, strict=True):
+        for d, t in zip(DEFINITIONS[: 3 if width else 2], TOPICS, strict=False):
             schema = writer.register_schema(d.type, d.encoding, d.text.encode())
             writer.register_channel(
                 t.name, t.serialization_format, schema, {"offered_qos_profiles": QOS}
             )
-        for sequence, (key, ns, data) in enumerate(messages(seconds)):
+        for sequence, (key, ns, data) in enumerate(messages(seconds, width)):
             writer.add_message(key, ns, data, ns, sequence=sequence)
             count += 1
         writer.finish()  # type: ignore[no-untyped-call]
@@ -135,25 +169,30 @@ def write_mcap(path: Path, seconds: float) -> int:
 
 
 def generate(
-    output: Path, *, seconds: float = 30.0, storage: str = "mcap", folder: bool = True
+    output: Path,
+    *,
+    seconds: float = 30.0,
+    storage: str = "mcap",
+    folder: bool = True,
+    image: int = 0,
 ) -> Path:
     """Write a bag at `output` (a folder with metadata.yaml, or one storage file)."""
     write = write_mcap if storage == "mcap" else write_db3
     if not folder:
-        write(output, seconds)
+        write(output, seconds, image)
         return output
     from .metadata import BagMetadata, FileInformation, TopicInformation, metadata_yaml
 
     output.mkdir(parents=True, exist_ok=True)
     name = f"{output.name}_0.{'mcap' if storage == 'mcap' else 'db3'}"
-    write(output / name, seconds)
-    stamps = [(key, ns) for key, ns, _ in messages(seconds)]
+    write(output / name, seconds, image)
+    stamps = [(key, ns) for key, ns, _ in messages(seconds, image)]
     first, last = min(ns for _, ns in stamps), max(ns for _, ns in stamps)
     infos = tuple(
         TopicInformation(
             t.name, t.type, t.serialization_format, QOS, "", sum(k == t.key for k, _ in stamps)
         )
-        for t in TOPICS
+        for t in TOPICS[: 3 if image else 2]
     )
     meta = BagMetadata(
         version=8,
@@ -176,8 +215,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
     parser.add_argument("--file", action="store_true", help="one storage file, no folder")
+    parser.add_argument("--image", type=int, default=0, help="camera image width (0: none)")
     args = parser.parse_args()
-    generate(args.output, seconds=args.seconds, storage=args.storage, folder=not args.file)
+    generate(
+        args.output,
+        seconds=args.seconds,
+        storage=args.storage,
+        folder=not args.file,
+        image=args.image,
+    )
 
 
 if __name__ == "__main__":

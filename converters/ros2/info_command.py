@@ -58,7 +58,9 @@ def info_command(
     Example: nanorec info rosbag2_dir --distro humble --tz UTC
     """
     from .facts import bag_metadata, bag_size, facts_of_archive, services, topic_sizes
+    from .bag import METADATA
     from .info import info_text
+    from .metadata import parse_metadata
 
     def action() -> None:
         check_choice("--distro", distro, _LAYOUTS)
@@ -69,6 +71,22 @@ def info_command(
         if verbose and distro == "humble":
             raise UsageError("humble's ros2 bag info has no --verbose")
         zone = None if tz is None else parse_zone(tz)
+        if not (as_json or verbose) and (file / METADATA).is_file():
+            # As `ros2 bag info DIR`: metadata.yaml and the folder's size, nothing converted.
+            metadata = parse_metadata((file / METADATA).read_text("utf-8", "replace"))
+            size = sum(p.stat().st_size for p in file.iterdir() if p.is_file())
+            typer.echo(
+                info_text(
+                    metadata,
+                    bag_size=size,
+                    layout=distro,  # type: ignore[arg-type]
+                    nanosecond_fraction=not pre_2024_fraction,
+                    tz=zone,
+                    sort=sort,  # type: ignore[arg-type]
+                ),
+                nl=False,
+            )
+            return
         with opened(file) as opened_recording:
             recording = ros2_recording(opened_recording, file, None)
             if as_json:

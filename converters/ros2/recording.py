@@ -27,6 +27,8 @@ from .export import data_of
 from .meta import Ros2Meta
 
 if TYPE_CHECKING:
+    from nanorec.mcap import McapRecord, Progress
+
     from .cdr import Decoder
     from .play import Ros2Player
 
@@ -170,6 +172,14 @@ class Ros2Recording(ArchiveRecording):
         from .play import Ros2Player
 
         return Ros2Player(self, **options)
+
+    def mcap_messages(
+        self, selection: Selection | None = None, progress: Progress | None = None
+    ) -> Iterator[McapRecord]:
+        """For `nanorec.mcap.export_mcap`: CDR as rosbag2's MCAP storage writes it."""
+        from .mcap import mcap_messages
+
+        return mcap_messages(self, selection, progress)
 
     def summary(self) -> dict[str, Any]:
         from .facts import facts_of_archive

@@ -1,0 +1,57 @@
+"""A ROS 2 bag's messages for MCAP (`nanorec export BAG --format mcap`), as rosbag2's MCAP
+storage writes them: profile `ros2`, `cdr` messages, each type's definition as its
+`ros2msg`/`ros2idl` schema, the channel's QoS and type hash as channel metadata, log and
+publish time the receive time; the CDR bytes untouched (inflated when the bag compressed
+each message)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from nanorec.mcap import McapRecord, Progress, Reporter
+from nanorec.selection import Selection
+
+if TYPE_CHECKING:
+    from .recording import Ros2Recording
+
+
+def mcap_messages(
+    recording: Ros2Recording, selection: Selection | None, progress: Progress | None = None
+) -> Iterator[McapRecord]:
+    meta = recording.meta
+    numbers = (selection or Selection()).numbers(recording.reader.index)
+    reporter = Reporter(progress, len(numbers), every=1024)
+    topics = {}
+    for index in range(len(meta.files)):
+        for topic in meta.topics(index):
+            topics.setdefault(topic.name, topic)
+    schemas: dict[str, tuple[str, bytes]] = {}
+    for number in numbers.tolist():
+        name = recording.kind_of(number)
+        topic = topics.get(name)
+        type_name = topic.type if topic is not None else ""
+        if type_name not in schemas:
+            definition = meta.definitions.get(type_name)
+            schemas[type_name] = (
+                definition.encoding if definition else "",
+                definition.text.encode() if definition else b"",
+            )
+        encoding, text = schemas[type_name]
+        channel = {"offered_qos_profiles": topic.offered_qos_profiles if topic else ""}
+        if topic is not None and topic.type_description_hash:
+            channel["topic_type_hash"] = topic.type_description_hash
+        time = recording.time_ns(number)
+        yield McapRecord(
+            topic=name,
+            schema_name=type_name,
+            schema_encoding=encoding,
+            schema_data=text,
+            message_encoding=topic.serialization_format if topic else "cdr",
+            log_time_ns=time,
+            publish_time_ns=time,
+            data=recording.serialized(number),
+            channel_metadata=channel,
+        )
+        reporter.step()
+    reporter.done()
