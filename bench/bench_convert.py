@@ -12,6 +12,7 @@ skipped. Writes its table into bench/RESULTS.md between the `convert` markers.
 
     python bench/bench_convert.py              # ~100 MB per format
     python bench/bench_convert.py --mb 20      # quicker
+    python bench/bench_convert.py --formats pbstream   # one format, RESULTS.md untouched
 """
 
 from __future__ import annotations
@@ -47,8 +48,26 @@ def _rosbag_input(path: Path, size: int) -> None:
     generate(path, seconds=size / 1.95e6, image=640)  # ~1.95 MB of messages per second
 
 
+def _pbstream_input(path: Path, size: int) -> None:
+    """A real Cartographer file's records repeated (see bench_pbstream: its members are
+    copied, so the input costs no compression; a generated file without realdata)."""
+    from bench_pbstream import members, source_file
+
+    source = source_file()
+    records = members(source)
+    with path.open("wb") as out:
+        written = out.write(source.read_bytes()[:8] + b"".join(records[:3]))
+        body = b"".join(records[3:])
+        while written < size:
+            written += out.write(body)
+
+
 #: How to make a benchmark input of about `size` bytes, per format.
-INPUTS: dict[str, Callable[[Path, int], None]] = {"carla": _carla_input, "rosbag": _rosbag_input}
+INPUTS: dict[str, Callable[[Path, int], None]] = {
+    "carla": _carla_input,
+    "pbstream": _pbstream_input,
+    "rosbag": _rosbag_input,
+}
 
 
 def bench_format(name: str, work: Path, size: int) -> dict[str, Any]:
@@ -119,12 +138,17 @@ def bench_format(name: str, work: Path, size: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100, help="input size per format, MB")
+    parser.add_argument(
+        "--formats", nargs="+", help="only these formats (RESULTS.md is then left as it is)"
+    )
     args = parser.parse_args()
     from nanorec import registry
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="nanorec-bench-") as folder:
         for name in sorted(registry.converters()):
+            if args.formats and name not in args.formats:
+                continue
             if name not in INPUTS:
                 print(f"{name}: no input generator, skipped", file=sys.stderr)
                 continue
@@ -150,7 +174,8 @@ def main() -> None:
             END,
         ]
     )
-    write_section(START, END, text)
+    if not args.formats:
+        write_section(START, END, text)
     print(text)
 
 

@@ -7,7 +7,10 @@ A compact archive stores `messages.msgpack` as one raw-deflate stream (zip metho
 start, so the block table (each block's uncompressed offset and compressed start, kept in
 `nanorec.msgpack` under `"blocks"`) gives random access: reading a message inflates only the
 start of its block, up to the message's end. A message larger than a block gets a block of
-its own, so a read never inflates more than `max(BLOCK_BYTES, message)`.
+its own, so a read never inflates more than `max(BLOCK_BYTES, message)`. A block whose
+bytes do not deflate (a sample of it, at level 1) is written as stored deflate blocks (level
+0): the member stays one deflate stream and the reader needs no notion of it, and the
+writer spends no time deflating already-compressed data (pbstream's gzip members).
 
 The table is `{"count", "size", "offset", "start"}`: the block count, the member's compressed
 size (a table describes that stream only: another zip tool deflating the member again makes it
@@ -44,6 +47,10 @@ _AHEAD_BYTES: Final = 16 << 20
 #: Inflate at least this much per step when a read continues a cached block.
 _STEP: Final = 4096
 _WBITS: Final = -zlib.MAX_WBITS
+#: A block is stored when this many bytes from its middle deflate (level 1) to more than
+#: `_STORE_ABOVE` of their size.
+_SAMPLE: Final = 1024
+_STORE_ABOVE: Final = 0.9
 
 
 def deflater() -> Any:
@@ -165,7 +172,17 @@ class BlockDeflater:
 
 
 def _deflate_block(data: bytes) -> bytes:
-    compressor = deflater()
+    """One block, fully flushed: deflated, or kept in stored deflate blocks (zlib level 0,
+    still one valid deflate stream for any zip reader) when a sample of it does not deflate
+    (already-compressed bytes such as gzip members: deflating them costs ~15 ms a MB for
+    nothing)."""
+    level = LEVEL
+    if len(data) >= 2 * _SAMPLE:
+        middle = len(data) // 2
+        sample = data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
+        if len(zlib.compress(sample, 1)) > _STORE_ABOVE * _SAMPLE:
+            level = 0
+    compressor = zlib.compressobj(level, zlib.DEFLATED, _WBITS)
     out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
     return out
 

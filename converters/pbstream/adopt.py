@@ -2,9 +2,9 @@
 
 A killed writer leaves every complete message but not the members written at close: the
 side member with the stream's format, per-record columns, kept-raw count and the tail of a
-cut file. All of it but the tail is in the messages (each holds its record's payload or
-member, ids and time), so it is rebuilt here; the export then gives back the start of the
-original file, every record converted before the kill.
+cut file. All of it but the tail is in the messages (each holds its record's member, or in
+older archives its payload, with ids and time), so it is rebuilt here; the export then gives
+back the start of the original file, every record converted before the kill.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 
 from .convert import LEGACY, META_MEMBER, Classifier, Columns, _meta
-from .export import member_of, record_entry
+from .export import kept_raw, member_of, record_entry
 from .records import ALL_KINDS, DAMAGED, HEADER, POSE_GRAPH, Described
 
 
@@ -58,7 +58,7 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
                 int(timestamp) if isinstance(timestamp, int) else None,
             )
         )
-        raw += kind != DAMAGED and "member" in entry
+        raw += kept_raw(kind, entry)
         size = 8 + len(member_of(entry))
         if kind == DAMAGED:
             damaged.append((offset, size, str(entry.get("reason", "damaged"))))

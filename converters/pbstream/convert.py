@@ -39,10 +39,12 @@ from .records import (
     LEGACY_KINDS,
     OPTIONS,
     POSE_GRAPH,
+    UNKNOWN,
     V2_KINDS,
     Described,
     describe,
     describe_bare,
+    describe_prefix,
     header_version,
     is_header,
     looks_like_options,
@@ -50,7 +52,17 @@ from .records import (
     pose_graph_trajectories,
     ticks_to_us,
 )
-from .stream import MAGIC, Cut, Frame, inflate_member, iter_frames, iter_inflated, peek_payload
+from .stream import (
+    GZIP_HEADER,
+    MAGIC,
+    Cut,
+    Frame,
+    declared_size,
+    inflate_member,
+    iter_frames,
+    peek_member,
+    peek_payload,
+)
 
 SOURCE_FORMAT: Final = "pbstream"
 META_MEMBER: Final = "pbstream.msgpack.zlib"
@@ -58,6 +70,10 @@ TAIL_MEMBER: Final = "pbstream-tail.bin"
 META_VERSION: Final = 1
 LEGACY: Final = "legacy"
 _RELEASE_BYTES: Final = 32 << 20
+_HASH_BYTES: Final = 1 << 20
+#: Payload bytes inflated first to describe a record (16x more while they do not suffice);
+#: a payload this short is inflated whole, so its CRC is checked at once.
+_PEEK: Final = 256
 
 
 @dataclass
@@ -128,6 +144,22 @@ class Classifier:
             return describe_bare(OPTIONS, payload)
         return describe(payload, self.kinds)
 
+    def describe_member(self, number: int, member: bytes, offset: int) -> Described:
+        """What the index needs of record `number` from as little of its payload as tells
+        it (see `describe_prefix`); FormatError when the member is damaged as far as read."""
+        size = declared_size(member)
+        if number == 0 or (number == 1 and self.format == LEGACY):
+            return self.describe(number, inflate_member(member, offset))
+        length = _PEEK
+        while True:
+            prefix = peek_member(member, offset, length, size)
+            info = describe_prefix(prefix, size, self.kinds)
+            if info is not None and (info.kind != UNKNOWN or len(prefix) >= size):
+                return info
+            if info is not None:  # not a record's shape: damaged (the CRC tells) or unknown
+                return self.describe(number, inflate_member(member, offset))
+            length *= 16
+
     def peek(self, number: int, member: bytes) -> int | None:
         """The time of record `number` from its first bytes only (see `first_ticks`)."""
         if number == 0 or (number == 1 and self.format == LEGACY):
@@ -174,9 +206,9 @@ def first_ticks(buf: Any, classifier: Classifier) -> int | None:
     return None
 
 
-def entry_of(info: Described, payload: bytes, member: bytes, rebuilds: bool) -> dict[str, Any]:
+def entry_of(info: Described, member: bytes) -> dict[str, Any]:
     """The archive message value of one record (see the module docstring)."""
-    entry: dict[str, Any] = {"payload": payload}
+    entry: dict[str, Any] = {"member": member}
     if info.trajectory_id is not None:
         entry["trajectory_id"] = info.trajectory_id
     if info.index is not None:
@@ -187,10 +219,8 @@ def entry_of(info: Described, payload: bytes, member: bytes, rebuilds: bool) -> 
         entry["dims"] = info.dims
     if info.version is not None:
         entry["format_version"] = info.version
-    if info.body == (0, len(payload)) and info.kind in (POSE_GRAPH, OPTIONS):
+    if info.body[0] == 0 and info.kind in (POSE_GRAPH, OPTIONS):  # no SerializedData key
         entry["bare"] = True
-    if not rebuilds:
-        entry["member"] = member
     return entry
 
 
@@ -251,40 +281,43 @@ def _convert(
     raw = 0
     released = 0
     columns = Columns()
+    pack = msgpack.Packer().pack
     with ArchiveWriter(
         out,
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf)},
     ) as writer:
-        for number, item in enumerate(iter_inflated(buf, _chain(first, frames))):
-            if isinstance(item, Cut):
-                cut = item
+        write = writer.write_packed
+        for number, frame in enumerate(_chain(first, frames)):
+            if isinstance(frame, Cut):
+                cut = frame
                 break
-            frame = item.frame
-            if item.payload is None:
-                reason = item.error.message if item.error is not None else "damaged"
-                damaged.append((frame.offset, frame.end - frame.offset, reason))
-                message: dict[str, Any] = {DAMAGED: {"member": item.member, "reason": reason}}
+            member = buf[frame.start : frame.end]
+            try:
+                info = classifier.describe_member(number, member, frame.start)
+            except FormatError as error:
+                reason = error.message
+                damaged.append((frame.offset, frame.size + 8, reason))
                 info = Described(DAMAGED)
+                entry: dict[str, Any] = {"member": member, "reason": reason}
             else:
-                info = classifier.describe(number, item.payload)
                 if info.problem is not None:
                     warnings.append(
                         f"record {number} ({info.kind} at byte {frame.offset}): {info.problem}"
                     )
-                entry = entry_of(info, item.payload, item.member, item.rebuilds)
-                raw += "member" in entry
-                message = {info.kind: entry}
+                entry = entry_of(info, member)
+                raw += member[:10] != GZIP_HEADER
             columns.add(info)
             if info.ticks is not None:
                 own = ticks_to_us(info.ticks)
                 last_us = own if last_us is None else max(own, last_us)
             if last_us is None:  # no time found yet: 0, and no later record before it
                 last_us = 0
-            writer.write(message, timestamp_us=last_us)
-            digest.update(buf[hashed : frame.end])
-            hashed = frame.end
+            write(pack({info.kind: entry}), types=(info.kind,), timestamp_us=last_us)
+            if frame.end - hashed >= _HASH_BYTES:
+                digest.update(buf[hashed : frame.end])
+                hashed = frame.end
             if frame.end - released >= _RELEASE_BYTES:
                 end = frame.end - frame.end % mmap.PAGESIZE
                 with contextlib.suppress(OSError, ValueError):

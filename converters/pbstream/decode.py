@@ -15,6 +15,7 @@ import numpy as np
 from nanorec.errors import FormatError
 
 from .schema import KIND_MESSAGES, SCHEMA
+from .stream import entry_payload
 from .wire import (
     FIXED32,
     FIXED64,
@@ -127,9 +128,9 @@ def _unknown(buf: bytes, number: int, wire: int, a: int, b: int) -> list[Any]:
 def decode_record(kind: str, entry: dict[str, Any]) -> dict[str, Any]:
     """The decoded body of an archive record entry (its inner message), or the raw payload
     for unknown and damaged records."""
-    payload = entry.get("payload")
     message = KIND_MESSAGES.get(kind)
-    if not isinstance(payload, bytes) or message is None:
+    payload = None if message is None else entry_payload(entry)
+    if payload is None or message is None:
         return {}
     if kind == "header" or entry.get("bare"):
         return decode_message(payload, message)

@@ -1,6 +1,8 @@
-"""Archive -> `.pbstream`, byte for byte: magic, each record's size and member (rebuilt from
-its payload with Cartographer's settings, or the original member where the rebuild
-differed or the record was damaged), then the raw tail of a cut file."""
+"""Archive -> `.pbstream`, byte for byte: magic, each record's size and member, then the raw
+tail of a cut file. Archives keep every record's gzip member as read, so the export copies
+them (byte-exact by construction, no deflate); archives written before that hold payloads,
+whose members are rebuilt with Cartographer's settings (a member kept beside its payload
+where the rebuild differed), on a thread pool."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 
 from .convert import read_meta, read_tail
-from .stream import MAGIC, SIZE, build_member
+from .records import DAMAGED
+from .stream import GZIP_HEADER, MAGIC, SIZE, build_member
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,15 @@ def member_of(entry: dict[str, Any]) -> bytes:
     return build_member(entry["payload"])
 
 
+def kept_raw(kind: str, entry: dict[str, Any]) -> bool:
+    """Whether a (not damaged) record's member is not as Cartographer writes it: a gzip header
+    other than its own, or (an archive holding payloads) a member that did not rebuild."""
+    member = entry.get("member")
+    if kind == DAMAGED or not isinstance(member, bytes):
+        return False
+    return "payload" in entry or member[:10] != GZIP_HEADER
+
+
 def _framed(entries: list[dict[str, Any]]) -> bytes:
     parts = []
     for entry in entries:
@@ -61,8 +73,8 @@ _BATCH_BYTES = 1 << 20
 
 
 def iter_native(reader: ArchiveReader, threads: int | None = None) -> Iterator[bytes]:
-    """The native stream of a pbstream archive, in chunks; members are rebuilt on a thread
-    pool (zlib releases the GIL), in order."""
+    """The native stream of a pbstream archive, in chunks, in order; members an old archive
+    must rebuild are deflated on a thread pool (zlib releases the GIL)."""
     meta = read_meta(reader)
     reader.advise_sequential()
     yield MAGIC
@@ -71,21 +83,32 @@ def iter_native(reader: ArchiveReader, threads: int | None = None) -> Iterator[b
     with ThreadPoolExecutor(workers, thread_name_prefix="pbstream-deflate") as pool:
         batch: list[dict[str, Any]] = []
         size = 0
+        rebuild = False  # whether the batch has a payload to deflate (an older archive)
         for number in range(len(reader)):
             if number % 4096 == 4095:
                 reader.release_pages()
             _, entry = record_entry(reader[number], number)
             batch.append(entry)
-            size += len(entry.get("member") or entry.get("payload") or b"")
+            member = entry.get("member")
+            if isinstance(member, bytes):
+                size += len(member)
+            else:
+                size += len(entry["payload"])
+                rebuild = True
             if size >= _BATCH_BYTES:
-                pending.append(pool.submit(_framed, batch))
-                batch, size = [], 0
+                if rebuild:
+                    pending.append(pool.submit(_framed, batch))
+                else:  # members to copy: no thread needed, once the earlier ones are out
+                    while pending:
+                        yield pending.popleft().result()
+                    yield _framed(batch)
+                batch, size, rebuild = [], 0, False
                 while len(pending) > workers * 2:
                     yield pending.popleft().result()
-        if batch:
-            pending.append(pool.submit(_framed, batch))
         while pending:
             yield pending.popleft().result()
+        if batch:
+            yield _framed(batch)
     yield read_tail(reader, meta)
 
 
@@ -99,4 +122,11 @@ def export_native(
     return NativeExport(out, size, sha, len(reader), None if expected is None else sha == expected)
 
 
-__all__ = ["NativeExport", "export_native", "iter_native", "member_of", "record_entry"]
+__all__ = [
+    "NativeExport",
+    "export_native",
+    "iter_native",
+    "kept_raw",
+    "member_of",
+    "record_entry",
+]

@@ -1,8 +1,10 @@
 """A converted `.pbstream` opened for random access: records decoded on demand, poses as
 arrays, tables of constraints and sensor data, and the facts `nanorec info` prints.
 
-Record N is one `mmap` slice of the archive (O(1)); the per-record trajectory ids, indexes
-and times live in the side member, so summaries and selections read no message.
+Record N is one message of the archive holding the record's gzip member as read (older
+archives: its payload); the payload is inflated, and its CRC checked, when a record is read
+(`payload`, `body`, `decode`). The per-record trajectory ids, indexes and times live in the
+side member, so summaries and selections read no message.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .convert import NONE_ID, read_meta
 from .decode import decode_record
 from .export import record_entry
 from .records import NODE, POSE_GRAPH, SENSOR_KINDS, SUBMAP, UNIX_EPOCH_TICKS, ticks_to_unix_ns
+from .stream import entry_payload
 from .trajectory import PoseGraph, Poses, local_poses, node_dims, node_local
 from .wire import LEN, iter_fields
 
@@ -83,14 +86,16 @@ class PbstreamRecording(ArchiveRecording):
         return record_entry(self.reader[number], number)
 
     def payload(self, number: int) -> bytes:
-        """The protobuf payload of record `number`, as read from the file."""
-        _, entry = self.entry(number)
-        return bytes(entry.get("payload") or b"")
+        """The protobuf payload of record `number`, as read from the file (its gzip member
+        inflated and CRC-checked: `FormatError` when it is damaged; b"" for a record
+        found damaged at conversion)."""
+        kind, entry = self.entry(number)
+        return b"" if kind == "damaged" else entry_payload(entry) or b""
 
     def body(self, number: int) -> tuple[bytes, int, int]:
         """The payload of record `number` and the span of its inner message."""
         kind, entry = self.entry(number)
-        payload = bytes(entry.get("payload") or b"")
+        payload = b"" if kind == "damaged" else entry_payload(entry) or b""
         if entry.get("bare") or kind == "header":
             return payload, 0, len(payload)
         fields = list(iter_fields(payload))
@@ -116,13 +121,13 @@ class PbstreamRecording(ArchiveRecording):
         if "timestamp" in entry:
             value["timestamp"] = entry["timestamp"]
             value["unix_ns"] = ticks_to_unix_ns(entry["timestamp"])
-        if "member" in entry:
+        if "member" in entry and "payload" in entry:  # an archive holding payloads
             value["member_kept_raw"] = True
         if kind == "damaged":
             value["reason"] = entry.get("reason")
             value["member_size"] = len(entry.get("member") or b"")
         elif kind == "unknown":
-            value["payload"] = entry.get("payload")
+            value["payload"] = entry_payload(entry)
         else:
             value["data"] = decode_record(kind, entry)
         return value

@@ -12,7 +12,7 @@ from typing import Final
 
 from nanorec.errors import FormatError
 
-from .wire import LEN, VARINT, iter_fields, read_varint, signed32, signed64
+from .wire import FIXED32, FIXED64, LEN, VARINT, iter_fields, read_varint, signed32, signed64
 
 HEADER: Final = "header"
 POSE_GRAPH: Final = "pose_graph"
@@ -71,7 +71,7 @@ def ticks_to_seconds(ticks: int) -> float:
     return (ticks - UNIX_EPOCH_TICKS) / 1e7
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made once a record, frozen costs ~1 us
 class Described:
     """What the index needs of one record. `body` is the inner message's span."""
 
@@ -190,6 +190,123 @@ def _inner(kind: str, payload: bytes, start: int, end: int) -> Described:
     return Described(kind, trajectory, index, ticks, dims, body=body, problem=problem)
 
 
+#: Per kind: the field numbers of its message the index reads (ids, time, 2D/3D), so a
+#: prefix scan stops after the last of them (Cartographer writes fields in number order).
+_LAST_NEEDED: Final = {
+    SUBMAP: 3,
+    NODE: 5,
+    TRAJECTORY_DATA: 1,
+    IMU: 2,
+    ODOMETRY: 2,
+    FIXED_FRAME: 2,
+    LANDMARK: 2,
+}
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A varint; IndexError past the end of `buf` (the prefix is too short)."""
+    byte = buf[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    end = pos + 10
+    result = shift = 0
+    while pos < end:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result & 0xFFFF_FFFF_FFFF_FFFF, pos
+        shift += 7
+    raise FormatError("a varint is longer than 10 bytes", offset=end - 10)
+
+
+def describe_prefix(prefix: bytes, size: int, kinds: dict[int, str]) -> Described | None:
+    """`describe` from the first bytes of a `size`-byte payload (None when they do not reach
+    what the index needs: ask again with more). The record must be one SerializedData field
+    spanning `size` bytes (its gzip ISIZE, checked by the CRC when the record is read); inside
+    it the scan stops after the fields the index needs (Cartographer writes each once, in
+    number order), so a later duplicate is not seen and later damage shows on read."""
+    try:
+        key = prefix[0]
+        key, pos = (key, 1) if key < 0x80 else _varint(prefix, 0)
+        length = prefix[pos]
+        length, start = (length, pos + 1) if length < 0x80 else _varint(prefix, pos)
+        kind = kinds.get(key >> 3)
+        end = start + length
+        if key & 7 != LEN or kind is None or end != size:
+            return Described(UNKNOWN)
+        last = _LAST_NEEDED.get(kind)
+        if last is None:  # pose graph, options: the kind is all
+            return Described(kind, body=(start, end))
+        return _inner_prefix(kind, prefix, start, end, last)
+    except IndexError:
+        return None
+    except FormatError:
+        return Described(UNKNOWN)
+
+
+def _inner_prefix(kind: str, prefix: bytes, start: int, end: int, last: int) -> Described:
+    """`_inner` over a prefix (IndexError: it is too short; FormatError: not a record)."""
+    trajectory = 0
+    index: int | None = None
+    ticks: int | None = None
+    dims: int | None = None
+    problem: str | None = None
+    timed = 5 if kind == NODE else 2
+    pos = start
+    while pos < end:
+        key = prefix[pos]  # one-byte keys and values are the common case: no call
+        key, pos = (key, pos + 1) if key < 0x80 else _varint(prefix, pos)
+        number, wire = key >> 3, key & 7
+        if number == 0 or number > last:
+            break
+        if wire == VARINT:
+            value = prefix[pos]
+            value, pos = (value, pos + 1) if value < 0x80 else _varint(prefix, pos)
+            if number == 1 and kind not in (SUBMAP, NODE):
+                trajectory = signed32(value)
+            continue
+        if wire == LEN:
+            length = prefix[pos]
+            length, pos = (length, pos + 1) if length < 0x80 else _varint(prefix, pos)
+            after = pos + length
+        elif wire in (FIXED64, FIXED32):
+            after = pos + (8 if wire == FIXED64 else 4)
+        else:
+            raise FormatError(f"wire type {wire}")
+        if after > end:
+            raise FormatError("a field runs past its record")
+        if wire == LEN and kind in (SUBMAP, NODE) and number == 1:
+            if after > len(prefix):
+                raise IndexError
+            trajectory, index = id_pair(prefix, pos, after)
+        elif wire == LEN and kind == SUBMAP and number in (2, 3):
+            dims = number
+            break
+        elif wire == LEN and number == timed and kind != TRAJECTORY_DATA:
+            ticks, problem = _first_timestamp(prefix, pos, after)
+            break
+        pos = after
+    if kind in (SUBMAP, NODE) and index is None:
+        index = 0
+    return Described(kind, trajectory, index, ticks, dims, body=(start, end), problem=problem)
+
+
+def _first_timestamp(prefix: bytes, pos: int, end: int) -> tuple[int | None, str | None]:
+    """`_timestamp` from the first field of a message (fields in number order: a first field
+    numbered above 1 means no timestamp, 0)."""
+    if pos >= end:
+        return 0, None
+    key = prefix[pos]
+    if key >> 3 != 1:  # a one-byte key of a field above 1, or a longer key (field >= 16)
+        return 0, None
+    pos += 1
+    if key & 7 != VARINT:
+        return None, f"its timestamp has wire type {key & 7}, not a varint: kept untimed"
+    value, _ = _varint(prefix, pos)
+    return signed64(value), None
+
+
 def peek_ticks(prefix: bytes, kinds: dict[int, str]) -> int | None:
     """The time of a record from the first bytes of its payload (None if it has none or
     they do not reach it): finds the first timestamp without inflating a whole record."""
@@ -230,6 +347,7 @@ __all__ = [
     "V2_KINDS",
     "Described",
     "describe",
+    "describe_prefix",
     "id_pair",
     "is_header",
     "peek_ticks",

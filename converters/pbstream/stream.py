@@ -11,12 +11,9 @@ level 1: header `1f 8b 08 00 00000000 04 ff`, raw deflate level 1, window 2^15, 
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,7 +34,7 @@ MAX_PAYLOAD: Final = 256 << 20
 _FTEXT, _FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 1, 2, 4, 8, 16
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made once a record, frozen costs ~1 us
 class Frame:
     """One complete record: its size prefix at `offset`, its member at `offset + 8`."""
 
@@ -53,7 +50,7 @@ class Frame:
         return self.offset + 8 + self.size
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made once a record, frozen costs ~1 us
 class Cut:
     """The stream ends inside a record: bytes from `offset` on are the raw tail."""
 
@@ -172,7 +169,13 @@ def inflate_member(member: bytes, offset: int) -> bytes:
         raise _past(limit, declared, offset)
     if not inflater.eof:
         raise FormatError("a record's deflate stream ends early", offset=offset)
-    rest = inflater.unused_data
+    _check_trailer(inflater.unused_data, payload, offset)
+    return payload
+
+
+def _check_trailer(rest: bytes, payload: bytes, offset: int) -> None:
+    """FormatError unless `rest` (what follows the deflate data) is exactly the gzip trailer
+    of `payload`."""
     if len(rest) != 8:
         raise FormatError(
             f"a record's gzip member is followed by {len(rest) - 8} more bytes inside it"
@@ -185,7 +188,18 @@ def inflate_member(member: bytes, offset: int) -> bytes:
         raise FormatError("a record fails its gzip CRC-32", offset=offset)
     if isize != len(payload) & 0xFFFF_FFFF:
         raise FormatError("a record's gzip length (ISIZE) is wrong", offset=offset)
-    return payload
+
+
+def entry_payload(entry: dict[str, Any]) -> bytes | None:
+    """The payload of an archive record entry: its `member` inflated whole and checked
+    (CRC-32, ISIZE; `FormatError` when damaged), or its `payload` (archives written before
+    records kept their members: the payload, and a member only where it did not rebuild).
+    None when the entry holds neither."""
+    payload = entry.get("payload")
+    if isinstance(payload, bytes):
+        return payload
+    member = entry.get("member")
+    return inflate_member(member, 0) if isinstance(member, bytes) else None
 
 
 def peek_payload(member: bytes, length: int = 256) -> bytes:
@@ -198,75 +212,30 @@ def peek_payload(member: bytes, length: int = 256) -> bytes:
         return b""
 
 
-@dataclass(frozen=True, slots=True)
-class Inflated:
-    """A record's member, its payload (None when it does not inflate: `error` says why)
-    and whether `build_member(payload)` gives the member back."""
-
-    frame: Frame
-    member: bytes
-    payload: bytes | None
-    error: FormatError | None
-    rebuilds: bool
-
-
-def _inflate_batch(batch: list[tuple[Frame, bytes]]) -> list[Inflated]:
-    done = []
-    for frame, member in batch:
-        try:
-            payload = inflate_member(member, frame.start)
-        except FormatError as error:
-            done.append(Inflated(frame, member, None, error, False))
-        else:
-            done.append(Inflated(frame, member, payload, None, build_member(payload) == member))
-    return done
-
-
-#: Records are inflated and rebuilt in batches of about this many member bytes...
-_BATCH_BYTES = 1 << 20
-#: ...with this many batches in flight per thread (zlib releases the GIL)...
-_AHEAD = 2
-#: ...and at most this many declared payload bytes (beyond one batch): highly compressed
-#: records are not inflated many at once.
-_AHEAD_PAYLOAD = 64 << 20
-
-
-def iter_inflated(
-    buf: Any, frames: Iterator[Frame | Cut], threads: int | None = None
-) -> Iterator[Inflated | Cut]:
-    """Each record inflated and checked against its rebuild, in order, on a thread pool
-    (the `Cut` of a cut file last). Memory stays bounded by the batches in flight."""
-    workers = threads or min(8, os.cpu_count() or 1)
-    pending: deque[tuple[Future[list[Inflated]], int]] = deque()
-    ahead = 0  # declared payload bytes in flight
-    with ThreadPoolExecutor(workers, thread_name_prefix="pbstream-inflate") as pool:
-        batch: list[tuple[Frame, bytes]] = []
-        size = payload = 0
-        cut: Cut | None = None
-        for frame in frames:
-            if isinstance(frame, Cut):
-                cut = frame
-                break
-            member = bytes(buf[frame.start : frame.end])
-            batch.append((frame, member))
-            size += frame.size
-            payload += min(declared_size(member), MAX_PAYLOAD)
-            if size >= _BATCH_BYTES or payload >= _BATCH_BYTES:
-                pending.append((pool.submit(_inflate_batch, batch), payload))
-                ahead += payload
-                batch, size, payload = [], 0, 0
-                while len(pending) > workers * _AHEAD or (
-                    len(pending) > 1 and ahead > _AHEAD_PAYLOAD
-                ):
-                    done, weight = pending.popleft()
-                    ahead -= weight
-                    yield from done.result()
-        if batch:
-            pending.append((pool.submit(_inflate_batch, batch), payload))
-        while pending:
-            yield from pending.popleft()[0].result()
-    if cut is not None:
-        yield cut
+def peek_member(member: bytes, offset: int, length: int, declared: int) -> bytes:
+    """The first `length` bytes of a member's payload, checked as far as they go: the gzip
+    header, the size its trailer declares (`MAX_PAYLOAD`), the deflate data inflated so far,
+    and, when the payload is not longer than `length` (inflated whole), its CRC-32 and ISIZE.
+    Raises `FormatError` for what it finds wrong. This is all `convert` inflates of a record:
+    a record larger than `length` is checked whole (CRC) when it is read. `declared`: the
+    member's `declared_size`."""
+    pos = 10 if member[:10] == GZIP_HEADER and len(member) >= 18 else _header_length(member, offset)
+    if declared > MAX_PAYLOAD:
+        raise FormatError(
+            f"a record declares {declared} bytes inflated, more than the {MAX_PAYLOAD} "
+            "nanorec holds in one message",
+            offset=offset,
+        )
+    inflater = zlib.decompressobj(-15)
+    try:
+        prefix: bytes = inflater.decompress(memoryview(member)[pos:], length)
+    except zlib.error as error:
+        raise FormatError(f"a record's deflate data is damaged ({error})", offset=offset) from None
+    if inflater.eof:
+        _check_trailer(inflater.unused_data, prefix, offset)
+    elif len(prefix) < length:
+        raise FormatError("a record's deflate stream ends early", offset=offset)
+    return prefix
 
 
 __all__ = [
@@ -275,11 +244,11 @@ __all__ = [
     "SIZE",
     "Cut",
     "Frame",
-    "Inflated",
     "build_member",
     "declared_size",
+    "entry_payload",
     "inflate_member",
     "iter_frames",
-    "iter_inflated",
+    "peek_member",
     "peek_payload",
 ]

@@ -104,7 +104,7 @@ def test_wire_reader_matches_protobuf(path: Path, converted: dict[str, Path]) ->
             if seen[kind] >= 300:
                 continue
             seen[kind] += 1
-            parsed = serialized.FromString(entry["payload"])
+            parsed = serialized.FromString(rec.payload(number))
             theirs = plain(parsed)[f"f{V2_FIELDS[kind]}"]
             mine = ours(decode_record(kind, entry))
             assert "_unknown" not in str(mine.keys()), (kind, number)
