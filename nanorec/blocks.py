@@ -136,9 +136,15 @@ class BlockDeflater:
         self._open.clear()
         self._block = self._count = 0
         self.crc = zlib.crc32(data, self.crc)  # one call a block (zlib releases the GIL)
+        if _level(data) == 0:  # stored: a copy, cheaper here than handing it to a thread
+            done: Future[bytes] = Future()
+            done.set_result(_compress_block(data, 0))
+            self._pending.append((done, len(data)))
+            self._pending_bytes += len(data)
+            return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-deflate")
-        self._pending.append((self._pool.submit(_deflate_block, data), len(data)))
+        self._pending.append((self._pool.submit(_compress_block, data, LEVEL), len(data)))
         self._pending_bytes += len(data)
 
     def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:
@@ -171,17 +177,20 @@ class BlockDeflater:
         }
 
 
-def _deflate_block(data: bytes) -> bytes:
-    """One block, fully flushed: deflated, or kept in stored deflate blocks (zlib level 0,
-    still one valid deflate stream for any zip reader) when a sample of it does not deflate
-    (already-compressed bytes such as gzip members: deflating them costs ~15 ms a MB for
-    nothing)."""
-    level = LEVEL
+def _level(data: bytes) -> int:
+    """`LEVEL`, or 0 (stored deflate blocks, still one valid deflate stream for any zip
+    reader) when a sample from the middle of `data` does not deflate: already-compressed
+    bytes such as gzip members, where deflating costs ~15 ms a MB for nothing."""
     if len(data) >= 2 * _SAMPLE:
         middle = len(data) // 2
         sample = data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
         if len(zlib.compress(sample, 1)) > _STORE_ABOVE * _SAMPLE:
-            level = 0
+            return 0
+    return LEVEL
+
+
+def _compress_block(data: bytes, level: int) -> bytes:
+    """One block at `level`, fully flushed."""
     compressor = zlib.compressobj(level, zlib.DEFLATED, _WBITS)
     out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
     return out
