@@ -1,10 +1,14 @@
-"""`.pbstream` -> nanorec archive: one message per record, payloads kept as read.
+"""`.pbstream` -> nanorec archive: one message per record, gzip members kept as read.
 
-Each message is `{kind: entry}` with `entry` holding the inflated `payload` (protobuf
-bytes, never re-encoded), the record's `trajectory_id`, `index` (node or submap index) and
-`timestamp` (Cartographer ticks) where it has them, and `member` (the original gzip bytes)
-only when rebuilding the member from the payload with Cartographer's settings does not give
-them back. A record whose member does not inflate is kind `damaged` and keeps its member.
+Each message is `{kind: entry}` with `entry` holding the record's original gzip `member`
+(export copies it back: byte-exact by construction) and the record's `trajectory_id`, `index`
+(node or submap index) and `timestamp` (Cartographer ticks) where it has them. Only the first
+bytes of each member are inflated (`Classifier.describe_member`: those fields open every
+record), so converting is not bound by zlib: inflating every record and deflating it again to
+prove the member rebuilds (what archives before this held: the payload, and a member only
+where the rebuild differed; still read and exported) cost ~4x the source in zlib work.
+Readers inflate a member, checking its CRC-32, when they need the payload. A record whose
+member does not inflate as far as read is kind `damaged` and keeps its member.
 The index time is the record's own time in Unix microseconds; records without time (and
 records earlier than one already written: other trajectories, sensor data after nodes)
 take the previous time, records before the first timed one the first time in the file.
