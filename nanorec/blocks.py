@@ -70,8 +70,9 @@ class BlockDeflater:
     flushed. The table (`offsets`, `starts`) lists each block's uncompressed and compressed
     start."""
 
-    def __init__(self, block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, block_bytes: int = BLOCK_BYTES, threads: int = _THREADS) -> None:
         self.block_bytes = block_bytes
+        self.threads = threads  # 0: deflate each block in the caller's thread
         self.offsets: list[int] = []
         self.starts: list[int] = []
         self.crc = 0  # CRC-32 of the uncompressed stream (the zip member's)
@@ -136,15 +137,16 @@ class BlockDeflater:
         self._open.clear()
         self._block = self._count = 0
         self.crc = zlib.crc32(data, self.crc)  # one call a block (zlib releases the GIL)
-        if _level(data) == 0:  # stored: a copy, cheaper here than handing it to a thread
+        level = _level(data)
+        if level == 0 or not self.threads:  # stored (a copy: cheaper here than a hand-over)
             done: Future[bytes] = Future()
-            done.set_result(_compress_block(data, 0))
+            done.set_result(_compress_block(data, level))
             self._pending.append((done, len(data)))
             self._pending_bytes += len(data)
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-deflate")
-        self._pending.append((self._pool.submit(_compress_block, data, LEVEL), len(data)))
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="nanorec-deflate")
+        self._pending.append((self._pool.submit(_compress_block, data, level), len(data)))
         self._pending_bytes += len(data)
 
     def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:

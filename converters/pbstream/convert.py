@@ -291,6 +291,9 @@ def _convert(
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf)},
+        # Most blocks hold gzip bytes and are stored; deflating the others here beats
+        # handing them to threads while this loop releases the GIL at every record.
+        deflate_threads=0,
     ) as writer:
         write = writer.write_packed
         for number, frame in enumerate(_chain(first, frames)):
