@@ -196,6 +196,7 @@ def test_incompressible_blocks_are_stored_in_one_deflate_stream(tmp_path: Path) 
     compressible blocks beside them are deflated."""
     rng = np.random.default_rng(7)
     blobs = [rng.bytes(3000) if i % 10 else bytes(3000) for i in range(60)]
+    blobs[30] = rng.bytes(150_000)  # a block of its own, over one stored block's 65,535
     path = tmp_path / "mixed.nanover.zip"
     with ArchiveWriter(path, compact=True) as writer:
         for number, blob in enumerate(blobs):
