@@ -59,7 +59,7 @@ class PbstreamReport:
     archive_size: int
     sha256: str
     format: str  # "2", "1", "legacy", another version number, or "unknown"
-    raw_members: int  # members kept verbatim (the rebuild differed)
+    raw_members: int  # members whose gzip header is not Cartographer's (another writer)
     tail_bytes: int
     cut: Cut | None
     damaged: list[tuple[int, int, str]] = field(default_factory=list)
