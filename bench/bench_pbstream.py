@@ -151,17 +151,24 @@ def phase_seek(archive: Path, samples: int) -> dict[str, Any]:
     with PbstreamRecording(ArchiveReader(archive)) as rec:
         rng = random.Random(1)
         numbers = [rng.randrange(len(rec)) for _ in range(samples)]
-        raw, decoded = [], []
+        raw, decoded, inflated = [], [], []
         for number in numbers:
             start = time.perf_counter()
             rec.entry(number)
             raw.append(time.perf_counter() - start)
+        for number in numbers:
+            start = time.perf_counter()
+            rec.payload(number)
+            inflated.append(time.perf_counter() - start)
         for number in numbers[:200]:
             start = time.perf_counter()
             rec.decode(number)
             decoded.append(time.perf_counter() - start)
     raw.sort()
+    inflated.sort()
     return {
+        "payload_us": statistics.median(inflated) * 1e6,
+        "payload_p99_us": inflated[int(len(inflated) * 0.99)] * 1e6,
         "read_us": statistics.median(raw) * 1e6,
         "read_p99_us": raw[int(len(raw) * 0.99)] * 1e6,
         "decode_us": statistics.median(decoded) * 1e6,
@@ -205,24 +212,28 @@ def table(
             f"| parse, our index pass (kind, ids, time) | {parse['index_mbs']:,.0f} MB/s |",
             f"| parse, our full decode (every field) | {parse['decode_mbs']:,.1f} MB/s |",
             f"| parse, protobuf `FromString` (upb) | {parse['protobuf_mbs']:,.0f} MB/s |",
-            f"| convert (inflate, check rebuild, archive) | {conv['mbs']:,.1f} MB/s "
+            f"| convert (inflate each member's start, archive the members) | "
+            f"{conv['mbs']:,.1f} MB/s "
             f"({conv['seconds']:.1f} s; peak RSS {conv['rss_mb']:.0f} MB) |",
-            f"| export, byte-exact (recompress) | {exp['mbs']:,.1f} MB/s "
+            f"| export, byte-exact (copy the members) | {exp['mbs']:,.1f} MB/s "
             f"({exp['seconds']:.1f} s; peak RSS {exp['rss_mb']:.0f} MB; identical: "
             f"{exp['identical']}) |",
             f"| random record read (median / p99) | {seek['read_us']:.1f} / "
             f"{seek['read_p99_us']:.1f} µs |",
+            f"| random record payload (member inflated, CRC checked; median / p99) | "
+            f"{seek['payload_us']:.1f} / {seek['payload_p99_us']:.0f} µs |",
             f"| random record read + full decode (median) | {seek['decode_us']:.0f} µs |",
             f"| archive size | {conv['archive_mb']:,.0f} MB ({conv['archive_mb'] / size:.2f}x) |",
             "",
             "The index pass reads only what the archive index needs (kind, ids, time) and skips "
             "bulky fields by length; the full decode builds Python dicts of every field (packed "
-            "arrays with numpy) where protobuf fills C structures, hence the gap. Convert "
-            "inflates every record and deflates it again to prove the member rebuilds (so the "
-            "archive can hold the payload, not the gzip bytes), export deflates every record: "
-            "both are zlib-bound and run on a thread pool, which helps only with free cores. "
-            "The archive holds the inflated payloads (Cartographer's level-1 gzip shrinks them "
-            "about 4x), hence its size.",
+            "arrays with numpy) where protobuf fills C structures, hence the gap. The archive "
+            "keeps each record's gzip member as read: convert inflates only the first bytes of "
+            "each (kind, ids, time open every record) and export copies the members, so "
+            "neither is bound by zlib any more; both are bound by per-record Python work "
+            "(~1.8 records per KB here). The compact layout stores the blocks of gzip bytes "
+            "(deflate would gain nothing), so the archive is about the source's size; a "
+            "record's payload is inflated, and its CRC checked, when it is read.",
             "",
             END,
         ]

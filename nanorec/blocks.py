@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import struct
 import threading
 import zlib
 from collections import deque
@@ -51,6 +52,8 @@ _WBITS: Final = -zlib.MAX_WBITS
 #: `_STORE_ABOVE` of their size.
 _SAMPLE: Final = 1024
 _STORE_ABOVE: Final = 0.9
+_STORED_MAX: Final = 0xFFFF
+_STORED_HEADER: Final = struct.Struct("<BHH")
 
 
 def deflater() -> Any:
@@ -70,8 +73,9 @@ class BlockDeflater:
     flushed. The table (`offsets`, `starts`) lists each block's uncompressed and compressed
     start."""
 
-    def __init__(self, block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, block_bytes: int = BLOCK_BYTES, threads: int = _THREADS) -> None:
         self.block_bytes = block_bytes
+        self.threads = threads  # 0: deflate each block in the caller's thread
         self.offsets: list[int] = []
         self.starts: list[int] = []
         self.crc = 0  # CRC-32 of the uncompressed stream (the zip member's)
@@ -136,9 +140,16 @@ class BlockDeflater:
         self._open.clear()
         self._block = self._count = 0
         self.crc = zlib.crc32(data, self.crc)  # one call a block (zlib releases the GIL)
+        level = _level(data)
+        if level == 0 or not self.threads:  # stored (a copy: cheaper here than a hand-over)
+            done: Future[bytes] = Future()
+            done.set_result(_compress_block(data, level))
+            self._pending.append((done, len(data)))
+            self._pending_bytes += len(data)
+            return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-deflate")
-        self._pending.append((self._pool.submit(_deflate_block, data), len(data)))
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="nanorec-deflate")
+        self._pending.append((self._pool.submit(_compress_block, data, level), len(data)))
         self._pending_bytes += len(data)
 
     def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:
@@ -171,20 +182,37 @@ class BlockDeflater:
         }
 
 
-def _deflate_block(data: bytes) -> bytes:
-    """One block, fully flushed: deflated, or kept in stored deflate blocks (zlib level 0,
-    still one valid deflate stream for any zip reader) when a sample of it does not deflate
-    (already-compressed bytes such as gzip members: deflating them costs ~15 ms a MB for
-    nothing)."""
-    level = LEVEL
+def _level(data: bytes) -> int:
+    """`LEVEL`, or 0 (stored deflate blocks, still one valid deflate stream for any zip
+    reader) when a sample from the middle of `data` does not deflate: already-compressed
+    bytes such as gzip members, where deflating costs ~15 ms a MB for nothing."""
     if len(data) >= 2 * _SAMPLE:
         middle = len(data) // 2
         sample = data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
         if len(zlib.compress(sample, 1)) > _STORE_ABOVE * _SAMPLE:
-            level = 0
+            return 0
+    return LEVEL
+
+
+def _compress_block(data: bytes, level: int) -> bytes:
+    """One block at `level`, fully flushed (level 0: `_stored`)."""
+    if level == 0:
+        return _stored(data)
     compressor = zlib.compressobj(level, zlib.DEFLATED, _WBITS)
     out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
     return out
+
+
+def _stored(data: bytes) -> bytes:
+    """`data` as stored deflate blocks (BTYPE 00: a zero header byte, LEN, NLEN, up to 65,535
+    bytes each), byte-aligned like a full flush: what zlib writes at level 0, without the
+    ~70 µs zlib spends setting up a compressor for a block."""
+    view = memoryview(data)
+    parts: list[bytes | memoryview] = []
+    for start in range(0, len(data), _STORED_MAX):
+        chunk = view[start : start + _STORED_MAX]
+        parts += (_STORED_HEADER.pack(0, len(chunk), len(chunk) ^ 0xFFFF), chunk)
+    return b"".join(parts)
 
 
 def _encode(values: list[int]) -> bytes:

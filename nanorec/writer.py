@@ -102,7 +102,9 @@ class ArchiveWriter:
     self-description and may still be updated through `writer.source` before `close()`.
 
     `compact` deflates every member (None: the current default, see `nanorec.layout`);
-    `block_bytes` is its messages' block size (a read inflates up to one block).
+    `block_bytes` is its messages' block size (a read inflates up to one block);
+    `deflate_threads` how many threads deflate blocks (default 2; 0: the writing thread, for
+    a producer that releases the GIL very often itself, where handing blocks over costs more).
 
     Raises `OutputExistsError` at construction when `path` (or a partial file left by an
     interrupted write) exists and `overwrite` is false; `OSError` if the directory is not
@@ -122,10 +124,17 @@ class ArchiveWriter:
         producer: str = f"nanorec {__version__}",
         compact: bool | None = None,
         block_bytes: int = BLOCK_BYTES,
+        deflate_threads: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.compact = compact_default() if compact is None else compact
-        self._blocks = BlockDeflater(block_bytes) if self.compact else None
+        self._blocks: BlockDeflater | None = None
+        if self.compact:
+            self._blocks = (
+                BlockDeflater(block_bytes)
+                if deflate_threads is None
+                else BlockDeflater(block_bytes, deflate_threads)
+            )
         self.partial_path = partial_path(self.path)
         self.overwrite = overwrite
         self.source_format = source_format

@@ -92,7 +92,7 @@ def info_lines(summary: dict[str, Any]) -> list[str]:
     sensors = ", ".join(f"{k} {v}" for k, v in summary["sensor_data"].items())
     lines.append(f"sensor data:     {sensors}")
     lines.append(f"landmarks:       {summary['landmarks']}")
-    kept = f"{summary['raw_members']} gzip members kept verbatim"
+    kept = f"{summary['raw_members']} gzip members not in Cartographer's gzip form"
     if summary["tail_bytes"]:
         kept += f", {summary['tail_bytes']} bytes of a cut record ({summary['cut']['reason']})"
     if summary["damaged"]:

@@ -1,10 +1,14 @@
-"""`.pbstream` -> nanorec archive: one message per record, payloads kept as read.
+"""`.pbstream` -> nanorec archive: one message per record, gzip members kept as read.
 
-Each message is `{kind: entry}` with `entry` holding the inflated `payload` (protobuf
-bytes, never re-encoded), the record's `trajectory_id`, `index` (node or submap index) and
-`timestamp` (Cartographer ticks) where it has them, and `member` (the original gzip bytes)
-only when rebuilding the member from the payload with Cartographer's settings does not give
-them back. A record whose member does not inflate is kind `damaged` and keeps its member.
+Each message is `{kind: entry}` with `entry` holding the record's original gzip `member`
+(export copies it back: byte-exact by construction) and the record's `trajectory_id`, `index`
+(node or submap index) and `timestamp` (Cartographer ticks) where it has them. Only the first
+bytes of each member are inflated (`Classifier.describe_member`: those fields open every
+record), so converting is not bound by zlib: inflating every record and deflating it again to
+prove the member rebuilds (what archives before this held: the payload, and a member only
+where the rebuild differed; still read and exported) cost ~4x the source in zlib work.
+Readers inflate a member, checking its CRC-32, when they need the payload. A record whose
+member does not inflate as far as read is kind `damaged` and keeps its member.
 The index time is the record's own time in Unix microseconds; records without time (and
 records earlier than one already written: other trajectories, sensor data after nodes)
 take the previous time, records before the first timed one the first time in the file.
@@ -20,7 +24,6 @@ import hashlib
 import mmap
 import os
 import zlib
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,47 +36,16 @@ from nanorec.reader import ArchiveReader
 from nanorec.wire import inflate_bounded
 from nanorec.writer import ArchiveWriter
 
-from .records import (
-    DAMAGED,
-    HEADER,
-    LEGACY_KINDS,
-    OPTIONS,
-    POSE_GRAPH,
-    UNKNOWN,
-    V2_KINDS,
-    Described,
-    describe,
-    describe_bare,
-    describe_prefix,
-    header_version,
-    is_header,
-    looks_like_options,
-    peek_ticks,
-    pose_graph_trajectories,
-    ticks_to_us,
-)
-from .stream import (
-    GZIP_HEADER,
-    MAGIC,
-    Cut,
-    Frame,
-    declared_size,
-    inflate_member,
-    iter_frames,
-    peek_member,
-    peek_payload,
-)
+from .classify import LEGACY, NONE_ID, Classifier, Columns, first_ticks
+from .records import DAMAGED, OPTIONS, POSE_GRAPH, Described, ticks_to_us
+from .stream import GZIP_HEADER, MAGIC, Cut, Frame, inflate_member, iter_frames
 
 SOURCE_FORMAT: Final = "pbstream"
 META_MEMBER: Final = "pbstream.msgpack.zlib"
 TAIL_MEMBER: Final = "pbstream-tail.bin"
 META_VERSION: Final = 1
-LEGACY: Final = "legacy"
 _RELEASE_BYTES: Final = 32 << 20
 _HASH_BYTES: Final = 1 << 20
-#: Payload bytes inflated first to describe a record (16x more while they do not suffice);
-#: a payload this short is inflated whole, so its CRC is checked at once.
-_PEEK: Final = 256
 
 
 @dataclass
@@ -87,7 +59,7 @@ class PbstreamReport:
     archive_size: int
     sha256: str
     format: str  # "2", "1", "legacy", another version number, or "unknown"
-    raw_members: int  # members kept verbatim (the rebuild differed)
+    raw_members: int  # members whose gzip header is not Cartographer's (another writer)
     tail_bytes: int
     cut: Cut | None
     damaged: list[tuple[int, int, str]] = field(default_factory=list)
@@ -111,99 +83,6 @@ def check_magic(buf: Any) -> None:
         expected=MAGIC.hex(" "),
         actual=head.hex(" "),
     )
-
-
-class Classifier:
-    """Tells each record's kind in order: the header or legacy layout decides the numbering
-    (spec §4)."""
-
-    def __init__(self) -> None:
-        self.format = "unknown"
-        self.version: int | None = None
-        self.kinds: dict[int, str] = V2_KINDS
-        self._trajectories = 0
-
-    def first(self, payload: bytes) -> Described:
-        if is_header(payload):
-            self.version = header_version(payload)
-            self.format = str(self.version)
-            return Described(HEADER, version=self.version, body=(0, len(payload)))
-        self.format = LEGACY
-        self.kinds = LEGACY_KINDS
-        self._trajectories = pose_graph_trajectories(payload)
-        return describe_bare(POSE_GRAPH, payload)
-
-    def describe(self, number: int, payload: bytes) -> Described:
-        if number == 0:
-            return self.first(payload)
-        if (
-            number == 1
-            and self.format == LEGACY
-            and looks_like_options(payload, self._trajectories)
-        ):
-            return describe_bare(OPTIONS, payload)
-        return describe(payload, self.kinds)
-
-    def describe_member(self, number: int, member: bytes, offset: int) -> Described:
-        """What the index needs of record `number` from as little of its payload as tells
-        it (see `describe_prefix`); FormatError when the member is damaged as far as read."""
-        size = declared_size(member)
-        if number == 0 or (number == 1 and self.format == LEGACY):
-            return self.describe(number, inflate_member(member, offset))
-        length = _PEEK
-        while True:
-            prefix = peek_member(member, offset, length, size)
-            info = describe_prefix(prefix, size, self.kinds)
-            if info is not None and (info.kind != UNKNOWN or len(prefix) >= size):
-                return info
-            if info is not None:  # not a record's shape: damaged (the CRC tells) or unknown
-                return self.describe(number, inflate_member(member, offset))
-            length *= 16
-
-    def peek(self, number: int, member: bytes) -> int | None:
-        """The time of record `number` from its first bytes only (see `first_ticks`)."""
-        if number == 0 or (number == 1 and self.format == LEGACY):
-            return None
-        return peek_ticks(peek_payload(member), self.kinds)
-
-
-#: `Columns.trajectory` / `.index` of a record that has none.
-NONE_ID: Final = -(1 << 31)
-
-
-class Columns:
-    """Per record: trajectory id, node/submap index, own time in ticks (`timed` says which
-    records have one), so selections and summaries need no message reads."""
-
-    def __init__(self) -> None:
-        self.trajectory = array("i")
-        self.index = array("i")
-        self.ticks = array("q")
-        self.timed = array("b")
-
-    def add(self, info: Described) -> None:
-        self.trajectory.append(NONE_ID if info.trajectory_id is None else info.trajectory_id)
-        self.index.append(NONE_ID if info.index is None else info.index)
-        self.ticks.append(info.ticks or 0)
-        self.timed.append(info.ticks is not None)
-
-    def to_dict(self) -> dict[str, bytes]:
-        return {
-            name: getattr(self, name).tobytes()
-            for name in ("trajectory", "index", "ticks", "timed")
-        }
-
-
-def first_ticks(buf: Any, classifier: Classifier) -> int | None:
-    """The first record time in the file, found by inflating only the start of each record
-    up to the first timed one."""
-    for number, frame in enumerate(iter_frames(buf)):
-        if isinstance(frame, Cut):
-            return None
-        ticks = classifier.peek(number, bytes(buf[frame.start : frame.end]))
-        if ticks is not None:
-            return ticks
-    return None
 
 
 def entry_of(info: Described, member: bytes) -> dict[str, Any]:
@@ -287,6 +166,9 @@ def _convert(
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf)},
+        # Most blocks hold gzip bytes and are stored; deflating the others here beats
+        # handing them to threads while this loop releases the GIL at every record.
+        deflate_threads=0,
     ) as writer:
         write = writer.write_packed
         for number, frame in enumerate(_chain(first, frames)):
@@ -418,13 +300,17 @@ def read_tail(reader: ArchiveReader, meta: dict[str, Any]) -> bytes:
 
 
 __all__ = [
+    "LEGACY",
     "META_MEMBER",
+    "NONE_ID",
     "SOURCE_FORMAT",
     "TAIL_MEMBER",
     "Classifier",
+    "Columns",
     "PbstreamReport",
     "check_magic",
     "convert",
+    "first_ticks",
     "read_meta",
     "read_tail",
 ]

@@ -239,8 +239,8 @@ def describe_prefix(prefix: bytes, size: int, kinds: dict[int, str]) -> Describe
         if last is None:  # pose graph, options: the kind is all
             return Described(kind, body=(start, end))
         return _inner_prefix(kind, prefix, start, end, last)
-    except IndexError:
-        return None
+    except IndexError:  # past the prefix: more is needed, unless it is the whole payload
+        return None if len(prefix) < size else Described(UNKNOWN)
     except FormatError:
         return Described(UNKNOWN)
 

@@ -4,9 +4,10 @@ Framing never trusts a size: each is bounded by the bytes left, and a member is 
 with a bound on its output (what deflate can make of its size, what its gzip trailer
 declares, and `MAX_PAYLOAD`), so a lying size or a gzip bomb costs what the file holds, not
 what it claims; a larger record is never inflated whole but kept as its member bytes.
-A member is rebuilt from its payload with Cartographer's writer settings (boost gzip at
-level 1: header `1f 8b 08 00 00000000 04 ff`, raw deflate level 1, window 2^15, memLevel
-8); the caller keeps the original bytes when the rebuild differs.
+Converting inflates only the start of a member (`peek_member`); readers inflate it whole
+(`inflate_member`, `entry_payload`). `build_member` writes a member with Cartographer's
+settings (boost gzip at level 1: header `1f 8b 08 00 00000000 04 ff`, raw deflate level 1,
+window 2^15, memLevel 8): for new streams (subsets) and archives that hold payloads.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from nanorec import ArchiveReader, verify
-from nanorec.blocks import BLOCK_BYTES
+from nanorec.blocks import BLOCK_BYTES, LEVEL, _level
 from nanorec.errors import NanorecError
 from nanorec.layout import use_layout
 from nanorec.writer import ArchiveWriter
@@ -188,3 +188,27 @@ def test_reading_a_closed_compact_reader(pair: tuple[Path, Path]) -> None:
     reader.close()
     with pytest.raises(UsageError, match="closed"):
         reader.raw(0)
+
+
+def test_incompressible_blocks_are_stored_in_one_deflate_stream(tmp_path: Path) -> None:
+    """Blocks of already-compressed bytes are written as stored deflate blocks: no size gain
+    sought, the member still one deflate stream that zipfile (NanoVer's reader) inflates;
+    compressible blocks beside them are deflated."""
+    rng = np.random.default_rng(7)
+    blobs = [rng.bytes(3000) if i % 10 else bytes(3000) for i in range(60)]
+    blobs[30] = rng.bytes(150_000)  # a block of its own, over one stored block's 65,535
+    path = tmp_path / "mixed.nanover.zip"
+    with ArchiveWriter(path, compact=True) as writer:
+        for number, blob in enumerate(blobs):
+            writer.write({"blob": {"b": blob}}, timestamp_us=number)
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("messages.msgpack")
+        whole = msgpack.Unpacker(archive.open("messages.msgpack"))
+        assert [message["blob"]["b"] for message in whole] == blobs
+    assert info.compress_type == zipfile.ZIP_DEFLATED
+    assert _level(rng.bytes(BLOCK_BYTES)) == 0 and _level(bytes(BLOCK_BYTES)) == LEVEL
+    assert 0.85 * info.file_size < info.compress_size < 1.01 * info.file_size
+    with ArchiveReader(path) as reader:
+        assert [reader[n]["blob"]["b"] for n in (59, 0, 31, 30)] == [
+            blobs[n] for n in (59, 0, 31, 30)
+        ]

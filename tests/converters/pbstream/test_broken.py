@@ -302,3 +302,11 @@ def test_a_record_inflating_to_a_gibibyte_is_never_held(tmp_path: Path) -> None:
     back = tmp_path / "back.pbstream"
     with ArchiveReader(archive) as reader:
         assert export_native(reader, back).identical
+
+
+def test_a_record_cut_inside_a_varint_is_unknown(payloads: list[bytes], tmp_path: Path) -> None:
+    """A whole payload whose last varint runs past its end: `unknown`, kept (the prefix scan
+    must not ask for more than the payload holds)."""
+    rec = _roundtrip(_stream([*payloads[:3], b"\x22\x02\x08\x96"]), tmp_path)
+    assert rec.kind_of(3) == "unknown"
+    rec.close()

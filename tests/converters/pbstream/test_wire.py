@@ -119,3 +119,19 @@ def test_a_short_fixed_field_is_a_format_error_not_a_struct_error() -> None:
     assert caught.value.offset == 5 and "unpack" not in str(caught.value)
     with pytest.raises(FormatError, match="4-byte float"):
         float_at(b"\0\0", 0)
+
+
+def test_describe_prefix_needs_more_or_tells() -> None:
+    """A prefix too short for the ids asks for more (None); the whole payload always gives
+    an answer (a varint cut by the end of the record is `unknown`, never "more")."""
+    from nanorec.converters.pbstream.records import Described, describe_prefix
+
+    node = list(iter_payloads(Plan(trajectories=1, nodes=2)))
+    payload = next(p for p in node if p[0] == 0x22)
+    assert describe_prefix(payload[:3], len(payload), V2_KINDS) is None
+    whole = describe_prefix(payload, len(payload), V2_KINDS)
+    assert whole is not None and whole == describe(payload, V2_KINDS)
+    cut = b"\x22\x03\x0a\x01\x88"  # a node whose id's varint runs past the record
+    assert describe_prefix(cut, len(cut), V2_KINDS) == describe(cut, V2_KINDS)
+    short = b"\x22\x02\x08\x96"  # a varint cut by the end of the whole payload
+    assert describe_prefix(short, len(short), V2_KINDS) == Described("unknown")
