@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -41,12 +42,13 @@ from nanorec.errors import UsageError
 from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
-from . import mcap_json
 from .ids import ActorType
 from .world import Actor, World, posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
+
+_ORJSON = importlib.util.find_spec("orjson") is not None  # `mcap_json` writes the bytes
 
 TOPICS = {
     "tf": "/tf",
@@ -219,7 +221,7 @@ def frame_records(
     topics: set[str],
     actors: list[Actor] | None = None,
     *,
-    dicts: bool = not mcap_json.AVAILABLE,
+    dicts: bool = not _ORJSON,
 ) -> Iterator[McapRecord]:
     """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
     actors in order (by default built only as far as drawing needs, `posed_actors`).
@@ -235,7 +237,9 @@ def frame_records(
         location, rotation = location[finite], rotation[finite]
     position, quaternion = to_foxglove(location, rotation)
     if not dicts:
-        yield from _bytes_records(world, actors, position, quaternion, time_ns, topics)
+        from .mcap_json import frame_bytes_records
+
+        yield from frame_bytes_records(world, actors, position, quaternion, time_ns, topics)
     elif actors and TOPICS["tf"] in topics:
         yield fox.record(
             TOPICS["tf"],
@@ -286,71 +290,6 @@ def _deletions(world: World, time_ns: int) -> list[dict[str, Any]]:
         {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
         for i in world.events.destroyed
     ]
-
-
-def _bytes_records(
-    world: World,
-    actors: list[Actor],
-    position: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    time_ns: int,
-    topics: set[str],
-) -> Iterator[McapRecord]:
-    """`/tf` and `/carla/scene` as `frame_records` makes them, through `mcap_json`."""
-    stamp = mcap_json.stamp(time_ns)
-    frames = [reference_frame(actor) for actor in actors]
-    rounded = np.round(quaternion, QUATERNION_DECIMALS)
-    if actors and TOPICS["tf"] in topics:
-        heads = [mcap_json.transform_head(f, a.id) for f, a in zip(frames, actors, strict=True)]
-        data = mcap_json.transforms(stamp, heads, np.round(position, POSITION_DECIMALS), rounded)
-        yield _record(TOPICS["tf"], "foxglove.FrameTransforms", time_ns, data, world.index)
-    if TOPICS["scene"] in topics and (actors or world.events.destroyed):
-        kinds, centre, size = _boxes(actors, position, quaternion)
-        lights = world.traffic_lights
-        entities: list[tuple[int, bytes, bytes]] = []
-        for row, (actor, kind, frame) in enumerate(zip(actors, kinds, frames, strict=True)):
-            if actor.type_id == "spectator":
-                continue
-            light = lights.get(actor.id) if actor.id in lights else None
-            state = None if light is None or light.state is None else light.state.name
-            role = actor.attributes.get("role_name")
-            metadata, colour = _labels_json(
-                actor.id, actor.type_id, kind, role, actor.parent_id, state
-            )
-            entities.append((row, mcap_json.entity_head(frame, actor.id, metadata), colour))
-        cubes = np.concatenate(
-            [np.round(centre, POSITION_DECIMALS), rounded, np.round(size, POSITION_DECIMALS)],
-            axis=1,
-        )
-        data = mcap_json.scene_update(stamp, _deletions(world, time_ns), entities, cubes)
-        yield _record(TOPICS["scene"], "foxglove.SceneUpdate", time_ns, data, world.index)
-
-
-def _record(topic: str, type_name: str, time_ns: int, data: bytes, sequence: int) -> McapRecord:
-    return McapRecord(
-        topic,
-        type_name,
-        "jsonschema",
-        fox.schema(type_name),
-        "json",
-        time_ns,
-        time_ns,
-        data,
-        sequence=sequence,
-    )
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _labels_json(
-    actor_id: int,
-    blueprint: str,
-    kind: str,
-    role: str | None,
-    parent: int | None,
-    state: str | None,
-) -> tuple[bytes, bytes]:
-    metadata, colour = _labels(actor_id, blueprint, kind, role, parent, state)
-    return mcap_json.encoded(metadata), mcap_json.encoded(colour)
 
 
 def _transforms(
