@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import itertools
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -155,7 +156,11 @@ def rotate(quaternion: npt.NDArray[np.float64], v: npt.NDArray[np.float64]) -> A
 def type_name(actor: Actor) -> str:
     """vehicle, walker, traffic_light, traffic_sign, sensor or other: from the blueprint
     (stable across releases), else from EventAdd's type byte."""
-    blueprint = actor.type_id
+    return _type_name(actor.type_id, actor.type)
+
+
+@functools.lru_cache(maxsize=4096)
+def _type_name(blueprint: str, actor_type: ActorType | int) -> str:
     for prefix, name in (
         ("vehicle.", "vehicle"),
         ("walker.", "walker"),
@@ -165,7 +170,7 @@ def type_name(actor: Actor) -> str:
     ):
         if blueprint.startswith(prefix):
             return name
-    return _BY_TYPE.get(actor.type, "other") if isinstance(actor.type, ActorType) else "other"
+    return _BY_TYPE.get(actor_type, "other") if isinstance(actor_type, ActorType) else "other"
 
 
 def reference_frame(actor: Actor) -> str:
@@ -229,8 +234,8 @@ def frame_records(
     (the reference the tests compare with: dicts, then `json_bytes`)."""
     sequence = world.index
     actors = posed_actors(world) if actors is None else actors
-    location = np.array([a.location for a in actors], np.float64).reshape(-1, 3)
-    rotation = np.array([a.rotation for a in actors], np.float64).reshape(-1, 3)
+    location = _vectors([a.location for a in actors])
+    rotation = _vectors([a.rotation for a in actors])
     finite = np.isfinite(location).all(axis=1) & np.isfinite(rotation).all(axis=1)
     if not finite.all():  # a pose nobody can draw: leave the actor out of this frame
         actors = [actors[row] for row in np.flatnonzero(finite).tolist()]
@@ -283,6 +288,12 @@ def frame_records(
             yield fox.record(
                 TOPICS["collisions"], "foxglove.Log", time_ns, message, sequence=sequence
             )
+
+
+def _vectors(items: list[Any]) -> npt.NDArray[np.float64]:
+    """(n, 3) floats from n 3-tuples (ten times faster than `np.array` on named tuples)."""
+    flat = itertools.chain.from_iterable(items)
+    return np.fromiter(flat, np.float64, 3 * len(items)).reshape(-1, 3)
 
 
 def _deletions(world: World, time_ns: int) -> list[dict[str, Any]]:
