@@ -154,10 +154,10 @@ def frame_bytes_records(
             light = lights.get(actor.id) if actor.id in lights else None
             state = None if light is None or light.state is None else light.state.name
             role = actor.attributes.get("role_name")
-            metadata, colour = _labels_json(
-                actor.id, actor.type_id, kind, role, actor.parent_id, state
+            head, colour = _entity_parts(
+                frame, actor.id, actor.type_id, kind, role, actor.parent_id, state
             )
-            entities.append((row, entity_head(frame, actor.id, metadata), colour))
+            entities.append((row, head, colour))
         cubes = np.concatenate(
             [np.round(centre, POSITION_DECIMALS), rounded, np.round(size, POSITION_DECIMALS)],
             axis=1,
@@ -181,7 +181,8 @@ def _record(topic: str, type_name: str, time_ns: int, data: bytes, sequence: int
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _labels_json(
+def _entity_parts(
+    frame_id: str,
     actor_id: int,
     blueprint: str,
     kind: str,
@@ -189,8 +190,9 @@ def _labels_json(
     parent: int | None,
     state: str | None,
 ) -> tuple[bytes, bytes]:
+    """An entity's head (`entity_head`) and colour, encoded, from all they depend on."""
     metadata, colour = _labels(actor_id, blueprint, kind, role, parent, state)
-    return encoded(metadata), encoded(colour)
+    return entity_head(frame_id, actor_id, encoded(metadata)), encoded(colour)
 
 
 __all__ = [
