@@ -31,7 +31,6 @@ import dataclasses
 import functools
 import importlib.util
 import itertools
-import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +68,9 @@ _STYLE: dict[str, tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
     "sensor": ((0.60, 0.20, 0.80, 0.85), (0.0, 0.0, 0.0), (10.0, 10.0, 10.0)),
     "other": ((0.60, 0.60, 0.60, 0.85), (0.0, 0.0, 50.0), (50.0, 50.0, 50.0)),
 }
+_KIND_CODES = {name: code for code, name in enumerate(_STYLE)}
+_DEFAULT_OFFSET = np.array([style[1] for style in _STYLE.values()], np.float64)
+_DEFAULT_EXTENT = np.array([style[2] for style in _STYLE.values()], np.float64)
 _LIGHT_COLOURS = {
     "RED": (0.90, 0.10, 0.10, 0.9),
     "YELLOW": (0.95, 0.80, 0.10, 0.9),
@@ -329,17 +331,20 @@ def _boxes(
 ) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Each actor's type name, and its cube's centre and full size in metres."""
     kinds = [type_name(actor) for actor in actors]
-    offset = np.empty((len(actors), 3))
-    extent = np.empty((len(actors), 3))
-    for row, (actor, kind) in enumerate(zip(actors, kinds, strict=True)):
-        box = actor.bounding_box
-        _, default_offset, default_extent = _STYLE[kind]
-        if box is None or not all(map(math.isfinite, (*box.location, *box.extent))):
-            # CARLA records an empty box (NaN origin, -inf extent) for actors without
-            # bounds (spectator, sensors): use the type's default.
-            offset[row], extent[row] = default_offset, default_extent
-        else:
-            offset[row], extent[row] = box.location, box.extent
+    codes = np.fromiter((_KIND_CODES[kind] for kind in kinds), np.intp, len(kinds))
+    offset, extent = _DEFAULT_OFFSET[codes], _DEFAULT_EXTENT[codes]
+    boxes = [(row, box) for row, box in enumerate(a.bounding_box for a in actors) if box]
+    if boxes:
+        values = np.fromiter(
+            itertools.chain.from_iterable((*box.location, *box.extent) for _, box in boxes),
+            np.float64,
+            6 * len(boxes),
+        ).reshape(-1, 6)
+        # CARLA records an empty box (NaN origin, -inf extent) for actors without bounds
+        # (spectator, sensors): those keep the type's default, like actors with no box.
+        usable = np.isfinite(values).all(axis=1)
+        rows = np.fromiter((row for row, _ in boxes), np.intp, len(boxes))[usable]
+        offset[rows], extent[rows] = values[usable, :3], values[usable, 3:]
     centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
     size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
     return kinds, centre, size
