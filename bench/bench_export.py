@@ -129,8 +129,8 @@ def main() -> None:
                 index = recording.reader.index
                 share = size * frames / len(recording)
                 cut = dataclasses.replace(Selection(), first=0, stop=frames)
+                out = folder / "old"
                 for label, seen in (("rows (old)", RowsOnly(recording)), ("columns", recording)):
-                    out = folder / "old"
                     wall, used = best(
                         lambda s=seen, o=out: export("parquet", archive, o, s, selection=cut),  # type: ignore[misc]
                         1,

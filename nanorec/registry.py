@@ -21,7 +21,7 @@ import warnings
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from nanorec.contract import DIRECTORY_HOOK, SNIFF_BYTES, Converter, Recording
+from nanorec.contract import DIRECTORY_HOOK, SNIFF_BYTES, Converter, Progress, Recording
 from nanorec.errors import TruncatedError, UnsupportedError
 from nanorec.reader import ArchiveReader
 
@@ -127,7 +127,7 @@ def for_archive(reader: ArchiveReader) -> Converter | None:
     return None
 
 
-def open(path: str | os.PathLike[str]) -> Recording:
+def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> Recording:
     """Open a recording for random access: an archive, or a native file that a converter
     takes (converted into a temporary archive, removed when the recording is closed or
     collected).
@@ -135,7 +135,8 @@ def open(path: str | os.PathLike[str]) -> Recording:
     An archive written by a converter comes back as that converter's recording (for CARLA a
     `CarlaRecording` with `frame(n)`...), any other archive as an `ArchiveRecording`. Raises
     `UnsupportedError` for a file no converter takes, `NanorecError`s for damaged input,
-    `OSError` for the file itself.
+    `OSError` for the file itself. `progress(done, total)` follows the conversion of a
+    native file (in bytes of it), for a bar: it is the long part of opening one.
     """
     from nanorec.recording import ArchiveRecording
 
@@ -155,7 +156,7 @@ def open(path: str | os.PathLike[str]) -> Recording:
     workdir = Path(tempfile.mkdtemp(prefix="nanorec-"))
     try:
         archive = workdir / (path.name + ".nanover.zip")
-        report = converter.convert(path, archive)
+        report = converter.convert(path, archive, progress=progress)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

@@ -16,10 +16,25 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from nanorec import mcap_foxglove as fox
+from nanorec.mcap import McapRecord
+
+from .mcap import (
+    POSITION_DECIMALS,
+    QUATERNION_DECIMALS,
+    TOPICS,
+    _boxes,
+    _deletions,
+    _labels,
+    reference_frame,
+)
+from .world import Actor, World
 
 _orjson: Any
 try:
@@ -112,10 +127,79 @@ def scene_update(
     return b'{"deletions":' + encoded(deletions) + b',"entities":[' + b",".join(items) + b"]}"
 
 
+def frame_bytes_records(
+    world: World,
+    actors: list[Actor],
+    position: npt.NDArray[np.float64],
+    quaternion: npt.NDArray[np.float64],
+    time_ns: int,
+    topics: set[str],
+) -> Iterator[McapRecord]:
+    """`/tf` and `/carla/scene` of one frame as `mcap.frame_records` makes them (its
+    actors, poses in Foxglove axes, time), encoded here."""
+    stamp_json = stamp(time_ns)
+    frames = [reference_frame(actor) for actor in actors]
+    rounded = np.round(quaternion, QUATERNION_DECIMALS)
+    if actors and TOPICS["tf"] in topics:
+        heads = [transform_head(f, a.id) for f, a in zip(frames, actors, strict=True)]
+        data = transforms(stamp_json, heads, np.round(position, POSITION_DECIMALS), rounded)
+        yield _record(TOPICS["tf"], "foxglove.FrameTransforms", time_ns, data, world.index)
+    if TOPICS["scene"] in topics and (actors or world.events.destroyed):
+        kinds, centre, size = _boxes(actors, position, quaternion)
+        lights = world.traffic_lights
+        entities: list[tuple[int, bytes, bytes]] = []
+        for row, (actor, kind, frame) in enumerate(zip(actors, kinds, frames, strict=True)):
+            if actor.type_id == "spectator":
+                continue
+            light = lights.get(actor.id) if actor.id in lights else None
+            state = None if light is None or light.state is None else light.state.name
+            role = actor.attributes.get("role_name")
+            head, colour = _entity_parts(
+                frame, actor.id, actor.type_id, kind, role, actor.parent_id, state
+            )
+            entities.append((row, head, colour))
+        cubes = np.concatenate(
+            [np.round(centre, POSITION_DECIMALS), rounded, np.round(size, POSITION_DECIMALS)],
+            axis=1,
+        )
+        data = scene_update(stamp_json, _deletions(world, time_ns), entities, cubes)
+        yield _record(TOPICS["scene"], "foxglove.SceneUpdate", time_ns, data, world.index)
+
+
+def _record(topic: str, type_name: str, time_ns: int, data: bytes, sequence: int) -> McapRecord:
+    return McapRecord(
+        topic,
+        type_name,
+        "jsonschema",
+        fox.schema(type_name),
+        "json",
+        time_ns,
+        time_ns,
+        data,
+        sequence=sequence,
+    )
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _entity_parts(
+    frame_id: str,
+    actor_id: int,
+    blueprint: str,
+    kind: str,
+    role: str | None,
+    parent: int | None,
+    state: str | None,
+) -> tuple[bytes, bytes]:
+    """An entity's head (`entity_head`) and colour, encoded, from all they depend on."""
+    metadata, colour = _labels(actor_id, blueprint, kind, role, parent, state)
+    return entity_head(frame_id, actor_id, encoded(metadata)), encoded(colour)
+
+
 __all__ = [
     "AVAILABLE",
     "encoded",
     "entity_head",
+    "frame_bytes_records",
     "numbers",
     "scene_update",
     "stamp",

@@ -707,22 +707,30 @@ class _ActorMap(Mapping[int, Actor]):
             if pose is None:
                 location, rotation, pose_index = desc.location, desc.rotation, spawn_index
             else:
-                location, rotation = Vector3D(*pose[1:4]), Rotation(pose[5], pose[6], pose[4])
+                location = _new(Vector3D, pose[1:4])
+                rotation = _new(Rotation, (pose[5], pose[6], pose[4]))
                 pose_index = index
             box = boxes.get(actor_id)
+            # Positionally, as `Actor(...)` with those fields and the others left to their
+            # defaults: keywords cost more than the rest of the loop.
             actors.append(
-                Actor(
-                    id=actor_id,
-                    type=desc.type,
-                    type_id=desc.type_id,
-                    attributes=desc.attributes,
-                    parent_id=parents.get(actor_id),
-                    location=location,
-                    rotation=rotation,
-                    pose_index=pose_index,
-                    spawn_index=spawn_index,
-                    description=desc,
-                    bounding_box=None if box is None else _box(box),
+                _new(
+                    Actor,
+                    (
+                        actor_id,
+                        desc.type,
+                        desc.type_id,
+                        desc.attributes,
+                        parents.get(actor_id),
+                        location,
+                        rotation,
+                        pose_index,
+                        spawn_index,
+                        desc,
+                        *_UNDRAWN[:5],
+                        None if box is None else _box(box),
+                        *_UNDRAWN[5:],
+                    ),
                 )
             )
         return actors
@@ -737,6 +745,14 @@ class _ActorMap(Mapping[int, Actor]):
             if actor_id in found:
                 return found[actor_id], earlier
         return None, self._index
+
+
+_new = tuple.__new__
+#: Actor's defaults after `description`, but for `bounding_box` (the 6th of them).
+_UNDRAWN = tuple(
+    Actor._field_defaults[name] for name in Actor._fields[10:] if name != "bounding_box"
+)
+assert Actor._fields[15] == "bounding_box" and len(_UNDRAWN) == len(Actor._fields) - 11
 
 
 def posed_actors(world: World) -> list[Actor]:

@@ -129,7 +129,7 @@ def write_archive_cut(
 
 def _export_other(to: str, file: Path, output: Path, selection: Selection, force: bool) -> int:
     """Parquet tables or MCAP, from any recording (`nanorec.arrow`, `nanorec.mcap`)."""
-    with opened(file) as recording:
+    with opened(file, show_conversion=True) as recording:
         if not selection.everything:  # --type names tables or topics here, not message kinds
             dataclasses.replace(selection, kinds=None).chosen(recording.reader.index)
         with progress_bar(f"exporting {to}", len(recording.reader)) as update:

@@ -76,9 +76,15 @@ def progress_bar(label: str, total: int) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def opened(path: Path) -> Iterator[Recording]:
+def opened(path: Path, *, show_conversion: bool = False) -> Iterator[Recording]:
+    """The recording of `path`; a native file is converted into a temporary archive first,
+    with a `converting` bar when `show_conversion` (long passes: exports)."""
     check_input(path)
-    recording = registry.open(path)
+    if show_conversion and not registry.is_archive(registry.read_head(path)):
+        with progress_bar("converting", path.stat().st_size) as update:
+            recording = registry.open(path, progress=update)
+    else:
+        recording = registry.open(path)
     try:
         yield recording
     finally:
