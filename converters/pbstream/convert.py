@@ -37,6 +37,7 @@ from nanorec.wire import inflate_bounded
 from nanorec.writer import ArchiveWriter
 
 from .classify import LEGACY, NONE_ID, Classifier, Columns, first_ticks
+from .crc import MemberCheck
 from .records import DAMAGED, OPTIONS, POSE_GRAPH, Described, ticks_to_us
 from .stream import GZIP_HEADER, MAGIC, Cut, Frame, inflate_member, iter_frames
 
@@ -161,15 +162,19 @@ def _convert(
     released = 0
     columns = Columns()
     pack = msgpack.Packer().pack
-    with ArchiveWriter(
-        out,
-        overwrite=overwrite,
-        source_format=SOURCE_FORMAT,
-        source={"name": source.name, "size": len(buf)},
-        # Most blocks hold gzip bytes and are stored; deflating the others here beats
-        # handing them to threads while this loop releases the GIL at every record.
-        deflate_threads=0,
-    ) as writer:
+    check = MemberCheck(buf)
+    with (
+        check,
+        ArchiveWriter(
+            out,
+            overwrite=overwrite,
+            source_format=SOURCE_FORMAT,
+            source={"name": source.name, "size": len(buf)},
+            # Most blocks hold gzip bytes and are stored; deflating the others here beats
+            # handing them to threads while this loop releases the GIL at every record.
+            deflate_threads=0,
+        ) as writer,
+    ):
         write = writer.write_packed
         for number, frame in enumerate(_chain(first, frames)):
             if isinstance(frame, Cut):
@@ -190,6 +195,7 @@ def _convert(
                     )
                 entry = entry_of(info, member)
                 raw += member[:10] != GZIP_HEADER
+                check.add(number, frame.offset, frame.start, frame.end)
             columns.add(info)
             if info.ticks is not None:
                 own = ticks_to_us(info.ticks)
@@ -209,6 +215,8 @@ def _convert(
                     progress(frame.end)
         digest.update(buf[hashed:])
         sha = writer.source["sha256"] = digest.hexdigest()
+        for number, offset, reason in check.problems():
+            warnings.append(f"record {number} at byte {offset}: its gzip member: {reason}")
         tail = bytes(buf[cut.offset :]) if cut is not None else b""
         if tail:
             writer.add_member(TAIL_MEMBER, tail)
