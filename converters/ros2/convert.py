@@ -46,6 +46,7 @@ RANK_DTYPE: Final = "<u4"
 META_VERSION: Final = 1
 #: A per-file compressed storage file inflates to at most this many times its size.
 MAX_INFLATE: Final = 1 << 40
+_RELEASE_BYTES: Final = 32 << 20
 
 
 def skeleton_member(index: int) -> str:
@@ -115,7 +116,7 @@ def _scan_file(
     """Spool one storage file's messages; its facts for the meta member."""
     handle = stack.enter_context(bag_file.path.open("rb"))
     raw = _mapped(handle)
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = _sha256(raw)
     size = len(raw)
     buf: Any = raw
     if bag_file.compressed:
@@ -129,7 +130,7 @@ def _scan_file(
         raise type(error)(f"{bag_file.name}: {error.message}", offset=error.offset) from None
     names = {topic.key: topic.name for topic in stored.topics}
     position = {name: n for n, name in enumerate(topics)}
-    count = 0
+    count = written = 0
     for rank, message in enumerate(stored.messages()):
         name = names.get(message.topic, f"topic:{message.topic}")
         if name not in position:
@@ -143,6 +144,10 @@ def _scan_file(
         spool.write(message.data)
         columns["topic"].append(position[name])
         count += 1
+        written += len(message.data)
+        if written > _RELEASE_BYTES:  # bounded RSS: give back the pages read so far
+            written = 0
+            _release(buf, raw)
     return {
         "name": bag_file.name,
         "compressed": bag_file.compressed,
@@ -183,6 +188,22 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _sha256(buf: Any) -> str:
+    """A mapped file's sha256, giving its pages back as it goes."""
+    digest = hashlib.sha256()
+    for start in range(0, len(buf), _RELEASE_BYTES):
+        digest.update(buf[start : start + _RELEASE_BYTES])
+        _release(buf)
+    return digest.hexdigest()
+
+
+def _release(*buffers: Any) -> None:
+    for buf in buffers:
+        if isinstance(buf, mmap.mmap):
+            with contextlib.suppress(OSError, ValueError):
+                buf.madvise(mmap.MADV_DONTNEED)
 
 
 def _mapped(handle: IO[bytes]) -> Any:
@@ -239,8 +260,14 @@ def _write(
     ) as writer:
         packer = msgpack.Packer()
         view = memoryview(data)
+        released = 0
         for number in order.tolist():
             at = int(starts[number])
+            released += int(sizes[number])
+            if released > _RELEASE_BYTES:
+                released = 0
+                writer.flush()
+                _release(data)
             topic = topics[int(topic_of[number])]
             value = {"timestamp": int(times[number]), "data": view[at : at + int(sizes[number])]}
             writer.write_packed(

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from nanorec.mcap import McapRecord, Progress, Reporter
 from nanorec.selection import Selection
 
+from .storage import Topic
+
 if TYPE_CHECKING:
     from .recording import Ros2Recording
 
@@ -22,7 +24,7 @@ def mcap_messages(
     meta = recording.meta
     numbers = (selection or Selection()).numbers(recording.reader.index)
     reporter = Reporter(progress, len(numbers), every=1024)
-    topics = {}
+    topics: dict[str, Topic] = {}
     for index in range(len(meta.files)):
         for topic in meta.topics(index):
             topics.setdefault(topic.name, topic)
