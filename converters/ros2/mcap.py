@@ -26,8 +26,8 @@ def mcap_messages(
     reporter = Reporter(progress, len(numbers), every=1024)
     topics: dict[str, Topic] = {}
     for index in range(len(meta.files)):
-        for topic in meta.topics(index):
-            topics.setdefault(topic.name, topic)
+        for declared in meta.topics(index):
+            topics.setdefault(declared.name, declared)
     schemas: dict[str, tuple[str, bytes]] = {}
     for number in numbers.tolist():
         name = recording.kind_of(number)
