@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from nanorec.errors import ArchiveError, TruncatedError, UnsupportedError
-from nanorec.wire import MAX_INFLATE_RATIO
+from nanorec.wire import MAX_INFLATE_RATIO, inflates_acceptably
 from nanorec.zipfile64 import (
     DEFLATED,
     FLAG_ENCRYPTED,
@@ -107,7 +107,7 @@ def iter_member_data(buf: Buffer, member: Member) -> Iterator[bytes]:
             position += step
         return
     declared = member.header.uncompressed_size
-    if declared > MAX_INFLATE_RATIO * member.size + (1 << 20):
+    if not inflates_acceptably(declared, member.size):
         raise ArchiveError(
             f"deflated member {member.name!r} claims {declared} bytes from {member.size}: "
             f"more than {MAX_INFLATE_RATIO}x, refused (a zip bomb?)",

@@ -149,6 +149,14 @@ __all__ = [
 
 #: The largest expansion `inflate_bounded` accepts for data whose size nothing records.
 MAX_INFLATE_RATIO = 200
+#: What a deflated archive member may inflate to beyond that ratio (small members).
+INFLATE_SLACK = 1 << 20
+
+
+def inflates_acceptably(inflated: int, deflated: int) -> bool:
+    """Whether a reader accepts `deflated` bytes that claim to inflate to `inflated` (more
+    than that is refused as a zip bomb; a writer stores such a member instead)."""
+    return inflated <= MAX_INFLATE_RATIO * deflated + INFLATE_SLACK
 
 
 def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:

@@ -59,6 +59,7 @@ from nanorec.spool import IndexSpool
 from nanorec.wire import (
     TIMESTAMP_KEY,
     array_header,
+    inflates_acceptably,
     map_header,
     read_map_header,
     timestamp_entry,
@@ -633,7 +634,9 @@ class ArchiveWriter:
         if compress:
             compressor = deflater()
             deflated = compressor.compress(data) + compressor.flush()
-            if len(deflated) < size:  # already compressed data stays stored
+            # already compressed data stays stored; so does data so redundant that readers
+            # would take its deflated form for a zip bomb
+            if len(deflated) < size and inflates_acceptably(size, len(deflated)):
                 stored, method = deflated, DEFLATED
         header = LocalHeader(
             name=name,

@@ -281,7 +281,8 @@ def _write(
             else:
                 writer.add_member(zstd_member(index), _chunks(layout.files[index].path))
         writer.add_member(TIME_MEMBER, times[order].astype("<i8").tobytes())
-        writer.add_member(FILE_MEMBER, _column(columns["file"], order, FILE_DTYPE))
+        if len(entries) > 1:  # one file: every message is in file 0
+            writer.add_member(FILE_MEMBER, _column(columns["file"], order, FILE_DTYPE))
         writer.add_member(RANK_MEMBER, _column(columns["rank"], order, RANK_DTYPE))
         meta = {
             "version": META_VERSION,

@@ -42,6 +42,8 @@ class Ros2Meta:
     @cached_property
     def file(self) -> NDArray[Any]:
         """Per archive message, the index of the bag file holding it."""
+        if len(self.files) == 1:
+            return np.zeros(len(self.reader), FILE_DTYPE)
         return np.frombuffer(self.reader.member(FILE_MEMBER), FILE_DTYPE)
 
     @cached_property

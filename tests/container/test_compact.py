@@ -212,3 +212,17 @@ def test_incompressible_blocks_are_stored_in_one_deflate_stream(tmp_path: Path) 
         assert [reader[n]["blob"]["b"] for n in (59, 0, 31, 30)] == [
             blobs[n] for n in (59, 0, 31, 30)
         ]
+
+
+def test_a_member_too_redundant_to_deflate_safely_is_stored(tmp_path: Path) -> None:
+    """4 MiB of zeros deflate over 1000x, which readers refuse as a zip bomb: the writer
+    stores such a member, and it reads back (a ROS 2 bag's column of one value did this)."""
+    path = tmp_path / "a.nanover.zip"
+    zeros = bytes(4 << 20)
+    with ArchiveWriter(path) as writer:
+        writer.write({"x": 1})
+        writer.add_member("column.bin", zeros)
+    with ArchiveReader(path) as reader:
+        assert reader.member("column.bin") == zeros
+    with zipfile.ZipFile(path) as archive:
+        assert archive.getinfo("column.bin").compress_type == zipfile.ZIP_STORED
