@@ -220,7 +220,7 @@ def test_a_member_too_redundant_to_deflate_safely_is_stored(tmp_path: Path) -> N
     path = tmp_path / "a.nanover.zip"
     zeros = bytes(4 << 20)
     with ArchiveWriter(path) as writer:
-        writer.write({"x": 1})
+        writer.write({"x": 1}, timestamp_us=0)
         writer.add_member("column.bin", zeros)
     with ArchiveReader(path) as reader:
         assert reader.member("column.bin") == zeros
