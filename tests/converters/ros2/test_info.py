@@ -14,21 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from converters.ros2.info import (
+from nanorec.converters.ros2.info import (
     ServiceInfo,
     TopicFacts,
-    cxx_sort,
     format_file_size,
     info_text,
     plugin_metadata,
     topic_names_text,
 )
-from converters.ros2.metadata import (
+from nanorec.converters.ros2.metadata import (
     BagMetadata,
     TopicInformation,
     metadata_yaml,
     parse_metadata,
 )
+from nanorec.cxxsort import cxx_sort
 from nanorec.errors import FormatError
 from tests.conftest import REALDATA
 
