@@ -9,10 +9,8 @@ out and a note of the compressor; `join_mcap` compresses it again. A chunk that 
 rebuild (the Go writer's) stays compressed in the skeleton: its messages are still read, but
 join consumes their data and drops it, since the chunk's own bytes already hold them.
 
-The skeleton is a list of operations over a blob of the file's other bytes:
-COPY n (the next n bytes of the blob), DATA (the next message's data), DROP n (consume n
-datas: a kept chunk's), BEGIN method / END size+crc (the pieces between are a chunk's records,
-compressed again). Nothing else is needed: the original file never is.
+The skeleton's operations and `join_mcap` are in `mcap_skeleton.py`; the original file is
+never needed again.
 
 Damage: a file cut short (a killed writer: no summary, no footer, a partial record) keeps its
 tail as `damage.cut`; a chunk that does not decompress, does not match its CRC, or whose
@@ -24,30 +22,20 @@ from __future__ import annotations
 
 import mmap
 import struct
-import sys
 import zlib
-from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
+from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
 from .storage import Damage, Definition, StoredMessage, Topic
 
-SKELETON_MAGIC = b"nrMCAPsk"
-SKELETON_VERSION = 1
-_SKELETON_HEAD = struct.Struct("<BQQQ")  # version, file size, operations, blob size
-
-COPY, DATA, DROP, BEGIN, END = range(5)
-
-#: opcode u8 + length u64 + channel u16 + sequence u32 + log_time u64 + publish_time u64
-_MESSAGE_HEAD = rec.RECORD_HEAD.size + rec.MESSAGE_HEAD.size
 #: channel_id and log_time of a Message record, from its content start
 _CHANNEL_TIME = struct.Struct("<H4xQ")
 _COPY_DATA = bytes((COPY, DATA))
-_U64 = struct.Struct("<Q")
 
 
 @dataclass(frozen=True)
@@ -84,7 +72,7 @@ def _walk_records(records: memoryview | bytes, base: int) -> list[tuple[int, int
     if end != len(records):
         raise FormatError("MCAP chunk records do not fill the chunk", offset=base)
     for pos, opcode, stop in out:
-        if opcode == rec.MESSAGE and stop - pos < _MESSAGE_HEAD:
+        if opcode == rec.MESSAGE and stop - pos < MESSAGE_HEAD:
             raise FormatError("MCAP message record too short", offset=base)
     return out
 
@@ -150,7 +138,7 @@ class McapFile:
                 if opcode == rec.CHUNK:
                     self._scan_chunk(pos, end, schemas, channels)
                 elif opcode == rec.MESSAGE:
-                    if end - pos < _MESSAGE_HEAD:
+                    if end - pos < MESSAGE_HEAD:
                         raise FormatError("MCAP message record too short", offset=pos)
                 elif opcode == rec.SCHEMA:
                     schema = rec.parse_schema(fields)
@@ -251,7 +239,7 @@ class McapFile:
         if self._read:
             raise FormatError("McapFile.messages() can be read once")
         self._read = True
-        ops = _Ops()
+        ops = Ops()
         buf = self._buf
         if self._stop >= 8:
             ops.raw(buf[:8])
@@ -262,10 +250,10 @@ class McapFile:
                 if pos in self._damaged:
                     ops.raw(buf[pos:end])
                 elif opcode == rec.MESSAGE:
-                    ops.raw(buf[pos : pos + _MESSAGE_HEAD])
+                    ops.raw(buf[pos : pos + MESSAGE_HEAD])
                     ops.op(DATA, 0)
                     channel, log_time = _CHANNEL_TIME.unpack_from(buf, pos + 9)
-                    yield StoredMessage(channel, log_time, buf[pos + _MESSAGE_HEAD : end])
+                    yield StoredMessage(channel, log_time, buf[pos + MESSAGE_HEAD : end])
                 elif opcode == rec.CHUNK:
                     yield from self._chunk_messages(ops, pos, end, order)
                 else:
@@ -274,7 +262,7 @@ class McapFile:
         self._skeleton = ops.skeleton(len(buf))
 
     def _chunk_messages(
-        self, ops: _Ops, pos: int, end: int, order: list[int]
+        self, ops: Ops, pos: int, end: int, order: list[int]
     ) -> Iterator[StoredMessage]:
         buf = self._buf
         chunk = self._chunk_at(pos, end)
@@ -296,7 +284,7 @@ class McapFile:
                 if opcode == rec.MESSAGE:
                     count += 1
                     channel, log_time = head.unpack_from(view, start + 9)
-                    yield StoredMessage(channel, log_time, view[start + _MESSAGE_HEAD : stop])
+                    yield StoredMessage(channel, log_time, view[start + MESSAGE_HEAD : stop])
             if count:
                 ops.op(DROP, count)
             return
@@ -307,12 +295,12 @@ class McapFile:
             self.rebuilt_by[name] = self.rebuilt_by.get(name, 0) + 1
             ops.op(BEGIN, method)
         # the hot loop (one turn per message): COPY everything since the last data up to
-        # this message's data, then DATA; `_Ops.raw`/`op` inlined
+        # this message's data, then DATA; `Ops.raw`/`op` inlined
         blob, kinds, args = ops.blob, ops.kinds, ops.args
         pending, prev = ops.pending, 0
         for start, opcode, stop in _walk(view, 0):
             if opcode == rec.MESSAGE:
-                cut = start + _MESSAGE_HEAD
+                cut = start + MESSAGE_HEAD
                 blob += view[prev:cut]
                 kinds += _COPY_DATA
                 args.append(pending + cut - prev)
@@ -338,115 +326,6 @@ class McapFile:
         return self._skeleton
 
 
-class _Ops:
-    """The skeleton being written: operations, and the blob of bytes COPY takes from."""
-
-    def __init__(self) -> None:
-        self.kinds = bytearray()
-        self.args = array("Q")
-        self.blob = bytearray()
-        self.pending = 0
-
-    def raw(self, piece: memoryview | bytes) -> None:
-        self.blob += piece
-        self.pending += len(piece)
-
-    def op(self, kind: int, arg: int) -> None:
-        if self.pending:
-            self.kinds.append(COPY)
-            self.args.append(self.pending)
-            self.pending = 0
-        self.kinds.append(kind)
-        self.args.append(arg)
-
-    def skeleton(self, file_size: int) -> bytes:
-        if self.pending:
-            self.kinds.append(COPY)
-            self.args.append(self.pending)
-            self.pending = 0
-        args = self.args
-        if sys.byteorder != "little":
-            args = array("Q", args)
-            args.byteswap()
-        head = _SKELETON_HEAD.pack(SKELETON_VERSION, file_size, len(self.kinds), len(self.blob))
-        return b"".join((SKELETON_MAGIC, head, self.kinds, args.tobytes(), self.blob))
-
-
 def open_mcap(buf: bytes | mmap.mmap | memoryview) -> McapFile:
     """Open an MCAP storage file's bytes (see `McapFile`)."""
     return McapFile(buf)
-
-
-def join_mcap(
-    skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
-) -> Iterator[bytes | memoryview]:
-    """The pieces of the original file, byte for byte: `skeleton` with `datas` (in the order
-    `messages()` yielded them) put back, and rebuilt chunks compressed again.
-
-    Raises FormatError when the datas do not fit (another count, another size) or a chunk does
-    not compress back to its recorded size and CRC (another zstd/lz4 library release)."""
-    sk = memoryview(skeleton)
-    top = len(SKELETON_MAGIC) + _SKELETON_HEAD.size
-    if len(sk) < top or bytes(sk[:8]) != SKELETON_MAGIC:
-        raise FormatError("not an MCAP skeleton", offset=0)
-    version, file_size, count, blob_size = _SKELETON_HEAD.unpack_from(sk, 8)
-    if version != SKELETON_VERSION:
-        raise FormatError("unknown MCAP skeleton version", offset=8, actual=version)
-    if len(sk) != top + 9 * count + blob_size:
-        raise FormatError("MCAP skeleton of another size", offset=0)
-    kinds = sk[top : top + count]
-    args = array("Q")
-    args.frombytes(sk[top + count : top + 9 * count])
-    if sys.byteorder != "little":
-        args.byteswap()
-    blob = sk[top + 9 * count :]
-    source = iter(datas)
-    pos = 0
-    written = 0
-    chunk: list[bytes | memoryview] | None = None
-    method = 0
-    last: memoryview = blob[:0]
-    for kind, arg in zip(kinds, args, strict=True):
-        if kind == COPY:
-            if pos + arg > blob_size:
-                raise FormatError("MCAP skeleton copies past its blob")
-            last = blob[pos : pos + arg]
-            pos += arg
-            piece: bytes | memoryview = last
-        elif kind == DATA:
-            data = next(source, None)
-            if data is None:
-                raise FormatError("fewer message datas than the MCAP skeleton holds")
-            if len(last) < _MESSAGE_HEAD or (
-                _U64.unpack_from(last, len(last) - _MESSAGE_HEAD + 1)[0]
-                != len(data) + rec.MESSAGE_HEAD.size
-            ):
-                raise FormatError("message data of another size than its MCAP record")
-            piece = data
-        elif kind == DROP:
-            for _ in range(arg):
-                if next(source, None) is None:
-                    raise FormatError("fewer message datas than the MCAP skeleton holds")
-            continue
-        elif kind == BEGIN:
-            chunk, method = [], arg
-            continue
-        elif kind == END and chunk is not None:
-            out = rec.rebuild(method, b"".join(chunk))
-            chunk = None
-            if (len(out) << 32) | zlib.crc32(out) != arg:
-                raise FormatError("MCAP chunk does not compress back to its bytes")
-            written += len(out)
-            yield out
-            continue
-        else:
-            raise FormatError(f"bad MCAP skeleton operation {kind}")
-        if chunk is not None:
-            chunk.append(piece)
-        else:
-            written += len(piece)
-            yield piece
-    if next(source, None) is not None:
-        raise FormatError("more message datas than the MCAP skeleton holds")
-    if written != file_size or pos != blob_size:
-        raise FormatError("MCAP skeleton does not join to its file size", expected=file_size)

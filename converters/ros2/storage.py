@@ -110,9 +110,9 @@ def join(
 ) -> Iterator[bytes | memoryview]:
     """The pieces of a storage file: its skeleton with `datas` (file order) put back."""
     if storage == "sqlite3":
-        from .db3 import join_db3
+        from .db3_skeleton import join_db3
 
         return join_db3(skeleton, datas)
-    from .mcap_file import join_mcap
+    from .mcap_skeleton import join_mcap
 
     return join_mcap(skeleton, datas)

@@ -16,7 +16,8 @@ from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
 from nanorec.converters.ros2 import mcap_records as rec
-from nanorec.converters.ros2.mcap_file import McapFile, join_mcap, open_mcap
+from nanorec.converters.ros2.mcap_file import McapFile, open_mcap
+from nanorec.converters.ros2.mcap_skeleton import join_mcap
 from nanorec.errors import NanorecError
 from tests.conftest import REALDATA
 
