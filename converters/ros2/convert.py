@@ -34,7 +34,7 @@ from nanorec.errors import FormatError, NanorecError, OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
-from .storage import StorageFile, open_storage, storage_of
+from .storage import RELEASE_BYTES, StorageFile, open_storage, release_pages, storage_of
 
 SOURCE_FORMAT: Final = "ros2"
 META_MEMBER: Final = "ros2.msgpack.zlib"
@@ -46,7 +46,6 @@ RANK_DTYPE: Final = "<u4"
 META_VERSION: Final = 1
 #: A per-file compressed storage file inflates to at most this many times its size.
 MAX_INFLATE: Final = 1 << 40
-_RELEASE_BYTES: Final = 32 << 20
 
 
 def skeleton_member(index: int) -> str:
@@ -145,9 +144,10 @@ def _scan_file(
         columns["topic"].append(position[name])
         count += 1
         written += len(message.data)
-        if written > _RELEASE_BYTES:  # bounded RSS: give back the pages read so far
+        if written > RELEASE_BYTES:  # bounded RSS: give back the pages read so far
             written = 0
-            _release(buf, raw)
+            release_pages(buf)
+            release_pages(raw)
     return {
         "name": bag_file.name,
         "compressed": bag_file.compressed,
@@ -193,17 +193,10 @@ def _plain(value: Any) -> Any:
 def _sha256(buf: Any) -> str:
     """A mapped file's sha256, giving its pages back as it goes."""
     digest = hashlib.sha256()
-    for start in range(0, len(buf), _RELEASE_BYTES):
-        digest.update(buf[start : start + _RELEASE_BYTES])
-        _release(buf)
+    for start in range(0, len(buf), RELEASE_BYTES):
+        digest.update(buf[start : start + RELEASE_BYTES])
+        release_pages(buf)
     return digest.hexdigest()
-
-
-def _release(*buffers: Any) -> None:
-    for buf in buffers:
-        if isinstance(buf, mmap.mmap):
-            with contextlib.suppress(OSError, ValueError):
-                buf.madvise(mmap.MADV_DONTNEED)
 
 
 def _mapped(handle: IO[bytes]) -> Any:
@@ -264,10 +257,10 @@ def _write(
         for number in order.tolist():
             at = int(starts[number])
             released += int(sizes[number])
-            if released > _RELEASE_BYTES:
+            if released > RELEASE_BYTES:
                 released = 0
                 writer.flush()
-                _release(data)
+                release_pages(data)
             topic = topics[int(topic_of[number])]
             value = {"timestamp": int(times[number]), "data": view[at : at + int(sizes[number])]}
             writer.write_packed(

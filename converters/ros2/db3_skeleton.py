@@ -16,6 +16,8 @@ import numpy.typing as npt
 
 from nanorec.errors import FormatError, TruncatedError
 
+from .storage import RELEASE_BYTES, release_pages
+
 _MAGIC = b"NRDB3SK1"
 _HEAD = struct.Struct("<8sQQQQQ")  # magic, messages, pieces, bytes of the 3 arrays
 
@@ -42,10 +44,13 @@ def build_skeleton(
     out = bytearray(_HEAD.pack(_MAGIC, len(counts), len(pos), *map(len, parts)))
     for part in parts:
         out += part
-    at = 0
+    at = released = 0
     for off, end in zip(pos[order].tolist(), ends.tolist(), strict=True):
         out += view[at:off]
         at = end
+        if at - released > RELEASE_BYTES:  # bounded RSS: a big file's pages given back
+            released = at
+            release_pages(view)
     out += view[at:]
     return bytes(out)
 

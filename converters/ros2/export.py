@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from nanorec.atomic import atomic_folder, write_hashed
 from nanorec.contract import ExportReport
@@ -14,7 +15,7 @@ from nanorec.reader import ArchiveReader
 from .bag import METADATA
 from .convert import folder_sha256, skeleton_member, zstd_member
 from .meta import Ros2Meta
-from .storage import join
+from .storage import RELEASE_BYTES, join
 
 
 def data_of(reader: ArchiveReader, number: int) -> bytes | memoryview:
@@ -33,8 +34,21 @@ def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[b
         yield from reader.member_chunks(zstd_member(index))
         return
     numbers = meta.numbers_of_file(index)
-    datas = (data_of(reader, number) for number in numbers.tolist())
-    yield from join(entry["storage"], reader.member(skeleton_member(index)), datas)
+    yield from join(
+        entry["storage"], reader.member(skeleton_member(index)), _datas(reader, numbers)
+    )
+
+
+def _datas(reader: ArchiveReader, numbers: Any) -> Iterator[bytes | memoryview]:
+    """The messages' data, giving the archive's pages back as it goes (bounded RSS)."""
+    read = 0
+    for number in numbers.tolist():
+        data = data_of(reader, number)
+        read += len(data)
+        if read > RELEASE_BYTES:
+            read = 0
+            reader.release_pages()
+        yield data
 
 
 def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> ExportReport:

@@ -31,7 +31,7 @@ from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
-from .storage import Damage, Definition, StoredMessage, Topic
+from .storage import RELEASE_BYTES, Damage, Definition, StoredMessage, Topic, release_pages
 
 #: channel_id and log_time of a Message record, from its content start
 _CHANNEL_TIME = struct.Struct("<H4xQ")
@@ -131,8 +131,12 @@ class McapFile:
         rosbag2: dict[str, str] | None = None
         last_opcode = 0
         stop = 8
+        released = 0
         for pos, opcode, end in _walk(buf, 8):
             stop, last_opcode = end, opcode
+            if end - released > RELEASE_BYTES:  # bounded RSS on a big file
+                released = end
+                release_pages(buf)
             fields = rec.Fields(buf, pos + 9, end, pos)
             try:
                 if opcode == rec.CHUNK:

@@ -10,6 +10,8 @@ So an archive holds each message's data once, and the rest of the file once.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -78,6 +80,19 @@ class StorageFile(Protocol):
     def skeleton(self) -> bytes:
         """The file without its messages' data (after `messages()` was read through)."""
         ...
+
+
+#: Bytes of a mapped storage file read between two `release_pages` (bounded RSS).
+RELEASE_BYTES = 32 << 20
+
+
+def release_pages(view: memoryview | bytes) -> None:
+    """Give back the pages of a mapped file read so far (a big file stays out of RSS; they
+    are read again from the page cache if needed)."""
+    mapped = view.obj if isinstance(view, memoryview) else view
+    if isinstance(mapped, mmap.mmap):
+        with contextlib.suppress(OSError, ValueError):
+            mapped.madvise(mmap.MADV_DONTNEED)
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
