@@ -14,6 +14,7 @@ from nanorec.selection import Selection
 
 if TYPE_CHECKING:
     from .recording import Ros2Recording
+    from .storage import Topic
 
 
 def mcap_messages(
@@ -22,10 +23,10 @@ def mcap_messages(
     meta = recording.meta
     numbers = (selection or Selection()).numbers(recording.reader.index)
     reporter = Reporter(progress, len(numbers), every=1024)
-    topics = {}
+    topics: dict[str, Topic] = {}
     for index in range(len(meta.files)):
-        for topic in meta.topics(index):
-            topics.setdefault(topic.name, topic)
+        for declared in meta.topics(index):
+            topics.setdefault(declared.name, declared)
     schemas: dict[str, tuple[str, bytes]] = {}
     for number in numbers.tolist():
         name = recording.kind_of(number)
