@@ -57,8 +57,8 @@ def info_command(
 
     Example: nanorec info rosbag2_dir --distro humble --tz UTC
     """
-    from .facts import bag_metadata, bag_size, facts_of_archive, services, topic_sizes
     from .bag import METADATA
+    from .facts import bag_metadata, bag_size, facts_of_archive, services, topic_sizes
     from .info import info_text
     from .metadata import parse_metadata
 
