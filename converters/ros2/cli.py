@@ -27,7 +27,7 @@ from nanorec.cli.options import (
 from nanorec.cli.surface import check_choice, verb_command
 from nanorec.cli.topics import Undecodable, decoded_line, play_lines
 from nanorec.cli.verbs import terminal_player
-from nanorec.errors import UsageError
+from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
 from .info_command import info_command
@@ -170,10 +170,18 @@ def play_command(
                 raise UsageError("the topic filters select no topic of the bag")
             first = start if start is not None else start_offset
             last = end
-            until = until_nsec / 1e9 if until_nsec is not None else until_sec
+            until = until_nsec if until_nsec is not None else None
+            if until_sec is not None:
+                until = round(until_sec * 1e9)
             if until is not None:
-                stop = until - recording.start_time
-                last = stop if last is None else min(last, stop)
+                # In whole microseconds of the index (no float rounding of Unix times); the
+                # messages of that last microsecond past `until` are left out below.
+                stop_us = until // 1000 - int(recording.reader.index.timestamp_us[0])
+                if stop_us < 0:
+                    raise EmptySelectionError(
+                        f"--playback-until {until} ns is before the bag's first message"
+                    )
+                last = stop_us / 1e6 if last is None else min(last, stop_us / 1e6)
             selection = Selection.make(
                 start=first,
                 end=last,
@@ -196,6 +204,10 @@ def play_command(
                     hz=hz,
                 ) as player,
             ):
+                if until is not None:  # as rosbag2: every message stamped <= until, to the ns
+                    player.numbers = [n for n in player.numbers if recording.time_ns(n) <= until]
+                    if not player.numbers:
+                        raise EmptySelectionError(f"--playback-until {until} ns selects no message")
                 play_lines(recording, player, immediate=immediate, quiet=quiet)
         sys.stdout.flush()
 

@@ -16,6 +16,7 @@ from .storage import Topic
 
 if TYPE_CHECKING:
     from .recording import Ros2Recording
+    from .storage import Topic
 
 
 def mcap_messages(

@@ -6,7 +6,8 @@ plays the next message while paused, ↑/↓ change the rate by 10 %), and the t
 (`topics`, `regex`, `exclude_regex`, `exclude_topics`) resolved to the topics played, as
 `rosbag2_transport`'s `PlayOptions` filter them: a topic is played when it is in `topics`
 (or `topics` is empty) or matches `regex`, and is neither in `exclude_topics` nor matches
-`exclude_regex`.
+`exclude_regex`; a regex matches the whole topic name (`std::regex_match`, as rosbag2's
+player and storage plugins apply it), not a part of it.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def chosen_topics(
     picked = []
     for name in topics_there:
         wanted = (not topics and include is None) or name in topics
-        wanted = wanted or (include is not None and include.search(name) is not None)
-        if exclude is not None and exclude.search(name) is not None:
+        wanted = wanted or (include is not None and include.fullmatch(name) is not None)
+        if exclude is not None and exclude.fullmatch(name) is not None:
             wanted = False
         if wanted and name not in exclude_topics:
             picked.append(name)
