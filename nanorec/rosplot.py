@@ -38,7 +38,7 @@ class RosPlotReport:
     """What `plot` drew. `tracks`: topic -> (lon min, lon max, lat min, lat max) of the
     line drawn; `paths`: label -> (x min, x max, y min, y max); `views`: each map panel's
     title -> its axes' limits; `series`: the time-series panels; `images`: topic -> frames;
-    `rates`: the topics of the heat strip."""
+    `rates`: the topics of the heat strip; `undecoded`: messages left out, not decoding."""
 
     output: FilePath
     size: int
@@ -49,6 +49,7 @@ class RosPlotReport:
     images: dict[str, int] = field(default_factory=dict)
     rates: tuple[str, ...] = ()
     panels: int = 0
+    undecoded: int = 0
 
     def line(self) -> str:
         """The one line `nanorec plot` prints."""
@@ -63,6 +64,7 @@ class RosPlotReport:
             f"{len(self.paths)} paths{some(self.paths)}, {len(self.series)} time series"
             f"{some(self.series)}, {frames} images{some(self.images)}, message rates of "
             f"{len(self.rates)} topics; {self.panels} panels"
+            + (f"; {self.undecoded} messages did not decode" if self.undecoded else "")
         )
 
 
@@ -142,6 +144,7 @@ def plot(
         images={topic: len(frames) for topic, frames in sheets},
         rates=tuple(rates),
         panels=row + 1 + max(len(maps) - 1, 0),
+        undecoded=found.undecoded,
     )
 
 

@@ -14,13 +14,14 @@ takes part by offering `RosMessages`: its topics, each topic's type and decoded 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
 
 #: At most this many messages of one topic are decoded (evenly spaced).
@@ -63,6 +64,7 @@ _POSITION = {  # type (ROS1 spelling) -> the path of its position in the message
     "geometry_msgs/Pose2D": (),
 }
 _TF = ("tf/tfMessage", "tf2_msgs/TFMessage")
+_DRAWN = {*_POSITION, *_TF, "sensor_msgs/NavSatFix", "sensor_msgs/Imu"}  # types of their own
 _IMU = {
     "angular velocity (rad/s)": "angular_velocity",
     "linear acceleration (m/s²)": "linear_acceleration",
@@ -125,6 +127,8 @@ class Contents:
     paths: list[Path] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
     images: dict[str, list[Frame]] = field(default_factory=dict)
+    #: Messages that did not decode (`FormatError`), left out of the picture.
+    undecoded: int = 0
 
 
 def contents(
@@ -134,6 +138,10 @@ def contents(
     found = Contents()
     index = rec.reader.index
     origin = int(index.timestamp_us[0]) if len(index) else 0
+
+    def t_of(number: int) -> float:
+        return (int(index.timestamp_us[number]) - origin) / 1e6
+
     for topic in topics:
         kind = ros_type(rec.type_of(topic))
         mine = numbers[index.has_type(topic)[numbers]]
@@ -141,15 +149,21 @@ def contents(
             continue
         if kind == "sensor_msgs/Image":
             picked = mine[np.unique(np.linspace(0, len(mine) - 1, max_images).round().astype(int))]
-            frames = [_frame(rec, int(n), origin) for n in picked.tolist()]
+            frames = [_frame(_decode(rec, int(n), found), t_of(int(n))) for n in picked.tolist()]
             shown = [f for f in frames if f is not None]
             if shown:
                 found.images[topic] = shown
             continue
+        leaves: list[str] = []
+        if kind not in _DRAWN:  # a topic of a few numbers? Its first message says
+            first = _decode(rec, int(mine[0]), found)
+            leaves = _numbers(first) if isinstance(first, Mapping) else []
+            if not 1 <= len(leaves) <= MAX_SCALARS:
+                continue
         if len(mine) > MAX_MESSAGES:
             mine = mine[np.linspace(0, len(mine) - 1, MAX_MESSAGES).round().astype(int)]
         t = (index.timestamp_us[mine] - origin) / 1e6
-        values = list(_decoded(rec, mine))
+        values = [_decode(rec, n, found) for n in mine.tolist()]
         if kind == "sensor_msgs/NavSatFix":
             track = _track(topic, values, t)
             if track is not None:
@@ -162,16 +176,19 @@ def contents(
             for title, name in _IMU.items():
                 found.series.append(_series(f"{topic} {title}", t, values, (name,)))
         else:
-            leaves = _numbers(values[0]) if values and isinstance(values[0], Mapping) else []
-            if 1 <= len(leaves) <= MAX_SCALARS:
-                found.series.append(_scalar_series(topic, t, values, leaves))
+            found.series.append(_scalar_series(topic, t, values, leaves))
     found.series = [s for s in found.series if s.lines]
     return found
 
 
-def _decoded(rec: RosMessages, numbers: npt.NDArray[np.int64]) -> Iterator[Any]:
-    for number in numbers.tolist():
-        yield rec.decode(int(number))
+def _decode(rec: RosMessages, number: int, found: Contents) -> Any:
+    """Message `number` decoded; None (counted) when it does not decode: a picture of the
+    rest beats no picture (the CLI's `Undecodable` warns of each before it gets here)."""
+    try:
+        return rec.decode(number)
+    except FormatError:
+        found.undecoded += 1
+        return None
 
 
 def _get(value: Any, path: tuple[str, ...]) -> Any:
@@ -308,9 +325,8 @@ def _pixel_bytes(data: Any) -> npt.NDArray[np.uint8]:
     return np.ascontiguousarray(array).reshape(-1)
 
 
-def _frame(rec: RosMessages, number: int, origin: int) -> Frame | None:
-    """Message `number` (a `sensor_msgs/Image`) as pixels; None for an encoding not shown."""
-    value = rec.decode(number)
+def _frame(value: Any, t: float) -> Frame | None:
+    """A `sensor_msgs/Image` at `t` s as pixels; None for an encoding not shown."""
     if not isinstance(value, Mapping):
         return None
     encoding = str(value.get("encoding", ""))
@@ -320,7 +336,6 @@ def _frame(rec: RosMessages, number: int, origin: int) -> Frame | None:
     if not height or not width or not step or len(data) < height * step:
         return None
     rows = data[: height * step].reshape(height, step)
-    t = (int(rec.reader.index.timestamp_us[number]) - origin) / 1e6
     if encoding in _CHANNELS:
         channels = _CHANNELS[encoding]
         if step < width * channels:
