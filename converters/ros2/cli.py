@@ -15,10 +15,12 @@ from nanorec.cli.inputs import opened
 from nanorec.cli.options import (
     Duration,
     End,
+    Force,
     Immediate,
     Kinds,
     Loop,
     Messages,
+    Output,
     Pause,
     Rate,
     Start,
@@ -214,4 +216,41 @@ def play_command(
     run(action)
 
 
-__all__ = ["app", "cat_command", "info_command", "play_command"]
+@verb_command(app, "plot", output="Picture to write: .png, .svg or .pdf.", kinds=_KINDS)
+def plot_command(
+    file: BAG,
+    output: Output,
+    force: Force = False,
+    start: Start = None,
+    end: End = None,
+    duration: Duration = None,
+    messages: Messages = None,
+    kinds: Kinds = None,
+    msg_path: MSG_PATH = None,
+) -> None:
+    """Draw what the bag's messages mean: NavSatFix tracks, odometry/pose/tf paths per
+    frame, Imu and few-number topics as time series, a few frames of each Image topic, and
+    every topic's message rate as one heat strip (the picture of ROS1 bags). Prints one line
+    saying what it drew. Needs matplotlib (the plot extra).
+
+    Example: nanorec plot rosbag2_dir -o drive.png --start 10 --end 40
+    """
+    from nanorec.cli.inputs import check_output
+
+    from .plot import plot
+
+    def action() -> None:
+        check_output(output, file)
+        selection = Selection.make(
+            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+        )
+        with opened(file) as opened_recording:
+            recording = ros2_recording(opened_recording, file, msg_path)
+            with Undecodable(recording):
+                report = plot(recording, output, selection=selection, overwrite=force)
+        typer.echo(report.line())
+
+    run(action)
+
+
+__all__ = ["app", "cat_command", "info_command", "play_command", "plot_command"]

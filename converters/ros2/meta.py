@@ -84,9 +84,11 @@ class Ros2Meta:
                     found[definition.type] = definition
         return found
 
-    @property
+    @cached_property
     def compression(self) -> tuple[str, str]:
-        """rosbag2's (compression_format, compression_mode), from metadata.yaml."""
+        """rosbag2's (compression_format, compression_mode), from metadata.yaml. Cached:
+        `Ros2Recording.serialized` asks for every message, and parsing the YAML each time
+        made decoding a 6000-message bag take minutes."""
         from .bag import bagfile_information
 
         for text in [self.metadata, *(f["stored_metadata"] for f in self.files)]:

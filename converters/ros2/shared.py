@@ -11,7 +11,9 @@ from nanorec.errors import UsageError
 
 from .recording import Ros2Recording
 
-app = typer.Typer(help="ROS 2 bags: ros2 bag info, cat, play without ROS.", no_args_is_help=True)
+app = typer.Typer(
+    help="ROS 2 bags: ros2 bag info, cat, play without ROS; plots.", no_args_is_help=True
+)
 
 BAG = Annotated[
     Path,

@@ -55,6 +55,14 @@ class BagRecording(ArchiveRecording):
         """The message's ROS time, in integer nanoseconds since the Unix epoch."""
         return int(self.meta.time[self.reader.index.normalize(number)])
 
+    def type_of(self, topic: str) -> str:
+        """The message type of `topic` (its first connection's; "" for no such topic): what
+        `nanorec.rosplot` draws it as."""
+        for connection in self.meta.connections.values():
+            if connection.topic == topic:
+                return connection.type
+        return ""
+
     def raw(self, number: int) -> bytes:
         """The message's ROS-serialized payload, exactly as in the bag."""
         return bytes(payload(self.reader, number)["data"])
