@@ -164,7 +164,15 @@ def _facts(stored: StorageFile) -> dict[str, Any]:
     damage = stored.damage
     extra = {
         name: getattr(stored, name)
-        for name in ("schema_version", "page_size", "profile", "library", "statistics")
+        for name in (
+            "schema_version",
+            "page_size",
+            "profile",
+            "library",
+            "statistics",
+            "chunks",
+            "kept_chunks",
+        )
         if getattr(stored, name, None) is not None
     }
     return {
@@ -327,6 +335,9 @@ def _report(
         "storage": sorted({e["storage"] for e in entries}),
         "files": [e["name"] for e in entries],
         "compressed_files": sum(1 for e in entries if e["compressed"]),
+        # MCAP chunks that do not compress back identically: kept as stored (their
+        # messages are held twice)
+        "kept_chunks": sum(e["extra"].get("kept_chunks", 0) for e in entries),
         "notes": done.notes,
     }
     return done
