@@ -15,6 +15,8 @@ from nanorec.converters.carla.plot import plot as plot_carla
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.pbstream.plot import plot as plot_pbstream
 from nanorec.converters.pbstream.recording import PbstreamRecording
+from nanorec.converters.ros2.plot import plot as plot_ros2
+from nanorec.converters.ros2.recording import Ros2Recording
 from nanorec.converters.rosbag.plot import plot as plot_bag
 from nanorec.converters.rosbag.recording import BagRecording
 
@@ -29,6 +31,9 @@ def main() -> None:
     with registry.open(SAMPLES / "rosbag-robot.bag") as bag:
         assert isinstance(bag, BagRecording)
         print(plot_bag(bag, DOCS / "plot-rosbag.png", dpi=70, overwrite=True).line())
+    with registry.open(SAMPLES / "ros2-robot") as ros2:
+        assert isinstance(ros2, Ros2Recording)
+        print(plot_ros2(ros2, DOCS / "plot-ros2.png", dpi=70, overwrite=True).line())
     with registry.open(SAMPLES / "pbstream-small.pbstream") as state:
         assert isinstance(state, PbstreamRecording)
         print(plot_pbstream(state, DOCS / "plot-pbstream.png", dpi=70, overwrite=True).line())
