@@ -87,15 +87,19 @@ def convert(
         raise OutputExistsError(f"{output} exists (use --force to overwrite it)")
     layout = locate(source)
     with contextlib.ExitStack() as stack:
-        spool = stack.enter_context(
-            tempfile.TemporaryFile(dir=output.parent, prefix=".nanorec-ros2-")
-        )
+
+        def scratch(what: str) -> IO[bytes]:
+            return stack.enter_context(
+                tempfile.TemporaryFile(dir=output.parent, prefix=f".nanorec-ros2-{what}-")
+            )
+
+        spool = scratch("spool")
         columns = {k: array("q") for k in ("time", "file", "rank", "at", "topic")}
         lengths: array[int] = array("q")
         topics: list[str] = []
         entries, done = [], 0
         for index, bag_file in enumerate(layout.files):
-            entry = _scan_file(bag_file, index, spool, columns, lengths, topics, stack)
+            entry = _scan_file(bag_file, index, spool, columns, lengths, topics, stack, scratch)
             entries.append(entry)
             done += entry["size"]
             if progress is not None:
@@ -111,6 +115,7 @@ def _scan_file(
     lengths: array[int],
     topics: list[str],
     stack: contextlib.ExitStack,
+    scratch: Callable[[str], IO[bytes]],
 ) -> dict[str, Any]:
     """Spool one storage file's messages; its facts for the meta member."""
     handle = stack.enter_context(bag_file.path.open("rb"))
@@ -119,7 +124,7 @@ def _scan_file(
     size = len(raw)
     buf: Any = raw
     if bag_file.compressed:
-        buf = _inflated(raw, bag_file, stack)
+        buf = _inflated(raw, bag_file, scratch("zstd"))
     storage = storage_of(bytes(buf[:16]))
     if storage is None:
         raise FormatError(f"{bag_file.name}: neither a sqlite3 nor an MCAP file", offset=0)
@@ -155,7 +160,7 @@ def _scan_file(
         "size": size,
         "sha256": digest,
         "messages": count,
-        "skeleton": stored.skeleton(),
+        "skeleton": _spooled(stored.skeleton(), scratch("skeleton")),
         **_facts(stored),
     }
 
@@ -198,6 +203,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _spooled(data: bytes, file: IO[bytes]) -> IO[bytes]:
+    """A skeleton moved to a temporary file until the archive is written (a bag of small
+    messages has a skeleton of a third of its size: not kept in memory)."""
+    file.write(data)
+    return file
+
+
 def _sha256(buf: Any) -> str:
     """A mapped file's sha256, giving its pages back as it goes."""
     digest = hashlib.sha256()
@@ -214,11 +226,10 @@ def _mapped(handle: IO[bytes]) -> Any:
     return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _inflated(raw: Any, bag_file: BagFile, stack: contextlib.ExitStack) -> Any:
+def _inflated(raw: Any, bag_file: BagFile, target: IO[bytes]) -> Any:
     """A per-file compressed storage file, inflated into a temporary file (streamed: a big
     bag never sits in memory)."""
     zstandard = extra("zstandard")
-    target = stack.enter_context(tempfile.TemporaryFile(prefix=".nanorec-ros2-zstd-"))  # noqa: SIM115
     try:
         with zstandard.ZstdDecompressor().stream_reader(memoryview(raw)) as reader:
             while block := reader.read(1 << 20):
@@ -278,7 +289,7 @@ def _write(
         for index, entry in enumerate(entries):
             skeleton = entry.pop("skeleton")
             if not entry["compressed"]:  # a compressed file is kept whole instead
-                writer.add_member(skeleton_member(index), skeleton)
+                writer.add_member(skeleton_member(index), _read_back(skeleton))
             else:
                 writer.add_member(zstd_member(index), _chunks(layout.files[index].path))
         writer.add_member(TIME_MEMBER, times[order].astype("<i8").tobytes())
@@ -305,6 +316,14 @@ def _column(values: array[int], order: Any, dtype: str) -> bytes:
         raise FormatError(f"a bag beyond {np.iinfo(np.dtype(dtype)).max} files or messages")
     packed: bytes = column.astype(dtype).tobytes()
     return packed
+
+
+def _read_back(file: IO[bytes]) -> Iterator[bytes]:
+    """A temporary file's bytes from the start, 1 MiB at a time (a streamed member)."""
+    file.flush()
+    file.seek(0)
+    while block := file.read(1 << 20):
+        yield block
 
 
 def _chunks(path: Path) -> Iterator[bytes]:

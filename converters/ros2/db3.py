@@ -15,6 +15,7 @@ import functools
 import itertools
 import mmap
 import struct
+from array import array
 from collections.abc import Iterator
 
 from nanorec.contract import Region
@@ -102,9 +103,10 @@ class Db3File:
         else:
             cols = self.tables.get("topics", (0, []))[1]
             self.schema_version = 2 if any(c == "offered_qos_profiles" for c, _ in cols) else 1
-        self._counts: list[int] = []
-        self._pos: list[int] = []
-        self._len: list[int] = []
+        # 8 bytes a number, not a Python int's 36: a bag holds millions of messages
+        self._counts = array("q")
+        self._pos = array("q")
+        self._len = array("q")
         self._claimed: set[int] = set()  # leaf and overflow pages whose blob bytes are cut
         self._read = False
 
