@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import mmap
 import os
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -55,7 +55,8 @@ from .message import (
     kind_key,
 )
 from .records import FIXED_DTYPES
-from .walk import Truncation, iter_walk
+from .runs import Frame, Run, fast_rows, iter_frames
+from .walk import Truncation
 from .world import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
@@ -96,54 +97,6 @@ class ExportReport:
     size: int
     sha256: str
     identical: bool | None  # None when the archive records no source hash
-
-
-@dataclass
-class _Frame:
-    """One run of packets from a FrameStart up to the next (columns from the walk)."""
-
-    ids: list[int]
-    offsets: list[int]
-    sizes: list[int]
-
-    @property
-    def start(self) -> int:
-        return self.offsets[0]
-
-    @property
-    def end(self) -> int:
-        return self.offsets[-1] + 5 + self.sizes[-1]
-
-
-def iter_frames(buf: Any, start: int) -> Iterator[_Frame | Truncation]:
-    """Runs of packets from one FrameStart up to the next, in file order.
-
-    The first run may not start with a FrameStart (a prelude); the last may lack its
-    FrameEnd (a crashed recording). A cut packet ends the walk and is yielded last, as
-    the walk's `Truncation`.
-    """
-    pending = _Frame([], [], [])
-    for packets in iter_walk(buf, start):
-        ids = packets.ids.tolist()
-        offsets = packets.offsets.tolist()
-        sizes = packets.sizes.tolist()
-        cuts = [0, *np.flatnonzero(packets.ids == FRAME_START_ID).tolist(), len(ids)]
-        for lo, hi in itertools.pairwise(cuts):
-            if lo == hi:
-                continue
-            if ids[lo] == FRAME_START_ID and pending.ids:
-                yield pending
-                pending = _Frame([], [], [])
-            pending.ids += ids[lo:hi]
-            pending.offsets += offsets[lo:hi]
-            pending.sizes += sizes[lo:hi]
-        if packets.truncation is not None:
-            if pending.ids:
-                yield pending
-            yield packets.truncation
-            return
-    if pending.ids:
-        yield pending
 
 
 def convert(
@@ -189,13 +142,29 @@ def _convert(
 ) -> ConvertReport:
     header = Header.parse(buf)
     fam = resolve(buf, header.size, family).family
-    digest = hashlib.sha256(buf[: header.size])
+    digest = _FileHash(buf)
+    try:
+        return _write_archive(buf, source, out, header, fam, digest, overwrite, progress)
+    finally:
+        digest.close()
+
+
+def _write_archive(
+    buf: Any,
+    source: Path,
+    out: Path,
+    header: Header,
+    fam: Family,
+    digest: _FileHash,
+    overwrite: bool,
+    progress: Callable[[int], None] | None,
+) -> ConvertReport:
     world = WorldTablesBuilder(fam.engine)
     packer = msgpack.Packer()
     encoder = FrameEncoder(fam)
     raw_counts: dict[int, int] = {}
     prelude = b""
-    done = header.size  # bytes hashed so far
+    done = header.size  # bytes converted so far
     truncation: Truncation | None = None
     damaged: list[tuple[int, int, int]] = []  # (frame written before, start, end) offsets
     last_time = 0
@@ -206,6 +175,7 @@ def _convert(
         source={"name": source.name, "size": len(buf), "family": fam.name},
     ) as writer:
         released = 0
+        template: dict[str, Any] = {}
 
         def release(upto: int) -> None:
             """Drop the source pages already converted from memory (bounded RSS on big files)."""
@@ -216,10 +186,10 @@ def _convert(
                     buf.madvise(mmap.MADV_DONTNEED, released, end - released)
                 released = end
 
-        def write(run: _Frame, last_time: int) -> int:
-            nonlocal done
+        def write(run: Frame, last_time: int) -> int:
+            nonlocal done, template
             first = writer.message_count == 0
-            last_time = _write_frame(
+            last_time, template = _write_frame(
                 writer,
                 packer,
                 world,
@@ -231,7 +201,6 @@ def _convert(
                 encoder,
                 _head(bytes(buf[: header.size]), fam, prelude) if first else None,
             )
-            digest.update(buf[done : run.end])
             done = run.end
             release(done)
             return last_time
@@ -241,12 +210,16 @@ def _convert(
         # malformed one, or by a cut mid-file, is damage (a broken size field throws the
         # walk off): its bytes are kept verbatim and the walk starts again at the next
         # FrameStart that continues the recording, if one follows.
-        pending: _Frame | None = None
+        pending: Frame | None = None
         position: int | None = header.size
         previous: int | None = None  # frame id of the last frame written
         while position is not None:
             resume: int | None = None
-            for item in iter_frames(buf, position):
+            for run in iter_frames(buf, position):
+                if isinstance(run, Run):
+                    item: Frame | Truncation = run.first
+                else:
+                    item = run
                 if isinstance(item, Truncation):
                     if pending is not None and previous is not None:
                         resume = _resync(buf, pending.start + 1, previous)
@@ -255,7 +228,6 @@ def _convert(
                     break
                 if item.ids[0] != FRAME_START_ID:  # packets before the first FrameStart
                     prelude = bytes(buf[item.start : item.end])
-                    digest.update(prelude)
                     done = item.end
                     continue
                 if pending is not None:
@@ -271,10 +243,47 @@ def _convert(
                     if progress is not None and writer.message_count % 1024 == 0:
                         progress(done)
                 pending = item
+                if not isinstance(run, Run):
+                    continue
+                # frame 0 of a run: written the per-frame way (its map is the template) once
+                # frame 1 proves it whole; then frames 1.. at once, while they match it
+                rest = 1
+                if _frame_head(buf, item) is not None:
+                    last_time = write(pending, last_time)
+                    previous = _frame_head(buf, item)
+                    pending = None
+                    rows = fast_rows(
+                        buf,
+                        run,
+                        template,
+                        fam,
+                        encoder.orders,
+                        world,
+                        writer.message_count,
+                        last_time,
+                    )
+                    if rows is not None:
+                        for data, stamps in rows.groups:
+                            writer.write_stored_rows(
+                                data, stamps, types=("frame",), flags=_flags(template)
+                            )
+                        rest += rows.count
+                        last_time = rows.last_time
+                        previous = rows.last_frame_id
+                        end = run.first.start + rest * run.stride
+                        done = end
+                        release(done)
+                        if progress is not None:
+                            progress(done)
+                for i in range(rest, run.count):
+                    frame = run.frame(i)
+                    if pending is not None:
+                        last_time = write(pending, last_time)
+                        previous = _frame_head(buf, pending)
+                    pending = frame
             if resume is not None:
                 assert pending is not None
                 damaged.append((writer.message_count - 1, pending.start, resume))
-                digest.update(buf[done:resume])
                 done = resume
                 pending = None
             position = resume
@@ -287,7 +296,6 @@ def _convert(
                 truncation = Truncation(pending.start, "the last frame has no FrameEnd")
         written = writer.message_count
         tail = bytes(buf[done:])
-        digest.update(tail)
         sha = digest.hexdigest()
         writer.source["sha256"] = sha
         writer.add_member(WORLD_MEMBER, zlib.compress(world.to_bytes(), 6))
@@ -321,20 +329,52 @@ def _convert(
     )
 
 
+class _FileHash:
+    """The sha256 of the whole source file, computed by a second thread while this one
+    converts (hashlib releases the GIL on large updates): hashing was a fifth of the
+    conversion time. The archive records it so that `export` can say "identical"."""
+
+    _CHUNK = 4 << 20
+
+    def __init__(self, buf: Any) -> None:
+        self._digest = hashlib.sha256()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(buf,), daemon=True)
+        self._thread.start()
+
+    def _run(self, buf: Any) -> None:
+        with memoryview(buf) as view:
+            for start in range(0, len(view), self._CHUNK):
+                if self._stop.is_set():
+                    return
+                self._digest.update(view[start : start + self._CHUNK])
+
+    def hexdigest(self) -> str:
+        """Waits for the hash of the whole file."""
+        self._thread.join()
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        """Stops the thread (when conversion failed) and waits for it to let go of the
+        buffer, which may then be closed."""
+        self._stop.set()
+        self._thread.join()
+
+
 def _write_frame(
     writer: ArchiveWriter,
     packer: msgpack.Packer,
     world: WorldTablesBuilder,
     buf: Any,
     index: int,
-    run: _Frame,
+    run: Frame,
     raw_counts: dict[int, int],
     last_time: int,
     encoder: FrameEncoder,
     head: dict[str, Any] | None = None,
-) -> int:
+) -> tuple[int, dict[str, Any]]:
     """Write one frame message (the first one also carries `head`); returns its timestamp
-    (µs)."""
+    (µs) and its frame map (the template of the frames that follow, see `runs.py`)."""
     frame, _ = encoder.encode(index, buf, run.ids, run.offsets, run.sizes)
     for position, _body in frame.get(RAW_KEY, ()):
         pid = run.ids[position]
@@ -343,9 +383,7 @@ def _write_frame(
     message: dict[str, Any] = {"frame": frame}
     if head is not None:
         message[HEAD_KEY] = head
-    flags = 0
-    for key in frame:
-        flags |= _KEY_BITS.get(key, 0)
+    flags = _flags(frame)
     parents = frame.get(kind_key(Kind.EVENT_PARENT))
     if spawned or destroyed or parents:
         message["state"] = _state_change(world, spawned, destroyed, parents)
@@ -358,7 +396,15 @@ def _write_frame(
     writer.write_packed(
         packer.pack(message), types=list(message), timestamp_us=timestamp, flags=flags
     )
-    return timestamp
+    return timestamp, frame
+
+
+def _flags(frame: Mapping[str, Any]) -> int:
+    """The index flags of a frame map: one bit per kind it holds records of."""
+    flags = 0
+    for key in frame:
+        flags |= _KEY_BITS.get(key, 0)
+    return flags
 
 
 def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
@@ -368,7 +414,7 @@ def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
     return {"header": header_bytes, "family": fam.name, "prelude": prelude}
 
 
-def _frame_head(buf: Any, run: _Frame) -> int | None:
+def _frame_head(buf: Any, run: Frame) -> int | None:
     """The frame id of a run that opens with a well-formed FrameStart packet (id 0, a 24-byte
     body), else None: a run opening otherwise is where a damaged size field threw the walk."""
     if run.ids[0] != FRAME_START_ID or run.sizes[0] != FRAME_START.size:
