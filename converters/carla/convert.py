@@ -40,6 +40,7 @@ from nanorec.wire import inflate_bounded
 from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
+from .frames import Frame, FrameMaps, Run, iter_frames
 from .header import Header
 from .ids import FAMILIES, SHAPES, Family, Kind, Shape
 from .ids import family as family_named
@@ -48,14 +49,13 @@ from .message import (
     KIND_KEYS,
     PACKET_HEADER,
     RAW_KEY,
-    FrameEncoder,
     _text,
     checked_frame,
     iter_message_packets,
     kind_key,
 )
 from .records import FIXED_DTYPES
-from .runs import Frame, Run, fast_rows, iter_frames
+from .runs import fast_rows
 from .walk import Truncation
 from .world import WorldTablesBuilder
 
@@ -161,7 +161,7 @@ def _write_archive(
 ) -> ConvertReport:
     world = WorldTablesBuilder(fam.engine)
     packer = msgpack.Packer()
-    encoder = FrameEncoder(fam)
+    encoder = FrameMaps(fam)
     raw_counts: dict[int, int] = {}
     prelude = b""
     done = header.size  # bytes converted so far
@@ -215,7 +215,7 @@ def _write_archive(
         previous: int | None = None  # frame id of the last frame written
         while position is not None:
             resume: int | None = None
-            for run in iter_frames(buf, position):
+            for run in iter_frames(buf, position, fam):
                 if isinstance(run, Run):
                     item: Frame | Truncation = run.first
                 else:
@@ -370,12 +370,12 @@ def _write_frame(
     run: Frame,
     raw_counts: dict[int, int],
     last_time: int,
-    encoder: FrameEncoder,
+    encoder: FrameMaps,
     head: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Write one frame message (the first one also carries `head`); returns its timestamp
     (µs) and its frame map (the template of the frames that follow, see `runs.py`)."""
-    frame, _ = encoder.encode(index, buf, run.ids, run.offsets, run.sizes)
+    frame, _ = encoder.encode(index, buf, run)
     for position, _body in frame.get(RAW_KEY, ()):
         pid = run.ids[position]
         raw_counts[pid] = raw_counts.get(pid, 0) + 1

@@ -8,10 +8,10 @@ headers), copied from columns of the frames (the records), or per frame (the ind
 timestamp). Building them is a handful of strided copies per run instead of ~20 Python
 steps per frame, the cost that kept conversion at a fifth of the MCAP writer's speed.
 
-The first frame of a run goes the per-frame way (`FrameEncoder`: its map is the template,
-and its checks are the full ones). The others join the fast path only when their count
+The first frame of a run goes the per-frame way (decoded and checked by the codec, then
+`frames.FrameMaps`: its map is the template). The others join the fast path only when their count
 fields (and, while some actor has no pose yet, their Position ids) equal the template's
-byte for byte: with equal sizes that makes every per-frame check of `FrameEncoder` give the
+byte for byte: with equal sizes that makes every check of the codec give the
 same answer, so their messages are exactly what it would have built.
 """
 
@@ -29,17 +29,14 @@ import numpy.typing as npt
 
 from nanorec.wire import TIMESTAMP_KEY, map_header
 
+from .frames import Frame, Run
 from .ids import SHAPES, Family, Kind, Shape
 from .message import INDEX_KEY, KEY_KINDS, KIND_KEYS, ORDER_KEY, wheel_records
 from .records import FIXED_DTYPES
-from .walk import Packets, Truncation, iter_walk
 from .world import SPARSE_FIXED_KINDS, WorldTablesBuilder
 
-FRAME_START_ID = 0
-MIN_RUN = 3  # frames: the first is the template and the last waits for its successor
 #: Kinds a fast frame may hold: records the world tables never look at frame by frame.
 _EVENT_KINDS = frozenset({Kind.EVENT_ADD, Kind.EVENT_DEL, Kind.EVENT_PARENT, *SPARSE_FIXED_KINDS})
-_FRAME_START_SIZE = 24
 _ELAPSED_AT = 5 + 16  # FrameStart: header, then u64 frame id, f64 duration, f64 elapsed
 _TIMESTAMP_KEY = msgpack.packb(TIMESTAMP_KEY)
 _MESSAGE_HEAD = b"\x82" + msgpack.packb("frame")  # {"frame": ..., "nanorec.t": ...}
@@ -47,109 +44,6 @@ _MAX_STAMP = float(1 << 62)
 #: Messages built per numpy pass: small enough to stay in cache from the copy to the write.
 _CHUNK_BYTES = 1 << 20
 WHEELS = Kind.ANIM_VEHICLE_WHEELS
-
-
-@dataclass
-class Frame:
-    """One run of packets from a FrameStart up to the next (columns from the walk)."""
-
-    ids: list[int]
-    offsets: list[int]
-    sizes: list[int]
-
-    @property
-    def start(self) -> int:
-        return self.offsets[0]
-
-    @property
-    def end(self) -> int:
-        return self.offsets[-1] + 5 + self.sizes[-1]
-
-
-@dataclass(frozen=True)
-class Run:
-    """`count` consecutive frames of one layout: `first`, then copies `stride` bytes apart."""
-
-    first: Frame
-    count: int
-
-    @property
-    def stride(self) -> int:
-        return self.first.end - self.first.start
-
-    def frame(self, i: int) -> Frame:
-        """The `i`-th frame of the run."""
-        shift = i * self.stride
-        first = self.first
-        return Frame(list(first.ids), [at + shift for at in first.offsets], list(first.sizes))
-
-
-def iter_frames(buf: Any, start: int) -> Iterator[Frame | Run | Truncation]:
-    """Runs of packets from one FrameStart up to the next, in file order; consecutive frames
-    of one layout (ids and sizes) come as one `Run` when there are `MIN_RUN` or more.
-
-    The first frame may not start with a FrameStart (a prelude); the last may lack its
-    FrameEnd (a crashed recording). A cut packet ends the walk and is yielded last, as
-    the walk's `Truncation`.
-    """
-    pending = Frame([], [], [])
-    for packets in iter_walk(buf, start):
-        cuts = np.flatnonzero(packets.ids == FRAME_START_ID)
-        head = int(cuts[0]) if len(cuts) else len(packets)
-        _extend(pending, packets, 0, head)
-        if len(cuts):
-            if pending.ids:
-                yield pending
-            yield from _group(packets, cuts)
-            pending = Frame([], [], [])
-            _extend(pending, packets, int(cuts[-1]), len(packets))
-        if packets.truncation is not None:
-            if pending.ids:
-                yield pending
-            yield packets.truncation
-            return
-    if pending.ids:
-        yield pending
-
-
-def _extend(frame: Frame, packets: Packets, lo: int, hi: int) -> None:
-    if lo < hi:
-        frame.ids += packets.ids[lo:hi].tolist()
-        frame.offsets += packets.offsets[lo:hi].tolist()
-        frame.sizes += packets.sizes[lo:hi].tolist()
-
-
-def _group(packets: Packets, cuts: npt.NDArray[np.intp]) -> Iterator[Frame | Run]:
-    """The whole frames between consecutive `cuts` (not the last, open one), consecutive
-    frames of the same packet ids and sizes grouped into runs (compared with numpy)."""
-    if len(cuts) < 2:
-        return
-    counts = np.diff(cuts)
-    key = (packets.ids.astype(np.int64) << 32) | packets.sizes.astype(np.int64)
-    frames = len(counts)
-    same = np.zeros(frames, bool)
-    candidate = np.flatnonzero(counts[1:] == counts[:-1]) + 1
-    if len(candidate):
-        starts = cuts[candidate]
-        lengths = counts[candidate]
-        at = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-        back = np.repeat(lengths, lengths)
-        equal = key[at] == key[at - back]
-        firsts = np.cumsum(lengths) - lengths
-        same[candidate] = np.logical_and.reduceat(equal, firsts)
-    # run boundaries: frames that differ from the one before
-    bounds = [*np.flatnonzero(~same).tolist(), frames]
-    for lo, hi in itertools.pairwise(bounds):
-        first = Frame([], [], [])
-        _extend(first, packets, int(cuts[lo]), int(cuts[lo + 1]))
-        if hi - lo >= MIN_RUN and first.sizes[0] == _FRAME_START_SIZE:  # a well-formed head
-            yield Run(first, hi - lo)
-            continue
-        yield first
-        for i in range(lo + 1, hi):
-            frame = Frame([], [], [])
-            _extend(frame, packets, int(cuts[i]), int(cuts[i + 1]))
-            yield frame
 
 
 @dataclass(frozen=True)
@@ -184,7 +78,7 @@ def fast_rows(
     last_time: int,
 ) -> FastRows | None:
     """The messages of frames 1, 2... of `run` (never its last frame, which waits for its
-    successor), `template` being frame 0's map as `FrameEncoder` built it and
+    successor), `template` being frame 0's map as `FrameMaps` built it and
     `first_index` the archive index of frame 1; None when the template does not allow it
     (raw packets, events, variable-length records other than wheels)."""
     first = run.first
