@@ -22,10 +22,9 @@ import contextlib
 import hashlib
 import mmap
 import os
-import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,37 +32,39 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from nanorec.atomic import write_hashed
-from nanorec.errors import FormatError, OutputExistsError
-from nanorec.reader import ArchiveReader
-from nanorec.wire import inflate_bounded
+from nanorec.errors import OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
+
+# `export`, `read_meta` and the rest of the archive side are imported from here too.
+from .export import ExportReport as ExportReport
+from .export import export as export
+from .export import iter_native as iter_native
+from .export import native_file as native_file
 from .frames import Frame, FrameMaps, Run, iter_frames
 from .header import Header
-from .ids import FAMILIES, SHAPES, Family, Kind, Shape
-from .ids import family as family_named
+from .ids import Family, Kind
 from .message import (
     FRAME_START,
     KIND_KEYS,
     PACKET_HEADER,
     RAW_KEY,
     _text,
-    checked_frame,
-    iter_message_packets,
     kind_key,
 )
-from .records import FIXED_DTYPES
+from .meta import (
+    HEAD_KEY,
+    META_MEMBER,
+    WORLD_MEMBER,
+    _meta,
+)
+from .meta import read_meta as read_meta
 from .runs import fast_rows
 from .walk import Truncation
 from .world import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
-META_MEMBER = "carla.msgpack.zlib"  # zlib: small, read once at open
-WORLD_MEMBER = "carla-world.msgpack.zlib"  # zlib: it repeats spawn records (loaded once)
-META_VERSION = 1
-HEAD_KEY = "carla"  # the first message's extra entry (see `_head`)
 STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` change
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
@@ -87,16 +88,6 @@ class ConvertReport:
     sha256: str
     #: (offset, length) of damaged stretches inside the file, kept verbatim (frames lost)
     damaged: list[tuple[int, int]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ExportReport:
-    """What `export` wrote, and whether it matches the converted source's sha256."""
-
-    output: Path
-    size: int
-    sha256: str
-    identical: bool | None  # None when the archive records no source hash
 
 
 def convert(
@@ -467,137 +458,3 @@ def _state_change(
     # re-added while attached: the new actor has no parent (unless attached again)
     removals += [f"parent.{i}" for i in world.detached if i not in world.parent]
     return {"updates": updates, "removals": removals}
-
-
-def _meta(
-    header: Header,
-    header_bytes: bytes,
-    fam: Family,
-    prelude: bytes,
-    tail: bytes,
-    truncation: Truncation | None,
-    orders: Mapping[bytes, int],
-    damaged: list[list[Any]] | None = None,
-) -> bytes:
-    """The `carla.msgpack.zlib` member: what the archive needs to give the native file back."""
-    engine = fam.engine
-    kinds = {}
-    for kind, key in KIND_KEYS.items():
-        shape = SHAPES[kind]
-        entry: dict[str, Any] = {"kind": kind.value, "shape": shape.value}
-        if shape in (Shape.SINGLE, Shape.FIXED):
-            entry["dtype"] = FIXED_DTYPES[engine][kind].descr
-        kinds[key] = entry
-    return zlib.compress(
-        msgpack.packb(
-            {
-                "version": META_VERSION,
-                "family": fam.name,
-                "engine": engine.value,
-                "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
-                "header": {
-                    "bytes": header_bytes,
-                    "version": header.version,
-                    "magic": _text(header.magic),
-                    "date": header.date,
-                    "map_name": _text(header.map_name),
-                },
-                "keys": kinds,
-                "orders": sorted(orders, key=orders.__getitem__),
-                "prelude": prelude,
-                "tail": tail,
-                "damaged": damaged or [],
-                "truncation": None
-                if truncation is None
-                else {"offset": truncation.offset, "reason": truncation.reason},
-            }
-        ),
-        6,
-    )
-
-
-def _side_limit(reader: ArchiveReader) -> int:
-    """The most a CARLA side member may inflate to: its source file's size (the header and a
-    crashed tail are parts of it; the event tables hold less than the frames), plus slack."""
-    source = (reader.description or {}).get("source") or {}
-    size = source.get("size")
-    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
-    return known + (64 << 20)
-
-
-def read_meta(reader: ArchiveReader) -> dict[str, Any]:
-    """The `carla.msgpack.zlib` member of an archive; FormatError if it is missing or damaged."""
-    if META_MEMBER not in reader.member_names:
-        raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
-    try:
-        meta = msgpack.unpackb(
-            inflate_bounded(reader.member(META_MEMBER), _side_limit(reader), META_MEMBER)
-        )
-        meta["header"]["bytes"]
-        if meta["family"] not in FAMILIES:
-            family = meta["family"]
-            raise FormatError(f"damaged {META_MEMBER} member: unknown release family {family!r}")
-    except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
-        raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
-    return dict(meta)
-
-
-def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
-    """The native CARLA file of an archive, as consecutive chunks of bytes."""
-    meta = read_meta(reader)
-    fam = family_named(meta["family"])
-    orders = meta.get("orders", [])
-    reader.advise_sequential()
-    damaged: dict[int, list[bytes]] = {}
-    for after, data in meta.get("damaged", []):
-        damaged.setdefault(int(after), []).append(bytes(data))
-    yield meta["header"]["bytes"]
-    yield meta["prelude"]
-    yield from damaged.get(-1, [])
-    for index in range(len(reader)):
-        if index % 4096 == 4095:
-            reader.release_pages()
-        frame = checked_frame(reader[index], index, fam.engine)
-        try:
-            yield b"".join(
-                PACKET_HEADER.pack(pid, len(body)) + body
-                for pid, body in iter_message_packets(frame, fam, orders)
-            )
-        except FormatError as error:
-            raise FormatError(f"archive message {index}: {error.message}") from None
-        yield from damaged.get(index, [])
-    yield meta["tail"]
-
-
-def export(
-    archive: str | os.PathLike[str],
-    output: str | os.PathLike[str],
-    *,
-    overwrite: bool = False,
-) -> ExportReport:
-    """Write the native CARLA file of `archive` to `output`, byte for byte.
-
-    The output appears only when complete (temporary file + rename). `identical` in the
-    report compares its sha256 with the one recorded at conversion.
-    """
-    out = Path(output)
-    with ArchiveReader(archive) as reader:
-        size, sha = write_hashed(out, iter_native(reader), overwrite=overwrite)
-        expected = reader.source_sha256
-    return ExportReport(out, size, sha, None if expected is None else sha == expected)
-
-
-@contextlib.contextmanager
-def native_file(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """The path of `path`'s native CARLA bytes: `path` itself for a CARLA file, or for a
-    nanorec archive its export into a temporary directory (removed afterwards)."""
-    path = Path(path)
-    with path.open("rb") as handle:
-        is_archive = handle.read(4) == b"PK\x03\x04"
-    if not is_archive:
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
-        native = Path(folder) / path.name.removesuffix(".zip").removesuffix(".nanover")
-        export(path, native)
-        yield native
