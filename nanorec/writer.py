@@ -42,6 +42,7 @@ import numpy as np
 from nanorec import atomic
 from nanorec._version import __version__
 from nanorec.blocks import BLOCK_BYTES, BlockDeflater, deflater
+from nanorec.crc import part_crcs
 from nanorec.describe import (
     DELTA_ZLIB,
     RAW,
@@ -290,14 +291,26 @@ class ArchiveWriter:
         total = count * length
         pieces = [view[at : at + length] for at in range(0, total, length)]
         crc32 = zlib.crc32
-        crcs = np.array([crc32(piece) for piece in pieces], np.uint32)
-        self._index.extend(np.full(count, length), column, crcs, flags, code)
         if self._blocks is None:
+            # one pass for both CRCs: the member's running CRC, then each message's from it
+            self.flush()  # buffered parts first: their CRC is taken at flush
+            before = running = self._messages_crc
+            chain = []
+            for piece in pieces:
+                running = crc32(piece, running)
+                chain.append(running)
+            crcs = part_crcs(np.array(chain, np.uint32), before, length)
+            self._messages_crc = running
             self._parts.append(view)
             self._pending += total
+            self._flush_raw()  # no CRC pass at flush: it is taken
+            self._last_flush_count = first + count
+            self._last_flush_time = time.monotonic()
         else:
+            crcs = np.array([crc32(piece) for piece in pieces], np.uint32)
             for piece in pieces:
                 self._emit_compressed(self._blocks.add((piece,), length))
+        self._index.extend(np.full(count, length), column, crcs, flags, code)
         self._last_timestamp = int(column[-1])
         self._count = first + count
         if (

@@ -236,16 +236,19 @@ def _write_archive(
                 pending = item
                 if not isinstance(run, Run):
                     continue
-                # frame 0 of a run: written the per-frame way (its map is the template) once
-                # frame 1 proves it whole; then frames 1.. at once, while they match it
-                rest = 1
-                if _frame_head(buf, item) is not None:
+                # A run: each frame written the per-frame way is the template of the frames
+                # after it, written at once while they match it (`runs.py`). Every frame is
+                # proven whole by the next (same layout, so a well-formed FrameStart); the
+                # last one waits, like any, for what follows the run.
+                at = 0  # `pending` is frame `at` of the run
+                while at + 1 < run.count:
+                    assert pending is not None
                     last_time = write(pending, last_time)
-                    previous = _frame_head(buf, item)
-                    pending = None
+                    previous = _frame_head(buf, pending)
                     rows = fast_rows(
                         buf,
                         run,
+                        at,
                         template,
                         fam,
                         encoder.orders,
@@ -258,20 +261,15 @@ def _write_archive(
                             writer.write_stored_rows(
                                 data, stamps, types=("frame",), flags=_flags(template)
                             )
-                        rest += rows.count
+                        at += rows.count
                         last_time = rows.last_time
                         previous = rows.last_frame_id
-                        end = run.first.start + rest * run.stride
-                        done = end
+                        done = run.first.start + (at + 1) * run.stride
                         release(done)
                         if progress is not None:
                             progress(done)
-                for i in range(rest, run.count):
-                    frame = run.frame(i)
-                    if pending is not None:
-                        last_time = write(pending, last_time)
-                        previous = _frame_head(buf, pending)
-                    pending = frame
+                    at += 1
+                    pending = run.frame(at)
             if resume is not None:
                 assert pending is not None
                 damaged.append((writer.message_count - 1, pending.start, resume))

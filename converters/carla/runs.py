@@ -70,6 +70,7 @@ _UINT_MARKERS = (0, 0xCC, 0xCD, 0xCE, 0xCF)  # by width class; fixints have none
 def fast_rows(
     buf: Any,
     run: Run,
+    at: int,
     template: Mapping[str, Any],
     family: Family,
     orders: Mapping[bytes, int],
@@ -77,18 +78,21 @@ def fast_rows(
     first_index: int,
     last_time: int,
 ) -> FastRows | None:
-    """The messages of frames 1, 2... of `run` (never its last frame, which waits for its
-    successor), `template` being frame 0's map as `FrameMaps` built it and
-    `first_index` the archive index of frame 1; None when the template does not allow it
-    (raw packets, events, variable-length records other than wheels)."""
-    first = run.first
+    """The messages of frames `at + 1`, `at + 2`... of `run` while they match frame `at`
+    (never the run's last frame, which waits for its successor): `template` is frame `at`'s
+    map as `FrameMaps` built it, `first_index` the archive index of frame `at + 1`. None
+    when the template does not allow it (raw packets, events, variable-length records other
+    than wheels) or frame `at + 1` does not match."""
+    first = run.first  # every frame of the run has its packets at the same relative offsets
     segments = _segments(first, template, family)
     if segments is None:
         return None
     check = _check_columns(first, template, family, world)
-    rows = run.count - 1  # the last frame is not written here
-    frames = np.frombuffer(buf, np.uint8, count=run.count * run.stride, offset=first.start)
-    frames = frames.reshape(run.count, run.stride)[:rows]
+    count = run.count - at
+    frames = np.frombuffer(
+        buf, np.uint8, count=count * run.stride, offset=first.start + at * run.stride
+    )
+    frames = frames.reshape(count, run.stride)[: count - 1]  # not the last frame
     ok = (frames[1:, check] == frames[0, check]).all(axis=1)
     elapsed = frames[1:, _ELAPSED_AT : _ELAPSED_AT + 8].copy().view("<f8")[:, 0]
     valid = np.isfinite(elapsed) & (elapsed >= 0)
