@@ -92,7 +92,7 @@ class BlockDeflater:
         self.block_bytes = block_bytes
         self.offsets: list[int] = []
         self.starts: list[int] = []
-        self.crc = 0  # CRC-32 of the uncompressed stream (the zip member's)
+        self.crc = 0  # CRC-32 of the uncompressed stream so far (the zip member's)
         self._in = 0  # uncompressed bytes so far
         self._out = 0  # compressed bytes returned so far
         self._open: list[bytes | memoryview] = []  # the open block's pieces
@@ -102,8 +102,18 @@ class BlockDeflater:
         self._pending: deque[tuple[Future[bytes], int]] = deque()
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
-    def add(self, pieces: tuple[bytes | memoryview, ...], length: int) -> list[bytes]:
-        """One message's pieces (`length` bytes in all) -> compressed output ready now."""
+    def add(
+        self, pieces: tuple[bytes | memoryview, ...], length: int, crc: int | None = None
+    ) -> list[bytes]:
+        """One message's pieces (`length` bytes in all) -> compressed output ready now.
+
+        `crc`: the stream's CRC-32 after these pieces, when the caller took it (chained from
+        `self.crc`, see `ArchiveWriter.write_stored_rows`); else it is taken here."""
+        if crc is None:
+            crc = self.crc
+            for piece in pieces:
+                crc = zlib.crc32(piece, crc)
+        self.crc = crc
         limit = self._limit()
         if self._block and self._block + length > limit:
             self._submit()
@@ -154,7 +164,6 @@ class BlockDeflater:
         count = self._count
         self._open.clear()
         self._block = self._count = 0
-        self.crc = zlib.crc32(data, self.crc)  # one call a block (zlib releases the GIL)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-deflate")
         fast = count < _TINY_MESSAGES

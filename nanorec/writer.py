@@ -306,10 +306,15 @@ class ArchiveWriter:
             self._flush_raw()  # no CRC pass at flush: it is taken
             self._last_flush_count = first + count
             self._last_flush_time = time.monotonic()
-        else:
-            crcs = np.array([crc32(piece) for piece in pieces], np.uint32)
+        else:  # the same single pass, chained from the block deflater's running CRC
+            blocks = self._blocks
+            before = running = blocks.crc
+            chain = []
             for piece in pieces:
-                self._emit_compressed(self._blocks.add((piece,), length))
+                running = crc32(piece, running)
+                chain.append(running)
+                self._emit_compressed(blocks.add((piece,), length, running))
+            crcs = part_crcs(np.array(chain, np.uint32), before, length)
         self._index.extend(np.full(count, length), column, crcs, flags, code)
         self._last_timestamp = int(column[-1])
         self._count = first + count
