@@ -34,7 +34,13 @@ def _multiply(a: int, b: U32) -> U32:
 
 
 def _multiply_scalar(a: int, b: int) -> int:
-    return int(_multiply(a, np.array([b], np.uint32))[0])
+    """`a * b` modulo the CRC polynomial (reflected), in plain Python (one value)."""
+    product = 0
+    for bit in range(31, -1, -1):
+        if a & (1 << bit):
+            product ^= b
+        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
+    return product
 
 
 @lru_cache(maxsize=1)

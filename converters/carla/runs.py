@@ -87,13 +87,17 @@ def fast_rows(
     segments = _segments(first, template, family)
     if segments is None:
         return None
-    check = _check_columns(first, template, family, world)
+    check, regions = _check_columns(first, template, family, world)
     count = run.count - at
     frames = np.frombuffer(
         buf, np.uint8, count=count * run.stride, offset=first.start + at * run.stride
     )
     frames = frames.reshape(count, run.stride)[: count - 1]  # not the last frame
     ok = (frames[1:, check] == frames[0, check]).all(axis=1)
+    for start, records, size, field in regions:
+        ids = frames[:, start : start + records * size].reshape(-1, records, size)
+        ids = ids[:, :, field : field + 4]
+        ok &= (ids[1:] == ids[0]).all(axis=(1, 2))
     elapsed = frames[1:, _ELAPSED_AT : _ELAPSED_AT + 8].copy().view("<f8")[:, 0]
     valid = np.isfinite(elapsed) & (elapsed >= 0)
     ok &= ~valid | (elapsed * 1e6 < _MAX_STAMP)
@@ -176,11 +180,13 @@ def _bin_header(length: int) -> bytes:
 
 def _check_columns(
     first: Frame, template: Mapping[str, Any], family: Family, world: WorldTablesBuilder
-) -> npt.NDArray[np.intp]:
-    """Byte columns (relative to the frame) that must equal the template's: every count
-    field, the wheel counts of AnimVehicleWheels records, and while some actor has no pose
-    yet, the ids of the Position records (a new id there is news for the world tables)."""
+) -> tuple[npt.NDArray[np.intp], list[tuple[int, int, int, int]]]:
+    """What must equal the template's, relative to the frame: byte columns (every count
+    field, the wheel counts of AnimVehicleWheels records), and while some actor has no pose
+    yet, the ids of the Position records (a new id there is news for the world tables), as
+    (first record, records, record size, id offset): compared as a strided view."""
     columns: list[int] = []
+    regions: list[tuple[int, int, int, int]] = []
     dtypes = FIXED_DTYPES[family.engine]
     start = first.start
     for pid, offset, size in zip(first.ids, first.offsets, first.sizes, strict=True):
@@ -196,11 +202,9 @@ def _check_columns(
         if kind is Kind.POSITION and world.unposed and size > 2:
             dtype = dtypes[kind]
             records = (size - 2) // dtype.itemsize
-            base = body + 2 + dtype.fields["id"][1] if dtype.fields else body + 2
-            for r in range(records):
-                at = base + r * dtype.itemsize
-                columns += [at, at + 1, at + 2, at + 3]
-    return np.array(columns, np.intp)
+            field = dtype.fields["id"][1] if dtype.fields else 0
+            regions.append((body + 2, records, dtype.itemsize, field))
+    return np.array(columns, np.intp), regions
 
 
 def _build(
@@ -226,8 +230,9 @@ def _build(
         + 1
         + np.dtype(stamp_type).itemsize
     )
-    # one row of the constant bytes (zeros where values go), copied to every row at once,
-    # then the variable columns: a few wide strided copies instead of many narrow ones
+    # one row of the constant bytes (zeros where values go), copied to every row piece by
+    # piece between the values (a whole-row copy first writes every byte twice: slower even
+    # on 700-byte rows), then the values: a few strided copies per run of messages
     template = np.zeros(length, np.uint8)
     columns: list[tuple[int, npt.NDArray[np.uint8]]] = []  # (where, per-row values)
     at = _put(template, 0, head)
@@ -246,7 +251,10 @@ def _build(
     at = _put(template, at, order + _TIMESTAMP_KEY + (b"\xcf" if stamp_type == ">u8" else b"\xce"))
     columns.append((at, stamps.astype(stamp_type).view(np.uint8).reshape(rows, length - at)))
     out = np.empty((rows, length), np.uint8)
-    out[:] = template
+    done = 0
+    for where, values in columns:
+        out[:, done:where] = template[done:where]
+        done = where + values.shape[1]
     for where, values in columns:
         out[:, where : where + values.shape[1]] = values
     return out, stamps
