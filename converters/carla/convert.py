@@ -133,7 +133,7 @@ def _convert(
 ) -> ConvertReport:
     header = Header.parse(buf)
     fam = resolve(buf, header.size, family).family
-    digest = _FileHash(buf)
+    digest = _FileHash(source, len(buf))
     try:
         return _write_archive(buf, source, out, header, fam, digest, overwrite, progress)
     finally:
@@ -319,33 +319,46 @@ def _write_archive(
 
 
 class _FileHash:
-    """The sha256 of the whole source file, computed by a second thread while this one
-    converts (hashlib releases the GIL on large updates): hashing was a fifth of the
-    conversion time. The archive records it so that `export` can say "identical"."""
+    """The sha256 of the source file's first `size` bytes (the mapped ones), computed by a
+    second thread while this one converts (hashlib and file reads release the GIL): hashing
+    was a fifth of the conversion time. The archive records it so that `export` can say
+    "identical". It reads the file itself rather than the map, so that the pages it gets
+    ahead of the conversion do not count in the process's memory (the conversion gives
+    back the pages it is done with)."""
 
     _CHUNK = 4 << 20
 
-    def __init__(self, buf: Any) -> None:
+    def __init__(self, path: Path, size: int) -> None:
         self._digest = hashlib.sha256()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(buf,), daemon=True)
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True)
         self._thread.start()
 
-    def _run(self, buf: Any) -> None:
-        with memoryview(buf) as view:
-            for start in range(0, len(view), self._CHUNK):
-                if self._stop.is_set():
-                    return
-                self._digest.update(view[start : start + self._CHUNK])
+    def _run(self, path: Path, size: int) -> None:
+        try:
+            with path.open("rb", buffering=0) as handle:
+                chunk = bytearray(self._CHUNK)
+                view = memoryview(chunk)
+                done = 0
+                while done < size and not self._stop.is_set():
+                    got = handle.readinto(view[: min(self._CHUNK, size - done)])
+                    if not got:
+                        raise OSError(f"{path} became shorter while being converted")
+                    self._digest.update(view[:got])
+                    done += got
+        except OSError as error:
+            self._error = error
 
     def hexdigest(self) -> str:
-        """Waits for the hash of the whole file."""
+        """Waits for the hash of the whole file; raises the OSError that reading it met."""
         self._thread.join()
+        if self._error is not None:
+            raise self._error
         return self._digest.hexdigest()
 
     def close(self) -> None:
-        """Stops the thread (when conversion failed) and waits for it to let go of the
-        buffer, which may then be closed."""
+        """Stops the thread (when conversion failed) and waits for it."""
         self._stop.set()
         self._thread.join()
 
