@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from nanorec.crc import crc32
 from nanorec.errors import ArchiveError, TruncatedError
 from nanorec.zipfile64 import Buffer
 
@@ -112,7 +113,7 @@ class BlockDeflater:
         if crc is None:
             crc = self.crc
             for piece in pieces:
-                crc = zlib.crc32(piece, crc)
+                crc = crc32(piece, crc)
         self.crc = crc
         limit = self._limit()
         if self._block and self._block + length > limit:

@@ -43,7 +43,7 @@ import numpy as np
 from nanorec import atomic
 from nanorec._version import __version__
 from nanorec.blocks import BLOCK_BYTES, BlockDeflater, deflater
-from nanorec.crc import part_crcs
+from nanorec.crc import crc32, part_crcs
 from nanorec.describe import (
     DELTA_ZLIB,
     RAW,
@@ -297,7 +297,6 @@ class ArchiveWriter:
         view = memoryview(rows).cast("B")  # type: ignore[arg-type]
         total = count * length
         pieces = [view[at : at + length] for at in range(0, total, length)]
-        crc32 = zlib.crc32
         if self._blocks is None:
             # one pass for both CRCs: the member's running CRC, then each message's from it
             self.flush()  # buffered parts first: their CRC is taken at flush
@@ -362,7 +361,7 @@ class ArchiveWriter:
             if self._in_messages and self._blocks is None:
                 crc = self._messages_crc
                 for part in self._parts:
-                    crc = zlib.crc32(part, crc)
+                    crc = crc32(part, crc)
                 self._messages_crc = crc
             self._flush_raw()
         self._last_flush_count = self._count
@@ -441,7 +440,7 @@ class ArchiveWriter:
         crc = 0
         for piece in pieces:
             length += len(piece)
-            crc = zlib.crc32(piece, crc)
+            crc = crc32(piece, crc)
         if self._blocks is None:
             self._parts += pieces
             self._pending += length
