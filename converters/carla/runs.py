@@ -32,7 +32,7 @@ from nanorec.wire import TIMESTAMP_KEY, map_header
 from .frames import Frame, Run
 from .ids import SHAPES, Family, Kind, Shape
 from .message import INDEX_KEY, KEY_KINDS, KIND_KEYS, ORDER_KEY, wheel_records
-from .records import FIXED_DTYPES
+from .records import FIXED_DTYPES, WHEEL_ANIM_DTYPE
 from .world import SPARSE_FIXED_KINDS, WorldTablesBuilder
 
 #: Kinds a fast frame may hold: records the world tables never look at frame by frame.
@@ -44,6 +44,7 @@ _MAX_STAMP = float(1 << 62)
 #: Messages built per numpy pass: small enough to stay in cache from the copy to the write.
 _CHUNK_BYTES = 1 << 20
 WHEELS = Kind.ANIM_VEHICLE_WHEELS
+WHEEL_SIZE = WHEEL_ANIM_DTYPE.itemsize  # 9 bytes a wheel, after 8 of vehicle id and count
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def fast_rows(
     ok = (frames[1:, check] == frames[0, check]).all(axis=1)
     for start, records, size, field in regions:
         ids = frames[:, start : start + records * size].reshape(-1, records, size)
-        ids = ids[:, :, field : field + 4]
+        ids = ids[:, :, field : field + 4].view("<u4")  # one compare per value, not four
         ok &= (ids[1:] == ids[0]).all(axis=(1, 2))
     elapsed = frames[1:, _ELAPSED_AT : _ELAPSED_AT + 8].copy().view("<f8")[:, 0]
     valid = np.isfinite(elapsed) & (elapsed >= 0)
@@ -182,9 +183,10 @@ def _check_columns(
     first: Frame, template: Mapping[str, Any], family: Family, world: WorldTablesBuilder
 ) -> tuple[npt.NDArray[np.intp], list[tuple[int, int, int, int]]]:
     """What must equal the template's, relative to the frame: byte columns (every count
-    field, the wheel counts of AnimVehicleWheels records), and while some actor has no pose
-    yet, the ids of the Position records (a new id there is news for the world tables), as
-    (first record, records, record size, id offset): compared as a strided view."""
+    field, the wheel counts of AnimVehicleWheels records), and as strided regions (first
+    record, records, record size, field offset: a view, much cheaper than gathering
+    columns) the wheel counts when every vehicle has as many wheels, and while some actor
+    has no pose yet the ids of the Position records (news for the world tables)."""
     columns: list[int] = []
     regions: list[tuple[int, int, int, int]] = []
     dtypes = FIXED_DTYPES[family.engine]
@@ -197,8 +199,13 @@ def _check_columns(
             columns += [body, body + 1]
         wheels = template.get(KIND_KEYS[kind]) if kind is WHEELS else None
         if wheels is not None:  # the template's records fill the body exactly
-            for _vehicle, at, _count in wheel_records(wheels) or ():
-                columns += range(body + 2 + at - 4, body + 2 + at)
+            found = wheel_records(wheels) or []
+            if len({count for _, _, count in found}) == 1:  # one record size: strided
+                size = 8 + WHEEL_SIZE * found[0][2]
+                regions.append((body + 2, len(found), size, 4))
+            else:
+                for _vehicle, at, _count in found:
+                    columns += range(body + 2 + at - 4, body + 2 + at)
         if kind is Kind.POSITION and world.unposed and size > 2:
             dtype = dtypes[kind]
             records = (size - 2) // dtype.itemsize
