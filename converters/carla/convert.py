@@ -19,10 +19,8 @@ side members make the archive self-sufficient:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import mmap
 import os
-import threading
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,7 +46,6 @@ from .ids import Family, Kind
 from .message import (
     FRAME_START,
     KIND_KEYS,
-    PACKET_HEADER,
     RAW_KEY,
     _text,
     kind_key,
@@ -61,6 +58,7 @@ from .meta import (
 )
 from .meta import read_meta as read_meta
 from .runs import fast_rows
+from .source import FileHash, frame_head, resync
 from .walk import Truncation
 from .world import WorldTablesBuilder
 
@@ -133,7 +131,7 @@ def _convert(
 ) -> ConvertReport:
     header = Header.parse(buf)
     fam = resolve(buf, header.size, family).family
-    digest = _FileHash(source, len(buf))
+    digest = FileHash(source, len(buf))
     try:
         return _write_archive(buf, source, out, header, fam, digest, overwrite, progress)
     finally:
@@ -146,7 +144,7 @@ def _write_archive(
     out: Path,
     header: Header,
     fam: Family,
-    digest: _FileHash,
+    digest: FileHash,
     overwrite: bool,
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
@@ -213,7 +211,7 @@ def _write_archive(
                     item = run
                 if isinstance(item, Truncation):
                     if pending is not None and previous is not None:
-                        resume = _resync(buf, pending.start + 1, previous)
+                        resume = resync(buf, pending.start + 1, previous)
                     if resume is None:
                         truncation = item
                     break
@@ -222,9 +220,9 @@ def _write_archive(
                     done = item.end
                     continue
                 if pending is not None:
-                    head = _frame_head(buf, pending)
-                    if head is None or _frame_head(buf, item) is None:
-                        resume = _resync(buf, pending.start + 1, previous)
+                    head = frame_head(buf, pending)
+                    if head is None or frame_head(buf, item) is None:
+                        resume = resync(buf, pending.start + 1, previous)
                         if resume is None:
                             truncation = Truncation(pending.start, "damaged: no frame follows")
                             pending = None
@@ -244,7 +242,7 @@ def _write_archive(
                 while at + 1 < run.count:
                     assert pending is not None
                     last_time = write(pending, last_time)
-                    previous = _frame_head(buf, pending)
+                    previous = frame_head(buf, pending)
                     rows = fast_rows(
                         buf,
                         run,
@@ -318,51 +316,6 @@ def _write_archive(
     )
 
 
-class _FileHash:
-    """The sha256 of the source file's first `size` bytes (the mapped ones), computed by a
-    second thread while this one converts (hashlib and file reads release the GIL): hashing
-    was a fifth of the conversion time. The archive records it so that `export` can say
-    "identical". It reads the file itself rather than the map, so that the pages it gets
-    ahead of the conversion do not count in the process's memory (the conversion gives
-    back the pages it is done with)."""
-
-    _CHUNK = 4 << 20
-
-    def __init__(self, path: Path, size: int) -> None:
-        self._digest = hashlib.sha256()
-        self._stop = threading.Event()
-        self._error: OSError | None = None
-        self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True)
-        self._thread.start()
-
-    def _run(self, path: Path, size: int) -> None:
-        try:
-            with path.open("rb", buffering=0) as handle:
-                chunk = bytearray(self._CHUNK)
-                view = memoryview(chunk)
-                done = 0
-                while done < size and not self._stop.is_set():
-                    got = handle.readinto(view[: min(self._CHUNK, size - done)])
-                    if not got:
-                        raise OSError(f"{path} became shorter while being converted")
-                    self._digest.update(view[:got])
-                    done += got
-        except OSError as error:
-            self._error = error
-
-    def hexdigest(self) -> str:
-        """Waits for the hash of the whole file; raises the OSError that reading it met."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._digest.hexdigest()
-
-    def close(self) -> None:
-        """Stops the thread (when conversion failed) and waits for it."""
-        self._stop.set()
-        self._thread.join()
-
-
 def _write_frame(
     writer: ArchiveWriter,
     packer: msgpack.Packer,
@@ -414,36 +367,6 @@ def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
     family, and any packets before the first frame, so that an archive recovered from a
     killed writer (without its CARLA member) can be made whole again (`adopt.py`)."""
     return {"header": header_bytes, "family": fam.name, "prelude": prelude}
-
-
-def _frame_head(buf: Any, run: Frame) -> int | None:
-    """The frame id of a run that opens with a well-formed FrameStart packet (id 0, a 24-byte
-    body), else None: a run opening otherwise is where a damaged size field threw the walk."""
-    if run.ids[0] != FRAME_START_ID or run.sizes[0] != FRAME_START.size:
-        return None
-    return int(FRAME_START.unpack_from(buf, run.offsets[0] + 5)[0])
-
-
-#: The packet header every FrameStart has: id 0, a 24-byte body.
-_FRAME_START_HEADER = PACKET_HEADER.pack(FRAME_START_ID, FRAME_START.size)
-#: How far past the last good frame id a resynchronised frame may be.
-_RESYNC_IDS = 100_000
-
-
-def _resync(buf: Any, search_from: int, last_id: int | None) -> int | None:
-    """Offset of the first FrameStart after `search_from` whose frame id follows `last_id`
-    (later, and not absurdly far: 8 bytes that random data hardly ever matches), or None."""
-    if last_id is None:
-        return None
-    position = search_from
-    while True:
-        position = buf.find(_FRAME_START_HEADER, position)
-        if position < 0 or position + 5 + FRAME_START.size > len(buf):
-            return None
-        frame_id = FRAME_START.unpack_from(buf, position + 5)[0]
-        if last_id < frame_id <= last_id + _RESYNC_IDS:
-            return int(position)
-        position += 1
 
 
 def _state_change(
