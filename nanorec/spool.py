@@ -59,6 +59,8 @@ class IndexSpool:
         self.max_length = 0
         self.max_flags = 0
         self._rows: list[Row] = []
+        self._blocks: list[NDArray[Any]] = []  # tables of rows before `_rows` (see `extend`)
+        self._count = 0  # rows in `_blocks`
         self._extra = bytearray()
         self._file: IO[bytes] | None = None
         self._chunks: list[_Chunk] = []
@@ -67,13 +69,47 @@ class IndexSpool:
         self._rows.append(row)
         if extra:
             self._extra += extra
-        if len(self._rows) >= self.chunk_rows:
+        if len(self._rows) + self._count >= self.chunk_rows:
             self.spill()
+
+    def extend(
+        self,
+        lengths: NDArray[Any],
+        timestamps: NDArray[Any],
+        crcs: NDArray[Any],
+        flags: int,
+        types: int,
+    ) -> None:
+        """Append one row per message of a run written at once (no caller metadata):
+        columns instead of a tuple per row, for `ArchiveWriter.write_stored_rows`."""
+        block = np.zeros(len(lengths), dtype=_ROW)
+        block["length"] = lengths
+        block["timestamp_us"] = timestamps
+        block["crc"] = crcs
+        block["flags"] = flags
+        block["types"] = types
+        self._take_rows()
+        self._blocks.append(block)
+        self._count += len(block)
+        if self._count >= self.chunk_rows:
+            self.spill()
+
+    def _take_rows(self) -> None:
+        """Move the tuple rows appended so far into `_blocks`, as one table (keeps order)."""
+        if self._rows:
+            self._blocks.append(np.array(self._rows, dtype=_ROW))
+            self._count += len(self._rows)
+            self._rows.clear()
 
     def spill(self) -> None:
         """Write the rows in memory to the spool file."""
-        rows = self._rows
-        count = len(rows)
+        self._take_rows()
+        if not self._blocks:
+            return
+        table = np.concatenate(self._blocks) if len(self._blocks) > 1 else self._blocks[0]
+        self._blocks.clear()
+        self._count = 0
+        count = len(table)
         if not count:
             return
         if self._file is None:
@@ -81,7 +117,6 @@ class IndexSpool:
             self._file = tempfile.TemporaryFile(  # noqa: SIM115 - closed in close()
                 dir=self.directory, prefix=".nanorec-index-"
             )
-        table = np.array(rows, dtype=_ROW)
         self.max_length = max(self.max_length, int(table["length"].max()))
         self.max_flags = max(self.max_flags, int(table["flags"].max()))
         position = self._file.seek(0, os.SEEK_END)
@@ -89,7 +124,6 @@ class IndexSpool:
             self._file.write(table[name].astype(dtype).tobytes())
         self._file.write(self._extra)
         self._chunks.append(_Chunk(position, count, len(self._extra)))
-        rows.clear()
         self._extra.clear()
 
     def chunks(self) -> Iterator[tuple[dict[str, NDArray[Any]], bytes]]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import os
+import threading
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -42,6 +43,7 @@ import numpy as np
 from nanorec import atomic
 from nanorec._version import __version__
 from nanorec.blocks import BLOCK_BYTES, BlockDeflater, deflater
+from nanorec.crc import crc32, part_crcs
 from nanorec.describe import (
     DELTA_ZLIB,
     RAW,
@@ -79,6 +81,9 @@ FLUSH_MESSAGES: Final = 1024
 FLUSH_SECONDS: Final = 1.0
 #: Index rows kept in memory before they are spooled to the temporary file.
 CHUNK_ROWS: Final = 65536
+
+#: Start a background fdatasync each time this many more bytes are written.
+WRITEBACK_BYTES: Final = 16 << 20
 
 #: Buffers per `os.writev` call (under every system's IOV_MAX).
 _IOV_BATCH: Final = 512
@@ -165,6 +170,9 @@ class ArchiveWriter:
         self._parts: list[bytes | memoryview] = []
         self._pending = 0  # bytes in _parts
         self._position = 0  # file offset of the first buffered byte
+        self._synced = 0  # bytes a background fdatasync was started for
+        self._writeback: threading.Thread | None = None
+        self._writeback_error: OSError | None = None
         self._messages_crc = 0
         self._last_flush_count = 0
         self._last_flush_time = time.monotonic()
@@ -262,6 +270,78 @@ class ArchiveWriter:
         """
         return self._append(packed, tuple(types), timestamp_us, flags, metadata, embed=True)
 
+    def write_stored_rows(
+        self,
+        rows: np.ndarray[Any, np.dtype[np.uint8]],
+        timestamps_us: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
+        *,
+        types: Sequence[str],
+        flags: int = 0,
+    ) -> int:
+        """Append one message per row of `rows` (a C-contiguous 2-D uint8 array), each
+        already a complete stored message: a msgpack map whose last entry is the `"nanorec.t"`
+        timestamp entry (`nanorec.wire.timestamp_entry`) of its `timestamps_us` value.
+
+        For converters that build runs of same-shaped messages with numpy: one call instead
+        of one `write_packed` per message, no per-message copy (the rows are written as views
+        of `rows`, which the caller must not change afterwards). Only the index rows and the
+        CRCs are per message. Same checks on timestamps, flags and types as `write`; the
+        caller is trusted for the row contents. Returns the number of the first message.
+        """
+        self._check_open()
+        count, length = rows.shape
+        if len(timestamps_us) != count or not rows.flags.c_contiguous:
+            raise UsageError("one timestamp per row, and C-contiguous rows, are needed")
+        first = self._count
+        if not count:
+            return first
+        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
+        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
+            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        if not 0 <= flags <= _UINT64_MAX:
+            raise UsageError(f"flags must be in [0, 2**64), not {flags}")
+        key = tuple(types)
+        code = self._valid_types.get(key)
+        if code is None:
+            code = self._register_types(key)
+        view = memoryview(rows).cast("B")  # type: ignore[arg-type]
+        total = count * length
+        pieces = [view[at : at + length] for at in range(0, total, length)]
+        if self._blocks is None:
+            # one pass for both CRCs: the member's running CRC, then each message's from it
+            self.flush()  # buffered parts first: their CRC is taken at flush
+            before = running = self._messages_crc
+            chain = []
+            for piece in pieces:
+                running = crc32(piece, running)
+                chain.append(running)
+            crcs = part_crcs(np.array(chain, np.uint32), before, length)
+            self._messages_crc = running
+            self._parts.append(view)
+            self._pending += total
+            self._flush_raw()  # no CRC pass at flush: it is taken
+            self._last_flush_count = first + count
+            self._last_flush_time = time.monotonic()
+        else:  # the same single pass, chained from the block deflater's running CRC
+            blocks = self._blocks
+            before = running = blocks.crc
+            chain = []
+            for piece in pieces:
+                running = crc32(piece, running)
+                chain.append(running)
+                self._emit_compressed(blocks.add((piece,), length, running))
+            crcs = part_crcs(np.array(chain, np.uint32), before, length)
+        self._index.extend(np.full(count, length), column, crcs, flags, code)
+        self._last_timestamp = int(column[-1])
+        self._count = first + count
+        if (
+            self._pending >= FLUSH_BYTES
+            or self._count - self._last_flush_count >= FLUSH_MESSAGES
+            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        ):
+            self.flush()
+        return first
+
     def add_member(
         self, name: str, data: bytes | Iterable[bytes], *, compress: bool | None = None
     ) -> None:
@@ -291,12 +371,13 @@ class ArchiveWriter:
             if self._in_messages and self._blocks is None:
                 crc = self._messages_crc
                 for part in self._parts:
-                    crc = zlib.crc32(part, crc)
+                    crc = crc32(part, crc)
                 self._messages_crc = crc
             self._flush_raw()
         self._last_flush_count = self._count
         self._last_flush_time = time.monotonic()
         if fsync:
+            self._join_writeback()
             os.fsync(self._fd)
 
     def close(self) -> None:
@@ -369,7 +450,7 @@ class ArchiveWriter:
         crc = 0
         for piece in pieces:
             length += len(piece)
-            crc = zlib.crc32(piece, crc)
+            crc = crc32(piece, crc)
         if self._blocks is None:
             self._parts += pieces
             self._pending += length
@@ -475,6 +556,37 @@ class ArchiveWriter:
         self._position += self._pending
         self._parts.clear()
         self._pending = 0
+        if self._position - self._synced >= WRITEBACK_BYTES:
+            self._start_writeback()
+
+    def _start_writeback(self) -> None:
+        """Have a second thread `fdatasync` what is written so far, while this one goes on:
+        the disk writes then overlap the conversion instead of all waiting for the final
+        fsync at close (a fifth of a fast conversion's time). One at a time; an error is
+        raised by `_join_writeback` (a later fsync might not report it again)."""
+        if self._writeback is not None and self._writeback.is_alive():
+            return
+        self._join_writeback()
+        self._synced = self._position
+        fd = self._fd
+
+        def sync() -> None:
+            try:
+                os.fdatasync(fd)
+            except OSError as error:
+                self._writeback_error = error
+
+        self._writeback = threading.Thread(target=sync, name="nanorec-writeback", daemon=True)
+        self._writeback.start()
+
+    def _join_writeback(self) -> None:
+        """Wait for the background `fdatasync` (before the fd is synced again or closed)."""
+        if self._writeback is not None:
+            self._writeback.join()
+            self._writeback = None
+        error, self._writeback_error = self._writeback_error, None
+        if error is not None:
+            raise error
 
     def _write_all(self, data: bytes | bytearray) -> None:
         with memoryview(data) as view:
@@ -486,6 +598,9 @@ class ArchiveWriter:
         return self._position + self._pending
 
     def _close_files(self) -> None:
+        if self._writeback is not None:  # its error, if any, no longer matters
+            self._writeback.join()
+            self._writeback = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -16,11 +16,11 @@ from typing import Any
 from nanorec.errors import FormatError, NanorecError
 from nanorec.reader import ArchiveReader
 
-from .convert import HEAD_KEY, META_MEMBER, WORLD_MEMBER, _meta
 from .header import Header
 from .ids import FAMILIES
 from .ids import family as family_named
 from .message import ORDER_KEY
+from .meta import HEAD_KEY, META_MEMBER, WORLD_MEMBER, _meta
 from .world import WorldTablesBuilder
 
 

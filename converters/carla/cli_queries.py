@@ -64,7 +64,7 @@ def _query(
     path: Path, make: Callable[[Path], Iterator[str]], make_json: Callable[[Path], object]
 ) -> None:
     """Run a query on a CARLA file or on the native bytes of a nanorec archive."""
-    from .convert import native_file
+    from .export import native_file
 
     run(lambda: check_input(path))  # one wording for missing, non-regular and empty files
 

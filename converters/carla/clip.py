@@ -108,7 +108,7 @@ def _frame_end(rec: CarlaRecording, index: int) -> bytes:
 
 
 def _header_bytes(rec: CarlaRecording) -> bytes:
-    from .convert import read_meta
+    from .meta import read_meta
 
     return bytes(read_meta(rec.reader)["header"]["bytes"])
 

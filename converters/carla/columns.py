@@ -84,7 +84,7 @@ class _Heads:
 class _WheelLayout:
     """Which bytes of an AnimVehicleWheels body are wheel records (not a vehicle's id and
     wheel count), the vehicles' id offsets and wheel counts; cached for the layout of the
-    previous frame (`message.WheelLayout`'s check: same size, same wheel-count bytes at the
+    previous frame (the check `runs.py` makes: same size, same wheel-count bytes at the
     same places, hence the same records)."""
 
     def __init__(self) -> None:

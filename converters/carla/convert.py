@@ -19,13 +19,10 @@ side members make the archive self-sufficient:
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import itertools
 import mmap
 import os
-import tempfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,36 +30,39 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from nanorec.atomic import write_hashed
-from nanorec.errors import FormatError, OutputExistsError
-from nanorec.reader import ArchiveReader
-from nanorec.wire import inflate_bounded
+from nanorec.errors import OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
+
+# `export`, `read_meta` and the rest of the archive side are imported from here too.
+from .export import ExportReport as ExportReport
+from .export import export as export
+from .export import iter_native as iter_native
+from .export import native_file as native_file
+from .frames import Frame, FrameMaps, Run, iter_frames
 from .header import Header
-from .ids import FAMILIES, SHAPES, Family, Kind, Shape
-from .ids import family as family_named
+from .ids import Family, Kind
 from .message import (
     FRAME_START,
     KIND_KEYS,
-    PACKET_HEADER,
     RAW_KEY,
-    FrameEncoder,
     _text,
-    checked_frame,
-    iter_message_packets,
     kind_key,
 )
-from .records import FIXED_DTYPES
-from .walk import Truncation, iter_walk
+from .meta import (
+    HEAD_KEY,
+    META_MEMBER,
+    WORLD_MEMBER,
+    _meta,
+)
+from .meta import read_meta as read_meta
+from .runs import fast_rows
+from .source import FileHash, frame_head, resync
+from .walk import Truncation
 from .world import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
-META_MEMBER = "carla.msgpack.zlib"  # zlib: small, read once at open
-WORLD_MEMBER = "carla-world.msgpack.zlib"  # zlib: it repeats spawn records (loaded once)
-META_VERSION = 1
-HEAD_KEY = "carla"  # the first message's extra entry (see `_head`)
 STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` change
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
@@ -86,64 +86,6 @@ class ConvertReport:
     sha256: str
     #: (offset, length) of damaged stretches inside the file, kept verbatim (frames lost)
     damaged: list[tuple[int, int]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ExportReport:
-    """What `export` wrote, and whether it matches the converted source's sha256."""
-
-    output: Path
-    size: int
-    sha256: str
-    identical: bool | None  # None when the archive records no source hash
-
-
-@dataclass
-class _Frame:
-    """One run of packets from a FrameStart up to the next (columns from the walk)."""
-
-    ids: list[int]
-    offsets: list[int]
-    sizes: list[int]
-
-    @property
-    def start(self) -> int:
-        return self.offsets[0]
-
-    @property
-    def end(self) -> int:
-        return self.offsets[-1] + 5 + self.sizes[-1]
-
-
-def iter_frames(buf: Any, start: int) -> Iterator[_Frame | Truncation]:
-    """Runs of packets from one FrameStart up to the next, in file order.
-
-    The first run may not start with a FrameStart (a prelude); the last may lack its
-    FrameEnd (a crashed recording). A cut packet ends the walk and is yielded last, as
-    the walk's `Truncation`.
-    """
-    pending = _Frame([], [], [])
-    for packets in iter_walk(buf, start):
-        ids = packets.ids.tolist()
-        offsets = packets.offsets.tolist()
-        sizes = packets.sizes.tolist()
-        cuts = [0, *np.flatnonzero(packets.ids == FRAME_START_ID).tolist(), len(ids)]
-        for lo, hi in itertools.pairwise(cuts):
-            if lo == hi:
-                continue
-            if ids[lo] == FRAME_START_ID and pending.ids:
-                yield pending
-                pending = _Frame([], [], [])
-            pending.ids += ids[lo:hi]
-            pending.offsets += offsets[lo:hi]
-            pending.sizes += sizes[lo:hi]
-        if packets.truncation is not None:
-            if pending.ids:
-                yield pending
-            yield packets.truncation
-            return
-    if pending.ids:
-        yield pending
 
 
 def convert(
@@ -189,13 +131,29 @@ def _convert(
 ) -> ConvertReport:
     header = Header.parse(buf)
     fam = resolve(buf, header.size, family).family
-    digest = hashlib.sha256(buf[: header.size])
+    digest = FileHash(source, len(buf))
+    try:
+        return _write_archive(buf, source, out, header, fam, digest, overwrite, progress)
+    finally:
+        digest.close()
+
+
+def _write_archive(
+    buf: Any,
+    source: Path,
+    out: Path,
+    header: Header,
+    fam: Family,
+    digest: FileHash,
+    overwrite: bool,
+    progress: Callable[[int], None] | None,
+) -> ConvertReport:
     world = WorldTablesBuilder(fam.engine)
     packer = msgpack.Packer()
-    encoder = FrameEncoder(fam)
+    encoder = FrameMaps(fam)
     raw_counts: dict[int, int] = {}
     prelude = b""
-    done = header.size  # bytes hashed so far
+    done = header.size  # bytes converted so far
     truncation: Truncation | None = None
     damaged: list[tuple[int, int, int]] = []  # (frame written before, start, end) offsets
     last_time = 0
@@ -206,6 +164,7 @@ def _convert(
         source={"name": source.name, "size": len(buf), "family": fam.name},
     ) as writer:
         released = 0
+        template: dict[str, Any] = {}
 
         def release(upto: int) -> None:
             """Drop the source pages already converted from memory (bounded RSS on big files)."""
@@ -216,10 +175,10 @@ def _convert(
                     buf.madvise(mmap.MADV_DONTNEED, released, end - released)
                 released = end
 
-        def write(run: _Frame, last_time: int) -> int:
-            nonlocal done
+        def write(run: Frame, last_time: int) -> int:
+            nonlocal done, template
             first = writer.message_count == 0
-            last_time = _write_frame(
+            last_time, template = _write_frame(
                 writer,
                 packer,
                 world,
@@ -231,7 +190,6 @@ def _convert(
                 encoder,
                 _head(bytes(buf[: header.size]), fam, prelude) if first else None,
             )
-            digest.update(buf[done : run.end])
             done = run.end
             release(done)
             return last_time
@@ -241,27 +199,30 @@ def _convert(
         # malformed one, or by a cut mid-file, is damage (a broken size field throws the
         # walk off): its bytes are kept verbatim and the walk starts again at the next
         # FrameStart that continues the recording, if one follows.
-        pending: _Frame | None = None
+        pending: Frame | None = None
         position: int | None = header.size
         previous: int | None = None  # frame id of the last frame written
         while position is not None:
             resume: int | None = None
-            for item in iter_frames(buf, position):
+            for run in iter_frames(buf, position, fam):
+                if isinstance(run, Run):
+                    item: Frame | Truncation = run.first
+                else:
+                    item = run
                 if isinstance(item, Truncation):
                     if pending is not None and previous is not None:
-                        resume = _resync(buf, pending.start + 1, previous)
+                        resume = resync(buf, pending.start + 1, previous)
                     if resume is None:
                         truncation = item
                     break
                 if item.ids[0] != FRAME_START_ID:  # packets before the first FrameStart
                     prelude = bytes(buf[item.start : item.end])
-                    digest.update(prelude)
                     done = item.end
                     continue
                 if pending is not None:
-                    head = _frame_head(buf, pending)
-                    if head is None or _frame_head(buf, item) is None:
-                        resume = _resync(buf, pending.start + 1, previous)
+                    head = frame_head(buf, pending)
+                    if head is None or frame_head(buf, item) is None:
+                        resume = resync(buf, pending.start + 1, previous)
                         if resume is None:
                             truncation = Truncation(pending.start, "damaged: no frame follows")
                             pending = None
@@ -271,10 +232,45 @@ def _convert(
                     if progress is not None and writer.message_count % 1024 == 0:
                         progress(done)
                 pending = item
+                if not isinstance(run, Run):
+                    continue
+                # A run: each frame written the per-frame way is the template of the frames
+                # after it, written at once while they match it (`runs.py`). Every frame is
+                # proven whole by the next (same layout, so a well-formed FrameStart); the
+                # last one waits, like any, for what follows the run.
+                at = 0  # `pending` is frame `at` of the run
+                while at + 1 < run.count:
+                    assert pending is not None
+                    last_time = write(pending, last_time)
+                    previous = frame_head(buf, pending)
+                    rows = fast_rows(
+                        buf,
+                        run,
+                        at,
+                        template,
+                        fam,
+                        encoder.orders,
+                        world,
+                        writer.message_count,
+                        last_time,
+                    )
+                    if rows is not None:
+                        for data, stamps in rows.groups:
+                            writer.write_stored_rows(
+                                data, stamps, types=("frame",), flags=_flags(template)
+                            )
+                        at += rows.count
+                        last_time = rows.last_time
+                        previous = rows.last_frame_id
+                        done = run.first.start + (at + 1) * run.stride
+                        release(done)
+                        if progress is not None:
+                            progress(done)
+                    at += 1
+                    pending = run.frame(at)
             if resume is not None:
                 assert pending is not None
                 damaged.append((writer.message_count - 1, pending.start, resume))
-                digest.update(buf[done:resume])
                 done = resume
                 pending = None
             position = resume
@@ -287,7 +283,6 @@ def _convert(
                 truncation = Truncation(pending.start, "the last frame has no FrameEnd")
         written = writer.message_count
         tail = bytes(buf[done:])
-        digest.update(tail)
         sha = digest.hexdigest()
         writer.source["sha256"] = sha
         writer.add_member(WORLD_MEMBER, zlib.compress(world.to_bytes(), 6))
@@ -327,15 +322,15 @@ def _write_frame(
     world: WorldTablesBuilder,
     buf: Any,
     index: int,
-    run: _Frame,
+    run: Frame,
     raw_counts: dict[int, int],
     last_time: int,
-    encoder: FrameEncoder,
+    encoder: FrameMaps,
     head: dict[str, Any] | None = None,
-) -> int:
+) -> tuple[int, dict[str, Any]]:
     """Write one frame message (the first one also carries `head`); returns its timestamp
-    (µs)."""
-    frame, _ = encoder.encode(index, buf, run.ids, run.offsets, run.sizes)
+    (µs) and its frame map (the template of the frames that follow, see `runs.py`)."""
+    frame, _ = encoder.encode(index, buf, run)
     for position, _body in frame.get(RAW_KEY, ()):
         pid = run.ids[position]
         raw_counts[pid] = raw_counts.get(pid, 0) + 1
@@ -343,9 +338,7 @@ def _write_frame(
     message: dict[str, Any] = {"frame": frame}
     if head is not None:
         message[HEAD_KEY] = head
-    flags = 0
-    for key in frame:
-        flags |= _KEY_BITS.get(key, 0)
+    flags = _flags(frame)
     parents = frame.get(kind_key(Kind.EVENT_PARENT))
     if spawned or destroyed or parents:
         message["state"] = _state_change(world, spawned, destroyed, parents)
@@ -358,7 +351,15 @@ def _write_frame(
     writer.write_packed(
         packer.pack(message), types=list(message), timestamp_us=timestamp, flags=flags
     )
-    return timestamp
+    return timestamp, frame
+
+
+def _flags(frame: Mapping[str, Any]) -> int:
+    """The index flags of a frame map: one bit per kind it holds records of."""
+    flags = 0
+    for key in frame:
+        flags |= _KEY_BITS.get(key, 0)
+    return flags
 
 
 def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
@@ -366,36 +367,6 @@ def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
     family, and any packets before the first frame, so that an archive recovered from a
     killed writer (without its CARLA member) can be made whole again (`adopt.py`)."""
     return {"header": header_bytes, "family": fam.name, "prelude": prelude}
-
-
-def _frame_head(buf: Any, run: _Frame) -> int | None:
-    """The frame id of a run that opens with a well-formed FrameStart packet (id 0, a 24-byte
-    body), else None: a run opening otherwise is where a damaged size field threw the walk."""
-    if run.ids[0] != FRAME_START_ID or run.sizes[0] != FRAME_START.size:
-        return None
-    return int(FRAME_START.unpack_from(buf, run.offsets[0] + 5)[0])
-
-
-#: The packet header every FrameStart has: id 0, a 24-byte body.
-_FRAME_START_HEADER = PACKET_HEADER.pack(FRAME_START_ID, FRAME_START.size)
-#: How far past the last good frame id a resynchronised frame may be.
-_RESYNC_IDS = 100_000
-
-
-def _resync(buf: Any, search_from: int, last_id: int | None) -> int | None:
-    """Offset of the first FrameStart after `search_from` whose frame id follows `last_id`
-    (later, and not absurdly far: 8 bytes that random data hardly ever matches), or None."""
-    if last_id is None:
-        return None
-    position = search_from
-    while True:
-        position = buf.find(_FRAME_START_HEADER, position)
-        if position < 0 or position + 5 + FRAME_START.size > len(buf):
-            return None
-        frame_id = FRAME_START.unpack_from(buf, position + 5)[0]
-        if last_id < frame_id <= last_id + _RESYNC_IDS:
-            return int(position)
-        position += 1
 
 
 def _state_change(
@@ -421,137 +392,3 @@ def _state_change(
     # re-added while attached: the new actor has no parent (unless attached again)
     removals += [f"parent.{i}" for i in world.detached if i not in world.parent]
     return {"updates": updates, "removals": removals}
-
-
-def _meta(
-    header: Header,
-    header_bytes: bytes,
-    fam: Family,
-    prelude: bytes,
-    tail: bytes,
-    truncation: Truncation | None,
-    orders: Mapping[bytes, int],
-    damaged: list[list[Any]] | None = None,
-) -> bytes:
-    """The `carla.msgpack.zlib` member: what the archive needs to give the native file back."""
-    engine = fam.engine
-    kinds = {}
-    for kind, key in KIND_KEYS.items():
-        shape = SHAPES[kind]
-        entry: dict[str, Any] = {"kind": kind.value, "shape": shape.value}
-        if shape in (Shape.SINGLE, Shape.FIXED):
-            entry["dtype"] = FIXED_DTYPES[engine][kind].descr
-        kinds[key] = entry
-    return zlib.compress(
-        msgpack.packb(
-            {
-                "version": META_VERSION,
-                "family": fam.name,
-                "engine": engine.value,
-                "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
-                "header": {
-                    "bytes": header_bytes,
-                    "version": header.version,
-                    "magic": _text(header.magic),
-                    "date": header.date,
-                    "map_name": _text(header.map_name),
-                },
-                "keys": kinds,
-                "orders": sorted(orders, key=orders.__getitem__),
-                "prelude": prelude,
-                "tail": tail,
-                "damaged": damaged or [],
-                "truncation": None
-                if truncation is None
-                else {"offset": truncation.offset, "reason": truncation.reason},
-            }
-        ),
-        6,
-    )
-
-
-def _side_limit(reader: ArchiveReader) -> int:
-    """The most a CARLA side member may inflate to: its source file's size (the header and a
-    crashed tail are parts of it; the event tables hold less than the frames), plus slack."""
-    source = (reader.description or {}).get("source") or {}
-    size = source.get("size")
-    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
-    return known + (64 << 20)
-
-
-def read_meta(reader: ArchiveReader) -> dict[str, Any]:
-    """The `carla.msgpack.zlib` member of an archive; FormatError if it is missing or damaged."""
-    if META_MEMBER not in reader.member_names:
-        raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
-    try:
-        meta = msgpack.unpackb(
-            inflate_bounded(reader.member(META_MEMBER), _side_limit(reader), META_MEMBER)
-        )
-        meta["header"]["bytes"]
-        if meta["family"] not in FAMILIES:
-            family = meta["family"]
-            raise FormatError(f"damaged {META_MEMBER} member: unknown release family {family!r}")
-    except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
-        raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
-    return dict(meta)
-
-
-def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
-    """The native CARLA file of an archive, as consecutive chunks of bytes."""
-    meta = read_meta(reader)
-    fam = family_named(meta["family"])
-    orders = meta.get("orders", [])
-    reader.advise_sequential()
-    damaged: dict[int, list[bytes]] = {}
-    for after, data in meta.get("damaged", []):
-        damaged.setdefault(int(after), []).append(bytes(data))
-    yield meta["header"]["bytes"]
-    yield meta["prelude"]
-    yield from damaged.get(-1, [])
-    for index in range(len(reader)):
-        if index % 4096 == 4095:
-            reader.release_pages()
-        frame = checked_frame(reader[index], index, fam.engine)
-        try:
-            yield b"".join(
-                PACKET_HEADER.pack(pid, len(body)) + body
-                for pid, body in iter_message_packets(frame, fam, orders)
-            )
-        except FormatError as error:
-            raise FormatError(f"archive message {index}: {error.message}") from None
-        yield from damaged.get(index, [])
-    yield meta["tail"]
-
-
-def export(
-    archive: str | os.PathLike[str],
-    output: str | os.PathLike[str],
-    *,
-    overwrite: bool = False,
-) -> ExportReport:
-    """Write the native CARLA file of `archive` to `output`, byte for byte.
-
-    The output appears only when complete (temporary file + rename). `identical` in the
-    report compares its sha256 with the one recorded at conversion.
-    """
-    out = Path(output)
-    with ArchiveReader(archive) as reader:
-        size, sha = write_hashed(out, iter_native(reader), overwrite=overwrite)
-        expected = reader.source_sha256
-    return ExportReport(out, size, sha, None if expected is None else sha == expected)
-
-
-@contextlib.contextmanager
-def native_file(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """The path of `path`'s native CARLA bytes: `path` itself for a CARLA file, or for a
-    nanorec archive its export into a temporary directory (removed afterwards)."""
-    path = Path(path)
-    with path.open("rb") as handle:
-        is_archive = handle.read(4) == b"PK\x03\x04"
-    if not is_archive:
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
-        native = Path(folder) / path.name.removesuffix(".zip").removesuffix(".nanover")
-        export(path, native)
-        yield native

@@ -99,7 +99,7 @@ class CarlaConverter:
         """The exact file without a selection; else a clip CARLA replays (frames only: a
         kind filter has no meaning for a CARLA file)."""
         if selection is None or selection.everything:
-            from .convert import export
+            from .export import export
 
             report = export(reader.path, output, overwrite=overwrite)
             return ExportReport(

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from nanorec.errors import FormatError, NanorecError
+from nanorec.errors import FormatError
 
 from .ids import SHAPES, Engine, Family, Kind, Shape
 from .records import (
@@ -46,7 +46,6 @@ from .records import (
     VarRecord,
     VehicleWheels,
     WalkerBones,
-    parse_var_body,
     serialize_var_body,
 )
 
@@ -252,122 +251,6 @@ def wheel_records(data: bytes | memoryview) -> list[tuple[int, int, int]] | None
         found.append((vehicle, at + 8, wheels))
         at = end
     return found
-
-
-class WheelLayout:
-    """Remembers where the AnimVehicleWheels records of the last frame started.
-
-    CARLA writes the same vehicles in the same order frame after frame, so checking the
-    previous layout against the new bytes is one numpy gather instead of a loop.
-    """
-
-    def __init__(self) -> None:
-        self.size = -1
-        self.count_bytes = np.empty(0, np.intp)  # offsets of every wheel-count byte
-        self.expected = b""  # those bytes in the last layout
-
-    def count(self, data: bytes | memoryview) -> int | None:
-        """How many records `data` holds, or None if they do not fill it exactly."""
-        same_size = len(data) == self.size
-        if same_size and np.frombuffer(data, np.uint8)[self.count_bytes].tobytes() == self.expected:
-            return len(self.expected) // 4
-        found = wheel_records(data)
-        if found is None:
-            return None
-        self.size = len(data)
-        starts = np.array([start - 4 for _, start, _ in found], np.intp)
-        self.count_bytes = (starts[:, None] + np.arange(4)).ravel()
-        self.expected = np.frombuffer(data, np.uint8)[self.count_bytes].tobytes()
-        return len(found)
-
-
-class FrameEncoder:
-    """Builds frame maps straight from packet columns over the file buffer (the hot path
-    of conversion): per-id lookups are precomputed and empty packets cost one check."""
-
-    def __init__(self, family: Family) -> None:
-        self.family = family
-        self.wheels = WheelLayout()
-        # Frames repeat a handful of packet sequences: each is stored once (in the
-        # archive's CARLA member) and a frame names its sequence by number.
-        self.orders: dict[bytes, int] = {}
-        dtypes = FIXED_DTYPES[family.engine]
-        self._table: list[tuple[Kind, str, Shape, int] | None] = [None] * 256
-        for pid, kind in family.ids.items():
-            dtype = dtypes.get(kind)
-            size = 0 if dtype is None else dtype.itemsize
-            self._table[pid] = (kind, KIND_KEYS[kind], SHAPES[kind], size)
-
-    def encode(
-        self,
-        index: int,
-        buf: Any,
-        ids: list[int],
-        offsets: list[int],
-        sizes: list[int],
-    ) -> tuple[dict[str, Any], list[int]]:
-        """The frame map of the packets at header `offsets` of `buf`, and the positions of
-        the known packets kept raw because their body does not fit its layout."""
-        view = memoryview(buf)
-        frame: dict[str, Any] = {INDEX_KEY: index}
-        raw: list[list[Any]] = []
-        raw_positions: list[int] = []
-        table = self._table
-        seen: set[str] = set()  # kinds whose packet is already placed, empty ones included
-        for position, pid in enumerate(ids):
-            start = offsets[position] + 5
-            size = sizes[position]
-            entry = table[pid]
-            if entry is None:
-                raw.append([position, bytes(view[start : start + size])])
-                continue
-            kind, key, shape, itemsize = entry
-            content: Any = None
-            if shape is Shape.FIXED or shape is Shape.VAR:
-                if size >= 2:
-                    count = buf[start] | (buf[start + 1] << 8)
-                    if count == 0:
-                        content = _EMPTY if size == 2 else None
-                    elif shape is Shape.FIXED:
-                        if size == 2 + count * itemsize:
-                            content = view[start + 2 : start + size]
-                    else:
-                        content = self._var(kind, view[start : start + size], start)
-            elif shape is Shape.SINGLE:
-                if size == itemsize:
-                    content = view[start : start + size]
-            elif size == 0:
-                content = _EMPTY
-            if content is None or key in seen:
-                raw.append([position, bytes(view[start : start + size])])
-                raw_positions.append(position)
-                continue
-            seen.add(key)
-            if content is not _EMPTY:
-                frame[key] = content
-        order = bytes(ids)
-        number = self.orders.get(order)
-        if number is None:  # first use: the sequence itself, so messages describe themselves
-            self.orders[order] = len(self.orders)
-            frame[ORDER_KEY] = order
-        else:
-            frame[ORDER_KEY] = number
-        if raw:
-            frame[RAW_KEY] = raw
-        return frame, raw_positions
-
-    def _var(self, kind: Kind, body: memoryview, base: int) -> Any:
-        count = body[0] | (body[1] << 8)
-        if kind is Kind.ANIM_VEHICLE_WHEELS:  # written every frame: kept as packed bytes
-            return body[2:] if self.wheels.count(body[2:]) == count else None
-        try:
-            records = parse_var_body(kind, body, self.family.engine, base=base)
-        except NanorecError:
-            return None
-        return var_to_maps(kind, records)
-
-
-_EMPTY: Any = object()
 
 
 _DAMAGE = (TypeError, KeyError, ValueError, IndexError, struct.error, OverflowError)

@@ -28,11 +28,12 @@ from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from nanorec.wire import inflate_bounded
 
-from .convert import WORLD_MEMBER, _side_limit, convert, read_meta
+from .convert import convert
 from .header import Header
 from .ids import MAGIC, Family, Kind
 from .ids import family as family_named
 from .message import _DAMAGE, checked_frame, records
+from .meta import WORLD_MEMBER, _side_limit, read_meta
 from .records import FIXED_DTYPES
 from .world import World, WorldTables, build_world
 

@@ -269,7 +269,8 @@ def format_report(report: RoundtripReport) -> str:
 def via_archive(report: RoundtripReport, *, family: str | None = None) -> RoundtripReport:
     """`report` completed with the full path: convert the file into an archive in a
     temporary directory, export it back, and compare sha256 with the original."""
-    from .convert import convert, export
+    from .convert import convert
+    from .export import export
 
     with tempfile.TemporaryDirectory(prefix="nanorec-roundtrip-") as folder:
         archive = Path(folder) / "archive.nanover.zip"

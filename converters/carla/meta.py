@@ -1,0 +1,104 @@
+"""The side members of a CARLA archive and the file's own bytes kept outside the frames.
+
+`carla.msgpack.zlib` holds the header (its exact bytes and decoded fields), the release
+family, the frame keys with their kinds and dtypes, the table of packet sequences, and
+every byte that is not part of a complete frame (a prelude before the first FrameStart,
+damaged stretches, the tail of a crashed recording): what `export.py` needs besides the
+messages to give the native file back.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from nanorec.errors import FormatError
+from nanorec.reader import ArchiveReader
+from nanorec.wire import inflate_bounded
+
+from .header import Header
+from .ids import FAMILIES, SHAPES, Family, Shape
+from .message import KIND_KEYS, _text
+from .records import FIXED_DTYPES
+from .walk import Truncation
+
+META_MEMBER = "carla.msgpack.zlib"  # zlib: small, read once at open
+WORLD_MEMBER = "carla-world.msgpack.zlib"  # zlib: it repeats spawn records (loaded once)
+META_VERSION = 1
+HEAD_KEY = "carla"  # the first message's extra entry (see `_head`)
+
+
+def _meta(
+    header: Header,
+    header_bytes: bytes,
+    fam: Family,
+    prelude: bytes,
+    tail: bytes,
+    truncation: Truncation | None,
+    orders: Mapping[bytes, int],
+    damaged: list[list[Any]] | None = None,
+) -> bytes:
+    """The `carla.msgpack.zlib` member: what the archive needs to give the native file back."""
+    engine = fam.engine
+    kinds = {}
+    for kind, key in KIND_KEYS.items():
+        shape = SHAPES[kind]
+        entry: dict[str, Any] = {"kind": kind.value, "shape": shape.value}
+        if shape in (Shape.SINGLE, Shape.FIXED):
+            entry["dtype"] = FIXED_DTYPES[engine][kind].descr
+        kinds[key] = entry
+    return zlib.compress(
+        msgpack.packb(
+            {
+                "version": META_VERSION,
+                "family": fam.name,
+                "engine": engine.value,
+                "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
+                "header": {
+                    "bytes": header_bytes,
+                    "version": header.version,
+                    "magic": _text(header.magic),
+                    "date": header.date,
+                    "map_name": _text(header.map_name),
+                },
+                "keys": kinds,
+                "orders": sorted(orders, key=orders.__getitem__),
+                "prelude": prelude,
+                "tail": tail,
+                "damaged": damaged or [],
+                "truncation": None
+                if truncation is None
+                else {"offset": truncation.offset, "reason": truncation.reason},
+            }
+        ),
+        6,
+    )
+
+
+def _side_limit(reader: ArchiveReader) -> int:
+    """The most a CARLA side member may inflate to: its source file's size (the header and a
+    crashed tail are parts of it; the event tables hold less than the frames), plus slack."""
+    source = (reader.description or {}).get("source") or {}
+    size = source.get("size")
+    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
+    return known + (64 << 20)
+
+
+def read_meta(reader: ArchiveReader) -> dict[str, Any]:
+    """The `carla.msgpack.zlib` member of an archive; FormatError if it is missing or damaged."""
+    if META_MEMBER not in reader.member_names:
+        raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
+    try:
+        meta = msgpack.unpackb(
+            inflate_bounded(reader.member(META_MEMBER), _side_limit(reader), META_MEMBER)
+        )
+        meta["header"]["bytes"]
+        if meta["family"] not in FAMILIES:
+            family = meta["family"]
+            raise FormatError(f"damaged {META_MEMBER} member: unknown release family {family!r}")
+    except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
+        raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
+    return dict(meta)

@@ -1,0 +1,89 @@
+"""Reading a CARLA source file beside its conversion: its sha256 on a second thread, and
+where a damaged stretch ends (the next FrameStart that continues the recording)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from .frames import Frame
+from .message import FRAME_START, PACKET_HEADER
+
+FRAME_START_ID = 0  # the same in every release (spec §4)
+
+
+class FileHash:
+    """The sha256 of the source file's first `size` bytes (the mapped ones), computed by a
+    second thread while this one converts (hashlib and file reads release the GIL): hashing
+    was a fifth of the conversion time. The archive records it so that `export` can say
+    "identical". It reads the file itself rather than the map, so that the pages it gets
+    ahead of the conversion do not count in the process's memory (the conversion gives
+    back the pages it is done with)."""
+
+    _CHUNK = 4 << 20
+
+    def __init__(self, path: Path, size: int) -> None:
+        self._digest = hashlib.sha256()
+        self._stop = threading.Event()
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True)
+        self._thread.start()
+
+    def _run(self, path: Path, size: int) -> None:
+        try:
+            with path.open("rb", buffering=0) as handle:
+                chunk = bytearray(self._CHUNK)
+                view = memoryview(chunk)
+                done = 0
+                while done < size and not self._stop.is_set():
+                    got = handle.readinto(view[: min(self._CHUNK, size - done)])
+                    if not got:
+                        raise OSError(f"{path} became shorter while being converted")
+                    self._digest.update(view[:got])
+                    done += got
+        except OSError as error:
+            self._error = error
+
+    def hexdigest(self) -> str:
+        """Waits for the hash of the whole file; raises the OSError that reading it met."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        """Stops the thread (when conversion failed) and waits for it."""
+        self._stop.set()
+        self._thread.join()
+
+
+def frame_head(buf: Any, run: Frame) -> int | None:
+    """The frame id of a run that opens with a well-formed FrameStart packet (id 0, a 24-byte
+    body), else None: a run opening otherwise is where a damaged size field threw the walk."""
+    if run.ids[0] != FRAME_START_ID or run.sizes[0] != FRAME_START.size:
+        return None
+    return int(FRAME_START.unpack_from(buf, run.offsets[0] + 5)[0])
+
+
+#: The packet header every FrameStart has: id 0, a 24-byte body.
+_FRAME_START_HEADER = PACKET_HEADER.pack(FRAME_START_ID, FRAME_START.size)
+#: How far past the last good frame id a resynchronised frame may be.
+_RESYNC_IDS = 100_000
+
+
+def resync(buf: Any, search_from: int, last_id: int | None) -> int | None:
+    """Offset of the first FrameStart after `search_from` whose frame id follows `last_id`
+    (later, and not absurdly far: 8 bytes that random data hardly ever matches), or None."""
+    if last_id is None:
+        return None
+    position = search_from
+    while True:
+        position = buf.find(_FRAME_START_HEADER, position)
+        if position < 0 or position + 5 + FRAME_START.size > len(buf):
+            return None
+        frame_id = FRAME_START.unpack_from(buf, position + 5)[0]
+        if last_id < frame_id <= last_id + _RESYNC_IDS:
+            return int(position)
+        position += 1
