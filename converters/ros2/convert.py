@@ -44,6 +44,7 @@ TIME_MEMBER: Final = "ros2-time.bin"
 FILE_DTYPE: Final = "<u2"
 RANK_DTYPE: Final = "<u4"
 META_VERSION: Final = 1
+_BLOCK: Final = 1 << 16
 #: A per-file compressed storage file inflates to at most this many times its size.
 MAX_INFLATE: Final = 1 << 40
 
@@ -203,7 +204,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _spooled(data: bytes, file: IO[bytes]) -> IO[bytes]:
+def _spooled(data: bytes | bytearray, file: IO[bytes]) -> IO[bytes]:
     """A skeleton moved to a temporary file until the archive is written (a bag of small
     messages has a skeleton of a third of its size: not kept in memory)."""
     file.write(data)
@@ -273,18 +274,26 @@ def _write(
         packer = msgpack.Packer()
         view = memoryview(data)
         released = 0
-        for number in order.tolist():
-            at = int(starts[number])
-            released += int(sizes[number])
-            if released > RELEASE_BYTES:
-                released = 0
-                writer.flush()
-                release_pages(data)
-            topic = topics[int(topic_of[number])]
-            value = {"timestamp": int(times[number]), "data": view[at : at + int(sizes[number])]}
-            writer.write_packed(
-                packer.pack({topic: value}), types=(topic,), timestamp_us=int(times[number]) // 1000
+        for first in range(0, len(order), _BLOCK):  # a block of rows at a time: no list of all
+            block = order[first : first + _BLOCK]
+            rows = zip(
+                times[block].tolist(),
+                starts[block].tolist(),
+                sizes[block].tolist(),
+                topic_of[block].tolist(),
+                strict=True,
             )
+            for time, at, size, topic_index in rows:
+                released += size
+                if released > RELEASE_BYTES:
+                    released = 0
+                    writer.flush()
+                    release_pages(data)
+                topic = topics[topic_index]
+                value = {"timestamp": time, "data": view[at : at + size]}
+                writer.write_packed(
+                    packer.pack({topic: value}), types=(topic,), timestamp_us=time // 1000
+                )
         del view
         for index, entry in enumerate(entries):
             skeleton = entry.pop("skeleton")

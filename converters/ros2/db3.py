@@ -283,7 +283,7 @@ class Db3File:
                 at += k
         return rowid, topic, stamp, pieces
 
-    def skeleton(self) -> bytes:
+    def skeleton(self) -> bytes | bytearray:
         """The piece table and the file without its messages' data (reads the messages
         first when `messages()` was not read through)."""
         if not self._read:

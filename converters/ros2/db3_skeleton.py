@@ -20,39 +20,45 @@ from .storage import RELEASE_BYTES, release_pages
 
 _MAGIC = b"NRDB3SK1"
 _HEAD = struct.Struct("<8sQQQQQ")  # magic, messages, pieces, bytes of the 3 arrays
+_BLOCK = 1 << 16
 
 
 def build_skeleton(
     view: memoryview, counts: Sequence[int], positions: Sequence[int], lengths: Sequence[int]
-) -> bytes:
+) -> bytearray:
     """The piece table and the file `view` without the pieces (`counts` pieces per message,
-    in message order; each piece's file offset and length)."""
+    in message order; each piece's file offset and length). Built a block of pieces at a
+    time, temporaries dropped as soon as done: a bag holds millions of pieces."""
     pos = np.asarray(positions, np.int64)
     lens = np.asarray(lengths, np.int64)
-    order = np.argsort(pos, kind="stable")
-    ends = pos[order] + lens[order]
-    if len(pos) and np.any(pos[order][1:] < ends[:-1]):
-        raise FormatError(
-            "two messages claim the same bytes"
-        )  # cannot happen: pages are claimed once
     prev = np.concatenate(([0], (pos + lens)[:-1]))
     parts = [
         _leb(np.asarray(counts, np.uint64)),
         _leb(_zigzag(pos - prev)),
         _leb(lens.astype(np.uint64)),
     ]
-    out = bytearray(_HEAD.pack(_MAGIC, len(counts), len(pos), *map(len, parts)))
+    del prev
+    order = np.argsort(pos, kind="stable")
+    starts = pos[order]
+    ends = starts + lens[order]
+    del pos, lens, order
+    if len(starts) and np.any(starts[1:] < ends[:-1]):
+        raise FormatError("two messages claim the same bytes")  # pages are claimed once
+    out = bytearray(_HEAD.pack(_MAGIC, len(counts), len(starts), *map(len, parts)))
     for part in parts:
         out += part
+    del parts
     at = released = 0
-    for off, end in zip(pos[order].tolist(), ends.tolist(), strict=True):
-        out += view[at:off]
-        at = end
+    for first in range(0, len(starts), _BLOCK):
+        block = slice(first, first + _BLOCK)
+        for off, end in zip(starts[block].tolist(), ends[block].tolist(), strict=True):
+            out += view[at:off]
+            at = end
         if at - released > RELEASE_BYTES:  # bounded RSS: a big file's pages given back
             released = at
             release_pages(view)
     out += view[at:]
-    return bytes(out)
+    return out
 
 
 def _zigzag(x: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:

@@ -77,7 +77,7 @@ class StorageFile(Protocol):
         """Every complete message, in file order (read once)."""
         ...
 
-    def skeleton(self) -> bytes:
+    def skeleton(self) -> bytes | bytearray:
         """The file without its messages' data (after `messages()` was read through)."""
         ...
 
