@@ -16,6 +16,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+pytest.importorskip("zstandard")
+pytest.importorskip("rosbags")
+
 import zstandard
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 

@@ -22,10 +22,10 @@ from typing import Any, cast
 import pytest
 
 import nanorec
-from converters.ros2.cut import SCHEMA
-from converters.ros2.generate import QOS, messages
-from converters.ros2.recording import Ros2Recording
 from nanorec.cli import _register, app
+from nanorec.converters.ros2.cut import SCHEMA
+from nanorec.converters.ros2.generate import QOS, messages
+from nanorec.converters.ros2.recording import Ros2Recording
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 pytest.importorskip("yaml")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("yaml")
+
 from nanorec.converters.ros2.info import (
     ServiceInfo,
     TopicFacts,

@@ -11,6 +11,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("mcap")
+
 from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer

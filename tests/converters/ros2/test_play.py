@@ -13,8 +13,8 @@ from typing import cast
 import pytest
 
 import nanorec
-from converters.ros2.play import RATE_STEP, Ros2Player, chosen_topics
-from converters.ros2.recording import Ros2Recording
+from nanorec.converters.ros2.play import RATE_STEP, Ros2Player, chosen_topics
+from nanorec.converters.ros2.recording import Ros2Recording
 from nanorec.errors import UsageError
 from tests.conftest import SAMPLES
 
