@@ -21,15 +21,15 @@ from typing import Any, cast
 
 import pytest
 
+pytest.importorskip("yaml")
+pytest.importorskip("mcap")
+
 import nanorec
 from nanorec.cli import _register, app
 from nanorec.converters.ros2.cut import SCHEMA
 from nanorec.converters.ros2.generate import QOS, messages
 from nanorec.converters.ros2.recording import Ros2Recording
 from tests.conftest import REALDATA, SAMPLES, make_runner
-
-pytest.importorskip("yaml")
-pytest.importorskip("mcap")
 
 BAG = SAMPLES / "ros2-robot"
 DB3 = SAMPLES / "ros2-robot.db3"
