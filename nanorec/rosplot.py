@@ -81,14 +81,14 @@ def plot(
     `EmptySelectionError` for a selection of nothing, `UnsupportedError` without
     matplotlib, `OutputExistsError` when `output` exists and not `overwrite`. `title` heads
     the picture (default: the archive's name; a converted folder's would be a cache's)."""
-    try:
+    selection = selection or Selection()
+    index = rec.reader.index
+    numbers = selection.chosen(index) if len(index) else np.zeros(0, np.int64)
+    try:  # after the selection: one rule for a selection of nothing, with or without it
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
         raise UnsupportedError("plot needs matplotlib: pip install 'nanorec[plot]'") from None
-    selection = selection or Selection()
-    index = rec.reader.index
-    numbers = selection.chosen(index) if len(index) else np.zeros(0, np.int64)
     topics = [t for t in rec.table_kinds() if selection.kinds is None or t in selection.kinds]
     found = contents(rec, np.asarray(numbers, dtype=np.int64), topics)
     maps = _map_panels(found)[:MAX_MAPS]
