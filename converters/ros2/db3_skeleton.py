@@ -73,9 +73,12 @@ def _unzigzag(u: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
 
 
 def _leb(v: npt.NDArray[np.uint64]) -> bytes:
-    """LEB128 of each value (7 bits a byte, low first, high bit = more), vectorised."""
+    """LEB128 of each value (7 bits a byte, low first, high bit = more), vectorised, a
+    block of values at a time (its temporaries are several times the values' size)."""
     if not len(v):
         return b""
+    if len(v) > _BLOCK:
+        return b"".join(_leb(v[at : at + _BLOCK]) for at in range(0, len(v), _BLOCK))
     nbytes = np.ones(len(v), np.int64)
     x = v >> np.uint64(7)
     while x.any():
