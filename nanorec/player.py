@@ -115,6 +115,8 @@ class Player:
         self.delay = delay
         self.on_clock = on_clock
         self.clock_period = 1.0 / hz
+        #: The stamp of the message being waited for (clock lines stop there).
+        self._horizon_us = 1 << 62
         self._next_clock = 0.0
 
     # -- control (from the consumer, a key handler or another thread) ----------------------
@@ -212,6 +214,7 @@ class Player:
 
     def _wait(self, stamp_us: int) -> bool:
         """Wait until the message stamped `stamp_us` is due; False when stopped meanwhile."""
+        self._horizon_us = stamp_us
         while not self.stopped:
             if self.paused:
                 if self._step_pending:
@@ -239,7 +242,9 @@ class Player:
         while True:
             now = self._clock()
             if now >= self._next_clock:
-                self.on_clock(self.bag_time_us() / 1e6)
+                # never past the message waited for (rosbag's TimePublisher horizon): a
+                # late wake-up must not print a clock line beyond the next message
+                self.on_clock(min(self.bag_time_us(), self._horizon_us) / 1e6)
                 self._next_clock = now + self.clock_period
             left = end - now
             if left <= 0:

@@ -109,3 +109,25 @@ def test_latched_per_callerid_and_topic(tmp_path: Path) -> None:
         got = [(rec.meta.conn[n].item(), (rec.time_ns(n) - t0) / 1e9) for n in played]
     # /a: conn 1's, stamped at the start; /b: its last, conn 2's (not latching); then /state
     assert got == [(1, 1.0), (2, 0.3), (1, 1.0)]
+
+
+def test_clock_lines_never_pass_the_next_message(tmp_path: Path) -> None:
+    """A late wake-up (a loaded machine: every sleep overshoots by 0.3 s) still prints no
+    clock time beyond the message being waited for, as rosbag's TimePublisher caps it."""
+    bag = make_bag(tmp_path, seconds=2.0)
+
+    class LateClock(FakeClock):
+        def sleep(self, seconds: float) -> None:
+            self.now += seconds + 0.3
+
+    clock = LateClock()
+    ticks: list[float] = []
+    with registry.open(bag) as rec:
+        player = BagPlayer(
+            rec, kinds=["/chatter"], clock=clock, sleep=clock.sleep, on_clock=ticks.append, hz=50
+        )  # type: ignore[arg-type]
+        stamps = [rec.time_ns(n) / 1e9 for n in player.paced(lambda n: n)]
+    assert ticks and stamps
+    for tick in ticks:
+        later = [s for s in stamps if s >= tick - 1e-6]
+        assert later, f"a clock line at {tick} after the last message {stamps[-1]}"
