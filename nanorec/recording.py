@@ -9,7 +9,7 @@ decodes messages with `decode`, which a converter overrides. An archive no conve
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -170,8 +170,25 @@ class ArchiveRecording:
         }
 
 
+def stamped_rows(rec: Any, numbers: Iterable[int]) -> Iterator[dict[str, Any]]:
+    """Rows of a recording stamped in nanoseconds (ROS1 and ROS 2 bags): number, time (s
+    from the start), time_ns, time_s (Unix seconds), then the decoded message flattened
+    (`data` when it is not a map). `rec` has `time_ns`, `time_of` and `decode`."""
+    for number in numbers:
+        ns = rec.time_ns(number)
+        row: dict[str, Any] = {
+            "number": number,
+            "time": rec.time_of(number),
+            "time_ns": ns,
+            "time_s": ns / 1e9,
+        }
+        value = rec.decode(number)
+        row.update(flatten(value) if isinstance(value, dict) else {"data": value})
+        yield row
+
+
 def _plain(value: Any) -> Any:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-__all__ = ["ArchiveRecording"]
+__all__ = ["ArchiveRecording", "stamped_rows"]

@@ -19,9 +19,8 @@ import numpy as np
 
 from nanorec.errors import FormatError, UsageError
 from nanorec.reader import ArchiveReader
-from nanorec.recording import ArchiveRecording
+from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
-from nanorec.tables import flatten
 
 from .export import data_of
 from .meta import Ros2Meta
@@ -145,17 +144,7 @@ class Ros2Recording(ArchiveRecording):
         index = self.reader.index
         numbers = (selection or Selection()).numbers(index)
         numbers = numbers[index.has_type(kind)[numbers]]
-        for number in numbers.tolist():
-            ns = self.time_ns(number)
-            row: dict[str, Any] = {
-                "number": number,
-                "time": self.time_of(number),
-                "time_ns": ns,
-                "time_s": ns / 1e9,
-            }
-            value = self.decode(number)
-            row.update(flatten(value) if isinstance(value, dict) else {"data": value})
-            yield row
+        yield from stamped_rows(self, numbers.tolist())
 
     def at(self, t: float) -> dict[str, Any]:
         """The latest message of every topic at `t` seconds from the start, decoded."""
