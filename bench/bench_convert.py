@@ -64,7 +64,7 @@ def _carla_small_input(path: Path, size: int) -> None:
 
 
 def _rosbag_input(path: Path, size: int) -> None:
-    from nanorec.converters.rosbag.generate import generate
+    from nanorec.converters.ros.ros1.generate import generate
 
     generate(path, seconds=size / 1.95e6, image=640)  # ~1.95 MB of messages per second
 

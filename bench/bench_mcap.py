@@ -250,7 +250,7 @@ def main() -> None:
                 )
             print(rows[-1])
         from nanorec import registry
-        from nanorec.converters.rosbag.generate import generate as generate_bag
+        from nanorec.converters.ros.ros1.generate import generate as generate_bag
 
         bag = generate_bag(folder / "robot.bag", seconds=10 if args.quick else 60, image=320)
         with registry.open(bag) as recording:

@@ -39,7 +39,7 @@ START, END = "<!-- ros2:start -->", "<!-- ros2:end -->"
 
 
 def make(folder: Path, mb: int, storage: str, image: int) -> None:
-    from nanorec.converters.ros2.generate import generate
+    from nanorec.converters.ros.ros2.generate import generate
 
     per_second = 0.0025 + (10 * (image * image * 3 // 4 + 120) / 1e6 if image else 0.0)  # MB
     generate(folder, seconds=mb / per_second, storage=storage, image=image)
@@ -109,7 +109,7 @@ def measure(name: str, source: Path, work: Path) -> dict[str, Any]:
     info_s = min(
         timed(lambda: subprocess.run(info, check=True, capture_output=True)) for _ in range(3)
     )
-    noop = [sys.executable, "-c", "import nanorec.cli, nanorec.converters.ros2.cli"]
+    noop = [sys.executable, "-c", "import nanorec.cli, nanorec.converters.ros.ros2.cli"]
     start_s = min(timed(lambda: subprocess.run(noop, check=True)) for _ in range(3))
 
     def rosbags_open() -> None:

@@ -39,7 +39,7 @@ START, END = "<!-- rosbag:start -->", "<!-- rosbag:end -->"
 
 
 def synthetic(path: Path, mb: int) -> None:
-    from nanorec.converters.rosbag.generate import generate
+    from nanorec.converters.ros.ros1.generate import generate
 
     generate(path, seconds=mb / 1.95, image=640)  # ~1.95 MB of messages per second
 
@@ -48,8 +48,8 @@ def tiled_real(path: Path, mb: int) -> None:
     """The real example bag's messages, repeated with shifted times up to `mb` MB."""
     from nanorec import registry
     from nanorec.atomic import atomic_output
-    from nanorec.converters.rosbag.export import payload
-    from nanorec.converters.rosbag.writer import BagWriter
+    from nanorec.converters.ros.ros1.export import payload
+    from nanorec.converters.ros.ros1.writer import BagWriter
 
     source = REAL / "rosbagjs_example.bag"
     with registry.open(source) as rec, atomic_output(path, overwrite=True) as stream:
@@ -147,7 +147,7 @@ def measure(name: str, source: Path, work: Path) -> dict[str, Any]:
             next(reader.messages(start=stamp))
             theirs.append(time.perf_counter() - start)
     rosbags_random_us = statistics.median(theirs) * 1e6
-    from nanorec.converters.rosbag.index import read_index
+    from nanorec.converters.ros.ros1.index import read_index
 
     info_s = min(timed(lambda: read_index(source)) for _ in range(3))
     freq_s = min(timed(lambda: read_index(source, entries=True)) for _ in range(3))

@@ -15,10 +15,10 @@ from nanorec.converters.carla.plot import plot as plot_carla
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.pbstream.plot import plot as plot_pbstream
 from nanorec.converters.pbstream.recording import PbstreamRecording
-from nanorec.converters.ros2.plot import plot as plot_ros2
-from nanorec.converters.ros2.recording import Ros2Recording
-from nanorec.converters.rosbag.plot import plot as plot_bag
-from nanorec.converters.rosbag.recording import BagRecording
+from nanorec.converters.ros.ros1.plot import plot as plot_bag
+from nanorec.converters.ros.ros1.recording import BagRecording
+from nanorec.converters.ros.ros2.plot import plot as plot_ros2
+from nanorec.converters.ros.ros2.recording import Ros2Recording
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"

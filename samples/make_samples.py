@@ -1,7 +1,7 @@
 """Make (or check) the committed synthetic recordings and their JSON summary twins.
 
 Each CARLA sample is one `nanorec.converters.carla.generate.generate(...)` call, listed in
-`SAMPLES`, each ROS bag one `nanorec.converters.rosbag.generate.generate(...)` call, listed in
+`SAMPLES`, each ROS bag one `nanorec.converters.ros.ros1.generate.generate(...)` call, listed in
 `BAGS`; the `.json` twin records that call, so the bytes can always be rebuilt and compared
 (`tests/converters/carla/test_generate.py`, `tests/converters/rosbag/test_samples.py`). Run
 from the repository root:
@@ -69,7 +69,7 @@ def build_bag(name: str) -> tuple[bytes, dict[str, Any]]:
     import tempfile
 
     from nanorec import registry
-    from nanorec.converters.rosbag.generate import generate
+    from nanorec.converters.ros.ros1.generate import generate
 
     with tempfile.TemporaryDirectory() as folder:
         path = generate(Path(folder) / name, **BAGS[name])

@@ -23,9 +23,9 @@ pytest.importorskip("rosbags")
 import zstandard
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 
-from nanorec.converters.ros2 import msgdef
-from nanorec.converters.ros2.cdr import Decoder
-from nanorec.converters.ros2.cdr_encode import Encoder
+from nanorec.converters.ros.ros2 import msgdef
+from nanorec.converters.ros.ros2.cdr import Decoder
+from nanorec.converters.ros.ros2.cdr_encode import Encoder
 from nanorec.errors import FormatError, NanorecError, TruncatedError, UnsupportedError
 from tests.conftest import REALDATA
 

@@ -26,9 +26,9 @@ pytest.importorskip("mcap")
 
 import nanorec
 from nanorec.cli import _register, app
-from nanorec.converters.ros2.cut import SCHEMA
-from nanorec.converters.ros2.generate import QOS, messages
-from nanorec.converters.ros2.recording import Ros2Recording
+from nanorec.converters.ros.ros2.cut import SCHEMA
+from nanorec.converters.ros.ros2.generate import QOS, messages
+from nanorec.converters.ros.ros2.recording import Ros2Recording
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 BAG = SAMPLES / "ros2-robot"
@@ -87,7 +87,7 @@ def _stored_file(path: Path) -> list[Stamp]:
 
 @contextlib.contextmanager
 def _open(path: Path) -> Iterator[Ros2Recording]:
-    """`nanorec.open(path)`, a ROS 2 recording (installed as `nanorec.converters.ros2`: its
+    """`nanorec.open(path)`, a ROS 2 recording (installed as `nanorec.converters.ros.ros2`: its
     class is compared by name)."""
     with nanorec.open(path) as rec:
         assert type(rec).__name__ == "Ros2Recording" and rec.format == "ros2"
@@ -311,7 +311,7 @@ def test_cat_without_definitions_and_msg_path(tmp_path: Path) -> None:
     assert len(warnings) == 2  # one per type, not one per message
     assert any("std_msgs/msg/String" in w for w in warnings)
     assert all("--msg-path" in w for w in warnings)
-    from converters.ros2.generate import string
+    from converters.ros.ros2.generate import string
 
     # the bytes as stored: text when they are UTF-8, {"base64": ...} otherwise
     payloads = [data for _, _, data in messages(2.0)]

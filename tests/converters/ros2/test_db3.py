@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nanorec.converters.ros2.db3 import Db3File, open_db3
-from nanorec.converters.ros2.db3_skeleton import _leb, _unleb, join_db3
-from nanorec.converters.ros2.storage import StoredMessage
+from nanorec.converters.ros.ros2.db3 import Db3File, open_db3
+from nanorec.converters.ros.ros2.db3_skeleton import _leb, _unleb, join_db3
+from nanorec.converters.ros.ros2.storage import StoredMessage
 from nanorec.errors import FormatError, NanorecError
 from tests.conftest import REALDATA
 

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("yaml")
 
-from nanorec.converters.ros2.info import (
+from nanorec.converters.ros.ros2.info import (
     ServiceInfo,
     TopicFacts,
     format_file_size,
@@ -24,7 +24,7 @@ from nanorec.converters.ros2.info import (
     plugin_metadata,
     topic_names_text,
 )
-from nanorec.converters.ros2.metadata import (
+from nanorec.converters.ros.ros2.metadata import (
     BagMetadata,
     TopicInformation,
     metadata_yaml,

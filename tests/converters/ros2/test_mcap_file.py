@@ -1,4 +1,4 @@
-"""MCAP storage files (converters/ros2/mcap_file.py): messages as the `mcap` package reads
+"""MCAP storage files (converters/ros/ros2/mcap_file.py): messages as the `mcap` package reads
 them, and skeleton + datas joining back to the file byte for byte, also for files cut short
 or damaged (the bytes we cannot read are kept, never lost)."""
 
@@ -18,9 +18,9 @@ from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
-from nanorec.converters.ros2 import mcap_records as rec
-from nanorec.converters.ros2.mcap_file import McapFile, open_mcap
-from nanorec.converters.ros2.mcap_skeleton import join_mcap
+from nanorec.converters.ros.ros2 import mcap_records as rec
+from nanorec.converters.ros.ros2.mcap_file import McapFile, open_mcap
+from nanorec.converters.ros.ros2.mcap_skeleton import join_mcap
 from nanorec.errors import NanorecError
 from tests.conftest import REALDATA
 

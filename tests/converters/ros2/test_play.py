@@ -13,8 +13,8 @@ from typing import cast
 import pytest
 
 import nanorec
-from nanorec.converters.ros2.play import RATE_STEP, Ros2Player, chosen_topics
-from nanorec.converters.ros2.recording import Ros2Recording
+from nanorec.converters.ros.ros2.play import RATE_STEP, Ros2Player, chosen_topics
+from nanorec.converters.ros.ros2.recording import Ros2Recording
 from nanorec.errors import UsageError
 from tests.conftest import SAMPLES
 
@@ -107,7 +107,7 @@ class FakeTime:
 @pytest.fixture(scope="module")
 def recording() -> Iterator[Ros2Recording]:
     with nanorec.open(BAG) as rec:
-        # installed as nanorec.converters.ros2: the class of `converters.ros2` by name
+        # installed as nanorec.converters.ros.ros2: the class of `converters.ros.ros2` by name
         assert type(rec).__name__ == "Ros2Recording" and rec.format == "ros2"
         yield cast(Ros2Recording, rec)
 

@@ -14,9 +14,9 @@ import pytest
 
 from nanorec import registry
 from nanorec.cli import _register, app
-from nanorec.converters.ros2.generate import generate
-from nanorec.converters.ros2.plot import plot
-from nanorec.converters.ros2.recording import Ros2Recording
+from nanorec.converters.ros.ros2.generate import generate
+from nanorec.converters.ros.ros2.plot import plot
+from nanorec.converters.ros.ros2.recording import Ros2Recording
 from nanorec.errors import EmptySelectionError, NanorecError
 from nanorec.rosplot_data import contents, ros_type
 from nanorec.selection import Selection

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from nanorec.converters.rosbag.generate import generate
+from nanorec.converters.ros.ros1.generate import generate
 
 
 def make_bag(folder: Path, name: str = "robot.bag", **options: Any) -> Path:

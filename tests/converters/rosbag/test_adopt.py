@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nanorec import registry
 from nanorec.cli import _register, app
-from nanorec.converters.rosbag.recording import BagRecording
+from nanorec.converters.ros.ros1.recording import BagRecording
 from nanorec.tables import dumps
 from tests.conftest import make_runner
 from tests.converters.rosbag.bags import make_bag
@@ -71,7 +71,7 @@ def test_killed_conversion_recovers_as_a_bag(tmp_path: Path) -> None:
 
 
 def test_other_messages_are_not_adopted(tmp_path: Path) -> None:
-    from nanorec.converters.rosbag.adopt import rebuild_members
+    from nanorec.converters.ros.ros1.adopt import rebuild_members
     from nanorec.reader import ArchiveReader
     from nanorec.writer import ArchiveWriter
 

@@ -97,7 +97,7 @@ def test_export_cut_and_repair(tmp_path: Path) -> None:
 
 
 def test_empty_bag(tmp_path: Path) -> None:
-    from nanorec.converters.rosbag.writer import BagWriter
+    from nanorec.converters.ros.ros1.writer import BagWriter
 
     bag = tmp_path / "empty.bag"
     with bag.open("wb") as stream:
@@ -116,10 +116,10 @@ def test_empty_bag(tmp_path: Path) -> None:
 def _overlapping_bag(tmp_path: Path) -> Path:
     """Chunks that overlap in time, as the Python API writes messages given out of order:
     [2 s, 3 s], [1 s, 5 s], [4 s] after 1600000000 s."""
-    from nanorec.converters.rosbag.generate import connection_fields, encode
-    from nanorec.converters.rosbag.msgdef import parse_definition
-    from nanorec.converters.rosbag.stock import STOCK
-    from nanorec.converters.rosbag.writer import BagWriter
+    from nanorec.converters.ros.ros1.generate import connection_fields, encode
+    from nanorec.converters.ros.ros1.msgdef import parse_definition
+    from nanorec.converters.ros.ros1.stock import STOCK
+    from nanorec.converters.ros.ros1.writer import BagWriter
 
     string = parse_definition("std_msgs/String", STOCK["std_msgs/String"][1])
     bag = tmp_path / "overlap.bag"
@@ -178,10 +178,10 @@ def test_info_of_an_old_bag_is_one_true_line(tmp_path: Path) -> None:
 
 def _bag_with_an_undecodable_message(tmp_path: Path) -> Path:
     """Five /chatter strings, the third a 2-byte payload (its length prefix cut)."""
-    from nanorec.converters.rosbag.generate import connection_fields, encode
-    from nanorec.converters.rosbag.msgdef import parse_definition
-    from nanorec.converters.rosbag.stock import STOCK
-    from nanorec.converters.rosbag.writer import BagWriter
+    from nanorec.converters.ros.ros1.generate import connection_fields, encode
+    from nanorec.converters.ros.ros1.msgdef import parse_definition
+    from nanorec.converters.ros.ros1.stock import STOCK
+    from nanorec.converters.ros.ros1.writer import BagWriter
 
     string = parse_definition("std_msgs/String", STOCK["std_msgs/String"][1])
     bag = tmp_path / "bad.bag"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nanorec.converters.rosbag.records import VERSION_LINE, span_at
+from nanorec.converters.ros.ros1.records import VERSION_LINE, span_at
 from nanorec.errors import NanorecError
 from tests.conftest import REALDATA, SAMPLES
 from tests.converters.contract import ConverterContract

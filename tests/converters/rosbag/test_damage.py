@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
-from nanorec.converters.rosbag import compression
-from nanorec.converters.rosbag.convert import convert
-from nanorec.converters.rosbag.export import export_exact
-from nanorec.converters.rosbag.generate import iter_messages
-from nanorec.converters.rosbag.index import read_index
+from nanorec.converters.ros.ros1 import compression
+from nanorec.converters.ros.ros1.convert import convert
+from nanorec.converters.ros.ros1.export import export_exact
+from nanorec.converters.ros.ros1.generate import iter_messages
+from nanorec.converters.ros.ros1.index import read_index
 from nanorec.errors import BadMagicError, NanorecError, UnsupportedError
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection

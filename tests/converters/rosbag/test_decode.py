@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from nanorec import registry
-from nanorec.converters.rosbag.generate import encode
-from nanorec.converters.rosbag.msgdef import Decoder, parse_definition
-from nanorec.converters.rosbag.stock import STOCK
+from nanorec.converters.ros.ros1.generate import encode
+from nanorec.converters.ros.ros1.msgdef import Decoder, parse_definition
+from nanorec.converters.ros.ros1.stock import STOCK
 from nanorec.errors import FormatError
 from tests.converters.rosbag.bags import make_bag, ours, plain
 
@@ -114,7 +114,7 @@ def test_unparsable_definition_gives_raw_payload(tmp_path: Path) -> None:
 
 
 def test_images_and_point_clouds_as_shaped_arrays(tmp_path: Path) -> None:
-    from nanorec.converters.rosbag.arrays import image_array, pointcloud_array
+    from nanorec.converters.ros.ros1.arrays import image_array, pointcloud_array
 
     bag = make_bag(tmp_path, seconds=1.0)
     with registry.open(bag) as recording:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nanorec import registry
-from nanorec.converters.rosbag.play import BagPlayer
+from nanorec.converters.ros.ros1.play import BagPlayer
 from tests.converters.rosbag.bags import make_bag
 
 
@@ -83,10 +83,10 @@ def test_latched_per_callerid_and_topic(tmp_path: Path) -> None:
     inclusive as rosbag's View, so one stamped at the start is played twice, as ROS does),
     in (callerid, topic) order; a non-latching connection of the same caller and topic
     counts for the caller's last message."""
-    from nanorec.converters.rosbag.generate import connection_fields, encode
-    from nanorec.converters.rosbag.msgdef import parse_definition
-    from nanorec.converters.rosbag.stock import STOCK
-    from nanorec.converters.rosbag.writer import BagWriter
+    from nanorec.converters.ros.ros1.generate import connection_fields, encode
+    from nanorec.converters.ros.ros1.msgdef import parse_definition
+    from nanorec.converters.ros.ros1.stock import STOCK
+    from nanorec.converters.ros.ros1.writer import BagWriter
 
     string = parse_definition("std_msgs/String", STOCK["std_msgs/String"][1])
     t0 = 1_600_000_000_000_000_000

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from nanorec import registry
-from nanorec.converters.rosbag.plot import plot
-from nanorec.converters.rosbag.recording import BagRecording
+from nanorec.converters.ros.ros1.plot import plot
+from nanorec.converters.ros.ros1.recording import BagRecording
 from nanorec.errors import EmptySelectionError, OutputExistsError
 from nanorec.selection import Selection
 from nanorec.timeline import MAX_KINDS, rate_rows

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from nanorec.cli import _register, app
-from nanorec.converters.rosbag.convert import convert
-from nanorec.converters.rosbag.export import export_exact
-from nanorec.converters.rosbag.index import read_index
-from nanorec.converters.rosbag.meta import BagMeta
-from nanorec.converters.rosbag.msgdef import Decoder
-from nanorec.converters.rosbag.records import pack_u32, record
-from nanorec.converters.rosbag.writer import BagWriter, bag_header
+from nanorec.converters.ros.ros1.convert import convert
+from nanorec.converters.ros.ros1.export import export_exact
+from nanorec.converters.ros.ros1.index import read_index
+from nanorec.converters.ros.ros1.meta import BagMeta
+from nanorec.converters.ros.ros1.msgdef import Decoder
+from nanorec.converters.ros.ros1.records import pack_u32, record
+from nanorec.converters.ros.ros1.writer import BagWriter, bag_header
 from nanorec.errors import FormatError, UnknownNameError, UnsupportedError, UsageError
 from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA, REPO, make_runner
@@ -196,7 +196,7 @@ def test_decompression_bomb_is_streamed(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from nanorec.converters.rosbag.convert import convert\n"
+        "from nanorec.converters.ros.ros1.convert import convert\n"
         "report = convert(Path(sys.argv[1]), Path(sys.argv[2]))\n"
         "print(report.messages, len(report.damaged))\n"
         "status = Path('/proc/self/status').read_text()\n"
@@ -228,7 +228,7 @@ def test_writer_and_meta_raise_nanorec_errors(
         bag.write(3, 0, b"")
     archive = tmp_path / "a.zip"
     convert(make_bag(tmp_path, seconds=0.2), archive)
-    monkeypatch.setattr("nanorec.converters.rosbag.meta.META_VERSION", 99)
+    monkeypatch.setattr("nanorec.converters.ros.ros1.meta.META_VERSION", 99)
     with ArchiveReader(archive) as reader, pytest.raises(UnsupportedError) as caught:
         BagMeta(reader)
     assert "layout version" in str(caught.value) and "ValueError" not in str(caught.value)

@@ -4,7 +4,7 @@
 as rosbag2's writers write them (sqlite3 schema 4 or MCAP profile `ros2`, definitions
 included), as a bag folder with `metadata.yaml` or one storage file.
 
-    python -m nanorec.converters.ros2.generate OUT [--seconds S] [--storage mcap|sqlite3]
+    python -m nanorec.converters.ros.ros2.generate OUT [--seconds S] [--storage mcap|sqlite3]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ definitions and md5sums (`stock.py`), receipt times slightly out of order as on 
 machine, and optionally a crashed writer's ending (`crash=True`).
 `encode` is the inverse of `msgdef.Decoder`.
 
-    python -m nanorec.converters.rosbag.generate out.bag --seconds 10 --compression bz2
+    python -m nanorec.converters.ros.ros1.generate out.bag --seconds 10 --compression bz2
 """
 
 from __future__ import annotations
