@@ -255,13 +255,29 @@ EXPORT_FORMATS = "export_formats"
 DIRECTORY_HOOK = "sniff_directory"
 
 
+#: Optional too: `converter.foreign_formats`, a mapping of `--format` values under which the
+#: converter writes its native format from a recording of *any* format (a ROS 2 bag from a
+#: ROS1 bag or a CARLA recording: "ros2") to a line of help; and
+#: `converter.export_from(recording, output, *, selection, overwrite, progress, options)
+#: -> ExportReport` doing it. Recordings of other formats offer their content through
+#: `nanorec.standard` (standard message types); the report's `details["left_out"]` says what
+#: could not be carried over and why.
+FOREIGN_FORMATS = "foreign_formats"
+
+
 def export_forms(converter: object) -> tuple[str, ...]:
     """The `--format` values `converter`'s export adds (see `EXPORT_FORMATS`)."""
     return tuple(getattr(converter, EXPORT_FORMATS, {}))
 
 
+def foreign_forms(converter: object) -> tuple[str, ...]:
+    """The `--format` values `converter` writes from any recording (see `FOREIGN_FORMATS`)."""
+    return tuple(getattr(converter, FOREIGN_FORMATS, {}))
+
+
 __all__ = [
     "DIRECTORY_HOOK",
+    "FOREIGN_FORMATS",
     "SNIFF_BYTES",
     "ConvertReport",
     "Converter",
@@ -271,4 +287,5 @@ __all__ = [
     "Recording",
     "Region",
     "export_forms",
+    "foreign_forms",
 ]

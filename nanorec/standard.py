@@ -1,0 +1,82 @@
+"""Standard messages: what a recording of one format hands to a writer of another.
+
+A ROS 2 bag written from a CARLA recording or a Cartographer pbstream (`nanorec export
+run.log --format ros2`) needs the recording's content as messages ROS tools understand. A
+recording offers them through an optional method `recording.standard_messages(selection)`
+yielding `StandardMessage`s, each one of `TYPES`, its value a plain mapping with ROS 2's field
+names (times as `{"sec", "nanosec"}`, numeric arrays as numpy arrays). The writers (see
+`nanorec.contract.FOREIGN_FORMATS`) hold these types' definitions; the core only names them,
+so a format never depends on another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nanorec.errors import UnsupportedError
+from nanorec.selection import Selection
+
+#: The types a `StandardMessage` may have (ROS 2 names), and what they carry.
+TYPES: Mapping[str, str] = {
+    "geometry_msgs/msg/PoseStamped": "a pose (an actor, a trajectory node) in a frame",
+    "tf2_msgs/msg/TFMessage": "transforms between frames (every actor of a frame)",
+    "nav_msgs/msg/OccupancyGrid": "a 2D occupancy map (a pbstream's submaps drawn together)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StandardMessage:
+    """One message: its topic, its type (one of `TYPES`), its time in nanoseconds (Unix time
+    for ROS and Cartographer, the recording's own clock otherwise) and its value."""
+
+    topic: str
+    type: str
+    time_ns: int
+    value: Mapping[str, Any]
+
+
+def standard_messages(recording: Any, selection: Selection | None) -> Iterator[StandardMessage]:
+    """The recording's standard messages in time order (`UnsupportedError` for a recording
+    that has none to give)."""
+    method = getattr(recording, "standard_messages", None)
+    if method is None:
+        raise UnsupportedError(
+            f"a {recording.format} recording has no standard messages to write in another "
+            "format (only ROS bags, CARLA recordings and pbstreams do)"
+        )
+    yield from method(selection)
+
+
+def stamp(time_ns: int) -> dict[str, int]:
+    """`builtin_interfaces/msg/Time` of a time in nanoseconds."""
+    sec, nanosec = divmod(int(time_ns), 1_000_000_000)
+    return {"sec": sec, "nanosec": nanosec}
+
+
+def header(time_ns: int, frame_id: str) -> dict[str, Any]:
+    """`std_msgs/msg/Header`."""
+    return {"stamp": stamp(time_ns), "frame_id": frame_id}
+
+
+def pose(position: Sequence[float], orientation: Sequence[float]) -> dict[str, Any]:
+    """`geometry_msgs/msg/Pose` from (x, y, z) and a quaternion (x, y, z, w)."""
+    x, y, z = (float(v) for v in position)
+    qx, qy, qz, qw = (float(v) for v in orientation)
+    return {
+        "position": {"x": x, "y": y, "z": z},
+        "orientation": {"x": qx, "y": qy, "z": qz, "w": qw},
+    }
+
+
+def transform(
+    time_ns: int, parent: str, child: str, position: Sequence[float], orientation: Sequence[float]
+) -> dict[str, Any]:
+    """`geometry_msgs/msg/TransformStamped` (an element of a `TFMessage`'s `transforms`)."""
+    placed = pose(position, orientation)
+    return {
+        "header": header(time_ns, parent),
+        "child_frame_id": child,
+        "transform": {"translation": placed["position"], "rotation": placed["orientation"]},
+    }
