@@ -31,6 +31,7 @@ from nanorec.cli.options import (
     Pause,
     Rate,
     Start,
+    Storage,
     Stored,
     TableFormat,
 )
@@ -179,6 +180,7 @@ def export_command(
     messages: Messages = None,
     kinds: Kinds = None,
     fmt: ExportFormat = "native",
+    storage: Storage = None,
     family: _FAMILY = None,
 ) -> None:
     """Write the CARLA file back byte for byte, or a clip CARLA replays (its first frame
@@ -196,7 +198,15 @@ def export_command(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
         options = {"family": family} if family else None
-        return export_file(file, output, selection, force=force, to=fmt, convert_options=options)
+        return export_file(
+            file,
+            output,
+            selection,
+            force=force,
+            to=fmt,
+            storage=storage,
+            convert_options=options,
+        )
 
     raise typer.Exit(run(action))
 

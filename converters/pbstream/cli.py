@@ -26,6 +26,7 @@ from nanorec.cli.options import (
     Messages,
     Output,
     Start,
+    Storage,
     TableFormat,
 )
 from nanorec.cli.surface import check_choice, verb_command
@@ -237,7 +238,8 @@ def plot_command(
 @verb_command(
     app,
     "export",
-    fmt="native (the .pbstream, exact or a subset), ros-map (PGM + YAML), parquet, mcap.",
+    fmt="native (the .pbstream, exact or a subset), ros-map (PGM + YAML), parquet, mcap, "
+    "ros1 or ros2 (a bag of the trajectories and the map).",
     kinds="Only records of this kind (node, submap, imu_data...); repeatable.",
 )
 def export_command(
@@ -259,6 +261,7 @@ def export_command(
     duration: Duration = None,
     messages: Messages = None,
     kinds: Kinds = None,
+    storage: Storage = None,
 ) -> None:
     """Write the .pbstream back byte for byte; or a valid stream of some trajectories, a
     node, time or record range; or the 2D occupancy grid as a ROS map (like
@@ -269,13 +272,13 @@ def export_command(
 
     Example: nanorec export map.pbstream --format ros-map -o map --resolution 0.05
     """
-    from nanorec.cli.export import COMMON_FORMS, export_file
+    from nanorec.cli.export import export_choices, export_file
     from nanorec.selection import parse_range
 
     from .converter import CONVERTER
 
     def action() -> int:
-        check_choice("--format", fmt, (*COMMON_FORMS, *CONVERTER.export_formats))
+        check_choice("--format", fmt, export_choices(CONVERTER))
         selection = Selection.make(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
@@ -295,7 +298,7 @@ def export_command(
         if fmt == "ros-map" and not selection.everything:
             raise UsageError("--format ros-map draws the whole map: no range or --type")
         if not options:
-            return export_file(file, output, selection, force=force, to=fmt)
+            return export_file(file, output, selection, force=force, to=fmt, storage=storage)
         return _export_with_options(file, output, selection, force, fmt, options)
 
     raise typer.Exit(run(action))

@@ -28,9 +28,11 @@ from nanorec.cli.options import (
     Messages,
     Output,
     Start,
+    Storage,
 )
 from nanorec.cli.surface import check_choice, verb_command
-from nanorec.contract import ExportReport, export_forms
+from nanorec.contract import Converter, ExportReport, export_forms, foreign_forms
+from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
 
@@ -45,9 +47,10 @@ def export(
     messages: Messages = None,
     kinds: Kinds = None,
     fmt: ExportFormat = "native",
+    storage: Storage = None,
 ) -> None:
     """Write the native file back, byte for byte, or a valid cut of it; or the recording in
-    another format (Parquet tables, MCAP).
+    another format (Parquet tables, MCAP, a ROS1 or ROS 2 bag).
 
     Without a range the whole recording is written and checked against the sha256 recorded
     at conversion (exit 1 if it differs). With --start/--end/--duration, --messages or
@@ -61,7 +64,9 @@ def export(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
     )
-    raise typer.Exit(run(lambda: export_file(file, output, selection, force=force, to=fmt)))
+    raise typer.Exit(
+        run(lambda: export_file(file, output, selection, force=force, to=fmt, storage=storage))
+    )
 
 
 def export_file(
@@ -71,14 +76,19 @@ def export_file(
     *,
     force: bool,
     to: str = "native",
+    storage: str | None = None,
     convert_options: Mapping[str, Any] | None = None,
 ) -> int:
     """`nanorec export` (and a format's own export): print the report, return the status."""
     check_output(output, file)
-    every_form = {form for c in registry.converters().values() for form in export_forms(c)}
+    converters = registry.converters().values()
+    every_form = {form for c in converters for form in (*export_forms(c), *foreign_forms(c))}
     check_choice("--format", to, (*COMMON_FORMS, *sorted(every_form)))
-    if to in ("parquet", "mcap"):
-        return _export_other(to, file, output, selection, force)
+    writer = next((c for c in converters if to in foreign_forms(c)), None)
+    if to in ("parquet", "mcap") or (writer is not None and writer.name != _source_format(file)):
+        if storage is not None and writer is None:
+            raise UsageError(f"--storage: a {to} output has one storage")
+        return _export_other(to, file, output, selection, force, storage, writer)
     with opened_archive(file, options=convert_options) as reader:
         converter = registry.for_archive(reader)
         if converter is None:
@@ -86,12 +96,16 @@ def export_file(
             report = write_archive_cut(reader, output, selection, overwrite=force)
             typer.echo(f"{report.output}: {report.size} bytes, {report.messages} messages")
             return 0
+        if to in foreign_forms(converter):
+            to = "native"  # a ROS 2 bag "exported as ros2": itself
         check_choice("--format", to, (*COMMON_FORMS, *export_forms(converter)))
         if not selection.everything:
             selection.chosen(reader.index)  # one rule for an empty selection, every format
-        options = None if to == "native" else {"format": to}
+        options: dict[str, Any] = {} if to == "native" else {"format": to}
+        if storage is not None:
+            options["storage"] = storage
         report = converter.export(
-            reader, output, selection=selection, overwrite=force, options=options
+            reader, output, selection=selection, overwrite=force, options=options or None
         )
     verdict = (
         f"a cut of {report.messages} messages"
@@ -107,6 +121,13 @@ def export_file(
 #: What `--format` of export takes for every format (a format may add its own: the
 #: converter's optional `export_formats`, see `nanorec.contract.export_forms`).
 COMMON_FORMS = ("native", "parquet", "mcap")
+
+
+def export_choices(converter: object) -> tuple[str, ...]:
+    """Every `--format` a recording of `converter`'s format exports to: the common ones, its
+    own, and the formats other converters write from any recording (`foreign_forms`)."""
+    foreign = {f for c in registry.converters().values() for f in foreign_forms(c)}
+    return (*COMMON_FORMS, *export_forms(converter), *sorted(foreign))
 
 
 def write_archive_cut(
@@ -127,13 +148,46 @@ def write_archive_cut(
     return ExportReport(output, output.stat().st_size, file_sha256(output), len(numbers))
 
 
-def _export_other(to: str, file: Path, output: Path, selection: Selection, force: bool) -> int:
-    """Parquet tables or MCAP, from any recording (`nanorec.arrow`, `nanorec.mcap`)."""
+def _source_format(file: Path) -> str | None:
+    """The format of `file`'s recording (its converter's name), None for a plain archive."""
+    head = registry.read_head(file)
+    if registry.is_archive(head):
+        from nanorec.reader import ArchiveReader
+
+        with ArchiveReader(file) as reader:
+            converter = registry.for_archive(reader)
+            return None if converter is None else converter.name
+    return registry.for_native(file, head).name
+
+
+def _export_other(
+    to: str,
+    file: Path,
+    output: Path,
+    selection: Selection,
+    force: bool,
+    storage: str | None = None,
+    writer: Converter | None = None,
+) -> int:
+    """Parquet tables, MCAP, or another format's native file (`writer`'s foreign export),
+    from any recording (`nanorec.arrow`, `nanorec.mcap`, `nanorec.contract.FOREIGN_FORMATS`)."""
     with opened(file, show_conversion=True) as recording:
         if not selection.everything:  # --type names tables or topics here, not message kinds
             dataclasses.replace(selection, kinds=None).chosen(recording.reader.index)
         with progress_bar(f"exporting {to}", len(recording.reader)) as update:
-            if to == "parquet":
+            if writer is not None and to not in ("parquet", "mcap"):
+                report = writer.export_from(  # type: ignore[attr-defined]
+                    recording,
+                    output,
+                    selection=selection,
+                    overwrite=force,
+                    progress=update,
+                    options={"format": to, "storage": storage},
+                )
+                lines = [f"{report.output}: {report.size} bytes, {report.messages} messages"]
+                lines += [f"left out: {why}" for why in report.details.get("left_out", [])]
+                lines += [f"note: {note}" for note in report.details.get("notes", [])]
+            elif to == "parquet":
                 from nanorec.arrow import export_parquet
 
                 lines = export_parquet(

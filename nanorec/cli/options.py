@@ -56,8 +56,18 @@ ExportFormat = Annotated[
         "--format",
         "-F",
         help="native (the recording's own format), parquet (a directory of tables, needs the "
-        "[tables] extra), mcap (needs the [mcap] extra), or a format's own (see below).",
+        "[tables] extra), mcap (needs the [mcap] extra), ros1 or ros2 (a ROS bag from any "
+        "recording, needs the [ros] extra), or a format's own (see below).",
         metavar="FORMAT",
+    ),
+]
+Storage = Annotated[
+    str | None,
+    typer.Option(
+        "--storage",
+        help="The output's storage where its format has several: a ROS 2 bag's sqlite3 or "
+        "mcap (default: the source bag's, else sqlite3).",
+        metavar="STORAGE",
     ),
 ]
 TableFormat = Annotated[

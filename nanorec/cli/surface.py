@@ -41,6 +41,7 @@ DECLARED: dict[str, Any] = {
     "kinds": options.Kinds,
     "fmt": options.TableFormat,
     "export.fmt": options.ExportFormat,
+    "storage": options.Storage,
     "rate": options.Rate,
     "loop": options.Loop,
     "immediate": options.Immediate,
@@ -52,7 +53,7 @@ COMMON: dict[str, tuple[str, ...]] = {
     "info": ("as_json",),
     "cat": ("fmt", *_SELECTION),
     "play": (*_SELECTION, "rate", "loop", "immediate", "pause"),
-    "export": ("output", "force", "fmt", *_SELECTION),
+    "export": ("output", "force", "fmt", "storage", *_SELECTION),
     "plot": ("output", "force", *_SELECTION),
 }
 

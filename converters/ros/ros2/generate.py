@@ -121,7 +121,7 @@ def messages(seconds: float, width: int = 0) -> Iterator[tuple[int, int, bytes]]
 def write_db3(path: Path, seconds: float, width: int = 0) -> int:
     import sqlite3
 
-    from .cut import SCHEMA
+    from .writer import SCHEMA
 
     path.unlink(missing_ok=True)
     count = 0

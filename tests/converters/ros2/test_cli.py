@@ -26,7 +26,7 @@ pytest.importorskip("mcap")
 
 import nanorec
 from nanorec.cli import _register, app
-from nanorec.converters.ros.ros2.cut import SCHEMA
+from nanorec.converters.ros.ros2.writer import SCHEMA
 from nanorec.converters.ros.ros2.generate import QOS, messages
 from nanorec.converters.ros.ros2.recording import Ros2Recording
 from tests.conftest import REALDATA, SAMPLES, make_runner

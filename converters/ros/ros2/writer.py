@@ -1,0 +1,220 @@
+"""A new ROS 2 bag from any messages: a cut of a bag, the repair of a crashed one, or a bag
+written from another format (a ROS1 bag, a CARLA recording: `converters/ros/bridge`).
+
+The bag is written as rosbag2's current writers write it: sqlite3 storage with the schema of
+version 4 (`sqlite_storage.cpp`), or MCAP with profile `ros2` through the `mcap` package's
+writer (zstd chunks), and the `metadata.yaml` rosbag2 writes beside them. A folder output is
+a bag folder (`<name>_0.db3|.mcap` + `metadata.yaml`); a `.db3`/`.mcap` output is one storage
+file. Either appears only when complete.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from nanorec.atomic import atomic_folder, atomic_output, file_sha256
+from nanorec.contract import ExportReport
+from nanorec.errors import UsageError
+
+from .bag import METADATA
+from .storage import Definition, Topic
+
+SCHEMA = (
+    "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY,ros_distro TEXT NOT NULL);",
+    "CREATE TABLE metadata(id INTEGER PRIMARY KEY,metadata_version INTEGER NOT NULL,"
+    "metadata TEXT NOT NULL);",
+    "CREATE TABLE topics(id INTEGER PRIMARY KEY,name TEXT NOT NULL,type TEXT NOT NULL,"
+    "serialization_format TEXT NOT NULL,offered_qos_profiles TEXT NOT NULL,"
+    "type_description_hash TEXT NOT NULL);",
+    "CREATE TABLE message_definitions(id INTEGER PRIMARY KEY,topic_type TEXT NOT NULL,"
+    "encoding TEXT NOT NULL,encoded_message_definition TEXT NOT NULL,"
+    "type_description_hash TEXT NOT NULL);",
+    "CREATE TABLE messages(id INTEGER PRIMARY KEY,topic_id INTEGER NOT NULL,"
+    "timestamp INTEGER NOT NULL, data BLOB NOT NULL);",
+    "CREATE INDEX timestamp_idx ON messages (timestamp ASC);",
+)
+SUFFIX = {"sqlite3": ".db3", "mcap": ".mcap"}
+
+#: A message to write: (topic name, receive time in ns since the epoch, CDR data).
+Entry = tuple[str, int, "bytes | memoryview"]
+
+
+@dataclass
+class NewBag:
+    """What the new bag declares: its topics (in order), the definitions of their types
+    (each type once), its storage and the ROS distribution it names."""
+
+    topics: Sequence[Topic]
+    definitions: Sequence[Definition]
+    storage: str
+    distro: str = ""
+    #: rosbag2's (compression_format, compression_mode): data kept zstd-compressed per message.
+    compression: tuple[str, str] = ("", "")
+    counts: dict[str, int] = field(default_factory=dict)
+    first: int | None = None
+    last: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.storage not in SUFFIX:
+            raise UsageError(f"a ROS 2 bag's storage is sqlite3 or mcap, not {self.storage!r}")
+
+    def counted(self, messages: Iterable[Entry]) -> Iterator[Entry]:
+        """`messages`, counting them per topic and keeping the first and last times."""
+        counts = self.counts
+        first, last = self.first, self.last
+        for entry in messages:
+            topic, time = entry[0], entry[1]
+            counts[topic] = counts.get(topic, 0) + 1
+            first = time if first is None or time < first else first
+            last = time if last is None or time > last else last
+            yield entry
+        self.first, self.last = first, last
+
+
+def storage_of_output(output: Path) -> str | None:
+    """The storage a `.db3`/`.mcap` output name asks for, else None (a folder)."""
+    for storage, suffix in SUFFIX.items():
+        if output.name.lower().endswith(suffix):
+            return storage
+    return None
+
+
+def write_bag(
+    output: Path, bag: NewBag, messages: Iterable[Entry], *, folder: bool, overwrite: bool
+) -> ExportReport:
+    """Write `messages` (in time order) as a new bag at `output` (see the module)."""
+    if not folder:
+        with atomic_output(output, overwrite=overwrite) as stream:
+            _write_storage(bag, bag.counted(messages), stream, output)
+        total = sum(bag.counts.values())
+        return ExportReport(output, output.stat().st_size, file_sha256(output), total)
+    name = f"{output.name}_0{SUFFIX[bag.storage]}"
+    with atomic_folder(output, overwrite=overwrite) as built:
+        with (built / name).open("wb") as stream:
+            _write_storage(bag, bag.counted(messages), stream, built / name)
+        (built / METADATA).write_text(metadata_text(bag, name), encoding="utf-8")
+    size = sum(p.stat().st_size for p in output.iterdir())
+    total = sum(bag.counts.values())
+    return ExportReport(output, size, file_sha256(output / name), total, details={"files": [name]})
+
+
+def _write_storage(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes], target: Path) -> None:
+    if bag.storage == "mcap":
+        _write_mcap(bag, messages, stream)
+    else:
+        _write_db3(bag, messages, stream, target)
+
+
+def _write_db3(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes], target: Path) -> None:
+    """sqlite3 writes to a path: build the database beside the target, then copy it."""
+    scratch = target.with_name(f".{target.name}.sqlite")
+    scratch.unlink(missing_ok=True)
+    try:
+        with sqlite3.connect(scratch) as db:
+            for statement in SCHEMA:
+                db.execute(statement)
+            db.execute(
+                "INSERT INTO schema (schema_version, ros_distro) VALUES (4, ?)", (bag.distro,)
+            )
+            ids = {}
+            for key, topic in enumerate(bag.topics, start=1):
+                ids[topic.name] = key
+                db.execute(
+                    "INSERT INTO topics VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        key,
+                        topic.name,
+                        topic.type,
+                        topic.serialization_format,
+                        topic.offered_qos_profiles,
+                        topic.type_description_hash,
+                    ),
+                )
+            for definition in bag.definitions:
+                db.execute(
+                    "INSERT INTO message_definitions (topic_type, encoding, "
+                    "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, ?)",
+                    (definition.type, definition.encoding, definition.text, ""),
+                )
+            db.executemany(
+                "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)",
+                ((time, ids[topic], bytes(data)) for topic, time, data in messages),
+            )
+        db.close()
+        with scratch.open("rb") as built:
+            while block := built.read(1 << 20):
+                stream.write(block)
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
+def _write_mcap(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes]) -> None:
+    from mcap.writer import Writer
+
+    writer = Writer(stream)
+    writer.start(profile="ros2", library="nanorec")
+    definitions = {d.type: d for d in bag.definitions}
+    channels = {}
+    for topic in bag.topics:
+        definition = definitions.get(topic.type)
+        schema = writer.register_schema(
+            name=topic.type,
+            encoding=definition.encoding if definition else "",
+            data=definition.text.encode() if definition else b"",
+        )
+        metadata = {"offered_qos_profiles": topic.offered_qos_profiles}
+        if topic.type_description_hash:
+            metadata["topic_type_hash"] = topic.type_description_hash
+        channels[topic.name] = writer.register_channel(
+            topic=topic.name,
+            message_encoding=topic.serialization_format,
+            schema_id=schema,
+            metadata=metadata,
+        )
+    for sequence, (name, time, data) in enumerate(messages):
+        writer.add_message(
+            channel_id=channels[name],
+            log_time=time,
+            publish_time=time,
+            data=bytes(data),
+            sequence=sequence,
+        )
+    writer.finish()  # type: ignore[no-untyped-call]
+
+
+def metadata_text(bag: NewBag, name: str) -> str:
+    """metadata.yaml for the new bag, as rosbag2 writes it (version 8: QoS as YAML text)."""
+    from .metadata import BagMetadata, FileInformation, TopicInformation, metadata_yaml
+
+    first = bag.first or 0
+    duration = (bag.last or 0) - first
+    total = sum(bag.counts.values())
+    infos = tuple(
+        TopicInformation(
+            name=t.name,
+            type=t.type,
+            serialization_format=t.serialization_format,
+            offered_qos_profiles=t.offered_qos_profiles,
+            type_description_hash=t.type_description_hash,
+            message_count=bag.counts.get(t.name, 0),
+        )
+        for t in bag.topics
+    )
+    meta = BagMetadata(
+        version=8,
+        storage_identifier=bag.storage,
+        duration_ns=duration,
+        starting_time_ns=first,
+        message_count=total,
+        topics_with_message_count=infos,
+        relative_file_paths=(name,),
+        compression_format=bag.compression[0],
+        compression_mode=bag.compression[1],
+        files=(FileInformation(name, first, duration, total),),
+        ros_distro=bag.distro,
+    )
+    return metadata_yaml(meta, version=8)
