@@ -4,7 +4,7 @@ A robot's usual topics at their usual rates (IMU, odometry, laser scan, point cl
 image, /rosout from two publishers, a latched topic, std_msgs/Empty), ROS Noetic's real
 definitions and md5sums (`stock.py`), receipt times slightly out of order as on a busy
 machine, and optionally a crashed writer's ending (`crash=True`).
-`encode` is the inverse of `msgdef.Decoder`.
+Payloads are serialized by `serialize.encode`, the inverse of `msgdef.Decoder`.
 
     python -m nanorec.converters.ros.ros1.generate out.bag --seconds 10 --compression bz2
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import math
 import random
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,46 +22,13 @@ import numpy as np
 
 from nanorec.atomic import atomic_output
 
-from .msgdef import SCALARS, Field, parse_definition
+from .msgdef import parse_definition
 from .records import Fields
+from .serialize import encode
 from .stock import STOCK
 from .writer import BagWriter
 
 START_NS = 1_700_000_000 * 1_000_000_000
-
-
-def encode(types: dict[str, list[Field]], type_name: str, value: dict[str, Any]) -> bytes:
-    """ROS1-serialize `value` (a dict as `Decoder` gives) as `type_name`."""
-    out = bytearray()
-    _encode(types, type_name, value, out)
-    return bytes(out)
-
-
-def _encode(types: dict[str, list[Field]], type_name: str, value: Any, out: bytearray) -> None:
-    for f in types[type_name]:
-        item = value[f.name]
-        if f.array is None:
-            _one(types, f.type, item, out)
-            continue
-        if f.array < 0:
-            out += struct.pack("<I", len(item))
-        if f.type in SCALARS:
-            out += np.asarray(item, dtype=SCALARS[f.type][1]).tobytes()
-        else:
-            for element in item:
-                _one(types, f.type, element, out)
-
-
-def _one(types: dict[str, list[Field]], type_name: str, item: Any, out: bytearray) -> None:
-    if type_name in SCALARS:
-        out += struct.pack("<" + SCALARS[type_name][0], item)
-    elif type_name == "string":
-        data = item.encode() if isinstance(item, str) else bytes(item)
-        out += struct.pack("<I", len(data)) + data
-    elif type_name in ("time", "duration"):
-        out += struct.pack("<II" if type_name == "time" else "<ii", item["secs"], item["nsecs"])
-    else:
-        _encode(types, type_name, item, out)
 
 
 def _header(seq: int, ns: int, frame: str) -> dict[str, Any]:

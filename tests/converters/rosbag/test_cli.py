@@ -116,8 +116,9 @@ def test_empty_bag(tmp_path: Path) -> None:
 def _overlapping_bag(tmp_path: Path) -> Path:
     """Chunks that overlap in time, as the Python API writes messages given out of order:
     [2 s, 3 s], [1 s, 5 s], [4 s] after 1600000000 s."""
-    from nanorec.converters.ros.ros1.generate import connection_fields, encode
+    from nanorec.converters.ros.ros1.generate import connection_fields
     from nanorec.converters.ros.ros1.msgdef import parse_definition
+    from nanorec.converters.ros.ros1.serialize import encode
     from nanorec.converters.ros.ros1.stock import STOCK
     from nanorec.converters.ros.ros1.writer import BagWriter
 
@@ -178,8 +179,9 @@ def test_info_of_an_old_bag_is_one_true_line(tmp_path: Path) -> None:
 
 def _bag_with_an_undecodable_message(tmp_path: Path) -> Path:
     """Five /chatter strings, the third a 2-byte payload (its length prefix cut)."""
-    from nanorec.converters.ros.ros1.generate import connection_fields, encode
+    from nanorec.converters.ros.ros1.generate import connection_fields
     from nanorec.converters.ros.ros1.msgdef import parse_definition
+    from nanorec.converters.ros.ros1.serialize import encode
     from nanorec.converters.ros.ros1.stock import STOCK
     from nanorec.converters.ros.ros1.writer import BagWriter
 

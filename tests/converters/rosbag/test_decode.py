@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from nanorec import registry
-from nanorec.converters.ros.ros1.generate import encode
 from nanorec.converters.ros.ros1.msgdef import Decoder, parse_definition
+from nanorec.converters.ros.ros1.serialize import encode
 from nanorec.converters.ros.ros1.stock import STOCK
 from nanorec.errors import FormatError
 from tests.converters.rosbag.bags import make_bag, ours, plain

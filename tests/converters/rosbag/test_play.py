@@ -83,8 +83,9 @@ def test_latched_per_callerid_and_topic(tmp_path: Path) -> None:
     inclusive as rosbag's View, so one stamped at the start is played twice, as ROS does),
     in (callerid, topic) order; a non-latching connection of the same caller and topic
     counts for the caller's last message."""
-    from nanorec.converters.ros.ros1.generate import connection_fields, encode
+    from nanorec.converters.ros.ros1.generate import connection_fields
     from nanorec.converters.ros.ros1.msgdef import parse_definition
+    from nanorec.converters.ros.ros1.serialize import encode
     from nanorec.converters.ros.ros1.stock import STOCK
     from nanorec.converters.ros.ros1.writer import BagWriter
 
