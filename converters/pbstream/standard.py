@@ -99,7 +99,7 @@ def standard_messages(
     if MAP_TOPIC in topics and not len(kept):
         grid = _grid(rec)  # needed now: it decides whether anything is selected
     if not len(kept) and grid is None:
-        raise selection.empty(len(index), index_span_s(index), index.types_table)
+        raise _nothing(rec, selection, every)
     last = inside if len(inside) else every
     map_ns = int(last["unix_ns"][-1]) if len(last) else round(rec.end_time * 1e6) * 1000
     return _messages(rec, kept, MAP_TOPIC in topics, grid, map_ns)
@@ -147,6 +147,29 @@ def occupancy_grid(grid: OccupancyMap, time_ns: int) -> dict[str, Any]:
         },
         "data": np.ascontiguousarray(cells).reshape(-1),
     }
+
+
+def _nothing(rec: PbstreamRecording, selection: Selection, nodes: NDArray[Any]) -> UsageError:
+    """The error for a selection keeping no pose and no map (its range holds records, so
+    `Selection.empty` would blame the wrong thing): what it asked for and what there is."""
+    asked = " ".join(
+        part
+        for part in (
+            selection.range_options(),
+            "" if selection.kinds is None else "--type " + ", ".join(sorted(selection.kinds)),
+        )
+        if part
+    )
+    if not len(nodes):
+        there = "the pbstream has no node pose and no map"
+    else:
+        origin_ns = round(rec.start_time * 1e6) * 1000
+        first, last = ((int(nodes["unix_ns"][k]) - origin_ns) / 1e9 for k in (0, -1))
+        there = f"{len(nodes)} node poses from {first:.3f} s to {last:.3f} s"
+    return EmptySelectionError(
+        f"{asked or 'the selection'} selects no pose and no map ({there}; "
+        f"{index_span_s(rec.reader.index):.3f} s of records)"
+    )
 
 
 def _grid(rec: PbstreamRecording) -> OccupancyMap | None:
