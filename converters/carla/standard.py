@@ -10,8 +10,9 @@ Each selected frame gives, at the frame's time:
   Frame names follow ROS habits (no slashes, `map` as the fixed frame, as the CARLA ROS
   bridge names it) rather than the MCAP export's `world`/`actor/<id>`.
 - `/carla/hero/pose` (`geometry_msgs/msg/PoseStamped`, frame `map`): the hero's pose, when a
-  live actor has role_name "hero" (the one the plots and `--follow` single out); with
-  several, the lowest id, so the topic is one vehicle throughout.
+  live actor has role_name "hero" (as `plot_data.heroes` finds the heroes the plot draws); with
+  several, the lowest live one (a stable choice: it does not hang on the order actors are
+  stored in; should that hero be destroyed, the topic follows the next one).
 
 Axes: CARLA (Unreal) is left-handed, x forward, y right, z up, centimetres and degrees
 (pitch, yaw, roll); ROS (REP 103) is right-handed, x forward, y left, z up, metres. As the
