@@ -26,6 +26,7 @@ from nanorec.errors import FormatError, OutOfRangeError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
+from nanorec.standard import StandardMessage
 from nanorec.wire import inflate_bounded
 
 from .convert import convert
@@ -153,6 +154,13 @@ class CarlaRecording(ArchiveRecording):
         from .mcap import mcap_messages
 
         return mcap_messages(self, selection, progress)
+
+    def standard_messages(self, selection: Selection | None = None) -> Iterator[StandardMessage]:
+        """`/tf` and the hero's pose as standard messages, for writers of other formats (a
+        ROS 2 bag; `nanorec.standard`, see `standard.py`)."""
+        from .standard import standard_messages
+
+        return standard_messages(self, selection)
 
     def summary(self) -> dict[str, Any]:
         summary = super().summary()

@@ -22,6 +22,7 @@ from nanorec.errors import EmptySelectionError, FormatError, UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
+from nanorec.standard import StandardMessage
 
 from .convert import NONE_ID, read_meta
 from .decode import decode_record
@@ -211,6 +212,13 @@ class PbstreamRecording(ArchiveRecording):
         from .mcap import mcap_messages
 
         return mcap_messages(self, selection)
+
+    def standard_messages(self, selection: Selection | None = None) -> Iterator[StandardMessage]:
+        """Node poses and the map as standard messages, for writers of other formats (a ROS 2
+        bag; `nanorec.standard`, see `standard.py`)."""
+        from .standard import standard_messages
+
+        return standard_messages(self, selection)
 
     # -- summary ---------------------------------------------------------------------------
 
