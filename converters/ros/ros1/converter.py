@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress
+from nanorec.contract import ConvertReport, ExportReport, Progress, Recording
 from nanorec.errors import UsageError
 
 from .records import VERSION_LINE
@@ -33,6 +33,11 @@ class BagConverter:
     #: `nanorec export --format` values beyond native/parquet/mcap.
     export_formats: ClassVar[Mapping[str, str]] = {
         "indexed": "a new indexed bag (the repair of a crashed bag)"
+    }
+
+    #: `nanorec export --format ros1` from a recording of any format.
+    foreign_formats: ClassVar[Mapping[str, str]] = {
+        "ros1": "a ROS1 bag of a ROS 2 bag, a CARLA recording or a pbstream"
     }
 
     def sniff(self, head: bytes) -> bool:
@@ -102,6 +107,28 @@ class BagConverter:
             selection=selection,
             overwrite=overwrite,
             compression=str(opts.get("compression") or "none"),
+        )
+
+    def export_from(
+        self,
+        recording: Recording,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """A new ROS1 bag from a recording of another format (`converters/ros/bridge`)."""
+        from ..bridge.to_ros1 import export_to_ros1
+
+        return export_to_ros1(
+            recording,
+            output,
+            selection=selection,
+            overwrite=overwrite,
+            progress=progress,
+            options=options,
         )
 
     def open_archive(self, reader: ArchiveReader) -> BagRecording:

@@ -1,7 +1,9 @@
-"""Values -> ROS 2 CDR payloads: the inverse of `cdr.Decoder`, for tests and synthetic bags.
+"""Values -> ROS 2 CDR payloads: the inverse of `cdr.Decoder`, for tests, synthetic bags and
+the standard messages of other formats written as a bag (`converters/ros/bridge`).
 
-Written plainly (a walk over the type model, no generated code): speed does not matter here,
-and a second, independent reading of the alignment rules is what makes round trips a check.
+Written plainly (a walk over the type model, no generated code): a second, independent
+reading of the alignment rules is what makes round trips a check. Numeric numpy arrays are
+copied whole, so a large array (an occupancy grid) costs no per-element Python.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ _CODES = {
     "uint16": "H", "wchar": "H", "int32": "i", "uint32": "I", "float32": "f", "int64": "q",
     "uint64": "Q", "float64": "d",
 }  # fmt: skip
+_DTYPES = {
+    "int8": "i1", "uint8": "u1", "byte": "u1", "char": "u1", "int16": "i2", "uint16": "u2",
+    "int32": "i4", "uint32": "u4", "int64": "i8", "uint64": "u8", "float32": "f4",
+    "float64": "f8",
+}  # fmt: skip
 
 
 class Encoder:
@@ -28,12 +35,15 @@ class Encoder:
 
     def __init__(self, definitions: Mapping[str, tuple[str, str]]) -> None:
         self.definitions = dict(definitions)
+        self._types: dict[str, dict[str, MsgType]] = {}
 
     def encode(
         self, type_name: str, value: Mapping[str, Any], *, big_endian: bool = False
     ) -> bytes:
         """The payload (4-byte header, then the message) of `value` as `type_name`."""
-        types = load(self.definitions, type_name)
+        types = self._types.get(type_name)
+        if types is None:
+            types = self._types[type_name] = load(self.definitions, type_name)
         writer = _Writer(types, ">" if big_endian else "<")
         writer.struct(canonical(type_name), value)
         return (b"\x00\x00" if big_endian else b"\x00\x01") + b"\x00\x00" + bytes(writer.out)
@@ -61,6 +71,10 @@ class _Writer:
                 self.out += struct.pack(self.order + "I", len(items))
             if f.type in SIZES and len(items):
                 self.align(SIZES[f.type])
+                if isinstance(items, np.ndarray) and f.type in _DTYPES:
+                    dtype = np.dtype(self.order + _DTYPES[f.type])
+                    self.out += np.ascontiguousarray(items, dtype=dtype).tobytes()
+                    continue
                 code = self.order + _CODES[f.type] * len(items)
                 self.out += struct.pack(
                     code, *(x.item() if hasattr(x, "item") else x for x in items)

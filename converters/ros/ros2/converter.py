@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress
+from nanorec.contract import ConvertReport, ExportReport, Progress, Recording
 from nanorec.errors import UsageError
 
 from .bag import is_bag_folder, sniff_file
@@ -33,6 +33,12 @@ class Ros2Converter:
     suffixes = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
     export_formats: ClassVar[Mapping[str, str]] = {
         "indexed": "a new bag with a correct metadata.yaml (the repair of a crashed bag)"
+    }
+
+    #: `nanorec export --format ros2` from a recording of any format.
+    foreign_formats: ClassVar[Mapping[str, str]] = {
+        "ros2": "a ROS 2 bag (a folder, or one .db3/.mcap) of a ROS1 bag, a CARLA "
+        "recording or a pbstream"
     }
 
     def sniff(self, head: bytes) -> bool:
@@ -99,6 +105,28 @@ class Ros2Converter:
 
         return export_selection(
             reader, output, selection=selection, overwrite=overwrite, storage=opts.get("storage")
+        )
+
+    def export_from(
+        self,
+        recording: Recording,
+        output: Path,
+        *,
+        selection: Selection | None = None,
+        overwrite: bool = False,
+        progress: Progress | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> ExportReport:
+        """A new ROS 2 bag from a recording of another format (`converters/ros/bridge`)."""
+        from ..bridge.to_ros2 import export_to_ros2
+
+        return export_to_ros2(
+            recording,
+            output,
+            selection=selection,
+            overwrite=overwrite,
+            progress=progress,
+            options=options,
         )
 
     def open_archive(self, reader: ArchiveReader) -> Ros2Recording:

@@ -38,6 +38,8 @@ SCHEMA = (
     "CREATE INDEX timestamp_idx ON messages (timestamp ASC);",
 )
 SUFFIX = {"sqlite3": ".db3", "mcap": ".mcap"}
+#: Messages inserted into sqlite at a time.
+_ROWS = 1024
 
 #: A message to write: (topic name, receive time in ns since the epoch, CDR data).
 Entry = tuple[str, int, "bytes | memoryview"]
@@ -61,6 +63,13 @@ class NewBag:
     def __post_init__(self) -> None:
         if self.storage not in SUFFIX:
             raise UsageError(f"a ROS 2 bag's storage is sqlite3 or mcap, not {self.storage!r}")
+
+    def topic(self, name: str) -> Topic:
+        """The declared topic `name` (a `KeyError` is a bug of the caller)."""
+        return next(topic for topic in self.topics if topic.name == name)
+
+    def definition(self, type_name: str) -> Definition | None:
+        return next((d for d in self.definitions if d.type == type_name), None)
 
     def counted(self, messages: Iterable[Entry]) -> Iterator[Entry]:
         """`messages`, counting them per topic and keeping the first and last times."""
@@ -110,39 +119,49 @@ def _write_storage(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes], ta
 
 
 def _write_db3(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes], target: Path) -> None:
-    """sqlite3 writes to a path: build the database beside the target, then copy it."""
+    """sqlite3 writes to a path: build the database beside the target, then copy it. Topics
+    get their rows when first used (a bag written from standard messages learns them late)."""
     scratch = target.with_name(f".{target.name}.sqlite")
     scratch.unlink(missing_ok=True)
     try:
         with sqlite3.connect(scratch) as db:
             for statement in SCHEMA:
                 db.execute(statement)
-            db.execute(
-                "INSERT INTO schema (schema_version, ros_distro) VALUES (4, ?)", (bag.distro,)
-            )
-            ids = {}
-            for key, topic in enumerate(bag.topics, start=1):
-                ids[topic.name] = key
+            db.execute("INSERT INTO schema VALUES (4, ?)", (bag.distro,))
+            ids: dict[str, int] = {}
+            defined: set[str] = set()
+
+            def declare(name: str) -> int:
+                topic = bag.topic(name)
+                ids[name] = len(ids) + 1
+                row = (topic.name, topic.type, topic.serialization_format)
                 db.execute(
                     "INSERT INTO topics VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        key,
-                        topic.name,
-                        topic.type,
-                        topic.serialization_format,
-                        topic.offered_qos_profiles,
-                        topic.type_description_hash,
-                    ),
+                    (ids[name], *row, topic.offered_qos_profiles, topic.type_description_hash),
                 )
-            for definition in bag.definitions:
-                db.execute(
-                    "INSERT INTO message_definitions (topic_type, encoding, "
-                    "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, ?)",
-                    (definition.type, definition.encoding, definition.text, ""),
-                )
+                definition = bag.definition(topic.type)
+                if definition is not None and topic.type not in defined:
+                    defined.add(topic.type)
+                    db.execute(
+                        "INSERT INTO message_definitions (topic_type, encoding, "
+                        "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, ?)",
+                        (definition.type, definition.encoding, definition.text, ""),
+                    )
+                return ids[name]
+
+            for topic in bag.topics:
+                declare(topic.name)
+            rows: list[tuple[int, int, bytes]] = []
+            for name, time, data in messages:
+                key = ids.get(name) or declare(name)
+                rows.append((time, key, bytes(data)))
+                if len(rows) >= _ROWS:
+                    db.executemany(
+                        "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", rows
+                    )
+                    rows.clear()
             db.executemany(
-                "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)",
-                ((time, ids[topic], bytes(data)) for topic, time, data in messages),
+                "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", rows
             )
         db.close()
         with scratch.open("rb") as built:
@@ -157,27 +176,34 @@ def _write_mcap(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes]) -> No
 
     writer = Writer(stream)
     writer.start(profile="ros2", library="nanorec")
-    definitions = {d.type: d for d in bag.definitions}
-    channels = {}
-    for topic in bag.topics:
-        definition = definitions.get(topic.type)
-        schema = writer.register_schema(
-            name=topic.type,
-            encoding=definition.encoding if definition else "",
-            data=definition.text.encode() if definition else b"",
-        )
+    schemas: dict[str, int] = {}
+    channels: dict[str, int] = {}
+
+    def declare(name: str) -> int:
+        topic = bag.topic(name)
+        if topic.type not in schemas:
+            definition = bag.definition(topic.type)
+            schemas[topic.type] = writer.register_schema(
+                name=topic.type,
+                encoding=definition.encoding if definition else "",
+                data=definition.text.encode() if definition else b"",
+            )
         metadata = {"offered_qos_profiles": topic.offered_qos_profiles}
         if topic.type_description_hash:
             metadata["topic_type_hash"] = topic.type_description_hash
-        channels[topic.name] = writer.register_channel(
+        channels[name] = writer.register_channel(
             topic=topic.name,
             message_encoding=topic.serialization_format,
-            schema_id=schema,
+            schema_id=schemas[topic.type],
             metadata=metadata,
         )
+        return channels[name]
+
+    for topic in bag.topics:
+        declare(topic.name)
     for sequence, (name, time, data) in enumerate(messages):
         writer.add_message(
-            channel_id=channels[name],
+            channel_id=channels[name] if name in channels else declare(name),
             log_time=time,
             publish_time=time,
             data=bytes(data),
