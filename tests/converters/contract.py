@@ -25,7 +25,7 @@ import typer
 from nanorec import registry
 from nanorec.cli import _register, app
 from nanorec.cli.surface import COMMON, common_spellings, option_names
-from nanorec.contract import SNIFF_BYTES, Converter, Recording
+from nanorec.contract import SNIFF_BYTES, Converter, Recording, foreign_forms
 from nanorec.errors import NanorecError
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
@@ -292,7 +292,14 @@ def check_common_options(sample: Path, work: Path) -> None:
     refused("export", sample, "-o", out_file, "-F", "bogus", says="--format")
     refused("export", sample, "-o", out_file, *far, says="--start 1000000 selects no")
     refused("plot", sample, "-o", outputs / "p.png", *far, says="--start 1000000 selects no")
+    foreign = sorted({f for c in registry.converters().values() for f in foreign_forms(c)})
+    for form in foreign:  # a ROS bag from any recording: the same rules
+        refused("export", sample, "-o", outputs / form, "-F", form, *far, says="selects no")
     assert not list(outputs.iterdir())  # refused: nothing written, not even a partial
+    for form in foreign:
+        code, _, err = run("export", sample, "-o", outputs / form, "-F", form)
+        assert code == 0 or (code == 2 and err.count("\n") == 1), (form, err)
+        assert (outputs / form).exists() == (code == 0), form
     code, _, err = run("export", sample, "-o", out_file, "--messages", "0:2")
     assert code == 0, err
     with registry.open(out_file) as cut:

@@ -26,9 +26,9 @@ pytest.importorskip("mcap")
 
 import nanorec
 from nanorec.cli import _register, app
-from nanorec.converters.ros.ros2.writer import SCHEMA
 from nanorec.converters.ros.ros2.generate import QOS, messages
 from nanorec.converters.ros.ros2.recording import Ros2Recording
+from nanorec.converters.ros.ros2.writer import SCHEMA
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 BAG = SAMPLES / "ros2-robot"
