@@ -6,6 +6,10 @@ Compact archives deflate every member (`messages.msgpack` in independent blocks,
 (`ArchiveReader.member_view`), at several times the disk cost. Every path that writes an
 archive (convert, batch, recover, adopt, repack) asks `compact_default()` unless told, so
 `nanorec convert --stored` reaches the converters without a new option in their contract.
+
+An archive that lives for one command (a native file opened by a verb, `nanorec.open` of a
+native file) is a `scratch` one: stored, and never synced to disk, since deflating and
+syncing what is deleted a moment later only costs time.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ STORED: Final = "stored"
 LAYOUTS: Final = (COMPACT, STORED)
 
 _LAYOUT: contextvars.ContextVar[str] = contextvars.ContextVar("nanorec_layout", default=COMPACT)
+_DURABLE: contextvars.ContextVar[bool] = contextvars.ContextVar("nanorec_durable", default=True)
 
 
 def compact_default() -> bool:
@@ -41,4 +46,20 @@ def use_layout(layout: str) -> Iterator[None]:
         _LAYOUT.reset(token)
 
 
-__all__ = ["COMPACT", "LAYOUTS", "STORED", "compact_default", "use_layout"]
+def durable() -> bool:
+    """Whether a new archive is synced to disk as it is written and at close."""
+    return _DURABLE.get()
+
+
+@contextlib.contextmanager
+def scratch() -> Iterator[None]:
+    """Within the block, new archives are temporary: stored and not synced (see above)."""
+    token = _DURABLE.set(False)
+    try:
+        with use_layout(STORED):
+            yield
+    finally:
+        _DURABLE.reset(token)
+
+
+__all__ = ["COMPACT", "LAYOUTS", "STORED", "compact_default", "durable", "scratch", "use_layout"]

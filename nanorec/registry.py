@@ -23,6 +23,7 @@ from pathlib import Path
 
 from nanorec.contract import DIRECTORY_HOOK, SNIFF_BYTES, Converter, Progress, Recording
 from nanorec.errors import TruncatedError, UnsupportedError
+from nanorec.layout import scratch
 from nanorec.reader import ArchiveReader
 
 GROUP = "nanorec.converters"
@@ -156,7 +157,8 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     workdir = Path(tempfile.mkdtemp(prefix="nanorec-"))
     try:
         archive = workdir / (path.name + ".nanover.zip")
-        report = converter.convert(path, archive, progress=progress)
+        with scratch():
+            report = converter.convert(path, archive, progress=progress)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

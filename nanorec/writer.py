@@ -56,7 +56,7 @@ from nanorec.describe import (
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.errors import FormatError, OutputExistsError, UsageError
 from nanorec.index import RESERVED_METADATA, TypesRegistry, encode_entries, types_code_dtype
-from nanorec.layout import compact_default
+from nanorec.layout import compact_default, durable
 from nanorec.spool import IndexSpool
 from nanorec.wire import (
     TIMESTAMP_KEY,
@@ -134,6 +134,7 @@ class ArchiveWriter:
     ) -> None:
         self.path = Path(path)
         self.compact = compact_default() if compact is None else compact
+        self.durable = durable()
         self._blocks: BlockDeflater | None = None
         if self.compact:
             self._blocks = (
@@ -556,7 +557,7 @@ class ArchiveWriter:
         self._position += self._pending
         self._parts.clear()
         self._pending = 0
-        if self._position - self._synced >= WRITEBACK_BYTES:
+        if self.durable and self._position - self._synced >= WRITEBACK_BYTES:
             self._start_writeback()
 
     def _start_writeback(self) -> None:
@@ -662,7 +663,7 @@ class ArchiveWriter:
         cd_size = self._tell() - cd_offset
         end = EndRecords(entries=len(self._central), cd_size=cd_size, cd_offset=cd_offset)
         self._emit(end.build(force_zip64=self._force_zip64))
-        self.flush(fsync=True)
+        self.flush(fsync=self.durable)
         self._close_files()
         self._publish()
 

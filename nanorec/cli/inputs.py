@@ -18,6 +18,7 @@ import typer
 from nanorec import registry
 from nanorec.contract import Converter, Message, Recording
 from nanorec.errors import UsageError
+from nanorec.layout import scratch
 
 
 def check_input(path: Path) -> None:
@@ -107,7 +108,8 @@ def opened_archive(
     converter = native_converter(path, fmt)
     with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
         archive = Path(folder) / (path.name + ".nanover.zip")
-        converter.convert(path, archive, options=options)
+        with scratch():
+            converter.convert(path, archive, options=options)
         with ArchiveReader(archive) as reader:
             yield reader
 

@@ -10,6 +10,7 @@ file. Either appears only when complete.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -103,8 +104,11 @@ def write_bag(
         return ExportReport(output, output.stat().st_size, file_sha256(output), total)
     name = f"{output.name}_0{SUFFIX[bag.storage]}"
     with atomic_folder(output, overwrite=overwrite) as built:
-        with (built / name).open("wb") as stream:
-            _write_storage(bag, bag.counted(messages), stream, built / name)
+        if bag.storage == "sqlite3":  # sqlite writes to a path: straight into the folder
+            _build_db3(bag, bag.counted(messages), built / name)
+        else:
+            with (built / name).open("wb") as stream:
+                _write_mcap(bag, bag.counted(messages), stream)
         (built / METADATA).write_text(metadata_text(bag, name), encoding="utf-8")
     size = sum(p.stat().st_size for p in output.iterdir())
     total = sum(bag.counts.values())
@@ -119,56 +123,59 @@ def _write_storage(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes], ta
 
 
 def _write_db3(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes], target: Path) -> None:
-    """sqlite3 writes to a path: build the database beside the target, then copy it. Topics
-    get their rows when first used (a bag written from standard messages learns them late)."""
+    """sqlite3 writes to a path: build the database beside the target, then copy it."""
     scratch = target.with_name(f".{target.name}.sqlite")
     scratch.unlink(missing_ok=True)
     try:
-        with sqlite3.connect(scratch) as db:
-            for statement in SCHEMA:
-                db.execute(statement)
-            db.execute("INSERT INTO schema VALUES (4, ?)", (bag.distro,))
-            ids: dict[str, int] = {}
-            defined: set[str] = set()
-
-            def declare(name: str) -> int:
-                topic = bag.topic(name)
-                ids[name] = len(ids) + 1
-                row = (topic.name, topic.type, topic.serialization_format)
-                db.execute(
-                    "INSERT INTO topics VALUES (?, ?, ?, ?, ?, ?)",
-                    (ids[name], *row, topic.offered_qos_profiles, topic.type_description_hash),
-                )
-                definition = bag.definition(topic.type)
-                if definition is not None and topic.type not in defined:
-                    defined.add(topic.type)
-                    db.execute(
-                        "INSERT INTO message_definitions (topic_type, encoding, "
-                        "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, ?)",
-                        (definition.type, definition.encoding, definition.text, ""),
-                    )
-                return ids[name]
-
-            for topic in bag.topics:
-                declare(topic.name)
-            rows: list[tuple[int, int, bytes]] = []
-            for name, time, data in messages:
-                key = ids.get(name) or declare(name)
-                rows.append((time, key, bytes(data)))
-                if len(rows) >= _ROWS:
-                    db.executemany(
-                        "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", rows
-                    )
-                    rows.clear()
-            db.executemany(
-                "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", rows
-            )
-        db.close()
+        _build_db3(bag, messages, scratch)
         with scratch.open("rb") as built:
             while block := built.read(1 << 20):
                 stream.write(block)
     finally:
         scratch.unlink(missing_ok=True)
+
+
+def _build_db3(bag: NewBag, messages: Iterable[Entry], path: Path) -> None:
+    """The sqlite3 storage file at `path`. Topics get their rows when first used (a bag
+    written from standard messages learns them late). No journal on disk and no syncs: the
+    file is published whole (atomically) or not at all."""
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("PRAGMA journal_mode=MEMORY")
+        db.execute("PRAGMA synchronous=OFF")
+        for statement in SCHEMA:
+            db.execute(statement)
+        db.execute("INSERT INTO schema VALUES (4, ?)", (bag.distro,))
+        ids: dict[str, int] = {}
+        defined: set[str] = set()
+
+        def declare(name: str) -> int:
+            topic = bag.topic(name)
+            ids[name] = len(ids) + 1
+            row = (topic.name, topic.type, topic.serialization_format)
+            db.execute(
+                "INSERT INTO topics VALUES (?, ?, ?, ?, ?, ?)",
+                (ids[name], *row, topic.offered_qos_profiles, topic.type_description_hash),
+            )
+            definition = bag.definition(topic.type)
+            if definition is not None and topic.type not in defined:
+                defined.add(topic.type)
+                db.execute(
+                    "INSERT INTO message_definitions (topic_type, encoding, "
+                    "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, ?)",
+                    (definition.type, definition.encoding, definition.text, ""),
+                )
+            return ids[name]
+
+        for topic in bag.topics:
+            declare(topic.name)
+        insert = "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)"
+        rows: list[tuple[int, int, bytes | memoryview]] = []
+        for name, time, data in messages:
+            rows.append((time, ids.get(name) or declare(name), data))
+            if len(rows) >= _ROWS:
+                db.executemany(insert, rows)
+                rows.clear()
+        db.executemany(insert, rows)
 
 
 def _write_mcap(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes]) -> None:
