@@ -270,6 +270,65 @@ class ArchiveWriter:
         """
         return self._append(packed, tuple(types), timestamp_us, flags, metadata, embed=True)
 
+    def write_packed_run(
+        self,
+        packed: Sequence[bytes],
+        *,
+        types: Sequence[tuple[str, ...]],
+        timestamps_us: Sequence[int],
+    ) -> int:
+        """`write_packed` for a run of messages at once (no flags, no metadata): one call
+        and one table of index rows instead of a call and a tuple per message, for
+        converters whose messages differ in size and are too small for the per-call cost
+        not to show (pbstream's: ~0.5 KB). Same checks as `write_packed`; returns the number
+        of the first message."""
+        self._check_open()
+        count = len(packed)
+        if len(types) != count or len(timestamps_us) != count:
+            raise UsageError("one types tuple and one timestamp per message are needed")
+        first = self._count
+        if not count:
+            return first
+        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
+        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
+            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        valid = self._valid_types
+        codes = np.empty(count, np.uint32)
+        lengths = np.empty(count, np.int64)
+        crcs = np.empty(count, np.uint32)
+        blocks = self._blocks
+        parts = self._parts
+        embed = self._embed
+        for at, (message, key, stamp) in enumerate(
+            zip(packed, types, column.tolist(), strict=True)
+        ):
+            code = valid.get(key)
+            if code is None:
+                code = self._register_types(tuple(key))
+            codes[at] = code
+            pieces = embed(message, len(key), stamp)
+            length = crc = 0
+            for piece in pieces:
+                length += len(piece)
+                crc = crc32(piece, crc)
+            lengths[at] = length
+            crcs[at] = crc
+            if blocks is None:
+                parts += pieces
+                self._pending += length
+            else:
+                self._emit_compressed(blocks.add(pieces, length))
+        self._index.extend(lengths, column, crcs, 0, codes)
+        self._last_timestamp = int(column[-1])
+        self._count = first + count
+        if (
+            self._pending >= FLUSH_BYTES
+            or self._count - self._last_flush_count >= FLUSH_MESSAGES
+            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        ):
+            self.flush()
+        return first
+
     def write_stored_rows(
         self,
         rows: np.ndarray[Any, np.dtype[np.uint8]],
