@@ -293,32 +293,41 @@ class ArchiveWriter:
         if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
             raise UsageError(f"timestamps must not decrease (messages from {first})")
         valid = self._valid_types
-        codes = np.empty(count, np.uint32)
-        lengths = np.empty(count, np.int64)
-        crcs = np.empty(count, np.uint32)
+        codes: list[int] = []
+        lengths: list[int] = []
+        crcs: list[int] = []
         blocks = self._blocks
         parts = self._parts
         embed = self._embed
-        for at, (message, key, stamp) in enumerate(
-            zip(packed, types, column.tolist(), strict=True)
-        ):
+        headers = _FIXMAP_HEADERS
+        for message, key, stamp in zip(packed, types, column.tolist(), strict=True):
             code = valid.get(key)
             if code is None:
                 code = self._register_types(tuple(key))
-            codes[at] = code
-            pieces = embed(message, len(key), stamp)
-            length = crc = 0
-            for piece in pieces:
-                length += len(piece)
-                crc = crc32(piece, crc)
-            lengths[at] = length
-            crcs[at] = crc
+            codes.append(code)
+            entries = len(key)
+            if message[0] == 0x80 | entries and entries < 15 and len(message) < 4096:
+                # `_embed`'s common case inline: one piece, one CRC
+                data = b"".join((headers[entries + 1], message[1:], timestamp_entry(stamp)))
+                length = len(data)
+                crc = crc32(data)
+                pieces: tuple[bytes | memoryview, ...] = (data,)
+            else:
+                pieces = embed(message, entries, stamp)
+                length = crc = 0
+                for piece in pieces:
+                    length += len(piece)
+                    crc = crc32(piece, crc)
+            lengths.append(length)
+            crcs.append(crc)
             if blocks is None:
                 parts += pieces
                 self._pending += length
             else:
                 self._emit_compressed(blocks.add(pieces, length))
-        self._index.extend(lengths, column, crcs, 0, codes)
+        index_lengths = np.array(lengths, np.int64)
+        index_crcs = np.array(crcs, np.uint32)
+        self._index.extend(index_lengths, column, index_crcs, 0, np.array(codes, np.uint32))
         self._last_timestamp = int(column[-1])
         self._count = first + count
         if (

@@ -42,6 +42,7 @@ from .records import (
     DAMAGED,
     OPTIONS,
     POSE_GRAPH,
+    UNIX_EPOCH_TICKS,
     UNKNOWN,
     Described,
     describe_prefix,
@@ -58,6 +59,7 @@ _RELEASE_BYTES: Final = 32 << 20
 _HASH_BYTES: Final = 1 << 20
 #: Records described before their messages are handed to the writer in one call.
 _RUN: Final = 1024
+_DEFLATE_THREADS = 2
 
 
 @dataclass
@@ -192,6 +194,7 @@ def _convert(
             packed: list[bytes] = []
             types: list[tuple[str]] = []
             stamps: list[int] = []
+            infos: list[Described] = []
             for number in range(first, min(first + _RUN, len(offsets))):
                 offset = offsets[number]
                 start = offset + 8
@@ -226,16 +229,17 @@ def _convert(
                         entry = entry_of(info, member)
                         raw += member[:10] != GZIP_HEADER
                         check.add(number, offset, start, end)
-                columns.add(info)
+                infos.append(info)
                 if info.ticks is not None:
-                    own = ticks_to_us(info.ticks)
-                    last_us = own if last_us is None else max(own, last_us)
+                    own = (info.ticks - UNIX_EPOCH_TICKS) // 10  # ticks_to_us, inline
+                    last_us = own if last_us is None or own > last_us else last_us
                 if last_us is None:  # no time found yet: 0, and no later record before it
                     last_us = 0
                 packed.append(pack({info.kind: entry}))
                 types.append((info.kind,))
                 stamps.append(last_us)
             writer.write_packed_run(packed, types=types, timestamps_us=stamps)
+            columns.extend(infos)
             end = offsets[number] + 8 + sizes[number]
             if end - hashed >= _HASH_BYTES:
                 digest.update(buf[hashed:end])
@@ -303,7 +307,7 @@ def _meta(
                 "columns": columns.to_dict(),
             }
         ),
-        6,
+        1,  # ~3 MB of columns per 100 MB: level 6 took ~0.15 s of a 1 s conversion
     )
 
 
