@@ -4,6 +4,7 @@ per message (both layouts), and checks its timestamps like it."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -17,7 +18,7 @@ def _messages() -> list[tuple[bytes, tuple[str, ...], int]]:
     out = []
     for number in range(300):
         kind = ("a", "b", "c")[number % 3]
-        body = {kind: {"member": bytes(number % 7000), "n": number}}
+        body: dict[str, Any] = {kind: {"member": bytes(number % 7000), "n": number}}
         if number % 50 == 0:  # a two-key map, and a large message (pieces, not one copy)
             body = {"x": bytes(5000), "y": number}
         out.append((msgpack.packb(body), tuple(body), 10 * number))
