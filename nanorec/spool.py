@@ -78,7 +78,7 @@ class IndexSpool:
         timestamps: NDArray[Any],
         crcs: NDArray[Any],
         flags: int,
-        types: int,
+        types: int | NDArray[Any],
     ) -> None:
         """Append one row per message of a run written at once (no caller metadata):
         columns instead of a tuple per row, for `ArchiveWriter.write_stored_rows`."""

@@ -271,6 +271,74 @@ class ArchiveWriter:
         """
         return self._append(packed, tuple(types), timestamp_us, flags, metadata, embed=True)
 
+    def write_packed_run(
+        self,
+        packed: Sequence[bytes],
+        *,
+        types: Sequence[tuple[str, ...]],
+        timestamps_us: Sequence[int],
+    ) -> int:
+        """`write_packed` for a run of messages at once (no flags, no metadata): one call
+        and one table of index rows instead of a call and a tuple per message, for
+        converters whose messages differ in size and are too small for the per-call cost
+        not to show (pbstream's: ~0.5 KB). Same checks as `write_packed`; returns the number
+        of the first message."""
+        self._check_open()
+        count = len(packed)
+        if len(types) != count or len(timestamps_us) != count:
+            raise UsageError("one types tuple and one timestamp per message are needed")
+        first = self._count
+        if not count:
+            return first
+        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
+        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
+            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        valid = self._valid_types
+        codes: list[int] = []
+        lengths: list[int] = []
+        crcs: list[int] = []
+        blocks = self._blocks
+        parts = self._parts
+        embed = self._embed
+        headers = _FIXMAP_HEADERS
+        for message, key, stamp in zip(packed, types, column.tolist(), strict=True):
+            code = valid.get(key)
+            if code is None:
+                code = self._register_types(tuple(key))
+            codes.append(code)
+            entries = len(key)
+            if message[0] == 0x80 | entries and entries < 15 and len(message) < 4096:
+                # `_embed`'s common case inline: one piece, one CRC
+                data = b"".join((headers[entries + 1], message[1:], timestamp_entry(stamp)))
+                length = len(data)
+                crc = crc32(data)
+                pieces: tuple[bytes | memoryview, ...] = (data,)
+            else:
+                pieces = embed(message, entries, stamp)
+                length = crc = 0
+                for piece in pieces:
+                    length += len(piece)
+                    crc = crc32(piece, crc)
+            lengths.append(length)
+            crcs.append(crc)
+            if blocks is None:
+                parts += pieces
+                self._pending += length
+            else:
+                self._emit_compressed(blocks.add(pieces, length))
+        index_lengths = np.array(lengths, np.int64)
+        index_crcs = np.array(crcs, np.uint32)
+        self._index.extend(index_lengths, column, index_crcs, 0, np.array(codes, np.uint32))
+        self._last_timestamp = int(column[-1])
+        self._count = first + count
+        if (
+            self._pending >= FLUSH_BYTES
+            or self._count - self._last_flush_count >= FLUSH_MESSAGES
+            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        ):
+            self.flush()
+        return first
+
     def write_stored_rows(
         self,
         rows: np.ndarray[Any, np.dtype[np.uint8]],

@@ -107,6 +107,15 @@ class Columns:
         self.ticks.append(info.ticks or 0)
         self.timed.append(info.ticks is not None)
 
+    def extend(self, infos: list[Described]) -> None:
+        """`add` for a run of records (a pass per column: cheaper than a call per record)."""
+        self.trajectory.extend(
+            [NONE_ID if info.trajectory_id is None else info.trajectory_id for info in infos]
+        )
+        self.index.extend([NONE_ID if info.index is None else info.index for info in infos])
+        self.ticks.extend([info.ticks or 0 for info in infos])
+        self.timed.extend([info.ticks is not None for info in infos])
+
     def to_dict(self) -> dict[str, bytes]:
         return {
             name: getattr(self, name).tobytes()

@@ -4,7 +4,9 @@ when it is converted, not first when it is read.
 Convert inflates only the first bytes of a member (what the index needs) and keeps the
 member as it is; the CRC-32 and ISIZE of the rest are checked here, on a second thread
 (zlib releases the GIL, so on two cores this costs the conversion little), in batches of
-records handed over through a bounded queue.
+records handed over through a bounded queue. Only members the converting thread did not
+inflate whole come here (`scan`: the large ones), each checked in one ISA-L call when it
+passes (`scan.check_whole`), by `inflate_member` (which says what is wrong) when it does not.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from typing import Any, Final
 
 from nanorec.errors import FormatError
 
-from .stream import inflate_member
+from .scan import check_whole
+from .stream import declared_size, inflate_member
+
+#: Members declaring more are checked by `inflate_member` alone (in steps, keeping nothing).
+_WHOLE_UP_TO: Final = 16 << 20
 
 _BATCH: Final = 256
 #: (record number, offset of its frame, member start, member end)
@@ -44,7 +50,11 @@ class MemberCheck(threading.Thread):
         while (batch := self.queue.get()) is not None:
             for number, offset, start, end in batch:
                 try:
-                    inflate_member(bytes(self.buf[start:end]), start)
+                    member = self.buf[start:end]
+                    declared = declared_size(member)
+                    if declared <= _WHOLE_UP_TO and check_whole(member, declared):
+                        continue
+                    inflate_member(bytes(member), start)
                 except FormatError as error:
                     self.found.append((number, offset, error.message))
                 except (ValueError, BufferError):  # the mapping closed under us: stop

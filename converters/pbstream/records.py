@@ -279,7 +279,7 @@ def _inner_prefix(kind: str, prefix: bytes, start: int, end: int, last: int) -> 
         if wire == LEN and kind in (SUBMAP, NODE) and number == 1:
             if after > len(prefix):
                 raise IndexError
-            trajectory, index = id_pair(prefix, pos, after)
+            trajectory, index = _id_pair_fast(prefix, pos, after)
         elif wire == LEN and kind == SUBMAP and number in (2, 3):
             dims = number
             break
@@ -290,6 +290,35 @@ def _inner_prefix(kind: str, prefix: bytes, start: int, end: int, last: int) -> 
     if kind in (SUBMAP, NODE) and index is None:
         index = 0
     return Described(kind, trajectory, index, ticks, dims, body=(start, end), problem=problem)
+
+
+def _id_pair_fast(buf: bytes, start: int, end: int) -> tuple[int, int]:
+    """`id_pair` without a generator when the message holds only fields 1 and 2 as varints
+    (what Cartographer writes: a node or submap id costs a call, not a generator); anything
+    else is handed to `id_pair`."""
+    trajectory = index = 0
+    pos = start
+    while pos < end:
+        key = buf[pos]
+        if key != 0x08 and key != 0x10:
+            return id_pair(buf, start, end)
+        value = shift = 0
+        last = min(pos + 11, end)
+        pos += 1
+        while True:
+            if pos >= last:
+                return id_pair(buf, start, end)  # past the message, or too long: it says
+            byte = buf[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+        if key == 0x08:
+            trajectory = signed32(value)
+        else:
+            index = signed32(value)
+    return trajectory, index
 
 
 def _first_timestamp(prefix: bytes, pos: int, end: int) -> tuple[int | None, str | None]:

@@ -1,0 +1,96 @@
+"""The fast path of `convert`: all frame boundaries in one pass, and small members inflated
+whole in one C call that also checks them.
+
+Converting is bound by per-record Python work (~0.5 KB a record), so what is done per record
+is cut to the least: the size prefixes are read in one tight loop before any record is
+described (`frame_table`); a member of Cartographer's header up to `WHOLE_BELOW` bytes (most
+records: odometry, IMU, nodes) is inflated whole by ISA-L (`isal`, the `fast` extra; zlib
+without it) with its gzip CRC-32 and ISIZE checked in the same call (`whole_payload`), which
+costs less than inflating its first bytes and inflating it again on the checking thread; only
+larger members (submaps, pose graphs: few, but most of the bytes) are peeked and checked
+whole beside the conversion (`crc.MemberCheck`, one long call each, so the two threads seldom
+wait for each other's GIL). Anything unusual (another gzip header, damage, a record the
+prefix scan does not know) returns None here and takes the general path, which reports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import zlib
+from typing import Any, Final
+
+from .stream import GZIP_HEADER, SIZE, Cut
+
+#: Members below this many bytes are inflated whole on the converting thread.
+WHOLE_BELOW: Final = 4096
+_GZIP_WBITS: Final = 31
+
+
+def _inflater_module() -> Any:
+    """ISA-L's zlib-compatible module (~1.5x zlib on these members), else zlib."""
+    try:
+        return importlib.import_module("isal.isal_zlib")
+    except ImportError:  # pragma: no cover - depends on the environment
+        return zlib
+
+
+_module: Any = _inflater_module()
+_decompressobj: Any = _module.decompressobj
+_errors: Final = (zlib.error, _module.error)
+
+
+def frame_table(buf: Any, start: int) -> tuple[list[int], list[int], Cut | None]:
+    """The offset and size of every complete record from `start`, and the `Cut` where the
+    file ends inside one (as `stream.iter_frames`, without an object per record)."""
+    total = len(buf)
+    unpack = SIZE.unpack_from
+    offsets: list[int] = []
+    sizes: list[int] = []
+    pos = start
+    cut: Cut | None = None
+    while pos < total:
+        if total - pos < 8:
+            cut = Cut(pos, f"{total - pos} bytes left where an 8-byte record size belongs")
+            break
+        (size,) = unpack(buf, pos)
+        left = total - pos - 8
+        if size > left:
+            cut = Cut(pos, f"the record size says {size} bytes but only {left} follow")
+            break
+        offsets.append(pos)
+        sizes.append(size)
+        pos += 8 + size
+    return offsets, sizes, cut
+
+
+def whole_payload(member: bytes) -> bytes | None:
+    """The payload of a member with Cartographer's gzip header, inflated whole and checked
+    as `stream.inflate_member` checks it (one member, CRC-32, ISIZE; its output is bounded
+    by the member's size, below `WHOLE_BELOW`); None for anything else, which the general
+    path then reads and reports."""
+    if member[:10] != GZIP_HEADER:
+        return None
+    inflater = _decompressobj(_GZIP_WBITS)
+    try:
+        payload: bytes = inflater.decompress(member)
+    except _errors:
+        return None
+    if not inflater.eof or inflater.unused_data:
+        return None
+    return payload
+
+
+def check_whole(member: bytes, limit: int) -> bool:
+    """Whether a member with Cartographer's header inflates whole to at most `limit` bytes,
+    CRC-32 and ISIZE right, nothing after it (False: the general check tells what is wrong)."""
+    if member[:10] != GZIP_HEADER:
+        return False
+    inflater = _decompressobj(_GZIP_WBITS)
+    try:
+        inflater.decompress(member, limit + 1)
+    except _errors:
+        return False
+    return bool(inflater.eof) and not inflater.unused_data
+
+
+__all__ = ["WHOLE_BELOW", "check_whole", "frame_table", "whole_payload"]
