@@ -28,7 +28,7 @@ from ..ros1.md5 import md5sum
 from ..ros1.writer import BagWriter
 from ..ros2.recording import Ros2Recording
 from .standard import StandardEncoder
-from .to_ros2 import reporting
+from .to_ros2 import RELEASE_BYTES, reporting
 from .types import Crossing, Unmappable, ros2_to_ros1
 
 #: A message to write: (topic, ROS 2 type, time in ns, CDR data).
@@ -131,9 +131,15 @@ def _latched(rec: Ros2Recording) -> set[str]:
 
 def _from_ros2(rec: Ros2Recording, selection: Selection) -> Iterator[_Cdr]:
     rec.reader.advise_sequential()
+    read = 0
     for number in selection.chosen(rec.reader.index).tolist():
         topic = rec.kind_of(number)
-        yield topic, rec.type_of(topic), rec.time_ns(number), rec.serialized(number)
+        data = rec.serialized(number)
+        read += len(data)
+        if read >= RELEASE_BYTES:  # a pass over a big archive keeps its pages out of RSS
+            rec.reader.release_pages()
+            read = 0
+        yield topic, rec.type_of(topic), rec.time_ns(number), data
 
 
 def _from_standard(

@@ -41,6 +41,8 @@ LATCHED_QOS = (
     "  avoid_ros_namespace_conventions: false"
 )
 T = TypeVar("T")
+#: Bytes of messages read between two `ArchiveReader.release_pages`.
+RELEASE_BYTES = 32 << 20
 #: Progress is reported every this many messages.
 _STEP = 4096
 
@@ -131,13 +133,18 @@ def _ros1_messages(
 ) -> Iterator[Entry]:
     reader = rec.reader
     reader.advise_sequential()
-    damaged = 0
+    damaged = read = 0
     for number in numbers.tolist():
         crossing = crossings.get(int(meta.conn[number]))
         if crossing is None:
             continue
+        source = payload(reader, number)["data"]
+        read += len(source)
+        if read >= RELEASE_BYTES:  # a pass over a big archive keeps its pages out of RSS
+            reader.release_pages()
+            read = 0
         try:
-            data = crossing.transcode(payload(reader, number)["data"])
+            data = crossing.transcode(source)
         except FormatError as error:
             damaged += 1
             if damaged <= 10:
