@@ -18,9 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeAlias
-
-import yaml  # type: ignore[import-untyped,unused-ignore]
+from typing import Any, TypeAlias
 
 from nanorec.errors import FormatError, UnsupportedError
 
@@ -79,8 +77,11 @@ class BagMetadata:
 # Reading
 
 
-def _loader() -> type[yaml.BaseLoader]:
-    return getattr(yaml, "CBaseLoader", yaml.BaseLoader)  # type: ignore[no-any-return]
+def _yaml() -> Any:
+    """PyYAML (the `ros` extra), imported when reading: writing needs only our emitter."""
+    from .bag import extra
+
+    return extra("yaml")
 
 
 def _get(node: Mapping[str, YamlNode], key: str, where: str) -> YamlNode:
@@ -168,8 +169,9 @@ def parse_metadata(text: str) -> BagMetadata:
 
     Raises FormatError (naming the key) for bad YAML, a missing key or a value of the wrong
     kind."""
+    yaml = _yaml()
     try:
-        document = yaml.load(text, Loader=_loader())
+        document = yaml.load(text, Loader=getattr(yaml, "CBaseLoader", yaml.BaseLoader))
     except yaml.YAMLError as exc:
         raise FormatError(f"metadata.yaml is not valid YAML: {exc}") from exc
     if not isinstance(document, dict):

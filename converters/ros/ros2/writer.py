@@ -19,7 +19,7 @@ from typing import IO
 
 from nanorec.atomic import atomic_folder, atomic_output, file_sha256
 from nanorec.contract import ExportReport
-from nanorec.errors import UsageError
+from nanorec.errors import UnsupportedError, UsageError
 
 from .bag import METADATA
 from .storage import Definition, Topic
@@ -97,6 +97,11 @@ def write_bag(
     output: Path, bag: NewBag, messages: Iterable[Entry], *, folder: bool, overwrite: bool
 ) -> ExportReport:
     """Write `messages` (in time order) as a new bag at `output` (see the module)."""
+    if bag.storage == "mcap":  # said before anything is written
+        try:
+            import mcap.writer  # noqa: F401
+        except ImportError:
+            raise UnsupportedError("MCAP storage needs mcap: pip install 'nanorec[mcap]'") from None
     if not folder:
         with atomic_output(output, overwrite=overwrite) as stream:
             _write_storage(bag, bag.counted(messages), stream, output)
