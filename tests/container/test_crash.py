@@ -28,7 +28,7 @@ from .nanover_reference import MessageEvent, NanoverRecordingWriter
 
 CHILD = r"""
 import os, signal, sys
-import nanorec.writer as writer_module
+import nanorec.closing as closing_module
 from nanorec import ArchiveWriter
 
 path, mode, layout = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -43,7 +43,7 @@ if mode == "close":
     # Die inside close(), after the messages header was finalised, while the index is written.
     def die(**kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
-    writer_module.encode_entries = die
+    closing_module.encode_entries = die
 
 writer = ArchiveWriter(path, compact=layout == "compact")
 for i in range(3000):

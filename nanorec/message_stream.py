@@ -1,0 +1,340 @@
+"""`MessageStream`: the `messages.msgpack` member as it grows, one message or run at a time.
+
+It exists so that how a message is stored lives apart from the public API that takes it and
+from the zip that holds it: the checks every message passes (non-decreasing 64-bit
+timestamps, flags, str top-level keys, caller metadata), the `"nanorec.t"` timestamp entry
+patched into the packed map (see `nanorec.wire`), the per-message CRCs, the index row each
+message adds to the `IndexSpool`, the member's running CRC (stored layout) or its block
+deflater (compact layout), and the flush policy that keeps every flushed message complete in
+the partial file (so `nanorec recover` can rebuild an archive from it).
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Final
+
+import msgpack
+import numpy as np
+
+from nanorec.blocks import BlockDeflater
+from nanorec.crc import crc32, part_crcs
+from nanorec.errors import FormatError, UsageError
+from nanorec.index import RESERVED_METADATA, TypesRegistry
+from nanorec.spool import IndexSpool
+from nanorec.wire import TIMESTAMP_KEY, map_header, read_map_header, timestamp_entry
+from nanorec.zipfile64 import DEFLATED, STORED, LocalHeader
+from nanorec.zipout import FLUSH_BYTES, ZipOutput
+
+MESSAGES_MEMBER: Final = "messages.msgpack"
+
+#: Flush buffered output when this many messages were written since the last flush...
+FLUSH_MESSAGES: Final = 1024
+#: ...or this many seconds passed since the last flush (checked when a message is written);
+#: or when `nanorec.zipout.FLUSH_BYTES` are buffered.
+FLUSH_SECONDS: Final = 1.0
+
+_FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_UINT64_MAX: Final = 2**64 - 1
+
+
+class MessageStream:
+    """Writes `messages.msgpack` at offset 0 of `out` (its local header with a zip64 extra,
+    66 bytes as NanoVer writes it, patched by `finish`); each message's index row goes to
+    `index`. `blocks` deflates the member (compact layout) or is None (stored)."""
+
+    def __init__(self, out: ZipOutput, index: IndexSpool, blocks: BlockDeflater | None) -> None:
+        self._out = out
+        self._index = index
+        self._blocks = blocks
+        self._messages_crc = 0
+        self._last_flush_count = 0
+        self._last_flush_time = time.monotonic()
+        #: Messages written so far.
+        self.count = 0
+        self._last_timestamp = _INT64_MIN
+        self.registry = TypesRegistry()
+        self._valid_types: dict[tuple[str, ...], int] = {}
+        self._in_messages = False  # whether flushed bytes belong to messages.msgpack
+        self._header = LocalHeader(
+            name=MESSAGES_MEMBER, zip64=True, method=DEFLATED if blocks is not None else STORED
+        )
+        out.emit(self._header.build())
+        self._start = out.pending
+        self.flush()
+        self._in_messages = True
+
+    def append(
+        self,
+        packed: bytes,
+        types: tuple[str, ...],
+        timestamp_us: int,
+        flags: int,
+        metadata: Mapping[str, Any] | None,
+        *,
+        embed: bool,
+    ) -> int:
+        """Buffer one message and its index row. `embed=False`: stored as given (recover)."""
+        timestamp = timestamp_us if type(timestamp_us) is int else operator.index(timestamp_us)
+        if not self._last_timestamp <= timestamp <= _INT64_MAX:
+            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                raise UsageError(f"timestamp {timestamp} us does not fit in 64 bits")
+            raise UsageError(
+                f"timestamps must not decrease: message {self.count} has {timestamp} us after "
+                f"{self._last_timestamp} us"
+            )
+        flag_bits = flags if type(flags) is int else operator.index(flags)
+        if not 0 <= flag_bits <= _UINT64_MAX:
+            raise UsageError(f"flags must be in [0, 2**64), not {flag_bits}")
+        code = self._valid_types.get(types)
+        if code is None:
+            code = self._register_types(types)
+        extra = self._pack_metadata(metadata) if metadata else b""
+        pieces = self._embed(packed, len(types), timestamp) if embed else (bytes(packed),)
+        length = 0
+        crc = 0
+        for piece in pieces:
+            length += len(piece)
+            crc = crc32(piece, crc)
+        out = self._out
+        if self._blocks is None:
+            out.parts += pieces
+            out.pending += length
+        else:
+            out.emit_compressed(self._blocks.add(pieces, length))
+        self._index.append(
+            (
+                length,
+                timestamp,
+                crc,
+                flag_bits,
+                code,
+                len(metadata) if extra and metadata else 0,
+                len(extra),
+            ),
+            extra,
+        )
+        self._last_timestamp = timestamp
+        number = self.count
+        self.count = number + 1
+        if (
+            out.pending >= FLUSH_BYTES
+            or number - self._last_flush_count >= FLUSH_MESSAGES
+            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        ):
+            self.flush()
+        return number
+
+    def append_run(
+        self,
+        packed: Sequence[bytes],
+        types: Sequence[tuple[str, ...]],
+        timestamps_us: Sequence[int],
+    ) -> int:
+        """`ArchiveWriter.write_packed_run`: a run of packed maps; the first one's number."""
+        count = len(packed)
+        if len(types) != count or len(timestamps_us) != count:
+            raise UsageError("one types tuple and one timestamp per message are needed")
+        first = self.count
+        if not count:
+            return first
+        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
+        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
+            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        valid = self._valid_types
+        codes: list[int] = []
+        lengths: list[int] = []
+        crcs: list[int] = []
+        blocks = self._blocks
+        out = self._out
+        parts = out.parts
+        embed = self._embed
+        headers = _FIXMAP_HEADERS
+        for message, key, stamp in zip(packed, types, column.tolist(), strict=True):
+            code = valid.get(key)
+            if code is None:
+                code = self._register_types(tuple(key))
+            codes.append(code)
+            entries = len(key)
+            if message[0] == 0x80 | entries and entries < 15 and len(message) < 4096:
+                # `_embed`'s common case inline: one piece, one CRC
+                data = b"".join((headers[entries + 1], message[1:], timestamp_entry(stamp)))
+                length = len(data)
+                crc = crc32(data)
+                pieces: tuple[bytes | memoryview, ...] = (data,)
+            else:
+                pieces = embed(message, entries, stamp)
+                length = crc = 0
+                for piece in pieces:
+                    length += len(piece)
+                    crc = crc32(piece, crc)
+            lengths.append(length)
+            crcs.append(crc)
+            if blocks is None:
+                parts += pieces
+                out.pending += length
+            else:
+                out.emit_compressed(blocks.add(pieces, length))
+        index_lengths = np.array(lengths, np.int64)
+        index_crcs = np.array(crcs, np.uint32)
+        self._index.extend(index_lengths, column, index_crcs, 0, np.array(codes, np.uint32))
+        self._last_timestamp = int(column[-1])
+        self.count = first + count
+        self._flush_if_due()
+        return first
+
+    def append_rows(
+        self,
+        rows: np.ndarray[Any, np.dtype[np.uint8]],
+        timestamps_us: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
+        types: Sequence[str],
+        flags: int,
+    ) -> int:
+        """`ArchiveWriter.write_stored_rows`: one stored message per row; the first's number."""
+        count, length = rows.shape
+        if len(timestamps_us) != count or not rows.flags.c_contiguous:
+            raise UsageError("one timestamp per row, and C-contiguous rows, are needed")
+        first = self.count
+        if not count:
+            return first
+        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
+        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
+            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        if not 0 <= flags <= _UINT64_MAX:
+            raise UsageError(f"flags must be in [0, 2**64), not {flags}")
+        key = tuple(types)
+        code = self._valid_types.get(key)
+        if code is None:
+            code = self._register_types(key)
+        view = memoryview(rows).cast("B")  # type: ignore[arg-type]
+        total = count * length
+        pieces = [view[at : at + length] for at in range(0, total, length)]
+        if self._blocks is None:
+            # one pass for both CRCs: the member's running CRC, then each message's from it
+            self.flush()  # buffered parts first: their CRC is taken at flush
+            before = running = self._messages_crc
+            chain = []
+            for piece in pieces:
+                running = crc32(piece, running)
+                chain.append(running)
+            crcs = part_crcs(np.array(chain, np.uint32), before, length)
+            self._messages_crc = running
+            out = self._out
+            out.parts.append(view)
+            out.pending += total
+            out.flush_buffer()  # no CRC pass at flush: it is taken
+            self._last_flush_count = first + count
+            self._last_flush_time = time.monotonic()
+        else:  # the same single pass, chained from the block deflater's running CRC
+            blocks = self._blocks
+            before = running = blocks.crc
+            chain = []
+            for piece in pieces:
+                running = crc32(piece, running)
+                chain.append(running)
+                self._out.emit_compressed(blocks.add((piece,), length, running))
+            crcs = part_crcs(np.array(chain, np.uint32), before, length)
+        self._index.extend(np.full(count, length), column, crcs, flags, code)
+        self._last_timestamp = int(column[-1])
+        self.count = first + count
+        self._flush_if_due()
+        return first
+
+    def _flush_if_due(self) -> None:
+        if (
+            self._out.pending >= FLUSH_BYTES
+            or self.count - self._last_flush_count >= FLUSH_MESSAGES
+            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        ):
+            self.flush()
+
+    def _embed(self, packed: bytes, entries: int, timestamp: int) -> tuple[bytes | memoryview, ...]:
+        """`packed` with the `"nanorec.t"` entry appended (see `nanorec.wire`), as pieces
+        written one after the other (a large message is not copied)."""
+        first = packed[0] if packed else 0
+        # The common case, a fixmap that stays a fixmap: only the count byte changes.
+        if 0x80 <= first <= 0x8E and first - 0x80 == entries:
+            if len(packed) < 4096:  # small: one piece (one CRC, one buffer to write)
+                return (
+                    b"".join(
+                        (_FIXMAP_HEADERS[entries + 1], packed[1:], timestamp_entry(timestamp))
+                    ),
+                )
+            return _FIXMAP_HEADERS[entries + 1], memoryview(packed)[1:], timestamp_entry(timestamp)
+        try:
+            count, header_len = read_map_header(packed)
+        except FormatError as error:
+            raise UsageError(f"message {self.count}: {error}") from None
+        if count != entries:
+            raise UsageError(
+                f"message {self.count}: the packed map has {count} entries but {entries} "
+                "types were given"
+            )
+        return map_header(count + 1), memoryview(packed)[header_len:], timestamp_entry(timestamp)
+
+    def _register_types(self, types: tuple[str, ...]) -> int:
+        for name in types:
+            if type(name) is not str:
+                raise TypeError(f"top-level keys must be str, not {type(name).__name__}")
+            if name == TIMESTAMP_KEY:
+                raise UsageError(f"{TIMESTAMP_KEY!r} is a reserved top-level key")
+        if len(set(types)) != len(types):
+            raise UsageError(f"duplicate top-level keys in {types}")
+        code = self._valid_types[types] = self.registry.code(types)
+        return code
+
+    def _pack_metadata(self, metadata: Mapping[str, Any]) -> bytes:
+        parts = []
+        for key, value in metadata.items():
+            if type(key) is not str:
+                raise TypeError(f"metadata keys must be str, not {type(key).__name__}")
+            if key in RESERVED_METADATA:
+                raise UsageError(f"metadata key {key!r} is written by nanorec itself")
+            try:
+                parts.append(msgpack.packb(key) + msgpack.packb(value))
+            except (TypeError, ValueError, OverflowError) as error:
+                raise TypeError(f"metadata {key!r} cannot be packed: {error}") from None
+        return b"".join(parts)
+
+    def flush(self) -> None:
+        """Write buffered bytes to the partial file, every message in them complete."""
+        out = self._out
+        if self._blocks is not None and self._in_messages:
+            # the file ends at a block boundary: every flushed message can be inflated
+            out.emit_compressed(self._blocks.end_block())
+        if out.parts:
+            if self._in_messages and self._blocks is None:
+                crc = self._messages_crc
+                for part in out.parts:
+                    crc = crc32(part, crc)
+                self._messages_crc = crc
+            out.flush_buffer()
+        self._last_flush_count = self.count
+        self._last_flush_time = time.monotonic()
+
+    def finish(self) -> LocalHeader:
+        """End the member: flush it and patch its local header with the final sizes and CRC
+        (from here on `recover` can trust its size even if the rest of close is interrupted);
+        returns that header. Later flushes are of other members."""
+        self._index.spill()
+        if self._blocks is not None:
+            self._out.emit_compressed(self._blocks.finish())
+        self.flush()
+        self._in_messages = False
+        stored_size = self._out.position - self._start
+        messages_size = stored_size if self._blocks is None else self._blocks.uncompressed_size
+        crc = self._messages_crc if self._blocks is None else self._blocks.crc
+        header = replace(
+            self._header, crc32=crc, compressed_size=stored_size, uncompressed_size=messages_size
+        )
+        self._out.finish_member(header, 0)
+        return header
+
+
+__all__ = ["FLUSH_MESSAGES", "FLUSH_SECONDS", "MESSAGES_MEMBER", "MessageStream"]
