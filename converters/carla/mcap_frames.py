@@ -61,6 +61,10 @@ _ENTITY_TEXT = (
     b',"y":',
     b',"z":',
 )
+_NO_TIMES = (None, None, None)
+_NO_STATE = dict.fromkeys(
+    ("id", "state", "is_frozen", "elapsed_time", "green_time", "yellow_time", "red_time")
+)
 _TAIL = b'}],"spheres":[],"cylinders":[],"lines":[],"triangles":[],"texts":[],"models":[]}'
 
 
@@ -70,12 +74,13 @@ class _Latest:
     def __init__(self, sparse: _Sparse, key: str) -> None:
         self.sparse, self.key, self.count = sparse, key, -1
         self.rows: Any = None
+        self.by_id: dict[int, Any] | None = None  # for the caller to fill, per `rows`
         self.ids: npt.NDArray[Any] = np.empty(0, np.int64)
 
     def at(self, index: int) -> Any:
         count = int(np.searchsorted(self.sparse.frames, index, side="right"))
         if count != self.count:
-            self.count = count
+            self.count, self.by_id = count, None
             self.rows = self.sparse.latest_rows(index, self.key)
             self.ids = self.rows[self.key].astype(np.int64) if len(self.rows) else self.ids[:0]
         return self.rows
@@ -107,6 +112,11 @@ class FrameDrawer:
         self.tf_head = np.empty(count, object)
         self.entity_head = np.empty(count, object)
         self.tail = np.empty(count, object)
+        # Spawns come in frame order: the live set changes when a count below changes.
+        self.ordered = bool((np.diff(tables.spawn_start) >= 0).all())
+        self.ends = np.sort(tables.spawn_end)
+        self.alive_key: tuple[int, int] = (-1, -1)
+        self.alive: tuple[Any, Any] = (None, None)
         self.boxes = _Latest(tables.sparse[Kind.BOUNDING_BOX], "id")
         self.light_times = _Latest(tables.sparse[Kind.TRAFFIC_LIGHT_TIME], "id")
         self.parents = _Latest(tables.parents, "child")
@@ -140,11 +150,9 @@ class FrameDrawer:
         """The frame's drawable actors: spawn rows, Foxglove poses, box offsets and half
         extents (cm); None when the frame needs `World` (see the module docstring)."""
         tables = self.tables
-        rows = tables.alive_rows(index)
-        ids = self.spawn_ids[rows]
-        if len(np.unique(ids)) != len(ids):
+        rows, ids = self._alive(index)
+        if ids is None:
             return None
-        self._learn(rows[~self.known[rows]])
         poses = records(frame, Kind.POSITION, self.engine)
         pose_ids = poses["id"].astype(np.int64)
         order = np.argsort(pose_ids, kind="stable")
@@ -183,6 +191,22 @@ class FrameDrawer:
             offset[where], extent[where] = values[usable, :3], values[usable, 3:]
         return rows, position, quaternion, offset, extent
 
+    def _alive(self, index: int) -> tuple[Any, Any]:
+        """The spawn rows alive after frame `index` and their ids (None when an id is
+        there twice); the same arrays as long as no actor came or went."""
+        tables = self.tables
+        key = (
+            int(np.searchsorted(tables.spawn_start, index, side="right")),
+            int(np.searchsorted(self.ends, index, side="right")),
+        )
+        if key != self.alive_key or not self.ordered:
+            rows = tables.alive_rows(index)
+            ids = self.spawn_ids[rows]
+            self._learn(rows[~self.known[rows]])
+            self.alive = rows, ids if len(np.unique(ids)) == len(ids) else None
+            self.alive_key = key
+        return self.alive
+
     def _learn(self, rows: npt.NDArray[np.intp]) -> None:
         """What never changes for a spawn row: type, spectator, spawn transform."""
         for row in rows.tolist():
@@ -207,10 +231,13 @@ class FrameDrawer:
         state = np.full(len(ids), -1, np.int64)
         lights = records(frame, Kind.STATE, self.engine)
         if len(lights):
-            light_ids, last = np.unique(lights["id"][::-1].astype(np.int64), return_index=True)
-            codes = lights["state"][::-1][last].astype(np.int64)
+            order = np.argsort(lights["id"], kind="stable")
+            light_ids = lights["id"][order].astype(np.int64)
+            last = np.ones(len(order), np.bool_)  # the last record of each id (as `World`)
+            last[:-1] = light_ids[1:] != light_ids[:-1]
+            light_ids, codes = light_ids[last], lights["state"][order][last].astype(np.int64)
             at, found = _match(light_ids, ids)
-            found &= np.isin(codes[at], list(_STATES))
+            found &= codes[at] <= max(_STATES)
             state[found] = codes[at[found]]
         return state
 
@@ -276,26 +303,34 @@ class FrameDrawer:
 
     def _lights(self, index: int, frame: Any, time_ns: int, frame_id: int) -> McapRecord | None:
         """`mcap._lights` from the frame's State records and the latest light times."""
-        found: dict[int, list[Any]] = {}
+        times = self.light_times
+        times.at(index)
+        if times.by_id is None:
+            times.by_id = {row[0]: row[1:] for row in times.rows.tolist()}
+        spans = times.by_id
+        names = _STATES
+        found: dict[int, dict[str, Any]] = {}
         for light_id, frozen, elapsed, code in records(frame, Kind.STATE, self.engine).tolist():
-            found[light_id] = [_STATES.get(code), bool(frozen), elapsed, None, None, None]
-        times = self.light_times.at(index)
-        for light_id, green, yellow, red in times.tolist() if len(times) else ():
-            found.setdefault(light_id, [None, None, None, None, None, None])[3:] = (
-                green,
-                yellow,
-                red,
-            )
+            green, yellow, red = spans.get(light_id, _NO_TIMES)
+            found[light_id] = {
+                "id": light_id,
+                "state": names.get(code),
+                "is_frozen": bool(frozen),
+                "elapsed_time": elapsed,
+                "green_time": green,
+                "yellow_time": yellow,
+                "red_time": red,
+            }
+        for light_id, (green, yellow, red) in spans.items():
+            if light_id not in found:
+                found[light_id] = dict(_NO_STATE, id=light_id, green_time=green)
+                found[light_id].update(yellow_time=yellow, red_time=red)
         if not found:
             return None
-        names = ("state", "is_frozen", "elapsed_time", "green_time", "yellow_time", "red_time")
         message = {
             "timestamp": {"sec": time_ns // 1_000_000_000, "nsec": time_ns % 1_000_000_000},
             "frame_id": frame_id,
-            "lights": [
-                {"id": light_id, **dict(zip(names, found[light_id], strict=True))}
-                for light_id in sorted(found)
-            ],
+            "lights": [found[light_id] for light_id in sorted(found)],
         }
         return McapRecord(
             TOPICS["traffic_lights"],
