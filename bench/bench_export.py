@@ -15,6 +15,7 @@ frames, scaled to MB/s of the source those frames hold. The real CARLA files of
 `export` section.
 
     python bench/bench_export.py [--mb 100] [--repeat 3] [--old]
+    python bench/bench_export.py --only mcap [--archive-only]   # prints, writes nothing
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--old", action="store_true", help="also the rows path (Parquet)")
     parser.add_argument("--old-frames", type=int, default=300)
+    parser.add_argument("--only", choices=("parquet", "mcap"), help="one format (no RESULTS)")
+    parser.add_argument("--archive-only", action="store_true", help="not from the native .log")
     args = parser.parse_args()
     import pyarrow.parquet  # noqa: F401  (imports outside the timings)
     from mcap.writer import Writer  # noqa: F401
@@ -114,9 +117,11 @@ def main() -> None:
             f"| {source.name}: convert (once, for `archive`) | {size / 1e6:.0f} | "
             f"{convert_wall:.2f} | {convert_cpu:.2f} | {size / 1e6 / convert_cpu:.0f} |"
         )
-        for to in ("parquet", "mcap"):
+        formats = (args.only,) if args.only else ("parquet", "mcap")
+        sources = [("archive", archive), ("native .log", source)][: 1 if args.archive_only else 2]
+        for to in formats:
             out = folder / ("out" if to == "parquet" else "out.mcap")
-            for where, path in (("archive", archive), ("native .log", source)):
+            for where, path in sources:
                 wall, used = best(lambda: export(to, path, out), args.repeat)  # noqa: B023
                 rows.append(
                     f"| {source.name}: {to} from the {where} | {size / 1e6:.0f} | {wall:.2f} | "
@@ -144,7 +149,7 @@ def main() -> None:
         for path in sorted(REAL.glob("*")) if REAL.is_dir() else []:
             real = folder / (path.name + ".nanover.zip")
             convert(path, real, overwrite=True)
-            for to in ("parquet", "mcap"):
+            for to in formats:
                 out = folder / ("real" if to == "parquet" else "real.mcap")
                 wall, used = best(lambda: export(to, real, out), args.repeat)  # noqa: B023
                 rows.append(
@@ -167,7 +172,8 @@ def main() -> None:
         + f"\n{END}"
     )
     print(text)
-    write_section(START, END, text)
+    if not args.only and not args.archive_only:
+        write_section(START, END, text)
 
 
 if __name__ == "__main__":
