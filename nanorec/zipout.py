@@ -267,7 +267,8 @@ class ZipOutput:
                 os.replace(self.partial_path, self.path)
             else:
                 self.partial_path.unlink()
-        _fsync_directory(self.path.parent)
+        if self.durable:
+            _fsync_directory(self.path.parent)
 
 
 def _fsync_directory(directory: Path) -> None:
