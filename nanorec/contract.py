@@ -265,6 +265,11 @@ DIRECTORY_HOOK = "sniff_directory"
 FOREIGN_FORMATS = "foreign_formats"
 
 
+#: Optional too: `converter.storages`, the `--storage` values its native output can take (a
+#: ROS 2 bag: sqlite3, mcap); export refuses `--storage` for a format without them.
+STORAGES = "storages"
+
+
 def export_forms(converter: object) -> tuple[str, ...]:
     """The `--format` values `converter`'s export adds (see `EXPORT_FORMATS`)."""
     return tuple(getattr(converter, EXPORT_FORMATS, {}))
@@ -279,6 +284,7 @@ __all__ = [
     "DIRECTORY_HOOK",
     "FOREIGN_FORMATS",
     "SNIFF_BYTES",
+    "STORAGES",
     "ConvertReport",
     "Converter",
     "ExportReport",

@@ -14,6 +14,7 @@ from nanorec import registry
 from nanorec.atomic import file_sha256
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.inputs import (
+    check_input,
     check_output,
     opened,
     opened_archive,
@@ -31,7 +32,7 @@ from nanorec.cli.options import (
     Storage,
 )
 from nanorec.cli.surface import check_choice, verb_command
-from nanorec.contract import Converter, ExportReport, export_forms, foreign_forms
+from nanorec.contract import STORAGES, Converter, ExportReport, export_forms, foreign_forms
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
@@ -81,13 +82,15 @@ def export_file(
 ) -> int:
     """`nanorec export` (and a format's own export): print the report, return the status."""
     check_output(output, file)
+    check_input(file)
     converters = registry.converters().values()
     every_form = {form for c in converters for form in (*export_forms(c), *foreign_forms(c))}
     check_choice("--format", to, (*COMMON_FORMS, *sorted(every_form)))
     writer = next((c for c in converters if to in foreign_forms(c)), None)
-    if to in ("parquet", "mcap") or (writer is not None and writer.name != _source_format(file)):
-        if storage is not None and writer is None:
-            raise UsageError(f"--storage: a {to} output has one storage")
+    source = _source_format(file)
+    if storage is not None:
+        _check_storage(storage, to, writer or registry.converters().get(source or ""))
+    if to in ("parquet", "mcap") or (writer is not None and writer.name != source):
         return _export_other(to, file, output, selection, force, storage, writer)
     with opened_archive(file, options=convert_options) as reader:
         converter = registry.for_archive(reader)
@@ -146,6 +149,14 @@ def write_archive_cut(
             extra = {k: v for k, v in metadata.items() if k not in RESERVED_METADATA}
             writer.write(reader.read(number), timestamp_us=int(stamps[number]), metadata=extra)
     return ExportReport(output, output.stat().st_size, file_sha256(output), len(numbers))
+
+
+def _check_storage(storage: str, to: str, target: Converter | None) -> None:
+    """`--storage` is one the output's format offers (`nanorec.contract.STORAGES`)."""
+    storages = () if to in ("parquet", "mcap") else getattr(target, STORAGES, ())
+    if not storages:
+        raise UsageError(f"--storage: a {to} output has one storage, it takes no --storage")
+    check_choice("--storage", storage, storages)
 
 
 def _source_format(file: Path) -> str | None:

@@ -290,6 +290,7 @@ def check_common_options(sample: Path, work: Path) -> None:
     outputs.mkdir()
     out_file = outputs / "out"
     refused("export", sample, "-o", out_file, "-F", "bogus", says="--format")
+    refused("export", sample, "-o", out_file, "--storage", "bogus", says="--storage")
     refused("export", sample, "-o", out_file, *far, says="--start 1000000 selects no")
     refused("plot", sample, "-o", outputs / "p.png", *far, says="--start 1000000 selects no")
     foreign = sorted({f for c in registry.converters().values() for f in foreign_forms(c)})

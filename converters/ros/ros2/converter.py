@@ -35,6 +35,8 @@ class Ros2Converter:
         "indexed": "a new bag with a correct metadata.yaml (the repair of a crashed bag)"
     }
 
+    #: `nanorec export --storage`: what a new bag is stored in.
+    storages = ("sqlite3", "mcap")
     #: `nanorec export --format ros2` from a recording of any format.
     foreign_formats: ClassVar[Mapping[str, str]] = {
         "ros2": "a ROS 2 bag (a folder, or one .db3/.mcap) of a ROS1 bag, a CARLA "
