@@ -56,8 +56,8 @@ ExportFormat = Annotated[
         "--format",
         "-F",
         help="native (the recording's own format), parquet (a directory of tables, needs the "
-        "[tables] extra), mcap (needs the [mcap] extra), ros1 or ros2 (a ROS bag from any "
-        "recording, needs the [ros] extra), or a format's own (see below).",
+        "[tables] extra), mcap (needs the [mcap] extra), ros1 or ros2 (a ROS bag of any "
+        "recording: its topics mapped, or its poses and maps), or a format's own (see below).",
         metavar="FORMAT",
     ),
 ]
