@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import mmap
 import os
 import tempfile
@@ -45,6 +46,18 @@ TEMPLATE_MEMBER: Final = "rosbag-template.bin"
 RANK_MEMBER: Final = "rosbag-rank.bin"
 _BLOCK: Final = 1 << 16
 _RELEASE_BYTES: Final = 16 << 20
+#: A message's packed map from its sec value on: `{topic: {"conn": c, "sec": s, "nsec": n,
+#: "data": d}}` with the ints and the bin length at full width (valid msgpack, one layout for
+#: every message: made for a run at once with numpy); `_head` is the part before.
+_TAIL: Final = np.dtype(
+    [("sec", ">u4"), ("nsec_key", "S6"), ("nsec", ">u4"), ("data_key", "S6"), ("length", ">u4")]
+)
+_NSEC_KEY: Final = b"\xa4nsec\xce"
+_DATA_KEY: Final = b"\xa4data\xc6"
+
+
+def _head(conn: int, topic: str) -> bytes:
+    return b"\x81" + msgpack.packb(topic) + b"\x84\xa4conn" + msgpack.packb(conn) + b"\xa3sec\xce"
 
 
 @dataclass
@@ -143,29 +156,63 @@ def _write(
         views = (memoryview(buf), memoryview(spool))
         released = 0
         announced: set[int] = set()
+        heads: dict[int, bytes] = {}  # by connection: the packed map up to the sec value
+        kinds: dict[int, tuple[str]] = {}
+        join = b"".join
         for start in range(0, count, _BLOCK):
             block = rows[order[start : start + _BLOCK]]
             columns[TIME_MEMBER].write(block["time"].astype("<i8").tobytes())
             columns[CONN_MEMBER].write(block["conn"].astype("<u4").tobytes())
             columns[TEMPLATE_MEMBER].write(block["template"].astype("<i2").tobytes())
-            for conn, time, src, offset, length, _ in block.tolist():
-                topic = topics.get(conn, f"conn:{conn}")
-                sec, nsec = divmod(time, 1_000_000_000)
-                value = {"conn": conn, "sec": sec, "nsec": nsec}
-                if conn not in announced and conn in scan.connections:
-                    announced.add(conn)
-                    value["connection"] = scan.connections[conn].pack()
-                value["data"] = views[src][offset : offset + length]
-                writer.write_packed(
-                    packer.pack({topic: value}), types=(topic,), timestamp_us=time // 1000
-                )
-                released += length + 64  # with the record's header, roughly
+            # runs of up to _RELEASE_BYTES of payload: bounded RSS, pages dropped after each
+            ends = np.cumsum(block["length"], dtype=np.int64)
+            cuts = [0]
+            while cuts[-1] < len(block):
+                base = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
+                at = int(np.searchsorted(ends, base + _RELEASE_BYTES, "right"))
+                cuts.append(max(at, cuts[-1] + 1))
+            for first, stop in itertools.pairwise(cuts):
+                run = block[first:stop]
+                conns = run["conn"].tolist()
+                times = run["time"]
+                tails = np.empty(len(run), _TAIL)
+                tails["sec"], tails["nsec"] = np.divmod(times, 1_000_000_000)
+                tails["nsec_key"] = _NSEC_KEY
+                tails["data_key"] = _DATA_KEY
+                tails["length"] = run["length"]
+                blob = memoryview(tails.tobytes())
+                packed: list[bytes] = []
+                kind: list[tuple[str]] = []
+                at = 0
+                for conn, src, offset, length in zip(
+                    conns, run["src"].tolist(), run["offset"].tolist(), run["length"].tolist(),
+                    strict=True,
+                ):
+                    head = heads.get(conn)
+                    if head is None:
+                        heads[conn] = head = _head(conn, topics.get(conn, f"conn:{conn}"))
+                        kinds[conn] = (topics.get(conn, f"conn:{conn}"),)
+                    data = views[src][offset : offset + length]
+                    if conn not in announced and conn in scan.connections:
+                        announced.add(conn)
+                        sec, nsec = divmod(int(times[len(packed)]), 1_000_000_000)
+                        value = {"conn": conn, "sec": sec, "nsec": nsec}
+                        value["connection"] = scan.connections[conn].pack()
+                        value["data"] = data
+                        packed.append(packer.pack({kinds[conn][0]: value}))
+                    else:
+                        packed.append(join((head, blob[at : at + _TAIL.itemsize], data)))
+                    kind.append(kinds[conn])
+                    at += _TAIL.itemsize
+                writer.write_packed_run(packed, types=kind, timestamps_us=times // 1000)
+                released += int(run["length"].sum()) + 64 * len(run)
                 if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
                     writer.flush()
                     _release(buf, spool, table)
                     released = 0
         del views, rows
-        value = {}  # no payload view may outlive the loop: the maps are closed after it
+        data = b""  # no payload view may outlive the loop: the maps are closed after it
+        value = {}
         raw = temporary("raw")
         meta = _meta(buf, scan, raw)
         sha = writer.source["sha256"] = hashing.result()

@@ -11,6 +11,9 @@ from __future__ import annotations
 import struct
 from typing import Any, Final
 
+import numpy as np
+from numpy.typing import NDArray
+
 from nanorec.errors import FormatError
 
 from .records import OP_MESSAGE, Fields
@@ -58,6 +61,26 @@ class Template:
         if nsec >= 1_000_000_000:
             return None  # kept as bytes: the ns total would not give these fields back
         return _U32.unpack_from(data, at + self.conn_at)[0], sec * 1_000_000_000 + nsec
+
+    def columns(self) -> tuple[NDArray[np.intp], NDArray[np.uint8]]:
+        """The positions of the constant bytes in a header, and those bytes."""
+        a, b, c, d = self._cuts
+        positions = np.r_[0:a, b:c, d : self.length].astype(np.intp)
+        return positions, np.frombuffer(self.constant, np.uint8)
+
+    def read_all(
+        self, heads: bytes, count: int, columns: tuple[NDArray[np.intp], NDArray[np.uint8]]
+    ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        """`read` for `count` headers of `self.length` bytes back to back: (conn, time ns)
+        of the leading ones that are this order with its values."""
+        table = np.frombuffer(heads, np.uint8).reshape(count, self.length)
+        positions, constant = columns
+        conn = table[:, self.conn_at : self.conn_at + 4].copy().view("<u4")[:, 0]
+        stamp = table[:, self.time_at : self.time_at + 8].copy().view("<u4")
+        good = (table[:, positions] == constant).all(axis=1) & (stamp[:, 1] < 1_000_000_000)
+        taken = count if good.all() else int(np.argmin(good))
+        time = stamp[:taken, 0].astype(np.int64) * 1_000_000_000 + stamp[:taken, 1]
+        return conn[:taken], time
 
     def _constant_part(self, header: bytes) -> bytes:
         a, b, c, d = self._cuts
