@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from nanorec.contract import Region
 from nanorec.errors import OutputExistsError
+from nanorec.wire import MAX_INFLATE_RATIO
 from nanorec.writer import ArchiveWriter
 
 from .plan import ROW, RawSegment, Scan
@@ -46,6 +47,10 @@ TEMPLATE_MEMBER: Final = "rosbag-template.bin"
 RANK_MEMBER: Final = "rosbag-rank.bin"
 _BLOCK: Final = 1 << 16
 _RELEASE_BYTES: Final = 16 << 20
+#: A column member up to this size is given whole to the writer (which stores it when its
+#: deflated form would look like a zip bomb); a larger one is streamed.
+_WHOLE_COLUMN: Final = 32 << 20
+_SAMPLE_COLUMN: Final = 4 << 20
 #: A message's packed map from its sec value on: `{topic: {"conn": c, "sec": s, "nsec": n,
 #: "data": d}}` with the ints and the bin length at full width (valid msgpack, one layout for
 #: every message: made for a run at once with numpy); `_head` is the part before.
@@ -219,7 +224,7 @@ def _write(
         writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
         writer.add_member(RAW_MEMBER, _blocks(raw))
         for name, file in columns.items():
-            writer.add_member(name, _blocks(file))
+            _add_column(writer, name, file)
         writer.add_member(RANK_MEMBER, _blocks_of(rank))
     return Converted(
         source,
@@ -242,6 +247,24 @@ def _blocks(file: IO[bytes]) -> Iterator[bytes]:
     file.seek(0)
     while block := file.read(1 << 20):
         yield block
+
+
+def _add_column(writer: ArchiveWriter, name: str, file: IO[bytes]) -> None:
+    """A per-message column member. Deflated unless so redundant (one header template for
+    every message) that a reader would refuse it as a zip bomb: the writer checks that for a
+    member given whole; a large one is streamed, stored when its first MiBs deflate more
+    than half that much."""
+    file.flush()
+    size = file.tell()
+    if size <= _WHOLE_COLUMN:
+        file.seek(0)
+        writer.add_member(name, file.read())
+        return
+    file.seek(0)
+    sample = file.read(_SAMPLE_COLUMN)
+    deflated = len(zlib.compress(sample, 1))
+    redundant = len(sample) > MAX_INFLATE_RATIO // 2 * deflated
+    writer.add_member(name, _blocks(file), compress=None if not redundant else False)
 
 
 def _blocks_of(values: NDArray[Any]) -> Iterator[bytes]:
