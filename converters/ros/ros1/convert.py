@@ -160,7 +160,7 @@ def _write(
         packer = msgpack.Packer()
         views = (memoryview(buf), memoryview(spool))
         released = 0
-        announced: set[int] = set()
+        settled: set[int] = set()  # connections whose record a message holds
         heads: dict[int, bytes] = {}  # by connection: the packed map up to the sec value
         kinds: dict[int, tuple[str]] = {}
         join = b"".join
@@ -186,37 +186,50 @@ def _write(
                 tails["data_key"] = _DATA_KEY
                 tails["length"] = run["length"]
                 blob = memoryview(tails.tobytes())
-                packed: list[bytes] = []
-                kind: list[tuple[str]] = []
-                at = 0
-                for conn, src, offset, length in zip(
-                    conns, run["src"].tolist(), run["offset"].tolist(), run["length"].tolist(),
-                    strict=True,
-                ):
-                    head = heads.get(conn)
-                    if head is None:
-                        heads[conn] = head = _head(conn, topics.get(conn, f"conn:{conn}"))
-                        kinds[conn] = (topics.get(conn, f"conn:{conn}"),)
-                    data = views[src][offset : offset + length]
-                    if conn not in announced and conn in scan.connections:
-                        announced.add(conn)
-                        sec, nsec = divmod(int(times[len(packed)]), 1_000_000_000)
-                        value = {"conn": conn, "sec": sec, "nsec": nsec}
-                        value["connection"] = scan.connections[conn].pack()
-                        value["data"] = data
-                        packed.append(packer.pack({kinds[conn][0]: value}))
-                    else:
-                        packed.append(join((head, blob[at : at + _TAIL.itemsize], data)))
-                    kind.append(kinds[conn])
-                    at += _TAIL.itemsize
-                writer.write_packed_run(packed, types=kind, timestamps_us=times // 1000)
+                unique = set(conns)
+                for conn in unique.difference(heads):
+                    topic = topics.get(conn, f"conn:{conn}")
+                    heads[conn], kinds[conn] = _head(conn, topic), (topic,)
+                    if conn not in scan.connections:
+                        settled.add(conn)  # no record to announce it with
+                step = _TAIL.itemsize
+                offsets, lengths = run["offset"].tolist(), run["length"].tolist()
+                srcs = run["src"]
+                if unique <= settled and (srcs == srcs[0]).all():  # the common case
+                    view = views[int(srcs[0])]
+                    packed = [
+                        join((heads[c], blob[k : k + step], view[o : o + n]))
+                        for c, k, o, n in zip(
+                            conns, range(0, step * len(conns), step), offsets, lengths, strict=True
+                        )
+                    ]
+                else:
+                    packed = []
+                    at = 0
+                    for conn, src, offset, length in zip(
+                        conns, srcs.tolist(), offsets, lengths, strict=True
+                    ):
+                        data = views[src][offset : offset + length]
+                        if conn not in settled:  # its first message holds its record
+                            settled.add(conn)
+                            sec, nsec = divmod(int(times[len(packed)]), 1_000_000_000)
+                            value = {"conn": conn, "sec": sec, "nsec": nsec}
+                            value["connection"] = scan.connections[conn].pack()
+                            value["data"] = data
+                            packed.append(packer.pack({kinds[conn][0]: value}))
+                        else:
+                            packed.append(join((heads[conn], blob[at : at + step], data)))
+                        at += step
+                kind = [kinds[c] for c in conns]
+                writer.write_packed_run(packed, types=kind, timestamps_us=(times // 1000).tolist())
                 released += int(run["length"].sum()) + 64 * len(run)
                 if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
                     writer.flush()
                     _release(buf, spool, table)
                     released = 0
         del views, rows
-        data = b""  # no payload view may outlive the loop: the maps are closed after it
+        # no payload view may outlive the loop: the maps are closed after it
+        view = data = memoryview(b"")
         value = {}
         raw = temporary("raw")
         meta = _meta(buf, scan, raw)
