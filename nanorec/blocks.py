@@ -43,8 +43,10 @@ BLOCK_BYTES: Final = 16 << 10
 LEVEL: Final = 6
 #: ISA-L level when `isal` is installed (2: as small as its 3, faster than its 1 here).
 ISAL_LEVEL: Final = 2
-#: Blocks of this many messages or more (under ~256 bytes each) keep zlib's level 6.
-_TINY_MESSAGES: Final = 64
+#: Blocks of this many messages or more (under ~64 bytes each) keep zlib's level 6 (ISA-L
+#: made the 29-byte messages of a real bag ~11 % larger, the ~100-byte ones of another 5 %,
+#: for a sixth of the time).
+_TINY_MESSAGES: Final = 256
 
 
 def _load_isal() -> Any:
@@ -81,10 +83,91 @@ def deflater(*, fast: bool = False) -> Any:
     MCAP writer's zstd chunks take; ISA-L's level 2 makes the same format (zlib and NanoVer
     inflate it) ~12x faster, 2-6 % larger on CARLA frames, but ~11 % larger on blocks of
     tiny messages (29-byte ROS messages), whose archives the size budget binds: those
-    keep zlib (see `_deflate_block`)."""
+    keep zlib (see `_deflate_block`).
+
+    Without `fast`, a `MemberDeflater`: zlib's level 6 on both cores (a whole member such as
+    `index.msgpack`, ~2 bytes a message, was a tenth of a small-message conversion)."""
+    if fast:
+        return _compressor(fast=True)
+    return MemberDeflater()
+
+
+def _compressor(*, fast: bool) -> Any:
     if fast and _isal_zlib is not None:
         return _isal_zlib.compressobj(ISAL_LEVEL, zlib.DEFLATED, _WBITS)
     return zlib.compressobj(LEVEL, zlib.DEFLATED, _WBITS)
+
+
+#: A member is deflated in pieces of this size, each on its own (ended by a sync flush: the
+#: pieces joined are one raw-deflate stream), by `_THREADS` threads.
+_MEMBER_PIECE: Final = 1 << 20
+
+
+#: A member's pieces past this many bytes are deflated by ISA-L (when installed): a member
+#: that large is the index of millions of messages (`index.msgpack`, ~80 bytes a message),
+#: whose zlib level 6 took as long as the messages' own conversion; ISA-L's level 2 is ~12x
+#: faster for ~15 % more of such a member. Smaller members (every one of a bag whose size
+#: budget binds) keep zlib's level 6.
+_MEMBER_FAST_AFTER: Final = 8 << 20
+
+
+def _deflate_piece(data: bytes, fast: bool) -> bytes:
+    compressor = _compressor(fast=fast)
+    out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    return out
+
+
+class MemberDeflater:
+    """zlib's `compressobj` interface (`compress`, `flush`) for one member: the data is cut
+    in 1 MiB pieces deflated by two threads (zlib releases the GIL), in order. A piece starts
+    without the previous one's window: ~0.1 % larger than one stream at 1 MiB pieces.
+    Pieces past `_MEMBER_FAST_AFTER` use ISA-L."""
+
+    def __init__(self) -> None:
+        self._open: list[bytes] = []
+        self._size = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: deque[Future[bytes]] = deque()
+        self._done = 0  # bytes handed to the threads
+
+    def compress(self, data: Any) -> bytes:
+        self._open.append(data if type(data) is bytes else bytes(data))
+        self._size += len(data)
+        if self._size >= _MEMBER_PIECE:
+            self._submit()
+        out = []
+        while self._pending and (self._pending[0].done() or len(self._pending) > 2 * _THREADS):
+            out.append(self._pending.popleft().result())
+        return b"".join(out)
+
+    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
+        """Everything not returned yet; `Z_FINISH` (the default) ends the stream."""
+        if self._size and not self._pending and self._pool is None:
+            out = [_deflate_piece(b"".join(self._open), False)]  # small: no hand-over
+            self._open.clear()
+            self._size = 0
+        else:
+            self._submit()
+            out = [future.result() for future in self._pending]
+            self._pending.clear()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        if mode == zlib.Z_FINISH:
+            out.append(_compressor(fast=False).flush(zlib.Z_FINISH))  # the final empty block
+        return b"".join(out)
+
+    def _submit(self) -> None:
+        if not self._size:
+            return
+        data = b"".join(self._open)
+        self._open.clear()
+        self._size = 0
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-member")
+        fast = self._done >= _MEMBER_FAST_AFTER
+        self._done += len(data)
+        self._pending.append(self._pool.submit(_deflate_piece, data, fast))
 
 
 class BlockDeflater:
@@ -126,17 +209,24 @@ class BlockDeflater:
             for piece in pieces:
                 crc = crc32(piece, crc)
         self.crc = crc
-        limit = self._limit()
-        if self._block and self._block + length > limit:
+        block = self._block
+        submitted = bool(block) and block + length > self._limit()
+        if submitted:
             self._submit()
-        if not self._block:
+            block = 0
+        if not block:
             self.offsets.append(self._in)
         self._open.extend(pieces)
         self._in += length
-        self._block += length
+        self._block = block = block + length
         self._count += 1
-        if self._block >= self._limit():
+        if block >= self._limit():
             self._submit()
+        elif not submitted:
+            # finished blocks are collected when one more is submitted (or at
+            # `end_block`): a `done()` check per message cost more than a small message's
+            # own deflate
+            return []
         return self._collect(wait=self._behind()) if self._pending else []
 
     def _limit(self) -> int:
@@ -156,7 +246,7 @@ class BlockDeflater:
     def finish(self) -> list[bytes]:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()
-        tail: bytes = deflater().flush(zlib.Z_FINISH)
+        tail: bytes = _compressor(fast=False).flush(zlib.Z_FINISH)
         self._out += len(tail)
         self.close()
         return [*out, tail]
@@ -176,17 +266,17 @@ class BlockDeflater:
         count = self._count
         self._open.clear()
         self._block = self._count = 0
-        level = _level(data)
         fast = count < _TINY_MESSAGES
-        if level == 0 or not self.threads:  # stored (a copy: cheaper here than a hand-over)
+        if not self.threads:
             done: Future[bytes] = Future()
-            done.set_result(_compress_block(data, level, fast))
+            done.set_result(_compress_block(data, _level(data), fast))
             self._pending.append((done, len(data)))
             self._pending_bytes += len(data)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="nanorec-deflate")
-        self._pending.append((self._pool.submit(_compress_block, data, level, fast), len(data)))
+        # the level is sampled by the thread too: nothing but the hand-over stays here
+        self._pending.append((self._pool.submit(_compress_block, data, None, fast), len(data)))
         self._pending_bytes += len(data)
 
     def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:
@@ -226,17 +316,24 @@ def _level(data: bytes) -> int:
     if len(data) >= 2 * _SAMPLE:
         middle = len(data) // 2
         sample = data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
-        if len(zlib.compress(sample, 1)) > _STORE_ABOVE * _SAMPLE:
+        if len(_sample_deflate(sample, 1)) > _STORE_ABOVE * _SAMPLE:
             return 0
     return LEVEL
 
 
-def _compress_block(data: bytes, level: int, fast: bool) -> bytes:
+#: zlib's `compress` sets up a compressor per call: ~80 us for a 1 KiB sample, more than
+#: deflating a block of small messages; ISA-L's level 1 gives about the same size in ~10 us.
+_sample_deflate: Any = zlib.compress if _isal_zlib is None else _isal_zlib.compress
+
+
+def _compress_block(data: bytes, level: int | None, fast: bool) -> bytes:
     """One block, fully flushed: stored (level 0, `_stored`), or deflated by ISA-L when
-    `fast` (see `deflater`)."""
+    `fast` (see `deflater`). `level` None: `_level(data)`."""
+    if level is None:
+        level = _level(data)
     if level == 0:
         return _stored(data)
-    compressor = deflater(fast=fast)
+    compressor = _compressor(fast=fast)
     out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
     return out
 

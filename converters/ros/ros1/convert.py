@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import mmap
 import os
 import tempfile
@@ -30,6 +31,7 @@ from numpy.typing import NDArray
 
 from nanorec.contract import Region
 from nanorec.errors import OutputExistsError
+from nanorec.wire import MAX_INFLATE_RATIO
 from nanorec.writer import ArchiveWriter
 
 from .plan import ROW, RawSegment, Scan
@@ -45,6 +47,22 @@ TEMPLATE_MEMBER: Final = "rosbag-template.bin"
 RANK_MEMBER: Final = "rosbag-rank.bin"
 _BLOCK: Final = 1 << 16
 _RELEASE_BYTES: Final = 16 << 20
+#: A column member up to this size is given whole to the writer (which stores it when its
+#: deflated form would look like a zip bomb); a larger one is streamed.
+_WHOLE_COLUMN: Final = 32 << 20
+_SAMPLE_COLUMN: Final = 4 << 20
+#: A message's packed map from its sec value on: `{topic: {"conn": c, "sec": s, "nsec": n,
+#: "data": d}}` with the ints and the bin length at full width (valid msgpack, one layout for
+#: every message: made for a run at once with numpy); `_head` is the part before.
+_TAIL: Final = np.dtype(
+    [("sec", ">u4"), ("nsec_key", "S6"), ("nsec", ">u4"), ("data_key", "S6"), ("length", ">u4")]
+)
+_NSEC_KEY: Final = b"\xa4nsec\xce"
+_DATA_KEY: Final = b"\xa4data\xc6"
+
+
+def _head(conn: int, topic: str) -> bytes:
+    return b"\x81" + msgpack.packb(topic) + b"\x84\xa4conn" + msgpack.packb(conn) + b"\xa3sec\xce"
 
 
 @dataclass
@@ -142,37 +160,84 @@ def _write(
         packer = msgpack.Packer()
         views = (memoryview(buf), memoryview(spool))
         released = 0
-        announced: set[int] = set()
+        settled: set[int] = set()  # connections whose record a message holds
+        heads: dict[int, bytes] = {}  # by connection: the packed map up to the sec value
+        kinds: dict[int, tuple[str]] = {}
+        join = b"".join
         for start in range(0, count, _BLOCK):
             block = rows[order[start : start + _BLOCK]]
             columns[TIME_MEMBER].write(block["time"].astype("<i8").tobytes())
             columns[CONN_MEMBER].write(block["conn"].astype("<u4").tobytes())
             columns[TEMPLATE_MEMBER].write(block["template"].astype("<i2").tobytes())
-            for conn, time, src, offset, length, _ in block.tolist():
-                topic = topics.get(conn, f"conn:{conn}")
-                sec, nsec = divmod(time, 1_000_000_000)
-                value = {"conn": conn, "sec": sec, "nsec": nsec}
-                if conn not in announced and conn in scan.connections:
-                    announced.add(conn)
-                    value["connection"] = scan.connections[conn].pack()
-                value["data"] = views[src][offset : offset + length]
-                writer.write_packed(
-                    packer.pack({topic: value}), types=(topic,), timestamp_us=time // 1000
-                )
-                released += length + 64  # with the record's header, roughly
+            # runs of up to _RELEASE_BYTES of payload: bounded RSS, pages dropped after each
+            ends = np.cumsum(block["length"], dtype=np.int64)
+            cuts = [0]
+            while cuts[-1] < len(block):
+                base = int(ends[cuts[-1] - 1]) if cuts[-1] else 0
+                at = int(np.searchsorted(ends, base + _RELEASE_BYTES, "right"))
+                cuts.append(max(at, cuts[-1] + 1))
+            for first, stop in itertools.pairwise(cuts):
+                run = block[first:stop]
+                conns = run["conn"].tolist()
+                times = run["time"]
+                tails = np.empty(len(run), _TAIL)
+                tails["sec"], tails["nsec"] = np.divmod(times, 1_000_000_000)
+                tails["nsec_key"] = _NSEC_KEY
+                tails["data_key"] = _DATA_KEY
+                tails["length"] = run["length"]
+                blob = memoryview(tails.tobytes())
+                unique = set(conns)
+                for conn in unique.difference(heads):
+                    topic = topics.get(conn, f"conn:{conn}")
+                    heads[conn], kinds[conn] = _head(conn, topic), (topic,)
+                    if conn not in scan.connections:
+                        settled.add(conn)  # no record to announce it with
+                step = _TAIL.itemsize
+                offsets, lengths = run["offset"].tolist(), run["length"].tolist()
+                srcs = run["src"]
+                if unique <= settled and (srcs == srcs[0]).all():  # the common case
+                    view = views[int(srcs[0])]
+                    packed = [
+                        join((heads[c], blob[k : k + step], view[o : o + n]))
+                        for c, k, o, n in zip(
+                            conns, range(0, step * len(conns), step), offsets, lengths, strict=True
+                        )
+                    ]
+                else:
+                    packed = []
+                    at = 0
+                    for conn, src, offset, length in zip(
+                        conns, srcs.tolist(), offsets, lengths, strict=True
+                    ):
+                        data = views[src][offset : offset + length]
+                        if conn not in settled:  # its first message holds its record
+                            settled.add(conn)
+                            sec, nsec = divmod(int(times[len(packed)]), 1_000_000_000)
+                            value = {"conn": conn, "sec": sec, "nsec": nsec}
+                            value["connection"] = scan.connections[conn].pack()
+                            value["data"] = data
+                            packed.append(packer.pack({kinds[conn][0]: value}))
+                        else:
+                            packed.append(join((heads[conn], blob[at : at + step], data)))
+                        at += step
+                kind = [kinds[c] for c in conns]
+                writer.write_packed_run(packed, types=kind, timestamps_us=(times // 1000).tolist())
+                released += int(run["length"].sum()) + 64 * len(run)
                 if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
                     writer.flush()
                     _release(buf, spool, table)
                     released = 0
         del views, rows
-        value = {}  # no payload view may outlive the loop: the maps are closed after it
+        # no payload view may outlive the loop: the maps are closed after it
+        view = data = memoryview(b"")
+        value = {}
         raw = temporary("raw")
         meta = _meta(buf, scan, raw)
         sha = writer.source["sha256"] = hashing.result()
         writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
         writer.add_member(RAW_MEMBER, _blocks(raw))
         for name, file in columns.items():
-            writer.add_member(name, _blocks(file))
+            _add_column(writer, name, file)
         writer.add_member(RANK_MEMBER, _blocks_of(rank))
     return Converted(
         source,
@@ -195,6 +260,24 @@ def _blocks(file: IO[bytes]) -> Iterator[bytes]:
     file.seek(0)
     while block := file.read(1 << 20):
         yield block
+
+
+def _add_column(writer: ArchiveWriter, name: str, file: IO[bytes]) -> None:
+    """A per-message column member. Deflated unless so redundant (one header template for
+    every message) that a reader would refuse it as a zip bomb: the writer checks that for a
+    member given whole; a large one is streamed, stored when its first MiBs deflate more
+    than half that much."""
+    file.flush()
+    size = file.tell()
+    if size <= _WHOLE_COLUMN:
+        file.seek(0)
+        writer.add_member(name, file.read())
+        return
+    file.seek(0)
+    sample = file.read(_SAMPLE_COLUMN)
+    deflated = len(zlib.compress(sample, 1))
+    redundant = len(sample) > MAX_INFLATE_RATIO // 2 * deflated
+    writer.add_member(name, _blocks(file), compress=None if not redundant else False)
 
 
 def _blocks_of(values: NDArray[Any]) -> Iterator[bytes]:

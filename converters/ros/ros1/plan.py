@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import IO, Final
+from typing import IO, Any, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.contract import Region
 
@@ -50,6 +51,13 @@ class ChunkPlan:
             runs[-1] += 1
         else:
             runs.append(1)
+
+    def add_messages(self, count: int) -> None:
+        runs = self.runs
+        if runs and runs[-1] >= 0:
+            runs[-1] += count
+        else:
+            runs.append(count)
 
     def add_inner(self, record: bytes) -> None:
         self.runs.append(-1 - len(self.inner))
@@ -98,6 +106,11 @@ class Entries:
         self.file.write(block.tobytes())
         self.flushed += count
         self._reset()
+
+    def extend(self, *columns: NDArray[Any]) -> None:
+        """Append rows given as one array per column (in `ROW`'s order)."""
+        for column, values in zip(self._columns, columns, strict=True):
+            column.frombytes(values.astype(column.typecode, copy=False).tobytes())
 
     def full(self) -> bool:
         return len(self.conn) >= _BLOCK

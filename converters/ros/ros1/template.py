@@ -9,7 +9,10 @@ as its bytes.
 from __future__ import annotations
 
 import struct
-from typing import Any, Final
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.errors import FormatError
 
@@ -43,21 +46,27 @@ class Template:
         self._cuts = (first[0], first[0] + first[1], second[0], second[0] + second[1])
         self.constant = self._constant_part(sample)
 
-    def read(self, data: Any, at: int) -> tuple[int, int] | None:
-        """(conn, time ns) when the header at `data[at:at + self.length]` is this order with
-        its values; None otherwise (the caller then parses it field by field)."""
+    def columns(self) -> tuple[NDArray[np.intp], NDArray[np.uint8]]:
+        """The positions of the constant bytes in a header, and those bytes."""
         a, b, c, d = self._cuts
-        constant = self.constant
-        if (
-            data[at : at + a] != constant[:a]
-            or data[at + b : at + c] != constant[a : a + c - b]
-            or data[at + d : at + self.length] != constant[a + c - b :]
-        ):
-            return None
-        sec, nsec = _TIME.unpack_from(data, at + self.time_at)
-        if nsec >= 1_000_000_000:
-            return None  # kept as bytes: the ns total would not give these fields back
-        return _U32.unpack_from(data, at + self.conn_at)[0], sec * 1_000_000_000 + nsec
+        positions = np.r_[0:a, b:c, d : self.length].astype(np.intp)
+        return positions, np.frombuffer(self.constant, np.uint8)
+
+    def read_all(
+        self, heads: bytes, count: int, columns: tuple[NDArray[np.intp], NDArray[np.uint8]]
+    ) -> tuple[NDArray[np.uint32], NDArray[np.int64]]:
+        """(conn, time ns) of the leading ones of `count` headers of `self.length` bytes back
+        to back that are this order with its values (a header that is not, or whose nsec is
+        not below 1e9, is parsed field by field by the caller: its ns total would not give
+        its fields back)."""
+        table = np.frombuffer(heads, np.uint8).reshape(count, self.length)
+        positions, constant = columns
+        conn = table[:, self.conn_at : self.conn_at + 4].copy().view("<u4")[:, 0]
+        stamp = table[:, self.time_at : self.time_at + 8].copy().view("<u4")
+        good = (table[:, positions] == constant).all(axis=1) & (stamp[:, 1] < 1_000_000_000)
+        taken = count if good.all() else int(np.argmin(good))
+        time = stamp[:taken, 0].astype(np.int64) * 1_000_000_000 + stamp[:taken, 1]
+        return conn[:taken], time
 
     def _constant_part(self, header: bytes) -> bytes:
         a, b, c, d = self._cuts
