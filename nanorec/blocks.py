@@ -43,10 +43,11 @@ BLOCK_BYTES: Final = 16 << 10
 LEVEL: Final = 6
 #: ISA-L level when `isal` is installed (2: as small as its 3, faster than its 1 here).
 ISAL_LEVEL: Final = 2
-#: Blocks of this many messages or more (under ~64 bytes each) keep zlib's level 6 (ISA-L
-#: made the 29-byte messages of a real bag ~11 % larger, the ~100-byte ones of another 5 %,
-#: for a sixth of the time).
-_TINY_MESSAGES: Final = 256
+#: Blocks of this many messages or more (under ~128 bytes each in the archive) keep zlib's
+#: level 6: ISA-L made the 29-byte messages of a real bag (~64 bytes archived, 256 a block)
+#: ~11 % larger, past the 2x size budget; the ~100-byte ones of another bag (~120 a block)
+#: only 5 %, for a sixth of the time, so those take ISA-L.
+_TINY_MESSAGES: Final = 128
 
 
 def _load_isal() -> Any:
