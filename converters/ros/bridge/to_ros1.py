@@ -26,7 +26,9 @@ from nanorec.standard import standard_messages
 
 from ..ros1.md5 import md5sum
 from ..ros1.writer import BagWriter
+from ..ros2.msgdef import canonical
 from ..ros2.recording import Ros2Recording
+from ..ros2.stock import STOCK
 from .standard import StandardEncoder
 from .to_ros2 import RELEASE_BYTES, reporting
 from .types import Crossing, Unmappable, ros2_to_ros1
@@ -50,9 +52,7 @@ class _Connections:
         if topic in self.ids:
             return self.ids[topic]
         try:
-            if type_name not in self.definitions:
-                raise Unmappable("the bag carries no definition of its type")
-            crossing = ros2_to_ros1(type_name, self.definitions)
+            crossing = ros2_to_ros1(type_name, self._definitions_of(type_name))
         except Unmappable as why:
             self.left_out.append(f"{topic} ({type_name}): {why}")
             self.ids[topic] = None
@@ -69,6 +69,18 @@ class _Connections:
         )
         bag.add_connection(conn, topic, fields)
         return conn
+
+    def _definitions_of(self, type_name: str) -> Mapping[str, tuple[str, str]]:
+        """The bag's definitions; for a type it carries none of (rosbag2 before Iron stored
+        none), the bundled Humble ones of the common packages, said in a note."""
+        if type_name in self.definitions:
+            return self.definitions
+        if canonical(type_name) not in STOCK:
+            raise Unmappable("the bag carries no definition of its type (nor is it a common one)")
+        note = f"{type_name}: the bag carries no definition; Humble's, bundled with nanorec"
+        self.notes.append(note)
+        stock = {name: ("ros2msg", text) for name, text in STOCK.items()}
+        return {**stock, **self.definitions, type_name: stock[canonical(type_name)]}
 
 
 def export_to_ros1(

@@ -330,6 +330,8 @@ def ros2_to_ros1(ros2_type: str, definitions: Mapping[str, tuple[str, str]]) -> 
                 and value[0] in "'\""
             ):
                 value = value[1:-1]
+            elif c.type == "bool":  # genmsg reads a Python literal: ROS 2's true is True
+                value = {"true": "True", "false": "False"}.get(value.strip().lower(), value)
             lines.append(f"{c.type} {c.name}={value}")
         for f in fields:
             if f.type in ("wstring", "wchar"):

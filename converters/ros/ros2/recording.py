@@ -24,6 +24,7 @@ from nanorec.selection import Selection
 
 from .export import data_of
 from .meta import Ros2Meta
+from .storage import ZSTD_MAGIC
 
 if TYPE_CHECKING:
     from nanorec.mcap import McapRecord, Progress
@@ -62,7 +63,9 @@ class Ros2Recording(ArchiveRecording):
     def serialized(self, number: int) -> bytes:
         """The message's CDR bytes (inflated when the bag compresses each message)."""
         data = self.raw(number)
-        if self.meta.compression[1].upper() == "MESSAGE":
+        # MESSAGE mode says so in metadata.yaml; a bag without it (crashed, reindexed) still
+        # shows it by the zstd frame's magic, which no CDR payload starts with
+        if self.meta.compression[1].upper() == "MESSAGE" or data[:4] == ZSTD_MAGIC:
             from .bag import extra
 
             zstandard = extra("zstandard")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from nanorec.converters.ros.ros1.generate import generate
 from nanorec.converters.ros.ros1.index import _damage, read_index
 from nanorec.converters.ros.ros1.records import OP_INDEX, parse_fields, span_at
-from nanorec.converters.ros.ros1.generate import generate
 
 
 def _chunks(buf: mmap.mmap | bytes, path: Path) -> list[tuple[object, np.ndarray]]:
