@@ -11,6 +11,7 @@ the partial file (so `nanorec recover` can rebuild an archive from it).
 
 from __future__ import annotations
 
+import importlib
 import operator
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,18 @@ from nanorec.zipfile64 import DEFLATED, STORED, LocalHeader
 from nanorec.zipout import FLUSH_BYTES, ZipOutput
 
 MESSAGES_MEMBER: Final = "messages.msgpack"
+
+
+def _load_combine() -> Any:
+    """ISA-L's `crc32_combine` (the `fast` extra), or None: zlib's is not exposed."""
+    try:
+        return importlib.import_module("isal.isal_zlib").crc32_combine
+    except (ImportError, AttributeError):  # pragma: no cover - depends on the environment
+        return None
+
+
+#: `crc32_combine(crc_a, crc_b, len_b)`: the CRC of `a + b` from both CRCs, or None.
+_crc32_combine: Any = _load_combine()
 
 #: Flush buffered output when this many messages were written since the last flush...
 FLUSH_MESSAGES: Final = 1024
@@ -181,6 +194,61 @@ class MessageStream:
                 out.pending += length
             else:
                 out.emit_compressed(blocks.add(pieces, length))
+        index_lengths = np.array(lengths, np.int64)
+        index_crcs = np.array(crcs, np.uint32)
+        self._index.extend(index_lengths, column, index_crcs, 0, np.array(codes, np.uint32))
+        self._last_timestamp = int(column[-1])
+        self.count = first + count
+        self._flush_if_due()
+        return first
+
+    def append_stored_run(
+        self,
+        stored: Sequence[bytes],
+        types: Sequence[tuple[str, ...]],
+        timestamps_us: Sequence[int],
+    ) -> int:
+        """`ArchiveWriter.write_stored_run`: complete stored messages; the first one's number.
+
+        Each message is one piece: the block deflater takes it without a copy when it fills
+        a block alone (a large message), and its CRC is taken once (the stream's running
+        CRC is combined from it when `crc32_combine` is there)."""
+        count = len(stored)
+        if len(types) != count or len(timestamps_us) != count:
+            raise UsageError("one types tuple and one timestamp per message are needed")
+        first = self.count
+        if not count:
+            return first
+        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
+        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
+            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        valid = self._valid_types
+        codes: list[int] = []
+        lengths: list[int] = []
+        crcs: list[int] = []
+        blocks = self._blocks
+        out = self._out
+        parts = out.parts
+        combine = _crc32_combine
+        for message, key in zip(stored, types, strict=True):
+            code = valid.get(key)
+            if code is None:
+                code = self._register_types(tuple(key))
+            codes.append(code)
+            length = len(message)
+            crc = crc32(message)
+            lengths.append(length)
+            crcs.append(crc)
+            if blocks is None:
+                parts.append(message)
+                out.pending += length
+            else:
+                running = (
+                    combine(blocks.crc, crc, length)
+                    if combine is not None
+                    else crc32(message, blocks.crc)
+                )
+                out.emit_compressed(blocks.add((message,), length, running))
         index_lengths = np.array(lengths, np.int64)
         index_crcs = np.array(crcs, np.uint32)
         self._index.extend(index_lengths, column, index_crcs, 0, np.array(codes, np.uint32))

@@ -211,6 +211,23 @@ class ArchiveWriter:
         self._check_open()
         return self._stream.append_run(packed, types, timestamps_us)
 
+    def write_stored_run(
+        self,
+        stored: Sequence[bytes],
+        *,
+        types: Sequence[tuple[str, ...]],
+        timestamps_us: Sequence[int],
+    ) -> int:
+        """`write_packed_run` for messages the caller already completed: each of `stored` a
+        msgpack map whose last entry is the `"nanorec.t"` timestamp entry
+        (`nanorec.wire.timestamp_entry`) of its `timestamps_us` value, and whose other keys
+        are its `types` tuple. The bytes are written as given (trusted, as for
+        `write_stored_rows`): no patch, no second copy of a large message, one CRC pass. Same
+        checks on timestamps and types as `write_packed_run`; returns the number of the
+        first message."""
+        self._check_open()
+        return self._stream.append_stored_run(stored, types, timestamps_us)
+
     def write_stored_rows(
         self,
         rows: np.ndarray[Any, np.dtype[np.uint8]],
