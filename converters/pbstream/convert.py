@@ -258,6 +258,7 @@ class _Runs:
         self.last_us = last_us
         self.codes = kind_codes(classifier.kinds)
         self.names = [classifier.kinds.get(key >> 3, UNKNOWN) for key in range(256)]
+        self.types = [(name,) for name in self.names]
         self.pack = msgpack.Packer().pack
         self.columns = Columns()
         self.damaged: list[tuple[int, int, str]] = []
@@ -299,10 +300,24 @@ class _Runs:
 
         pack = self.pack
         names = self.names
-        packed: list[bytes] = []
-        types: list[tuple[str]] = []
-        for row, (good, key, node, member, tid, number, tick) in enumerate(
-            zip(
+        packed = [
+            (
+                pack(
+                    {
+                        names[key]: {
+                            "member": member,
+                            "trajectory_id": tid,
+                            "index": number,
+                            "timestamp": tick,
+                        }
+                    }
+                )
+                if node
+                else pack({names[key]: {"member": member, "trajectory_id": tid, "timestamp": tick}})
+            )
+            if good
+            else b""
+            for good, key, node, member, tid, number, tick in zip(
                 ok.tolist(),
                 keys.tolist(),
                 nodes.tolist(),
@@ -312,23 +327,11 @@ class _Runs:
                 ticks.tolist(),
                 strict=True,
             )
-        ):
-            if good:
-                kind = names[key]
-                if node:
-                    entry = {
-                        "member": member,
-                        "trajectory_id": tid,
-                        "index": number,
-                        "timestamp": tick,
-                    }
-                else:
-                    entry = {"member": member, "trajectory_id": tid, "timestamp": tick}
-                packed.append(pack({kind: entry}))
-            else:
-                kind, message = slow[row]
-                packed.append(message)
-            types.append((kind,))
+        ]
+        types = [self.types[key] for key in keys.tolist()]  # each kind's one tuple
+        for row, (kind, message) in slow.items():
+            packed[row] = message
+            types[row] = (kind,)
         return packed, types, stamps
 
     def _stamps(self, ticks: np.ndarray[Any, Any], timed: np.ndarray[Any, Any]) -> list[int]:
