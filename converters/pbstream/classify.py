@@ -8,6 +8,8 @@ from __future__ import annotations
 from array import array
 from typing import Any, Final
 
+import numpy as np
+
 from .records import (
     HEADER,
     LEGACY_KINDS,
@@ -115,6 +117,13 @@ class Columns:
         self.index.extend([NONE_ID if info.index is None else info.index for info in infos])
         self.ticks.extend([info.ticks or 0 for info in infos])
         self.timed.extend([info.ticks is not None for info in infos])
+
+    def extend_arrays(self, trajectory: Any, index: Any, ticks: Any, timed: Any) -> None:
+        """`extend` from numpy columns (ids as `NONE_ID` where none, ticks 0 where untimed)."""
+        self.trajectory.frombytes(np.asarray(trajectory, dtype=np.int32).tobytes())
+        self.index.frombytes(np.asarray(index, dtype=np.int32).tobytes())
+        self.ticks.frombytes(np.asarray(ticks, dtype=np.int64).tobytes())
+        self.timed.frombytes(np.asarray(timed, dtype=np.int8).tobytes())
 
     def to_dict(self) -> dict[str, bytes]:
         return {
