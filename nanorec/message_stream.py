@@ -151,15 +151,9 @@ class MessageStream:
         timestamps_us: Sequence[int],
     ) -> int:
         """`ArchiveWriter.write_packed_run`: a run of packed maps; the first one's number."""
-        count = len(packed)
-        if len(types) != count or len(timestamps_us) != count:
-            raise UsageError("one types tuple and one timestamp per message are needed")
-        first = self.count
-        if not count:
-            return first
-        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
-        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
-            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        if not _run_length(packed, types, timestamps_us):
+            return self.count
+        column = self._run_times(timestamps_us)
         valid = self._valid_types
         codes: list[int] = []
         lengths: list[int] = []
@@ -194,13 +188,9 @@ class MessageStream:
                 out.pending += length
             else:
                 out.emit_compressed(blocks.add(pieces, length))
-        index_lengths = np.array(lengths, np.int64)
-        index_crcs = np.array(crcs, np.uint32)
-        self._index.extend(index_lengths, column, index_crcs, 0, np.array(codes, np.uint32))
-        self._last_timestamp = int(column[-1])
-        self.count = first + count
-        self._flush_if_due()
-        return first
+        return self._end_run(
+            np.array(lengths, np.int64), column, np.array(crcs, np.uint32), 0, codes
+        )
 
     def append_stored_run(
         self,
@@ -213,15 +203,9 @@ class MessageStream:
         Each message is one piece: the block deflater takes it without a copy when it fills
         a block alone (a large message), and its CRC is taken once (the stream's running
         CRC is combined from it when `crc32_combine` is there)."""
-        count = len(stored)
-        if len(types) != count or len(timestamps_us) != count:
-            raise UsageError("one types tuple and one timestamp per message are needed")
-        first = self.count
-        if not count:
-            return first
-        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
-        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
-            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        if not _run_length(stored, types, timestamps_us):
+            return self.count
+        column = self._run_times(timestamps_us)
         valid = self._valid_types
         codes: list[int] = []
         lengths: list[int] = []
@@ -249,13 +233,9 @@ class MessageStream:
                     else crc32(message, blocks.crc)
                 )
                 out.emit_compressed(blocks.add((message,), length, running))
-        index_lengths = np.array(lengths, np.int64)
-        index_crcs = np.array(crcs, np.uint32)
-        self._index.extend(index_lengths, column, index_crcs, 0, np.array(codes, np.uint32))
-        self._last_timestamp = int(column[-1])
-        self.count = first + count
-        self._flush_if_due()
-        return first
+        return self._end_run(
+            np.array(lengths, np.int64), column, np.array(crcs, np.uint32), 0, codes
+        )
 
     def append_rows(
         self,
@@ -271,9 +251,7 @@ class MessageStream:
         first = self.count
         if not count:
             return first
-        column = np.asarray(timestamps_us, np.int64)  # OverflowError past 64 bits
-        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
-            raise UsageError(f"timestamps must not decrease (messages from {first})")
+        column = self._run_times(timestamps_us)
         if not 0 <= flags <= _UINT64_MAX:
             raise UsageError(f"flags must be in [0, 2**64), not {flags}")
         key = tuple(types)
@@ -308,9 +286,31 @@ class MessageStream:
                 chain.append(running)
                 self._out.emit_compressed(blocks.add((piece,), length, running))
             crcs = part_crcs(np.array(chain, np.uint32), before, length)
-        self._index.extend(np.full(count, length), column, crcs, flags, code)
+        return self._end_run(np.full(count, length), column, crcs, flags, code)
+
+    def _run_times(
+        self, timestamps_us: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]]
+    ) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """A run's timestamps as a column, checked: none before the last message's, none
+        decreasing (raises `OverflowError` past 64 bits)."""
+        column = np.asarray(timestamps_us, np.int64)
+        if column[0] < self._last_timestamp or (np.diff(column) < 0).any():
+            raise UsageError(f"timestamps must not decrease (messages from {self.count})")
+        return column
+
+    def _end_run(
+        self,
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+        column: np.ndarray[Any, np.dtype[np.int64]],
+        crcs: np.ndarray[Any, np.dtype[np.uint32]],
+        flags: int,
+        codes: int | list[int],
+    ) -> int:
+        """Index a run written to the stream; the first message's number."""
+        first = self.count
+        self._index.extend(lengths, column, crcs, flags, np.array(codes, np.uint32))
         self._last_timestamp = int(column[-1])
-        self.count = first + count
+        self.count = first + len(column)
         self._flush_if_due()
         return first
 
@@ -406,3 +406,13 @@ class MessageStream:
 
 
 __all__ = ["FLUSH_MESSAGES", "FLUSH_SECONDS", "MESSAGES_MEMBER", "MessageStream"]
+
+
+def _run_length(
+    messages: Sequence[bytes], types: Sequence[Any], timestamps_us: Sequence[int]
+) -> int:
+    """How many messages a run holds (one types tuple and one timestamp each, or `UsageError`)."""
+    count = len(messages)
+    if len(types) != count or len(timestamps_us) != count:
+        raise UsageError("one types tuple and one timestamp per message are needed")
+    return count

@@ -83,7 +83,7 @@ class _Connections:
         return {**stock, **self.definitions, type_name: stock[canonical(type_name)]}
 
 
-def export_to_ros1(
+def export(
     recording: Any,
     output: Path,
     *,

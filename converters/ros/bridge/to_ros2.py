@@ -47,7 +47,7 @@ RELEASE_BYTES = 32 << 20
 _STEP = 4096
 
 
-def export_to_ros2(
+def export(
     recording: Any,
     output: Path,
     *,

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress, Recording
+from nanorec.contract import ConvertReport, ExportReport, Progress
 from nanorec.errors import UsageError
 
+from ..foreign import ExportsFromAnyRecording
 from .records import VERSION_LINE
 
 if TYPE_CHECKING:
@@ -24,12 +25,13 @@ if TYPE_CHECKING:
     from .recording import BagRecording
 
 
-class BagConverter:
+class BagConverter(ExportsFromAnyRecording):
     """ROS1 bags, format 2.0 (uncompressed, bz2 and lz4 chunks; crashed `.bag.active` too)."""
 
     name = "rosbag"
     title = "ROS1 bag"
     suffixes = (".bag", ".bag.active")
+    bridge_module = "to_ros1"
     #: `nanorec export --format` values beyond native/parquet/mcap.
     export_formats: ClassVar[Mapping[str, str]] = {
         "indexed": "a new indexed bag (the repair of a crashed bag)"
@@ -107,28 +109,6 @@ class BagConverter:
             selection=selection,
             overwrite=overwrite,
             compression=str(opts.get("compression") or "none"),
-        )
-
-    def export_from(
-        self,
-        recording: Recording,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> ExportReport:
-        """A new ROS1 bag from a recording of another format (`converters/ros/bridge`)."""
-        from ..bridge.to_ros1 import export_to_ros1
-
-        return export_to_ros1(
-            recording,
-            output,
-            selection=selection,
-            overwrite=overwrite,
-            progress=progress,
-            options=options,
         )
 
     def open_archive(self, reader: ArchiveReader) -> BagRecording:

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress, Recording
+from nanorec.contract import ConvertReport, ExportReport, Progress
 from nanorec.errors import UsageError
 
+from ..foreign import ExportsFromAnyRecording
 from .bag import is_bag_folder, sniff_file
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .recording import Ros2Recording
 
 
-class Ros2Converter:
+class Ros2Converter(ExportsFromAnyRecording):
     """ROS 2 bags: a bag folder or one storage file; sqlite3 and MCAP storage; rosbag2's
     zstd compression per file or per message; crashed bags."""
 
@@ -37,6 +38,7 @@ class Ros2Converter:
 
     #: `nanorec export --storage`: what a new bag is stored in.
     storages = ("sqlite3", "mcap")
+    bridge_module = "to_ros2"
     #: `nanorec export --format ros2` from a recording of any format.
     foreign_formats: ClassVar[Mapping[str, str]] = {
         "ros2": "a ROS 2 bag (a folder, or one .db3/.mcap) of a ROS1 bag, a CARLA "
@@ -107,28 +109,6 @@ class Ros2Converter:
 
         return export_selection(
             reader, output, selection=selection, overwrite=overwrite, storage=opts.get("storage")
-        )
-
-    def export_from(
-        self,
-        recording: Recording,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> ExportReport:
-        """A new ROS 2 bag from a recording of another format (`converters/ros/bridge`)."""
-        from ..bridge.to_ros2 import export_to_ros2
-
-        return export_to_ros2(
-            recording,
-            output,
-            selection=selection,
-            overwrite=overwrite,
-            progress=progress,
-            options=options,
         )
 
     def open_archive(self, reader: ArchiveReader) -> Ros2Recording:
