@@ -11,7 +11,6 @@ the partial file (so `nanorec recover` can rebuild an archive from it).
 
 from __future__ import annotations
 
-import importlib
 import operator
 import time
 from collections.abc import Mapping, Sequence
@@ -32,17 +31,6 @@ from nanorec.zipout import FLUSH_BYTES, ZipOutput
 
 MESSAGES_MEMBER: Final = "messages.msgpack"
 
-
-def _load_combine() -> Any:
-    """ISA-L's `crc32_combine` (the `fast` extra), or None: zlib's is not exposed."""
-    try:
-        return importlib.import_module("isal.isal_zlib").crc32_combine
-    except (ImportError, AttributeError):  # pragma: no cover - depends on the environment
-        return None
-
-
-#: `crc32_combine(crc_a, crc_b, len_b)`: the CRC of `a + b` from both CRCs, or None.
-_crc32_combine: Any = _load_combine()
 
 #: Flush buffered output when this many messages were written since the last flush...
 FLUSH_MESSAGES: Final = 1024
@@ -161,6 +149,7 @@ class MessageStream:
         blocks = self._blocks
         out = self._out
         parts = out.parts
+        blocked: list[tuple[bytes | memoryview, ...]] = []  # each message's pieces
         embed = self._embed
         headers = _FIXMAP_HEADERS
         for message, key, stamp in zip(packed, types, column.tolist(), strict=True):
@@ -185,9 +174,12 @@ class MessageStream:
             crcs.append(crc)
             if blocks is None:
                 parts += pieces
-                out.pending += length
             else:
-                out.emit_compressed(blocks.add(pieces, length))
+                blocked.append(pieces)
+        if blocks is None:
+            out.pending += sum(lengths)
+        else:
+            out.emit_compressed(blocks.add_run(blocked, lengths))
         return self._end_run(
             np.array(lengths, np.int64), column, np.array(crcs, np.uint32), 0, codes
         )
@@ -201,41 +193,26 @@ class MessageStream:
         """`ArchiveWriter.write_stored_run`: complete stored messages; the first one's number.
 
         Each message is one piece: the block deflater takes it without a copy when it fills
-        a block alone (a large message), and its CRC is taken once (the stream's running
-        CRC is combined from it when `crc32_combine` is there)."""
+        a block alone (a large message), and its CRC is taken once."""
         if not _run_length(stored, types, timestamps_us):
             return self.count
         column = self._run_times(timestamps_us)
         valid = self._valid_types
         codes: list[int] = []
-        lengths: list[int] = []
-        crcs: list[int] = []
-        blocks = self._blocks
-        out = self._out
-        parts = out.parts
-        combine = _crc32_combine
-        for message, key in zip(stored, types, strict=True):
+        for key in types:
             code = valid.get(key)
             if code is None:
                 code = self._register_types(tuple(key))
             codes.append(code)
-            length = len(message)
-            crc = crc32(message)
-            lengths.append(length)
-            crcs.append(crc)
-            if blocks is None:
-                parts.append(message)
-                out.pending += length
-            else:
-                running = (
-                    combine(blocks.crc, crc, length)
-                    if combine is not None
-                    else crc32(message, blocks.crc)
-                )
-                out.emit_compressed(blocks.add((message,), length, running))
-        return self._end_run(
-            np.array(lengths, np.int64), column, np.array(crcs, np.uint32), 0, codes
-        )
+        lengths = [len(message) for message in stored]
+        crcs = np.fromiter(map(crc32, stored), np.uint32, len(stored))
+        out = self._out
+        if self._blocks is None:
+            out.parts += stored
+            out.pending += sum(lengths)
+        else:
+            out.emit_compressed(self._blocks.add_run([(m,) for m in stored], lengths))
+        return self._end_run(np.array(lengths, np.int64), column, crcs, 0, codes)
 
     def append_rows(
         self,
@@ -277,15 +254,10 @@ class MessageStream:
             out.flush_buffer()  # no CRC pass at flush: it is taken
             self._last_flush_count = first + count
             self._last_flush_time = time.monotonic()
-        else:  # the same single pass, chained from the block deflater's running CRC
+        else:  # the block deflater takes the stream's CRC a block at a time
+            crcs = np.fromiter(map(crc32, pieces), np.uint32, count)
             blocks = self._blocks
-            before = running = blocks.crc
-            chain = []
-            for piece in pieces:
-                running = crc32(piece, running)
-                chain.append(running)
-                self._out.emit_compressed(blocks.add((piece,), length, running))
-            crcs = part_crcs(np.array(chain, np.uint32), before, length)
+            self._out.emit_compressed(blocks.add_run([(p,) for p in pieces], [length] * count))
         return self._end_run(np.full(count, length), column, crcs, flags, code)
 
     def _run_times(

@@ -8,6 +8,7 @@ import itertools
 import mmap
 import threading
 import zipfile
+import zlib
 from pathlib import Path
 
 import msgpack
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from nanorec import ArchiveReader, verify
-from nanorec.blocks import BLOCK_BYTES, LEVEL, _level
+from nanorec.blocks import BLOCK_BYTES, LEVEL, BlockDeflater, _level, deflater
 from nanorec.errors import NanorecError
 from nanorec.layout import use_layout
 from nanorec.writer import ArchiveWriter
@@ -226,3 +227,56 @@ def test_a_member_too_redundant_to_deflate_safely_is_stored(tmp_path: Path) -> N
         assert reader.member("column.bin") == zeros
     with zipfile.ZipFile(path) as archive:
         assert archive.getinfo("column.bin").compress_type == zipfile.ZIP_STORED
+
+
+def test_a_run_makes_the_same_blocks_as_messages_one_by_one() -> None:
+    """`add_run` (the writers' path) against `add` per message: same block table, bytes
+    and stream CRC, over lengths that cross both block limits (whole and half blocks)."""
+    rng = np.random.default_rng(7)
+    lengths = rng.choice([30, 700, 1500, 9000, 20000], size=600).tolist()
+    messages = [bytes([n % 251]) * length for n, length in enumerate(lengths)]
+    runs = [BlockDeflater(threads=0), BlockDeflater(threads=2)]
+    one_by_one = BlockDeflater(threads=0)
+    out: list[list[bytes]] = [[], [], []]
+    for start in range(0, len(messages), 97):  # runs of uneven size
+        part = messages[start : start + 97]
+        out[0] += runs[0].add_run([(m,) for m in part], [len(m) for m in part])
+        out[1] += runs[1].add_run([(m[:5], m[5:]) for m in part], [len(m) for m in part])
+        for message in part:
+            out[2] += one_by_one.add((message,), len(message))
+    for blocks, made in zip([*runs, one_by_one], out, strict=True):
+        made += blocks.finish()
+    assert b"".join(out[0]) == b"".join(out[1]) == b"".join(out[2])
+    assert runs[0].table() == runs[1].table() == one_by_one.table()
+    stream = b"".join(messages)
+    assert zlib.decompress(b"".join(out[0]), -15) == stream
+    assert runs[0].crc == runs[1].crc == zlib.crc32(stream)
+    assert runs[0].offsets == _block_starts(lengths)
+
+
+def _block_starts(lengths: list[int]) -> list[int]:
+    """The documented rule, written plainly: a block ends before a message that would take
+    it past its limit, or after one that reaches it; the limit is half a block while the
+    block holds 4-16 messages."""
+    starts, block, count, offset = [], 0, 0, 0
+    for length in lengths:
+        limit = BLOCK_BYTES // 2 if 4 <= count <= 16 else BLOCK_BYTES
+        if block and block + length > limit:
+            block = count = 0
+        if not block:
+            starts.append(offset)
+        block, count, offset = block + length, count + 1, offset + length
+        if block >= (BLOCK_BYTES // 2 if 4 <= count <= 16 else BLOCK_BYTES):
+            block = count = 0
+    return starts
+
+
+def test_a_member_larger_than_a_piece_is_one_deflate_stream() -> None:
+    """`MemberDeflater` cuts what it is given into pieces for its threads: joined, they
+    still inflate to the member (a chunk may hold several pieces)."""
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 40, size=(3 << 20) + 12345, dtype=np.uint8).tobytes()
+    compressor = deflater()
+    out = [compressor.compress(data[:100]), compressor.compress(data[100:])]
+    out.append(compressor.flush())
+    assert zlib.decompress(b"".join(out), -15) == data
