@@ -23,12 +23,13 @@ from __future__ import annotations
 import bisect
 import importlib
 import itertools
+import os
 import struct
 import threading
 import zlib
 from collections import deque
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Final
 
 import numpy as np
@@ -77,6 +78,21 @@ _SAMPLE: Final = 1024
 _STORE_ABOVE: Final = 0.9
 _STORED_MAX: Final = 0xFFFF
 _STORED_HEADER: Final = struct.Struct("<BHH")
+
+
+_pool_lock = threading.Lock()
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """The process's deflating threads, started once and shared by every writer: starting
+    threads per archive cost ~5 ms of a small conversion on a busy machine. A forked child
+    (a process pool's worker) makes its own: the parent's threads are not in it."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-zip"))
+        return _pool[1]
 
 
 def deflater(*, fast: bool = False) -> Any:
@@ -131,7 +147,6 @@ class MemberDeflater:
     def __init__(self) -> None:
         self._open: list[bytes] = []
         self._size = 0
-        self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[Future[bytes]] = deque()
         self._done = 0  # bytes handed to the threads
 
@@ -147,7 +162,7 @@ class MemberDeflater:
 
     def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
         """Everything not returned yet; `Z_FINISH` (the default) ends the stream."""
-        if self._size and not self._pending and self._pool is None:
+        if self._size and not self._pending and not self._done:
             out = [_deflate_piece(b"".join(self._open), False)]  # small: no hand-over
             self._open.clear()
             self._size = 0
@@ -155,9 +170,6 @@ class MemberDeflater:
             self._submit()
             out = [future.result() for future in self._pending]
             self._pending.clear()
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
         if mode == zlib.Z_FINISH:
             out.append(_compressor(fast=False).flush(zlib.Z_FINISH))  # the final empty block
         return b"".join(out)
@@ -168,13 +180,12 @@ class MemberDeflater:
         data = b"".join(self._open)
         self._open.clear()
         self._size = 0
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-member")
+        pool = _shared_pool()
         for start in range(0, len(data), _MEMBER_PIECE):
             piece = data[start : start + _MEMBER_PIECE] if len(data) > _MEMBER_PIECE else data
             fast = self._done >= _MEMBER_FAST_AFTER
             self._done += len(piece)
-            self._pending.append(self._pool.submit(_deflate_piece, piece, fast))
+            self._pending.append(pool.submit(_deflate_piece, piece, fast))
 
 
 class BlockDeflater:
@@ -191,7 +202,7 @@ class BlockDeflater:
 
     def __init__(self, block_bytes: int = BLOCK_BYTES, threads: int = _THREADS) -> None:
         self.block_bytes = block_bytes
-        self.threads = threads  # 0: deflate each block in the caller's thread
+        self.threads = threads  # 0: deflate each block in the caller's thread, else shared ones
         self.offsets: list[int] = []
         self.starts: list[int] = []
         self.crc = 0  # CRC-32 of the blocks submitted so far (the zip member's, at `finish`)
@@ -200,7 +211,6 @@ class BlockDeflater:
         self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
         self._count = 0  # messages in the open block
-        self._pool: ThreadPoolExecutor | None = None
         self._pending: deque[tuple[Future[bytes], int]] = deque()
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
@@ -258,10 +268,9 @@ class BlockDeflater:
         return [*out, tail]
 
     def close(self) -> None:
-        """Stop the compressing threads (what they had not finished is dropped)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Drop the blocks not finished yet (those being deflated are waited for)."""
+        running = [future for future, _ in self._pending if not future.cancel()]
+        wait(running)
         self._pending.clear()
         self._pending_bytes = 0
 
@@ -280,10 +289,9 @@ class BlockDeflater:
             self._pending.append((done, len(data)))
             self._pending_bytes += len(data)
             return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="nanorec-deflate")
         # the level is sampled by the thread too: nothing but the hand-over stays here
-        self._pending.append((self._pool.submit(_compress_block, data, None, fast), len(data)))
+        future = _shared_pool().submit(_compress_block, data, None, fast)
+        self._pending.append((future, len(data)))
         self._pending_bytes += len(data)
 
     def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:

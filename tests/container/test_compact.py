@@ -280,3 +280,28 @@ def test_a_member_larger_than_a_piece_is_one_deflate_stream() -> None:
     out = [compressor.compress(data[:100]), compressor.compress(data[100:])]
     out.append(compressor.flush())
     assert zlib.decompress(b"".join(out), -15) == data
+
+
+def _write_in_child(path: str) -> None:
+    write_archive(Path(path), _messages()[:500])
+
+
+def test_a_forked_worker_deflates_with_threads_of_its_own(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The deflating threads are shared by a process's writers; this process has started
+    them (the fixture wrote a compact archive), and a forked worker (batch convert's process
+    pool) must start its own instead of waiting for the parent's, which are not there."""
+    import multiprocessing
+
+    target = tmp_path / "child.nanover.zip"
+    child = multiprocessing.get_context("fork").Process(target=_write_in_child, args=(target,))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked writer hung: it waited for its parent's deflating threads")
+    assert child.exitcode == 0
+    with ArchiveReader(target) as reader:
+        assert len(reader) == 500
+        assert reader.compact
