@@ -69,6 +69,12 @@ _AHEAD: Final = 16
 #: larger ones make a block anyway).
 _HALF_BLOCK: Final = (4, 16)
 _AHEAD_BYTES: Final = 16 << 20
+#: Blocks go to the threads in batches of about this many bytes: one hand-over (~40 us of
+#: queue, wake-up and GIL) per batch, not per block, which ISA-L deflates in ~30 us.
+_BATCH_BYTES: Final = 128 << 10
+#: ISA-L deflates a block up to this size before the block's sample would be set up: the
+#: block itself says whether it deflates.
+_SMALL_BLOCK: Final = 32 << 10
 #: Inflate at least this much per step when a read continues a cached block.
 _STEP: Final = 4096
 _WBITS: Final = -zlib.MAX_WBITS
@@ -211,7 +217,9 @@ class BlockDeflater:
         self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
         self._count = 0  # messages in the open block
-        self._pending: deque[tuple[Future[bytes], int]] = deque()
+        self._batch: list[tuple[bytes, bool]] = []  # closed blocks not handed over yet
+        self._batch_bytes = 0
+        self._pending: deque[tuple[Future[list[bytes]], int]] = deque()  # batches in work
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
     def add(self, pieces: Sequence[bytes | memoryview], length: int) -> list[bytes]:
@@ -257,6 +265,7 @@ class BlockDeflater:
     def end_block(self) -> list[bytes]:
         """Close the open block and return every block's compressed bytes not yet returned."""
         self._submit()
+        self._hand_over()
         return self._collect(wait=True, everything=True)
 
     def finish(self) -> list[bytes]:
@@ -273,36 +282,45 @@ class BlockDeflater:
         wait(running)
         self._pending.clear()
         self._pending_bytes = 0
+        self._batch.clear()
+        self._batch_bytes = 0
 
     def _submit(self) -> None:
+        """Close the open block: into the batch, handed over once the batch is full."""
         if not self._block:
             return
         data = b"".join(self._open)  # a copy: the caller may reuse its buffers
         self.crc = crc32(data, self.crc)
-        count = self._count
+        self._batch.append((data, self._count < _TINY_MESSAGES))
+        self._batch_bytes += len(data)
         self._open.clear()
         self._block = self._count = 0
-        fast = count < _TINY_MESSAGES
-        if not self.threads:
-            done: Future[bytes] = Future()
-            done.set_result(_compress_block(data, _level(data), fast))
-            self._pending.append((done, len(data)))
-            self._pending_bytes += len(data)
+        if self._batch_bytes >= _BATCH_BYTES:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        if not self._batch:
             return
-        # the level is sampled by the thread too: nothing but the hand-over stays here
-        future = _shared_pool().submit(_compress_block, data, None, fast)
-        self._pending.append((future, len(data)))
-        self._pending_bytes += len(data)
+        batch, size = self._batch, self._batch_bytes
+        self._batch, self._batch_bytes = [], 0
+        if self.threads:
+            # the level is sampled by the thread too: nothing but the hand-over stays here
+            future = _shared_pool().submit(_compress_blocks, batch)
+        else:
+            future = Future()
+            future.set_result(_compress_blocks(batch))
+        self._pending.append((future, size))
+        self._pending_bytes += size
 
     def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:
         out = []
         while self._pending and (wait or self._pending[0][0].done()):
             future, size = self._pending.popleft()
-            data = future.result()
             self._pending_bytes -= size
-            self.starts.append(self._out)
-            self._out += len(data)
-            out.append(data)
+            for data in future.result():
+                self.starts.append(self._out)
+                self._out += len(data)
+                out.append(data)
             wait = everything or self._behind()
         return out
 
@@ -341,15 +359,24 @@ def _level(data: bytes) -> int:
 _sample_deflate: Any = zlib.compress if _isal_zlib is None else _isal_zlib.compress
 
 
-def _compress_block(data: bytes, level: int | None, fast: bool) -> bytes:
-    """One block, fully flushed: stored (level 0, `_stored`), or deflated by ISA-L when
-    `fast` (see `deflater`). `level` None: `_level(data)`."""
-    if level is None:
-        level = _level(data)
-    if level == 0:
+def _compress_blocks(batch: list[tuple[bytes, bool]]) -> list[bytes]:
+    """A batch of blocks, each `(data, fast)`, compressed in order."""
+    return [_compress_block(data, fast) for data, fast in batch]
+
+
+def _compress_block(data: bytes, fast: bool) -> bytes:
+    """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
+    (by ISA-L when `fast`: see `deflater`). Whether it deflates: a sample's say (`_level`),
+    or for a small ISA-L block the block's own deflate, which costs about what setting up a
+    sample does."""
+    if fast and _isal_zlib is not None and len(data) <= _SMALL_BLOCK:
+        compressor = _compressor(fast=True)
+        out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+        return out if len(out) <= _STORE_ABOVE * len(data) else _stored(data)
+    if _level(data) == 0:
         return _stored(data)
     compressor = _compressor(fast=fast)
-    out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+    out = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
     return out
 
 
