@@ -28,10 +28,11 @@ def payload(reader: ArchiveReader, number: int) -> dict[str, Any]:
     raise FormatError(f"archive message {number} is not a bag message")
 
 
-def message_record(
+def message_head(
     meta: BagMeta, templates: list[Template], entry: int, number: int, value: Any
 ) -> bytes:
-    """The record of file-order `entry`, archive message `number` (its `value`)."""
+    """The record of file-order `entry`, archive message `number` (its `value`), up to its
+    data (`value["data"]`, which follows)."""
     header = meta.headers.get(entry)
     if header is None:
         template = int(meta.template[number])
@@ -39,8 +40,7 @@ def message_record(
             raise FormatError(f"archive message {number} has no header template")
         time = int(value["sec"]) * 1_000_000_000 + int(value["nsec"])
         header = templates[template].build(int(value["conn"]), time)
-    data: bytes = value["data"]
-    return pack_u32(len(header)) + header + pack_u32(len(data)) + data
+    return b"".join((pack_u32(len(header)), header, pack_u32(len(value["data"]))))
 
 
 def iter_native(reader: ArchiveReader, meta: BagMeta | None = None) -> Iterator[bytes | memoryview]:
@@ -67,9 +67,8 @@ def iter_native(reader: ArchiveReader, meta: BagMeta | None = None) -> Iterator[
             if entry + run > len(rank):
                 raise FormatError(f"the chunk layout names message {entry + run} of {len(rank)}")
             for number in rank[entry : entry + run].tolist():
-                parts.append(
-                    message_record(meta, templates, entry, number, payload(reader, number))
-                )
+                value = payload(reader, number)
+                parts += (message_head(meta, templates, entry, number, value), value["data"])
                 entry += 1
             if entry % 8192 < run:
                 reader.release_pages()

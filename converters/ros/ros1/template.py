@@ -40,6 +40,24 @@ class Template:
                 self.time_at = position
             position += _LENGTHS[name]
         self.length = position
+        # `build` packs the whole header with one struct: names, lengths and op are constant
+        layout, self._values = "<", []
+        self._conn_slot = self._time_slot = -1
+        for name in names:
+            layout += f"I{len(name) + 1}s"
+            self._values += [len(name) + 1 + _LENGTHS[name], name + b"="]
+            if name == b"op":
+                layout += "B"
+                self._values.append(OP_MESSAGE)
+            elif name == b"conn":
+                layout += "I"
+                self._conn_slot = len(self._values)
+                self._values.append(0)
+            else:
+                layout += "II"
+                self._time_slot = len(self._values)
+                self._values += [0, 0]
+        self._struct = struct.Struct(layout)
         # the header without its conn and time values: the same for every message
         sample = self.build(0, 0)
         first, second = sorted(((self.conn_at, 4), (self.time_at, 8)))
@@ -73,14 +91,12 @@ class Template:
         return header[:a] + header[b:c] + header[d:]
 
     def build(self, conn: int, time_ns: int) -> bytes:
-        values = {
-            b"op": bytes((OP_MESSAGE,)),
-            b"conn": _U32.pack(conn),
-            b"time": _TIME.pack(*divmod(time_ns, 1_000_000_000)),
-        }
-        return b"".join(
-            _U32.pack(len(n) + 1 + _LENGTHS[n]) + n + b"=" + values[n] for n in self.names
-        )
+        values = self._values.copy()
+        if self._conn_slot >= 0:
+            values[self._conn_slot] = conn
+        if self._time_slot >= 0:
+            values[self._time_slot : self._time_slot + 2] = divmod(time_ns, 1_000_000_000)
+        return self._struct.pack(*values)
 
 
 class Templates:
