@@ -488,9 +488,11 @@ class BlockReader:
             cached.start = self._offsets[block]
             cached.block = block
         elif len(cached.out) < end:
+            # a second read in the block (a pass in order): the rest of the block at once,
+            # not a call per message
             inflater = cached.inflater
-            more = self._inflate(inflater, inflater.unconsumed_tail, end - len(cached.out), block)
-            cached.out += more
+            rest = self._block_size(block) - len(cached.out)
+            cached.out += self._inflate(inflater, inflater.unconsumed_tail, rest, block)
         out = cached.out
         if len(out) < end:
             self.forget()
