@@ -138,7 +138,7 @@ _MEMBER_PIECE: Final = 256 << 10
 _MEMBER_FAST_AFTER: Final = 8 << 20
 
 
-def _deflate_piece(data: bytes, fast: bool) -> bytes:
+def _deflate_piece(data: bytes | memoryview, fast: bool) -> bytes:
     compressor = _compressor(fast=fast)
     out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
     return out
@@ -159,39 +159,48 @@ class MemberDeflater:
     def compress(self, data: Any) -> bytes:
         self._open.append(data if type(data) is bytes else bytes(data))
         self._size += len(data)
+        out: list[bytes] = []
         if self._size >= _MEMBER_PIECE:
-            self._submit()
-        out = []
-        while self._pending and (self._pending[0].done() or len(self._pending) > 2 * _THREADS):
-            out.append(self._pending.popleft().result())
+            joined = b"".join(self._open)  # no copy when it is one chunk
+            view = memoryview(joined)
+            whole = len(joined) - len(joined) % _MEMBER_PIECE
+            for start in range(0, whole, _MEMBER_PIECE):
+                self._hand_over(view[start : start + _MEMBER_PIECE])
+                out += self._ready(wait=len(self._pending) > 2 * _THREADS)
+            self._open = [joined[whole:]] if whole < len(joined) else []
+            self._size = len(joined) - whole
+        out += self._ready(wait=False)
         return b"".join(out)
 
     def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
         """Everything not returned yet; `Z_FINISH` (the default) ends the stream."""
-        if self._size and not self._pending and not self._done:
-            out = [_deflate_piece(b"".join(self._open), False)]  # small: no hand-over
-            self._open.clear()
-            self._size = 0
+        rest = b"".join(self._open)
+        self._open.clear()
+        self._size = 0
+        if rest and not self._done:
+            out = [_deflate_piece(rest, False)]  # small: no hand-over
         else:
-            self._submit()
+            if rest:
+                self._hand_over(rest)
             out = [future.result() for future in self._pending]
             self._pending.clear()
         if mode == zlib.Z_FINISH:
             out.append(_compressor(fast=False).flush(zlib.Z_FINISH))  # the final empty block
         return b"".join(out)
 
-    def _submit(self) -> None:
-        if not self._size:
-            return
-        data = b"".join(self._open)
-        self._open.clear()
-        self._size = 0
-        pool = _shared_pool()
-        for start in range(0, len(data), _MEMBER_PIECE):
-            piece = data[start : start + _MEMBER_PIECE] if len(data) > _MEMBER_PIECE else data
-            fast = self._done >= _MEMBER_FAST_AFTER
-            self._done += len(piece)
-            self._pending.append(pool.submit(_deflate_piece, piece, fast))
+    def _hand_over(self, piece: bytes | memoryview) -> None:
+        fast = self._done >= _MEMBER_FAST_AFTER
+        self._done += len(piece)
+        self._pending.append(_shared_pool().submit(_deflate_piece, piece, fast))
+
+    def _ready(self, *, wait: bool) -> list[bytes]:
+        """The pieces deflated so far, in order; with `wait`, at least the first one (memory
+        held for the threads stays at a few pieces, whatever size a chunk has)."""
+        out = []
+        while self._pending and (wait or self._pending[0].done()):
+            out.append(self._pending.popleft().result())
+            wait = False
+        return out
 
 
 class BlockDeflater:

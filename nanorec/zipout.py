@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-import zlib
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Final
 
 from nanorec import atomic
 from nanorec.blocks import deflater
+from nanorec.crc import crc32
 from nanorec.errors import OutputExistsError
 from nanorec.wire import inflates_acceptably
 from nanorec.zipfile64 import DEFLATED, STORED, CentralHeader, EndRecords, LocalHeader
@@ -32,6 +32,9 @@ WRITEBACK_BYTES: Final = 16 << 20
 
 #: Buffers per `os.writev` call (under every system's IOV_MAX).
 _IOV_BATCH: Final = 512
+#: A member written whole is handed to its deflater this much at a time (a multiple of
+#: `nanorec.blocks` pieces, so the pieces are those of the data given at once).
+_DEFLATE_STEP: Final = 4 << 20
 
 
 def partial_path(path: str | os.PathLike[str]) -> Path:
@@ -201,7 +204,7 @@ class ZipOutput:
         compressor = deflater() if compress else None
         for chunk in chunks:
             self.emit(chunk if compressor is None else compressor.compress(chunk))
-            crc = zlib.crc32(chunk, crc)
+            crc = crc32(chunk, crc)
             size += len(chunk)
         if compressor is not None:
             self.emit(compressor.flush())
@@ -212,26 +215,49 @@ class ZipOutput:
         return header
 
     def write_whole(self, name: str, data: bytes, *, compress: bool = False) -> None:
+        """Write a member of known bytes. `compress`: deflated, unless that is no smaller or
+        so small that readers would take it for a zip bomb: then the deflated bytes are
+        taken back (the file truncated) and `data` is stored. The deflate is streamed to the
+        file, so a large member costs no compressed copy in memory."""
+        if compress:
+            self.flush_buffer()  # what came before stays whatever is taken back
         offset = self.tell()
         size = len(data)
-        stored, method = data, STORED
-        if compress:
-            compressor = deflater()
-            deflated = compressor.compress(data) + compressor.flush()
-            # already compressed data stays stored; so does data so redundant that readers
-            # would take its deflated form for a zip bomb
-            if len(deflated) < size and inflates_acceptably(size, len(deflated)):
-                stored, method = deflated, DEFLATED
         header = LocalHeader(
             name=name,
-            crc32=zlib.crc32(data),
-            compressed_size=len(stored),
+            crc32=crc32(data),
+            compressed_size=size,  # a placeholder of the final header's length
             uncompressed_size=size,
-            method=method,
+            method=DEFLATED if compress else STORED,
         )
         self.emit(header.build())
-        self.emit(stored)
+        if compress:
+            start = self.tell()
+            compressor = deflater()
+            with memoryview(data) as view:
+                for at in range(0, size, _DEFLATE_STEP):
+                    self.emit(compressor.compress(view[at : at + _DEFLATE_STEP]))
+            self.emit(compressor.flush())
+            deflated = self.tell() - start
+            if deflated < size and inflates_acceptably(size, deflated):
+                self.flush_buffer()
+                self.finish_member(replace(header, compressed_size=deflated), offset)
+                return
+            self._rewind(offset)
+            header = replace(header, method=STORED)
+            self.emit(header.build())
+        self.emit(data)
         self._central.append(self._central_for(header, offset))
+
+    def _rewind(self, offset: int) -> None:
+        """Drop everything from `offset` on (buffered or written; nothing before `offset`
+        may still be buffered)."""
+        self.parts.clear()
+        self.pending = 0
+        if self.position > offset:
+            os.ftruncate(self._fd, offset)
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            self.position = offset
 
     def write_central_directory(self) -> None:
         """Emit the central directory of the members written so far and the end records."""

@@ -305,3 +305,29 @@ def test_a_forked_worker_deflates_with_threads_of_its_own(
     with ArchiveReader(target) as reader:
         assert len(reader) == 500
         assert reader.compact
+
+
+def test_a_member_that_does_not_deflate_is_taken_back_and_stored(tmp_path: Path) -> None:
+    """The deflate of a whole member is streamed to the file; when it is no smaller (random
+    bytes, larger than what is buffered, so part of it is on disk), the file is cut back
+    and the member stored: the members around it are intact (a small stored one still
+    buffered before it too)."""
+    rng = np.random.default_rng(5)
+    members = {
+        "tiny.bin": rng.bytes(100),
+        "small-noise.bin": rng.bytes(1000),
+        "noise.bin": rng.bytes(3 << 20),
+        "text.bin": b"a compressible member " * 50_000,
+    }
+    path = tmp_path / "a.nanover.zip"
+    with ArchiveWriter(path) as writer:
+        writer.write({"x": 1}, timestamp_us=0)
+        for name, data in members.items():
+            writer.add_member(name, data)
+    with zipfile.ZipFile(path) as archive:
+        assert archive.testzip() is None
+        assert archive.getinfo("noise.bin").compress_type == zipfile.ZIP_STORED
+        assert archive.getinfo("text.bin").compress_type == zipfile.ZIP_DEFLATED
+    with ArchiveReader(path) as reader:
+        assert {name: reader.member(name) for name in members} == members
+    assert verify(path).ok
