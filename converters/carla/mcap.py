@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -43,13 +42,12 @@ from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
 from .ids import ActorType
+from .mcap_proto import QUATERNION_BITS, quantized
 from .message import _DAMAGE
 from .world import Actor, World, posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
-
-_ORJSON = importlib.util.find_spec("orjson") is not None  # `mcap_json` writes the bytes
 
 TOPICS = {
     "tf": "/tf",
@@ -81,9 +79,6 @@ _COLOURS = {
     name: fox.color(*rgba)
     for name, rgba in [*((k, v[0]) for k, v in _STYLE.items()), *_LIGHT_COLOURS.items()]
 }
-# Micrometres and 1e-9: below the resolution of CARLA's float32 centimetres and degrees,
-# and the JSON is half as long (and as fast) as with every float's 17 digits.
-POSITION_DECIMALS, QUATERNION_DECIMALS = 6, 9
 _BY_TYPE = {
     ActorType.VEHICLE: "vehicle",
     ActorType.WALKER: "walker",
@@ -218,30 +213,29 @@ def mcap_messages(
     recording: CarlaRecording, selection: Selection | None, progress: Progress | None = None
 ) -> Iterator[McapRecord]:
     """The selected frames as Foxglove messages, frame by frame in time order
-    (`progress(done, total)` in frames)."""
+    (`progress(done, total)` in frames). Frames are drawn in runs from the archive's arrays
+    (`mcap_frames`); a frame that path leaves out goes through `frame_records`."""
+    from .mcap_frames import RUN_FRAMES, FrameDrawer
+
     selection = selection or Selection()
     topics = parse_topics(selection.kinds)
     numbers = dataclasses.replace(selection, kinds=None).numbers(recording.reader.index)
     stamps = recording.reader.index.timestamp_us
-    reporter = Reporter(progress, len(numbers), every=64)
-    drawer = None
-    if _ORJSON:  # frames from arrays (`mcap_frames`), the same bytes
-        from .mcap_frames import FrameDrawer
-
-        drawer = FrameDrawer(recording, topics)
-    for number in numbers.tolist():
-        time_ns = int(stamps[number]) * 1000
-        drawn = None
-        if drawer is not None:
-            try:
-                drawn = drawer.records(number, time_ns)
-            except _DAMAGE:  # the reference path says what is wrong
-                drawn = None
-        if drawn is None:
-            yield from frame_records(recording.frame(number), time_ns, topics)
-        else:
-            yield from drawn
-        reporter.step()
+    reporter = Reporter(progress, len(numbers), every=RUN_FRAMES)
+    drawer = FrameDrawer(recording, topics)
+    for lo in range(0, len(numbers), RUN_FRAMES):
+        run = numbers[lo : lo + RUN_FRAMES].tolist()
+        times = [int(stamps[number]) * 1000 for number in run]
+        try:
+            drawn = drawer.draw(run, times)
+        except _DAMAGE:  # the reference path says what is wrong
+            drawn = [None] * len(run)
+        for number, time_ns, records in zip(run, times, drawn, strict=True):
+            if records is None:
+                yield from frame_records(recording.frame(number), time_ns, topics)
+            else:
+                yield from records
+            reporter.step()
     reporter.done()
 
 
@@ -251,12 +245,12 @@ def frame_records(
     topics: set[str],
     actors: list[Actor] | None = None,
     *,
-    dicts: bool = not _ORJSON,
+    dicts: bool = False,
 ) -> Iterator[McapRecord]:
     """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
     actors in order (by default built only as far as drawing needs, `posed_actors`).
-    `/tf` and `/carla/scene` are encoded straight to bytes (`mcap_json`) unless `dicts`
-    (the reference the tests compare with: dicts, then `json_bytes`)."""
+    `/tf` and `/carla/scene` are protobuf (`mcap_proto`) unless `dicts`: then Foxglove's
+    JSON, built as dicts (the reference the tests compare the protobuf with)."""
     sequence = world.index
     actors = posed_actors(world) if actors is None else actors
     location = _vectors([a.location for a in actors])
@@ -267,9 +261,9 @@ def frame_records(
         location, rotation = location[finite], rotation[finite]
     position, quaternion = to_foxglove(location, rotation)
     if not dicts:
-        from .mcap_json import frame_bytes_records
+        from . import mcap_proto
 
-        yield from frame_bytes_records(world, actors, position, quaternion, time_ns, topics)
+        yield from mcap_proto.frame_records(world, actors, position, quaternion, time_ns, topics)
     elif actors and TOPICS["tf"] in topics:
         yield fox.record(
             TOPICS["tf"],
@@ -335,8 +329,8 @@ def _transforms(
     time_ns: int,
 ) -> list[dict[str, Any]]:
     stamp = fox.stamp(time_ns)
-    positions = np.round(position, POSITION_DECIMALS).tolist()
-    quaternions = np.round(quaternion, QUATERNION_DECIMALS).tolist()
+    positions = quantized(position).tolist()
+    quaternions = quantized(quaternion, QUATERNION_BITS).tolist()
     return [
         {
             "timestamp": stamp,
@@ -386,9 +380,9 @@ def _entities(
     rows = zip(
         actors,
         kinds,
-        np.round(centre, POSITION_DECIMALS).tolist(),
-        np.round(quaternion, QUATERNION_DECIMALS).tolist(),
-        np.round(size, POSITION_DECIMALS).tolist(),
+        quantized(centre).tolist(),
+        quantized(quaternion, QUATERNION_BITS).tolist(),
+        quantized(size).tolist(),
         strict=True,
     )
     for actor, kind, c, q, s in rows:
