@@ -12,7 +12,8 @@ The schema is a FileDescriptorSet (`mcap_foxglove.binpb`: `foxglove.FrameTransfo
 schema encoding `protobuf`, message encoding `protobuf`. Writing needs no protobuf package:
 the helpers below build the bytes (varints, length-delimited fields, `google.protobuf.
 Timestamp`), and `DoubleBlock` lays out a message part whose every value is a double
-(fixed64 fields, always written, so every row has the same width) for many rows at once.
+(fixed64 fields, always written, so every row has the same width) for many rows at once,
+from one array per double.
 The tests decode everything with the `protobuf` package.
 """
 
@@ -140,23 +141,24 @@ class DoubleBlock:
             }
         )
 
-    def fill(self, values: npt.NDArray[np.float64]) -> npt.NDArray[np.uint8]:
-        """(rows, width) bytes: the layout with `values` in its slots."""
-        count = len(values)
-        if values.shape != (count, len(self.offsets)):
-            raise ValueError(f"{values.shape} values for {len(self.offsets)} slots")
+    def fill(self, columns: list[npt.NDArray[np.float64]]) -> npt.NDArray[np.uint8]:
+        """(rows, width) bytes: the layout with `columns[i]` in slot i."""
+        names = self.dtype.names or ()
+        if len(columns) != len(names):
+            raise ValueError(f"{len(columns)} columns for {len(names)} slots")
+        count = len(columns[0]) if columns else 0
         out = np.empty((count, self.width), np.uint8)
         out[:] = self.template
         fields = out.view(self.dtype).reshape(count)
-        for column, name in enumerate(self.dtype.names or ()):
-            fields[name] = values[:, column]
+        for name, column in zip(names, columns, strict=True):
+            fields[name] = column
         return out
 
-    def rows(self, values: npt.NDArray[np.float64]) -> list[Any]:
+    def rows(self, columns: list[npt.NDArray[np.float64]]) -> list[Any]:
         """Each row's bytes (a `bytes` object per row)."""
-        if not len(values):
+        if not columns or not len(columns[0]):
             return []
-        filled = self.fill(values)
+        filled = self.fill(columns)
         return filled.view(f"V{self.width}").ravel().tolist()  # type: ignore[no-any-return]
 
 

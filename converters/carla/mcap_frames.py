@@ -34,8 +34,6 @@ from .mcap import (
     _KIND_CODES,
     TOPICS,
     _type_name,
-    rotate,
-    to_foxglove,
 )
 from .message import kind_key, records
 
@@ -97,7 +95,10 @@ class FrameDrawer:
         self.recording, self.topics = recording, topics
         tables = self.tables = recording.tables
         self.engine = tables.engine
-        self.position_size = records({}, Kind.POSITION, self.engine).dtype.itemsize
+        self.sizes = [
+            (kind_key(kind), records({}, kind, self.engine).dtype.itemsize)
+            for kind in (Kind.FRAME_START, Kind.POSITION, Kind.STATE)
+        ]
         count = len(tables.spawn_ids)
         self.spawn_ids = tables.spawn_ids.astype(np.int64)
         self.known = np.zeros(count, np.bool_)
@@ -120,11 +121,13 @@ class FrameDrawer:
 
     def draw(self, numbers: list[int], times: list[int]) -> list[Drawn]:
         """The records of frames `numbers` logged at `times` (ns), a run at a time."""
-        frames = [self.recording.frame_map(number) for number in numbers]
+        frames = [self._frame(number) for number in numbers]
         index = np.asarray(numbers, np.int64)
         tables = self.tables
         simple = [
-            len(frame.get(_START, b"")) > 0 and not any(frame.get(key) for key in _EVENTS)
+            frame is not None
+            and len(frame.get(_START, b"")) > 0
+            and not any(frame.get(key) for key in _EVENTS)
             for frame in frames
         ]
         keys = np.stack(
@@ -135,7 +138,7 @@ class FrameDrawer:
                 self.boxes.counts(index),
                 self.parents.counts(index),
                 self.light_times.counts(index),
-                [len(frame.get(_POSITION, b"")) for frame in frames],
+                [len(frame.get(_POSITION, b"")) if frame else 0 for frame in frames],
             ],
             axis=1,
         )
@@ -147,6 +150,20 @@ class FrameDrawer:
                 out[lo:hi] = self._group(numbers[lo:hi], times[lo:hi], frames[lo:hi])
             lo = hi
         return out
+
+    def _frame(self, number: int) -> dict[str, Any] | None:
+        """Archive frame `number`'s map, its values this path reads checked for their
+        shape (`message.checked_frame` checks them all: the reference path's job); None
+        when one is damaged (the reference path then says what is wrong)."""
+        frame = self.recording.reader[number].get("frame")
+        if not isinstance(frame, dict):
+            return None
+        for key, size in self.sizes:
+            value = frame.get(key)
+            if value is not None and (type(value) is not bytes or len(value) % size):
+                return None
+        start = frame.get(_START)
+        return frame if start is None or len(start) == self.sizes[0][1] else None
 
     def _group(self, numbers: list[int], times: list[int], frames: list[Any]) -> list[Drawn]:
         """Frames of one live set: split where the order of Position records changes."""
@@ -223,29 +240,28 @@ class FrameDrawer:
             self._parts(int(rows[c >> 4]), int(parent[c >> 4]), (c >> 3) & 1, (c & 7) - 1)
             for c in unique.tolist()
         ]
-        position, quaternion = to_foxglove(
+        position, quaternion = proto.pose_columns(
             pose[..., :3].reshape(-1, 3), pose[..., 3:].reshape(-1, 3)
         )
+        on_grid = proto.on_grid(position, quaternion)
         messages: list[tuple[str, str, proto.RunMessages]] = []
         stamps = [proto.stamp(time_ns) for time_ns in times]
         if TOPICS["tf"] in self.topics and len(rows):
-            values = proto.transforms_values(position, quaternion)
             bodies = [p[0] for p in parts]
-            laid = proto.RunMessages(_TF, proto.TF_BLOCK, values, bodies, inverse, stamps)
+            laid = proto.RunMessages(proto.TF_ITEM, on_grid, bodies, inverse, stamps)
             messages.append((TOPICS["tf"], _TF, laid))
         if TOPICS["scene"] in self.topics and len(rows):
-            keep = ~self.spectator[rows]
             offset, extent = self._boxes(numbers[0], rows, ids)
-            centre = position + rotate(quaternion, np.tile(offset * _CM_TO_M, (count, 1)))
-            size = np.tile(np.abs(extent) * 0.02, (count, 1))  # half-size in cm -> size in m
-            colours = np.array([p[2] for p in parts], np.float64).reshape(-1, 4)
-            kept = np.repeat(keep[None, :], count, axis=0).ravel()
-            values = proto.cube_values(
-                centre[kept], quaternion[kept], size[kept], colours[inverse.ravel()[kept]]
-            )
-            bodies = [p[1] for p in parts]
-            which = inverse[:, keep]
-            laid = proto.RunMessages(_SCENE, proto.CUBE_BLOCK, values, bodies, which, stamps)
+            offset_m = [np.tile(offset[:, i] * _CM_TO_M[i], count) for i in range(3)]
+            centre = proto.centre_columns(position, quaternion, offset_m)
+            values = [*(proto.quantized(c) for c in centre), *on_grid[3:]]
+            sizes = proto.quantized(np.abs(extent) * 0.02).tolist()  # half-size cm -> size m
+            bodies = [
+                p[1] + proto.cube_start(tuple(sizes[c >> 4]), p[2])
+                for c, p in zip(unique.tolist(), parts, strict=True)
+            ]
+            keep = ~self.spectator[rows]
+            laid = proto.RunMessages(proto.ENTITY_ITEM, values, bodies, inverse, stamps, keep)
             messages.append((TOPICS["scene"], _SCENE, laid))
         texts = self._lights(numbers, times, frames, lights)
         out: list[Drawn] = []

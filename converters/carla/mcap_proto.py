@@ -4,21 +4,23 @@ An item (a `FrameTransform` of `FrameTransforms`, a `SceneEntity` of `SceneUpdat
 out as three pieces, field order free as protobuf allows:
 
 - its head: the item's tag and length, then what does not change between frames (frame
-  ids; an entity's id, lifetime and metadata), kept per actor;
-- the frame's timestamp field, one bytes object shared by every item of the frame;
-- its block: every double of the item (`TF_BLOCK`: translation and rotation;
-  `CUBE_BLOCK`: the cube's pose, size and colour), written by `DoubleBlock` for all the rows
-  of a run of frames at once.
+  ids; an entity's id, lifetime, metadata, and the start of its cube: size and colour),
+  kept per actor;
+- its block: the doubles that move (`TF_BLOCK`: translation and rotation; `POSE_BLOCK`:
+  the cube's pose), written by `DoubleBlock` for all the rows of a run of frames at once;
+- the frame's timestamp field, one bytes object shared by every item of the frame.
 
 Numbers go on a binary grid (`nanorec.mcap_protobuf.on_grid`): metres to 2**-20 (under a
-micrometre), quaternions to 2**-30, which is the resolution the JSON encoding had (6 and 9
-decimals) with zero low bytes that zstd compresses. `quantized` is the one rounding of
-both the fast and the reference path (`mcap.py`).
+micrometre), quaternions to 2**-30, the resolution the JSON encoding had (6 and 9
+decimals) with zero low bytes that zstd compresses. `quantized` is the rounding of both
+the fast and the reference path (`mcap.py`), and `pose_columns` / `centre_columns` do
+`to_foxglove` / `rotate`'s arithmetic column by column (the same floats).
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -34,17 +36,14 @@ if TYPE_CHECKING:
 POSITION_BITS, QUATERNION_BITS = 20, 30
 #: translation (3) and rotation (4) of a FrameTransform (fields 4 and 5).
 TF_BLOCK = pb.DoubleBlock([*pb.message(4, pb.doubles(3)), *pb.message(5, pb.doubles(4))])
-#: A SceneEntity's cube (field 8): pose (position 3, orientation 4), size (3), colour (4).
-CUBE_BLOCK = pb.DoubleBlock(
-    pb.message(
-        8,
-        pb.message(1, pb.message(1, pb.doubles(3)), pb.message(2, pb.doubles(4))),
-        pb.message(2, pb.doubles(3)),
-        pb.message(3, pb.doubles(4)),
-    )
+#: A cube's pose (CubePrimitive field 1: position 3, orientation 4).
+POSE_BLOCK = pb.DoubleBlock(
+    pb.message(1, pb.message(1, pb.doubles(3)), pb.message(2, pb.doubles(4)))
 )
 TF_ITEM, ENTITY_ITEM = 1, 2  # FrameTransforms.transforms, SceneUpdate.entities
-_DELETIONS = 1  # SceneUpdate.deletions
+_CUBES, _DELETIONS = 8, 1  # SceneEntity.cubes, SceneUpdate.deletions
+_CUBE_SIZE = 2 + 27 + 2 + 36 + POSE_BLOCK.width  # size, colour, pose
+Columns = list[npt.NDArray[np.float64]]
 
 
 def quantized(values: npt.ArrayLike, bits: int = POSITION_BITS) -> npt.NDArray[np.float64]:
@@ -71,51 +70,64 @@ def entity_body(frame_id: str, actor_id: int, metadata: tuple[tuple[str, str], .
 
 
 @functools.lru_cache(maxsize=1 << 16)
+def cube_start(size: tuple[float, ...], colour: tuple[float, ...]) -> bytes:
+    """An entity's cube field up to its pose: tag, length, size (on the grid), colour."""
+    return (
+        pb.tag(_CUBES, 2)
+        + pb.varint(_CUBE_SIZE)
+        + b"\x12\x1b\x09%b\x11%b\x19%b" % tuple(struct.pack("<d", v) for v in size)
+        + b"\x1a\x24\x09%b\x11%b\x19%b\x21%b" % tuple(struct.pack("<d", v) for v in colour)
+    )
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def head(item: int, body: bytes, rest: int) -> bytes:
-    """An item's tag and length (its `body` plus `rest` bytes: timestamp and block), then
+    """An item's tag and length (its `body` plus `rest` bytes: block and timestamp), then
     its body."""
     return pb.tag(item, 2) + pb.varint(len(body) + rest) + body
 
 
-def lay(heads: list[bytes], stamp_field: bytes, blocks: list[Any], first: bytes = b"") -> bytes:
-    """A message: `first`, then per item its head, the timestamp and its block."""
-    count = len(heads)
-    pieces: list[bytes] = [stamp_field] * (3 * count)
+def lay(heads: list[bytes], blocks: list[Any], stamp_field: bytes, first: bytes = b"") -> bytes:
+    """A message: `first`, then per item its head, its block and the timestamp."""
+    pieces: list[bytes] = [stamp_field] * (3 * len(heads))
     pieces[0::3] = heads
-    pieces[2::3] = blocks
+    pieces[1::3] = blocks
     return first + b"".join(pieces)
 
 
-_TF_SCALE = np.array([2.0**POSITION_BITS] * 3 + [2.0**QUATERNION_BITS] * 4)
-_CUBE_SCALE = np.array(
-    [2.0**POSITION_BITS] * 3 + [2.0**QUATERNION_BITS] * 4 + [2.0**POSITION_BITS] * 3
-)
+def pose_columns(location_cm: Any, rotation_deg: Any) -> tuple[Columns, Columns]:
+    """`mcap.to_foxglove` as columns: (x, y, z) metres and (x, y, z, w) quaternions from
+    (n, 3) locations and pitch/yaw/roll, the same operations on the same floats."""
+    x, y, z = (location_cm[:, i] * k for i, k in enumerate((0.01, -0.01, 0.01)))
+    pitch, yaw, roll = (np.radians(rotation_deg[:, i]) for i in range(3))
+    half_pitch, half_yaw, half_roll = -pitch / 2, -yaw / 2, roll / 2
+    cr, sr = np.cos(half_roll), np.sin(half_roll)
+    cp, sp = np.cos(half_pitch), np.sin(half_pitch)
+    cy, sy = np.cos(half_yaw), np.sin(half_yaw)
+    quaternion = [
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+        cr * cp * cy + sr * sp * sy,
+    ]
+    return [x, y, z], quaternion
 
 
-def transforms_values(
-    position: npt.NDArray[np.float64], quaternion: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """(rows, 7) values of `TF_BLOCK`, on the grid (as `quantized` puts them)."""
-    values = np.concatenate([position, quaternion], axis=-1)
-    values *= _TF_SCALE
-    np.rint(values, out=values)
-    values /= _TF_SCALE
-    return values
+def centre_columns(position: Columns, quaternion: Columns, offset_m: Columns) -> Columns:
+    """`position + mcap.rotate(quaternion, offset_m)` as columns (the same floats)."""
+    u0, u1, u2, w = quaternion
+    v0, v1, v2 = offset_m
+    t0, t1, t2 = 2 * (u1 * v2 - u2 * v1), 2 * (u2 * v0 - u0 * v2), 2 * (u0 * v1 - u1 * v0)
+    return [
+        position[0] + (v0 + w * t0 + (u1 * t2 - u2 * t1)),
+        position[1] + (v1 + w * t1 + (u2 * t0 - u0 * t2)),
+        position[2] + (v2 + w * t2 + (u0 * t1 - u1 * t0)),
+    ]
 
 
-def cube_values(
-    centre: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    size: npt.NDArray[np.float64],
-    colour: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
-    """(rows, 14) values of `CUBE_BLOCK`, on the grid (the colours as they are)."""
-    values = np.concatenate([centre, quaternion, size, colour], axis=-1)
-    pose = values[:, :10]
-    pose *= _CUBE_SCALE
-    np.rint(pose, out=pose)
-    pose /= _CUBE_SCALE
-    return values
+def on_grid(position: Columns, quaternion: Columns) -> Columns:
+    """Block columns: a position and a quaternion, each on its grid."""
+    return [quantized(c) for c in position] + [quantized(c, QUATERNION_BITS) for c in quaternion]
 
 
 def deletions(time_ns: int, actor_ids: list[int]) -> bytes:
@@ -126,57 +138,63 @@ def deletions(time_ns: int, actor_ids: list[int]) -> bytes:
     )
 
 
-def transforms(time_ns: int, bodies: list[bytes], values: npt.NDArray[np.float64]) -> bytes:
-    """One FrameTransforms: `bodies` from `transform_body`, `values` from
-    `transforms_values`."""
+def transforms(time_ns: int, bodies: list[bytes], values: Columns) -> bytes:
+    """One FrameTransforms: `bodies` from `transform_body`, `values` from `on_grid`."""
     when = stamp(time_ns)
     rest = len(when) + TF_BLOCK.width
     heads = [head(TF_ITEM, body, rest) for body in bodies]
-    return lay(heads, when, TF_BLOCK.rows(values))
+    return lay(heads, TF_BLOCK.rows(values), when)
 
 
-def scene(
-    time_ns: int, deleted: list[int], bodies: list[bytes], values: npt.NDArray[np.float64]
-) -> bytes:
-    """One SceneUpdate: `bodies` from `entity_body`, `values` from `cube_values`."""
+def scene(time_ns: int, deleted: list[int], bodies: list[bytes], values: Columns) -> bytes:
+    """One SceneUpdate: `bodies` from `entity_body` + `cube_start`, `values` (the cubes'
+    poses) from `on_grid`."""
     when = stamp(time_ns)
-    rest = len(when) + CUBE_BLOCK.width
+    rest = len(when) + POSE_BLOCK.width
     heads = [head(ENTITY_ITEM, body, rest) for body in bodies]
-    return lay(heads, when, CUBE_BLOCK.rows(values), deletions(time_ns, deleted))
+    return lay(heads, POSE_BLOCK.rows(values), when, deletions(time_ns, deleted))
 
 
 class RunMessages:
-    """One topic's messages for the frames of a run: every item's block laid at once
-    (`DoubleBlock.rows` of `values`, frame after frame), its head picked per frame from
-    the run's few distinct `bodies` (`which[frame, item]` indexes them), and each frame's
-    timestamp (`stamps`, from `stamp`)."""
+    """One topic's messages for the frames of a run. Each item is three pieces: its head,
+    picked per frame from the run's few distinct `bodies` (`which[frame, item]` indexes
+    them), its doubles, laid for the whole run at once (`values`: columns, frame after
+    frame, item after item) and the frame's timestamp (`stamps`, from `stamp`). `keep`:
+    the items (columns of `which`) that go into the messages."""
 
     def __init__(
         self,
-        type_name: str,
-        block: pb.DoubleBlock,
-        values: npt.NDArray[np.float64],
+        item: int,
+        values: Columns,
         bodies: list[bytes],
         which: npt.NDArray[np.intp],
         stamps: list[bytes],
+        keep: npt.NDArray[np.bool_] | None = None,
     ) -> None:
-        item = TF_ITEM if type_name == "foxglove.FrameTransforms" else ENTITY_ITEM
+        block = TF_BLOCK if item == TF_ITEM else POSE_BLOCK
+        if keep is not None and not keep.all():
+            which = which[:, keep]
+            rows = np.repeat(keep[None, :], len(which), axis=0).ravel()
+            values = [column[rows] for column in values]
         count, width = which.shape
-        pieces = self.pieces = np.empty((count, width, 3), object)
+        pieces: list[Any] = [None] * (3 * count * width)
         rests = [len(when) + block.width for when in stamps]
+        heads = np.empty((count, width), object)
         for rest in set(rests):
-            heads = np.empty(len(bodies), object)
-            heads[:] = [head(item, body, rest) for body in bodies]
+            distinct = np.empty(len(bodies), object)
+            distinct[:] = [head(item, body, rest) for body in bodies]
             frames = [f for f, r in enumerate(rests) if r == rest]
-            pieces[frames, :, 0] = heads[which[frames]]
-        column = np.empty((count, 1), object)
-        column[:, 0] = stamps
-        pieces[:, :, 1] = column
-        pieces[:, :, 2] = np.array(block.rows(values), object).reshape(count, width)
+            heads[frames] = distinct[which[frames]]
+        pieces[0::3] = heads.ravel().tolist()
+        pieces[1::3] = block.rows(values)
+        times = np.empty(count, object)
+        times[:] = stamps
+        pieces[2::3] = np.repeat(times, width).tolist()
+        self.width, self.pieces = 3 * width, pieces
 
     def data(self, frame: int) -> bytes:
         """Frame `frame` of the run, encoded."""
-        return b"".join(self.pieces[frame].ravel().tolist())
+        return b"".join(self.pieces[frame * self.width : (frame + 1) * self.width])
 
 
 def frame_records(
@@ -194,15 +212,17 @@ def frame_records(
     frames = [reference_frame(actor) for actor in actors]
     if actors and TOPICS["tf"] in topics:
         bodies = [transform_body(f, a.id) for f, a in zip(frames, actors, strict=True)]
-        data = transforms(time_ns, bodies, transforms_values(position, quaternion))
+        values = on_grid(list(position.T), list(quaternion.T))
+        data = transforms(time_ns, bodies, values)
         yield pb.record(
             TOPICS["tf"], "foxglove.FrameTransforms", time_ns, data, sequence=world.index
         )
     if TOPICS["scene"] in topics and (actors or world.events.destroyed):
         kinds, centre, size = _boxes(actors, position, quaternion)
+        sizes = quantized(size).tolist()
         lights = world.traffic_lights
         rows: list[int] = []
-        bodies, colours = [], []
+        bodies = []
         for row, (actor, kind, frame) in enumerate(zip(actors, kinds, frames, strict=True)):
             if actor.type_id == "spectator":
                 continue
@@ -213,11 +233,9 @@ def frame_records(
                 frame, actor.id, actor.type_id, kind, role, actor.parent_id, state
             )
             rows.append(row)
-            bodies.append(body)
-            colours.append(colour)
+            bodies.append(body + cube_start(tuple(sizes[row]), colour))
         keep = np.asarray(rows, np.intp)
-        rgba = np.asarray(colours, np.float64).reshape(-1, 4)
-        values = cube_values(centre[keep], quaternion[keep], size[keep], rgba)
+        values = on_grid(list(centre[keep].T), list(quaternion[keep].T))
         data = scene(time_ns, list(world.events.destroyed), bodies, values)
         yield pb.record(
             TOPICS["scene"], "foxglove.SceneUpdate", time_ns, data, sequence=world.index
@@ -243,22 +261,24 @@ def entity_parts(
 
 
 __all__ = [
-    "CUBE_BLOCK",
     "ENTITY_ITEM",
+    "POSE_BLOCK",
     "TF_BLOCK",
     "TF_ITEM",
     "RunMessages",
-    "cube_values",
+    "centre_columns",
+    "cube_start",
     "deletions",
     "entity_body",
     "entity_parts",
     "frame_records",
     "head",
     "lay",
+    "on_grid",
+    "pose_columns",
     "quantized",
     "scene",
     "stamp",
     "transform_body",
     "transforms",
-    "transforms_values",
 ]
