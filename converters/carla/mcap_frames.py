@@ -35,6 +35,7 @@ from .mcap import (
     TOPICS,
     _type_name,
 )
+from .mcap_lights import match, same_rows
 from .message import kind_key, records
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 RUN_FRAMES = 64
 _TF, _SCENE = "foxglove.FrameTransforms", "foxglove.SceneUpdate"
 _EVENTS = tuple(kind_key(kind) for kind in (Kind.EVENT_ADD, Kind.EVENT_DEL, Kind.COLLISION))
-_START, _POSITION, _STATE = (kind_key(k) for k in (Kind.FRAME_START, Kind.POSITION, Kind.STATE))
+_START, _POSITION = kind_key(Kind.FRAME_START), kind_key(Kind.POSITION)
 _CM_TO_M = np.array([0.01, -0.01, 0.01])
 
 Drawn = list[McapRecord] | None
@@ -71,20 +72,6 @@ class _Latest:
             self.rows = self.sparse.latest_rows(index, self.key)
             self.ids = self.rows[self.key].astype(np.int64) if len(self.rows) else self.ids[:0]
         return self.rows
-
-
-def _match(keys: npt.NDArray[Any], wanted: npt.NDArray[Any]) -> tuple[Any, Any]:
-    """For each of `wanted`: its position in `keys` (sorted, unique) and whether found."""
-    at = np.searchsorted(keys, wanted)
-    at[at >= len(keys)] = 0
-    found = keys[at] == wanted if len(keys) else np.zeros(len(wanted), np.bool_)
-    return at, found
-
-
-def _same_rows(table: npt.NDArray[Any]) -> int:
-    """How many leading rows of a 2D array equal its first."""
-    differs = (table != table[0]).any(axis=1)
-    return int(np.argmax(differs)) if differs.any() else len(table)
 
 
 class FrameDrawer:
@@ -145,7 +132,7 @@ class FrameDrawer:
         out: list[Drawn] = [None] * len(numbers)
         lo = 0
         while lo < len(numbers):
-            hi = lo + _same_rows(keys[lo:])
+            hi = lo + same_rows(keys[lo:])
             if simple[lo]:
                 out[lo:hi] = self._group(numbers[lo:hi], times[lo:hi], frames[lo:hi])
             lo = hi
@@ -173,7 +160,7 @@ class FrameDrawer:
         out: list[Drawn] = []
         lo = 0
         while lo < len(frames):
-            hi = lo + (_same_rows(poses["id"][lo:]) if poses.shape[1] else len(frames) - lo)
+            hi = lo + (same_rows(poses["id"][lo:]) if poses.shape[1] else len(frames) - lo)
             out += self._run(numbers[lo:hi], times[lo:hi], frames[lo:hi], poses[lo:hi])
             lo = hi
         return out
@@ -193,7 +180,7 @@ class FrameDrawer:
         sorted_ids = pose_ids[order]
         if len(sorted_ids) > 1 and not (sorted_ids[1:] != sorted_ids[:-1]).all():
             return [None] * count  # one actor twice: `World` keeps the last
-        at, posed = _match(sorted_ids, ids)
+        at, posed = match(sorted_ids, ids)
         first_pose = tables.spawn_first_pose[rows[~posed]]
         earlier = (first_pose[None, :] < index[:, None]).any(axis=1)  # posed before only
         spawn = self.spawn_pose[rows]
@@ -223,11 +210,13 @@ class FrameDrawer:
                 parent[keep],
             )
         world = ~(at_spawn & (parent >= 0)[None, :])
-        lights = self._light_records(frames)
+        lights = mcap_lights.run_states(frames, self.engine)
         if lights is None:
-            state = np.stack([self._states(frame, ids) for frame in frames])
+            state = np.stack(
+                [mcap_lights.actor_states(records(f, Kind.STATE, self.engine), ids) for f in frames]
+            )
         else:
-            state = self._run_states(lights, ids)
+            state = mcap_lights.run_actor_states(lights, ids)
         # Each (frame, actor)'s parts, through the few distinct (actor, in world, state).
         code = (np.arange(len(rows))[None, :] * 2 + world) * 8 + (state + 1)
         present = np.zeros(len(rows) * 16, np.bool_)
@@ -277,34 +266,6 @@ class FrameDrawer:
                 drawn.append(mcap_lights.record(time_ns, text, number))
             out.append(drawn)
         return out
-
-    def _light_records(self, frames: list[Any]) -> Any:
-        """The run's State records as (frames, lights) when every frame has as many (their
-        order is checked by the users), else None."""
-        contents = [frame.get(_STATE, b"") for frame in frames]
-        if any(len(c) != len(contents[0]) for c in contents):
-            return None
-        states = records({_STATE: b"".join(contents)}, Kind.STATE, self.engine)
-        states = states.reshape(len(frames), -1)
-        if states.shape[1] and _same_rows(states["id"]) != len(frames):
-            return None
-        return states
-
-    def _run_states(self, lights: Any, ids: Any) -> npt.NDArray[np.int64]:
-        """`_states` of every frame of a run whose State records name the same lights."""
-        state = np.full((len(lights), len(ids)), -1, np.int64)
-        if not lights.shape[1]:
-            return state
-        light_ids = lights["id"][0].astype(np.int64)
-        order = np.argsort(light_ids, kind="stable")
-        sorted_ids = light_ids[order]
-        if len(sorted_ids) > 1 and not (sorted_ids[1:] != sorted_ids[:-1]).all():
-            return np.stack([self._states({_STATE: row.tobytes()}, ids) for row in lights])
-        at, found = _match(sorted_ids, ids)
-        codes = lights["state"][:, order[at]].astype(np.int64)
-        valid = found[None, :] & (codes <= max(mcap_lights.STATES))
-        state[valid] = codes[valid]
-        return state
 
     def _lights(
         self, numbers: list[int], times: list[int], frames: list[Any], lights: Any
@@ -358,7 +319,7 @@ class FrameDrawer:
         parent = np.full(len(ids), -1, np.int64)
         latest = self.parents.at(index)
         if len(latest):
-            at, found = _match(self.parents.ids, ids)
+            at, found = match(self.parents.ids, ids)
             found &= latest["frame"][at].astype(np.int64) >= self.tables.spawn_start[rows]
             parent[found] = latest["parent"][at[found]]
         return parent
@@ -369,7 +330,7 @@ class FrameDrawer:
         offset, extent = _DEFAULT_OFFSET[self.kind[rows]], _DEFAULT_EXTENT[self.kind[rows]]
         boxes = self.boxes.at(index)
         if len(boxes):
-            at, boxed = _match(self.boxes.ids, ids)
+            at, boxed = match(self.boxes.ids, ids)
             values = np.concatenate(
                 [boxes["origin"][at[boxed]], boxes["extent"][at[boxed]]], axis=1
             ).astype(np.float64)
@@ -377,21 +338,6 @@ class FrameDrawer:
             where = np.flatnonzero(boxed)[usable]
             offset[where], extent[where] = values[usable, :3], values[usable, 3:]
         return offset, extent
-
-    def _states(self, frame: Any, ids: Any) -> npt.NDArray[np.int64]:
-        """Each actor's traffic-light state code in the frame (-1: none or unknown code)."""
-        state = np.full(len(ids), -1, np.int64)
-        lights = records(frame, Kind.STATE, self.engine)
-        if len(lights):
-            order = np.argsort(lights["id"], kind="stable")
-            light_ids = lights["id"][order].astype(np.int64)
-            last = np.ones(len(order), np.bool_)  # the last record of each id (as `World`)
-            last[:-1] = light_ids[1:] != light_ids[:-1]
-            light_ids, codes = light_ids[last], lights["state"][order][last].astype(np.int64)
-            at, found = _match(light_ids, ids)
-            found &= codes[at] <= max(mcap_lights.STATES)
-            state[found] = codes[at[found]]
-        return state
 
     def _parts(
         self, row: int, parent_id: int, in_world: int, code: int
