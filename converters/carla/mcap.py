@@ -14,7 +14,10 @@ elapsed seconds; MCAP's sequence number is the archive frame number):
   and destructions (info).
 
 Every frame repeats every live actor, so a viewer that seeks shows the full scene at once.
-An actor whose pose is not finite is left out of that frame.
+An actor whose pose is not finite is left out of that frame. `/tf` and `/carla/scene` are
+Foxglove's protobuf (`mcap_proto`: every double of every actor of every frame, written by
+numpy), the others JSON. Frames are drawn in runs from the archive's arrays
+(`mcap_frames`); `frame_records` is the reference path, one `World` at a time.
 
 Axes. CARLA (Unreal) is left-handed: x forward, y right, z up, centimetres, rotations in
 degrees (roll about x, pitch about y with nose up positive, yaw about z turning x toward
@@ -42,7 +45,6 @@ from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
 from .ids import ActorType
-from .mcap_proto import QUATERNION_BITS, quantized
 from .message import _DAMAGE
 from .world import Actor, World, posed_actors
 
@@ -250,7 +252,7 @@ def frame_records(
     """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
     actors in order (by default built only as far as drawing needs, `posed_actors`).
     `/tf` and `/carla/scene` are protobuf (`mcap_proto`) unless `dicts`: then Foxglove's
-    JSON, built as dicts (the reference the tests compare the protobuf with)."""
+    JSON, built as dicts (`mcap_dicts`: the reference the tests compare the protobuf with)."""
     sequence = world.index
     actors = posed_actors(world) if actors is None else actors
     location = _vectors([a.location for a in actors])
@@ -264,23 +266,10 @@ def frame_records(
         from . import mcap_proto
 
         yield from mcap_proto.frame_records(world, actors, position, quaternion, time_ns, topics)
-    elif actors and TOPICS["tf"] in topics:
-        yield fox.record(
-            TOPICS["tf"],
-            "foxglove.FrameTransforms",
-            time_ns,
-            {"transforms": _transforms(actors, position, quaternion, time_ns)},
-            sequence=sequence,
-        )
-    if dicts and TOPICS["scene"] in topics and (actors or world.events.destroyed):
-        entities = _entities(world, actors, position, quaternion, time_ns)
-        yield fox.record(
-            TOPICS["scene"],
-            "foxglove.SceneUpdate",
-            time_ns,
-            {"deletions": _deletions(world, time_ns), "entities": entities},
-            sequence=sequence,
-        )
+    else:
+        from . import mcap_dicts
+
+        yield from mcap_dicts.frame_records(world, actors, position, quaternion, time_ns, topics)
     if TOPICS["traffic_lights"] in topics and world.traffic_lights:
         yield McapRecord(
             TOPICS["traffic_lights"],
@@ -315,34 +304,6 @@ def _vectors(items: list[Any]) -> npt.NDArray[np.float64]:
     return np.fromiter(flat, np.float64, 3 * len(items)).reshape(-1, 3)
 
 
-def _deletions(world: World, time_ns: int) -> list[dict[str, Any]]:
-    return [
-        {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
-        for i in world.events.destroyed
-    ]
-
-
-def _transforms(
-    actors: list[Actor],
-    position: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    time_ns: int,
-) -> list[dict[str, Any]]:
-    stamp = fox.stamp(time_ns)
-    positions = quantized(position).tolist()
-    quaternions = quantized(quaternion, QUATERNION_BITS).tolist()
-    return [
-        {
-            "timestamp": stamp,
-            "parent_frame_id": reference_frame(actor),
-            "child_frame_id": f"actor/{actor.id}",
-            "translation": {"x": p[0], "y": p[1], "z": p[2]},
-            "rotation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
-        }
-        for actor, p, q in zip(actors, positions, quaternions, strict=True)
-    ]
-
-
 def _boxes(
     actors: list[Actor], position: npt.NDArray[np.float64], quaternion: npt.NDArray[np.float64]
 ) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -365,45 +326,6 @@ def _boxes(
     centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
     size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
     return kinds, centre, size
-
-
-def _entities(
-    world: World,
-    actors: list[Actor],
-    position: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    time_ns: int,
-) -> list[dict[str, Any]]:
-    kinds, centre, size = _boxes(actors, position, quaternion)
-    template = fox.entity(time_ns, "world", "", {})  # shared empty lists: JSON only reads them
-    entities: list[dict[str, Any]] = []
-    rows = zip(
-        actors,
-        kinds,
-        quantized(centre).tolist(),
-        quantized(quaternion, QUATERNION_BITS).tolist(),
-        quantized(size).tolist(),
-        strict=True,
-    )
-    for actor, kind, c, q, s in rows:
-        if actor.type_id == "spectator":
-            continue
-        light = world.traffic_lights.get(actor.id) if actor.id in world.traffic_lights else None
-        state = None if light is None or light.state is None else light.state.name
-        role = actor.attributes.get("role_name")
-        metadata, colour = _labels(actor.id, actor.type_id, kind, role, actor.parent_id, state)
-        cube = {
-            "pose": {
-                "position": {"x": c[0], "y": c[1], "z": c[2]},
-                "orientation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
-            },
-            "size": {"x": s[0], "y": s[1], "z": s[2]},
-            "color": colour,
-        }
-        item = dict(template, id=f"actor/{actor.id}", metadata=metadata, cubes=[cube])
-        item["frame_id"] = reference_frame(actor)
-        entities.append(item)
-    return entities
 
 
 @functools.lru_cache(maxsize=1 << 16)
