@@ -67,3 +67,49 @@ def test_a_busy_town_draws_the_same(tmp_path: Path) -> None:
     with CarlaRecording.open(town) as recording:
         numbers = list(range(len(recording)))
         assert assert_same_messages(recording, numbers) >= len(recording) // 2
+
+
+def test_poses_that_are_not_finite_leave_their_actor_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An actor whose pose is NaN in a few frames (inside a run of the array path) is left
+    out of those frames' /tf and scene, on both paths alike."""
+    import numpy as np
+
+    from nanorec.converters.carla.ids import Kind
+    from nanorec.converters.carla.message import kind_key, records
+
+    town = tmp_path / "town.log"
+    town.write_bytes(generate("0.9.15", frames=40, vehicles=20, walkers=10, traffic_lights=6))
+    with CarlaRecording.open(town) as recording:
+        reader = recording.reader
+        read = reader.read
+        key = kind_key(Kind.POSITION)
+        dtype = records({}, Kind.POSITION, recording.tables.engine).dtype
+        hidden: dict[int, int] = {}
+
+        def damaged(number: int, **options: object) -> dict[str, object]:
+            message = read(number, **options)
+            if not 20 <= number < 24 or key not in message["frame"]:
+                return message
+            poses = np.frombuffer(message["frame"][key], dtype).copy()
+            poses["location"][1, 0] = np.nan
+            hidden[number] = int(poses["id"][1])
+            return dict(message, frame=dict(message["frame"], **{key: poses.tobytes()}))
+
+        monkeypatch.setattr(reader, "read", damaged)
+        numbers = list(range(len(recording)))
+        assert assert_same_messages(recording, numbers) >= len(recording) // 2
+        stamps = recording.reader.index.timestamp_us
+        drawer = FrameDrawer(recording, {TOPICS["tf"]})
+        times = [int(stamps[n]) * 1000 for n in numbers]
+        checked = 0
+        for number, drawn in zip(numbers, drawer.draw(numbers, times), strict=True):
+            if number not in hidden or drawn is None:
+                continue
+            (tf,) = drawn
+            children = {t["child_frame_id"] for t in record_value(tf)["transforms"]}
+            assert f"actor/{hidden[number]}" not in children
+            assert hidden[number] in recording.frame(number).actors  # alive, left out
+            checked += 1
+        assert checked
