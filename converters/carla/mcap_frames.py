@@ -6,9 +6,9 @@ frames of a run that share their live actors and the order of their Position rec
 of the whole run are one (frames, actors) array, matched to the spawn rows once, turned
 into Foxglove's axes once, and every number of the run's `/tf` and `/carla/scene` is laid
 into its protobuf bytes at once (`mcap_proto`). What does not change between frames (frame
-ids, metadata, colour: an item's head) is kept per actor and state. Then a frame is a
-`b"".join` of its items' pieces. The messages are the reference path's
-(`tests/mcap/test_carla_fast.py`).
+ids, metadata, the cube's size and colour: an item's head) is kept per actor and state.
+Then a frame is a `b"".join` of its items' pieces. The messages are the reference path's,
+byte for byte (`tests/mcap/test_carla_fast.py`).
 
 A frame with something this path does not draw (spawns, destructions, collisions, an
 actor whose pose is in an earlier frame, repeated ids) goes through `mcap.frame_records`.
