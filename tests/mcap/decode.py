@@ -22,7 +22,10 @@ def message_class(schema_data: bytes, name: str) -> Any:
     pool = descriptor_pool.DescriptorPool()
     for file in files.file:
         pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+    descriptor = pool.FindMessageTypeByName(name)
+    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(pool).GetPrototype(descriptor)
 
 
 def parse(schema_data: bytes, name: str, data: bytes) -> Any:
