@@ -2,7 +2,7 @@
 
 For each input, in one run:
 - `export`: `nanorec.mcap.export_mcap(recording, out)`, everything (building the Foxglove
-  messages from the archive, JSON, writing);
+  messages from the archive, encoding, writing);
 - `build`: only `recording.mcap_messages()` (or the generic JSON records) into a list;
 - `anchor`: `mcap.writer.Writer` alone writing that pre-built list (schemas and channels
   registered once per topic, `add_message` for each), the floor of any MCAP exporter;
@@ -12,8 +12,9 @@ Inputs: a busy synthetic CARLA town (our generator), the largest real CARLA file
 NanoVer recording (generic JSON), a synthetic ROS bag through the rosbag converter (ros1
 payloads as they are), a real Cartographer pbstream (Foxglove poses, line strips, grid),
 and ROS1-like pre-encoded payloads.
-Optionally (`--protobuf`, needs the `bench` extra) the JSON encoding of a frame's SceneUpdate
-against `foxglove-schemas-protobuf`. Best of 3 each; writes bench/RESULTS.md's mcap section.
+Optionally (`--protobuf`, needs the `bench` extra) our protobuf encoding of a frame's
+SceneUpdate against Foxglove JSON and against `foxglove-schemas-protobuf`. Best of 3 each;
+writes bench/RESULTS.md's mcap section.
 
     python bench/bench_mcap.py [--quick] [--protobuf]
 """
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from nanorec.mcap import McapRecord, export_mcap, generic_records, json_bytes
+from nanorec.mcap import McapRecord, export_mcap, generic_records
 from nanorec.selection import Selection
 
 HERE = Path(__file__).resolve().parent
@@ -145,9 +146,10 @@ def _protobuf_ready(value: Any) -> Any:
 
 
 def protobuf_comparison(recording: Any) -> str:
-    """The SceneUpdates of 100 frames: JSON (ours, whole path) against the protobuf
-    encoding of the same messages (`foxglove-schemas-protobuf`: construct + serialize
-    only), bytes raw and zstd-compressed."""
+    """The SceneUpdates of 100 frames three ways: ours (protobuf laid by hand, what the
+    export writes), Foxglove JSON built as dicts (the reference path) and the `protobuf`
+    package (`foxglove-schemas-protobuf`: construct + serialize of the same messages);
+    bytes raw and zstd-compressed."""
     import json
 
     import zstandard
@@ -159,16 +161,16 @@ def protobuf_comparison(recording: Any) -> str:
     stamps = recording.reader.index.timestamp_us
     topics = {"/carla/scene"}
 
-    def as_json() -> list[bytes]:
+    def encode(dicts: bool) -> list[bytes]:
         return [
-            r.data for w in worlds for r in frame_records(w, int(stamps[w.index]) * 1000, topics)
+            r.data
+            for w in worlds
+            for r in frame_records(w, int(stamps[w.index]) * 1000, topics, dicts=dicts)
         ]
 
-    json_time = best(as_json)
-    encoded = as_json()
-    plain = [json.loads(data) for data in encoded]
-    dump_time = best(lambda: [json_bytes(d) for d in plain])
-    dicts = [_protobuf_ready(d) for d in plain]
+    ours_time, json_time = best(lambda: encode(False)), best(lambda: encode(True))
+    ours, encoded = encode(False), encode(True)
+    dicts = [_protobuf_ready(json.loads(data)) for data in encoded]
     proto_time = best(lambda: [SceneUpdate(**d).SerializeToString() for d in dicts])
     protos = [SceneUpdate(**d).SerializeToString() for d in dicts]
 
@@ -177,10 +179,10 @@ def protobuf_comparison(recording: Any) -> str:
         return f"{len(raw) / 1e6:.2f} MB ({len(zstandard.compress(raw)) / 1e3:.0f} kB zstd)"
 
     return (
-        f"JSON vs protobuf, SceneUpdates of {len(worlds)} frames: our whole JSON path "
-        f"{json_time * 1e3:.0f} ms of which JSON encoding ~{dump_time * 1e3:.0f} ms, "
-        f"{sizes(encoded)}; protobuf construct+serialize of the same messages "
-        f"{proto_time * 1e3:.0f} ms, {sizes(protos)}"
+        f"SceneUpdates of {len(worlds)} frames (reference path, a World per frame): ours, "
+        f"protobuf by hand, {ours_time * 1e3:.0f} ms, {sizes(ours)}; Foxglove JSON as dicts "
+        f"{json_time * 1e3:.0f} ms, {sizes(encoded)}; the protobuf package's construct + "
+        f"serialize of the same messages {proto_time * 1e3:.0f} ms, {sizes(protos)}"
     )
 
 

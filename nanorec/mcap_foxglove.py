@@ -4,7 +4,9 @@ Foxglove (the viewer) recognises its own types by schema name (`foxglove.SceneUp
 in any encoding. We use the JSON encoding with the JSON Schemas Foxglove publishes
 (`mcap_schemas.json`, copied unchanged from the `@foxglove/schemas` package): no protobuf
 dependency, and a message is a plain dict. JSON conventions of those schemas: times and
-durations are `{"sec", "nsec"}`, enums are integers, bytes are base64 text.
+durations are `{"sec", "nsec"}`, enums are integers, bytes are base64 text. Messages that
+are mostly numbers, many per frame (CARLA's `/tf` and scene), are better written in
+Foxglove's protobuf encoding: `nanorec.mcap_protobuf`.
 
 The helpers build the small shared pieces (times, poses, colours) as plain dicts.
 """

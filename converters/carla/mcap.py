@@ -14,7 +14,10 @@ elapsed seconds; MCAP's sequence number is the archive frame number):
   and destructions (info).
 
 Every frame repeats every live actor, so a viewer that seeks shows the full scene at once.
-An actor whose pose is not finite is left out of that frame.
+An actor whose pose is not finite is left out of that frame. `/tf` and `/carla/scene` are
+Foxglove's protobuf (`mcap_proto`: every double of every actor of every frame, written by
+numpy), the others JSON. Frames are drawn in runs from the archive's arrays
+(`mcap_frames`); `frame_records` is the reference path, one `World` at a time.
 
 Axes. CARLA (Unreal) is left-handed: x forward, y right, z up, centimetres, rotations in
 degrees (roll about x, pitch about y with nose up positive, yaw about z turning x toward
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -48,8 +50,6 @@ from .world import Actor, World, posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
-
-_ORJSON = importlib.util.find_spec("orjson") is not None  # `mcap_json` writes the bytes
 
 TOPICS = {
     "tf": "/tf",
@@ -81,9 +81,6 @@ _COLOURS = {
     name: fox.color(*rgba)
     for name, rgba in [*((k, v[0]) for k, v in _STYLE.items()), *_LIGHT_COLOURS.items()]
 }
-# Micrometres and 1e-9: below the resolution of CARLA's float32 centimetres and degrees,
-# and the JSON is half as long (and as fast) as with every float's 17 digits.
-POSITION_DECIMALS, QUATERNION_DECIMALS = 6, 9
 _BY_TYPE = {
     ActorType.VEHICLE: "vehicle",
     ActorType.WALKER: "walker",
@@ -218,30 +215,29 @@ def mcap_messages(
     recording: CarlaRecording, selection: Selection | None, progress: Progress | None = None
 ) -> Iterator[McapRecord]:
     """The selected frames as Foxglove messages, frame by frame in time order
-    (`progress(done, total)` in frames)."""
+    (`progress(done, total)` in frames). Frames are drawn in runs from the archive's arrays
+    (`mcap_frames`); a frame that path leaves out goes through `frame_records`."""
+    from .mcap_frames import RUN_FRAMES, FrameDrawer
+
     selection = selection or Selection()
     topics = parse_topics(selection.kinds)
     numbers = dataclasses.replace(selection, kinds=None).numbers(recording.reader.index)
     stamps = recording.reader.index.timestamp_us
-    reporter = Reporter(progress, len(numbers), every=64)
-    drawer = None
-    if _ORJSON:  # frames from arrays (`mcap_frames`), the same bytes
-        from .mcap_frames import FrameDrawer
-
-        drawer = FrameDrawer(recording, topics)
-    for number in numbers.tolist():
-        time_ns = int(stamps[number]) * 1000
-        drawn = None
-        if drawer is not None:
-            try:
-                drawn = drawer.records(number, time_ns)
-            except _DAMAGE:  # the reference path says what is wrong
-                drawn = None
-        if drawn is None:
-            yield from frame_records(recording.frame(number), time_ns, topics)
-        else:
-            yield from drawn
-        reporter.step()
+    reporter = Reporter(progress, len(numbers), every=RUN_FRAMES)
+    drawer = FrameDrawer(recording, topics)
+    for lo in range(0, len(numbers), RUN_FRAMES):
+        run = numbers[lo : lo + RUN_FRAMES].tolist()
+        times = [int(stamps[number]) * 1000 for number in run]
+        try:
+            drawn = drawer.draw(run, times)
+        except _DAMAGE:  # the reference path says what is wrong
+            drawn = [None] * len(run)
+        for number, time_ns, records in zip(run, times, drawn, strict=True):
+            if records is None:
+                yield from frame_records(recording.frame(number), time_ns, topics)
+            else:
+                yield from records
+            reporter.step()
     reporter.done()
 
 
@@ -251,12 +247,12 @@ def frame_records(
     topics: set[str],
     actors: list[Actor] | None = None,
     *,
-    dicts: bool = not _ORJSON,
+    dicts: bool = False,
 ) -> Iterator[McapRecord]:
     """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
     actors in order (by default built only as far as drawing needs, `posed_actors`).
-    `/tf` and `/carla/scene` are encoded straight to bytes (`mcap_json`) unless `dicts`
-    (the reference the tests compare with: dicts, then `json_bytes`)."""
+    `/tf` and `/carla/scene` are protobuf (`mcap_proto`) unless `dicts`: then Foxglove's
+    JSON, built as dicts (`mcap_dicts`: the reference the tests compare the protobuf with)."""
     sequence = world.index
     actors = posed_actors(world) if actors is None else actors
     location = _vectors([a.location for a in actors])
@@ -267,26 +263,13 @@ def frame_records(
         location, rotation = location[finite], rotation[finite]
     position, quaternion = to_foxglove(location, rotation)
     if not dicts:
-        from .mcap_json import frame_bytes_records
+        from . import mcap_proto
 
-        yield from frame_bytes_records(world, actors, position, quaternion, time_ns, topics)
-    elif actors and TOPICS["tf"] in topics:
-        yield fox.record(
-            TOPICS["tf"],
-            "foxglove.FrameTransforms",
-            time_ns,
-            {"transforms": _transforms(actors, position, quaternion, time_ns)},
-            sequence=sequence,
-        )
-    if dicts and TOPICS["scene"] in topics and (actors or world.events.destroyed):
-        entities = _entities(world, actors, position, quaternion, time_ns)
-        yield fox.record(
-            TOPICS["scene"],
-            "foxglove.SceneUpdate",
-            time_ns,
-            {"deletions": _deletions(world, time_ns), "entities": entities},
-            sequence=sequence,
-        )
+        yield from mcap_proto.frame_records(world, actors, position, quaternion, time_ns, topics)
+    else:
+        from . import mcap_dicts
+
+        yield from mcap_dicts.frame_records(world, actors, position, quaternion, time_ns, topics)
     if TOPICS["traffic_lights"] in topics and world.traffic_lights:
         yield McapRecord(
             TOPICS["traffic_lights"],
@@ -321,34 +304,6 @@ def _vectors(items: list[Any]) -> npt.NDArray[np.float64]:
     return np.fromiter(flat, np.float64, 3 * len(items)).reshape(-1, 3)
 
 
-def _deletions(world: World, time_ns: int) -> list[dict[str, Any]]:
-    return [
-        {"timestamp": fox.stamp(time_ns), "type": fox.DELETE_MATCHING_ID, "id": f"actor/{i}"}
-        for i in world.events.destroyed
-    ]
-
-
-def _transforms(
-    actors: list[Actor],
-    position: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    time_ns: int,
-) -> list[dict[str, Any]]:
-    stamp = fox.stamp(time_ns)
-    positions = np.round(position, POSITION_DECIMALS).tolist()
-    quaternions = np.round(quaternion, QUATERNION_DECIMALS).tolist()
-    return [
-        {
-            "timestamp": stamp,
-            "parent_frame_id": reference_frame(actor),
-            "child_frame_id": f"actor/{actor.id}",
-            "translation": {"x": p[0], "y": p[1], "z": p[2]},
-            "rotation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
-        }
-        for actor, p, q in zip(actors, positions, quaternions, strict=True)
-    ]
-
-
 def _boxes(
     actors: list[Actor], position: npt.NDArray[np.float64], quaternion: npt.NDArray[np.float64]
 ) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -371,45 +326,6 @@ def _boxes(
     centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
     size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
     return kinds, centre, size
-
-
-def _entities(
-    world: World,
-    actors: list[Actor],
-    position: npt.NDArray[np.float64],
-    quaternion: npt.NDArray[np.float64],
-    time_ns: int,
-) -> list[dict[str, Any]]:
-    kinds, centre, size = _boxes(actors, position, quaternion)
-    template = fox.entity(time_ns, "world", "", {})  # shared empty lists: JSON only reads them
-    entities: list[dict[str, Any]] = []
-    rows = zip(
-        actors,
-        kinds,
-        np.round(centre, POSITION_DECIMALS).tolist(),
-        np.round(quaternion, QUATERNION_DECIMALS).tolist(),
-        np.round(size, POSITION_DECIMALS).tolist(),
-        strict=True,
-    )
-    for actor, kind, c, q, s in rows:
-        if actor.type_id == "spectator":
-            continue
-        light = world.traffic_lights.get(actor.id) if actor.id in world.traffic_lights else None
-        state = None if light is None or light.state is None else light.state.name
-        role = actor.attributes.get("role_name")
-        metadata, colour = _labels(actor.id, actor.type_id, kind, role, actor.parent_id, state)
-        cube = {
-            "pose": {
-                "position": {"x": c[0], "y": c[1], "z": c[2]},
-                "orientation": {"x": q[0], "y": q[1], "z": q[2], "w": q[3]},
-            },
-            "size": {"x": s[0], "y": s[1], "z": s[2]},
-            "color": colour,
-        }
-        item = dict(template, id=f"actor/{actor.id}", metadata=metadata, cubes=[cube])
-        item["frame_id"] = reference_frame(actor)
-        entities.append(item)
-    return entities
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -1,13 +1,14 @@
-"""CARLA frames to MCAP records straight from the archive's arrays: no `World`, no `Actor`.
+"""CARLA frames to MCAP records straight from the archive's arrays, a run of frames at once.
 
-`mcap.frame_records` draws a frame from its `World` (an `Actor` per live actor, then per
-actor Python to encode it, `mcap_json`). Here a frame's live actors are columns: spawn
-rows, ids and poses matched with numpy from the frame's Position records and the world
-tables, so that no Python runs per actor. An actor's JSON parts that do not change
-between frames (frame ids, metadata, colour: `mcap_json`'s heads) are kept per spawn row
-and picked for a frame's rows at once; a frame's numbers are written by one `orjson.dumps`
-of an array, cut at the commas, and laid between the fixed JSON text by list slices, so
-the bytes are `mcap_json`'s (and the dict path's): `tests/mcap/test_carla_fast.py`.
+`mcap.frame_records` draws a frame from its `World` (an `Actor` per live actor). Here the
+frames of a run that share their live actors and the order of their Position records
+(CARLA writes every actor every frame, in the same order) are drawn together: the poses
+of the whole run are one (frames, actors) array, matched to the spawn rows once, turned
+into Foxglove's axes once, and every number of the run's `/tf` and `/carla/scene` is laid
+into its protobuf bytes at once (`mcap_proto`). What does not change between frames (frame
+ids, metadata, the cube's size and colour: an item's head) is kept per actor and state.
+Then a frame is a `b"".join` of its items' pieces. The messages are the reference path's,
+byte for byte (`tests/mcap/test_carla_fast.py`).
 
 A frame with something this path does not draw (spawns, destructions, collisions, an
 actor whose pose is in an earlier frame, repeated ids) goes through `mcap.frame_records`.
@@ -21,51 +22,34 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec import mcap_protobuf as pb
 from nanorec.mcap import McapRecord, json_bytes
 
-from .ids import Kind, TrafficLightState
+from . import mcap_lights
+from . import mcap_proto as proto
+from .ids import Kind
 from .mcap import (
     _DEFAULT_EXTENT,
     _DEFAULT_OFFSET,
     _KIND_CODES,
-    POSITION_DECIMALS,
-    QUATERNION_DECIMALS,
     TOPICS,
-    TRAFFIC_LIGHTS_SCHEMA,
-    _labels,
     _type_name,
-    rotate,
-    to_foxglove,
 )
-from .mcap_json import _orjson, _record, encoded, entity_head, stamp, transform_head
+from .mcap_lights import match, same_rows
 from .message import kind_key, records
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
     from .world import _Sparse
 
+#: Frames drawn together at most (and between two progress reports).
+RUN_FRAMES = 64
+_TF, _SCENE = "foxglove.FrameTransforms", "foxglove.SceneUpdate"
 _EVENTS = tuple(kind_key(kind) for kind in (Kind.EVENT_ADD, Kind.EVENT_DEL, Kind.COLLISION))
-_STATES = {state.value: state.name for state in TrafficLightState}
-_NUMPY = None if _orjson is None else _orjson.OPT_SERIALIZE_NUMPY
-# A transform: head (to `"translation":{"x":`), then 7 numbers between these texts.
-_TF_TEXT = (b',"y":', b',"z":', b'},"rotation":{"x":', b',"y":', b',"z":', b',"w":', b"}}")
-# An entity: head (to `"position":{"x":`), 10 numbers between these texts, then its tail.
-_ENTITY_TEXT = (
-    b',"y":',
-    b',"z":',
-    b'},"orientation":{"x":',
-    b',"y":',
-    b',"z":',
-    b',"w":',
-    b'}},"size":{"x":',
-    b',"y":',
-    b',"z":',
-)
-_NO_TIMES = (None, None, None)
-_NO_STATE = dict.fromkeys(
-    ("id", "state", "is_frozen", "elapsed_time", "green_time", "yellow_time", "red_time")
-)
-_TAIL = b'}],"spheres":[],"cylinders":[],"lines":[],"triangles":[],"texts":[],"models":[]}'
+_START, _POSITION = kind_key(Kind.FRAME_START), kind_key(Kind.POSITION)
+_CM_TO_M = np.array([0.01, -0.01, 0.01])
+
+Drawn = list[McapRecord] | None
 
 
 class _Latest:
@@ -77,21 +61,17 @@ class _Latest:
         self.by_id: dict[int, Any] | None = None  # for the caller to fill, per `rows`
         self.ids: npt.NDArray[Any] = np.empty(0, np.int64)
 
+    def counts(self, numbers: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """How many rows are at or before each frame of `numbers`."""
+        return np.searchsorted(self.sparse.frames, numbers, side="right")
+
     def at(self, index: int) -> Any:
-        count = int(np.searchsorted(self.sparse.frames, index, side="right"))
+        count = int(self.counts(np.array([index]))[0])
         if count != self.count:
             self.count, self.by_id = count, None
             self.rows = self.sparse.latest_rows(index, self.key)
             self.ids = self.rows[self.key].astype(np.int64) if len(self.rows) else self.ids[:0]
         return self.rows
-
-
-def _match(keys: npt.NDArray[Any], wanted: npt.NDArray[Any]) -> tuple[Any, Any]:
-    """For each of `wanted`: its position in `keys` (sorted, unique) and whether found."""
-    at = np.searchsorted(keys, wanted)
-    at[at >= len(keys)] = 0
-    found = keys[at] == wanted if len(keys) else np.zeros(len(wanted), np.bool_)
-    return at, found
 
 
 class FrameDrawer:
@@ -102,94 +82,212 @@ class FrameDrawer:
         self.recording, self.topics = recording, topics
         tables = self.tables = recording.tables
         self.engine = tables.engine
+        self.sizes = [
+            (kind_key(kind), records({}, kind, self.engine).dtype.itemsize)
+            for kind in (Kind.FRAME_START, Kind.POSITION, Kind.STATE)
+        ]
         count = len(tables.spawn_ids)
         self.spawn_ids = tables.spawn_ids.astype(np.int64)
         self.known = np.zeros(count, np.bool_)
         self.kind = np.zeros(count, np.intp)
         self.spectator = np.zeros(count, np.bool_)
         self.spawn_pose = np.zeros((count, 6), np.float64)  # location, pitch/yaw/roll
-        self.head_key = np.full((count, 3), -2, np.int64)  # parent, world frame, state
-        self.tf_head = np.empty(count, object)
-        self.entity_head = np.empty(count, object)
-        self.tail = np.empty(count, object)
-        # Spawns come in frame order: the live set changes when a count below changes.
-        self.ordered = bool((np.diff(tables.spawn_start) >= 0).all())
+        # (row, parent, in world, state) -> transform body, entity body, colour
+        self.parts: dict[tuple[int, int, int, int], tuple[bytes, bytes, tuple[float, ...]]] = {}
         self.ends = np.sort(tables.spawn_end)
+        self.ordered = bool((np.diff(tables.spawn_start) >= 0).all())
         self.alive_key: tuple[int, int] = (-1, -1)
         self.alive: tuple[Any, Any] = (None, None)
         self.boxes = _Latest(tables.sparse[Kind.BOUNDING_BOX], "id")
         self.light_times = _Latest(tables.sparse[Kind.TRAFFIC_LIGHT_TIME], "id")
         self.parents = _Latest(tables.parents, "child")
 
-    def records(self, number: int, time_ns: int) -> list[McapRecord] | None:
-        frame = self.recording.frame_map(number)
-        if any(frame.get(key) for key in _EVENTS):
-            return None
-        start = records(frame, Kind.FRAME_START, self.engine)
-        if len(start) != 1:
-            return None
-        drawn = self._actors(number, frame)
-        if drawn is None:
-            return None
-        out: list[McapRecord] = []
-        stamp_json = stamp(time_ns)
-        rows, position, quaternion, offset, extent = drawn
-        if len(rows) and TOPICS["tf"] in self.topics:
-            data = self._transforms(stamp_json, rows, position, quaternion)
-            out.append(_record(TOPICS["tf"], "foxglove.FrameTransforms", time_ns, data, number))
-        if len(rows) and TOPICS["scene"] in self.topics:
-            data = self._scene(stamp_json, rows, position, quaternion, offset, extent)
-            out.append(_record(TOPICS["scene"], "foxglove.SceneUpdate", time_ns, data, number))
-        if TOPICS["traffic_lights"] in self.topics:
-            lights = self._lights(number, frame, time_ns, int(start["id"][0]))
-            if lights is not None:
-                out.append(lights)
+    def records(self, number: int, time_ns: int) -> Drawn:
+        """One frame's records (None: left to the reference path)."""
+        return self.draw([number], [time_ns])[0]
+
+    def draw(self, numbers: list[int], times: list[int]) -> list[Drawn]:
+        """The records of frames `numbers` logged at `times` (ns), a run at a time."""
+        frames = [self._frame(number) for number in numbers]
+        index = np.asarray(numbers, np.int64)
+        tables = self.tables
+        simple = [
+            frame is not None
+            and len(frame.get(_START, b"")) > 0
+            and not any(frame.get(key) for key in _EVENTS)
+            for frame in frames
+        ]
+        keys = np.stack(
+            [
+                np.asarray(simple, np.int64),
+                np.searchsorted(tables.spawn_start, index, side="right"),
+                np.searchsorted(self.ends, index, side="right"),
+                self.boxes.counts(index),
+                self.parents.counts(index),
+                self.light_times.counts(index),
+                [len(frame.get(_POSITION, b"")) if frame else 0 for frame in frames],
+            ],
+            axis=1,
+        )
+        out: list[Drawn] = [None] * len(numbers)
+        lo = 0
+        while lo < len(numbers):
+            hi = lo + same_rows(keys[lo:])
+            if simple[lo]:
+                out[lo:hi] = self._group(numbers[lo:hi], times[lo:hi], frames[lo:hi])
+            lo = hi
         return out
 
-    def _actors(self, index: int, frame: Any) -> tuple[Any, ...] | None:
-        """The frame's drawable actors: spawn rows, Foxglove poses, box offsets and half
-        extents (cm); None when the frame needs `World` (see the module docstring)."""
-        tables = self.tables
-        rows, ids = self._alive(index)
-        if ids is None:
+    def _frame(self, number: int) -> dict[str, Any] | None:
+        """Archive frame `number`'s map, its values this path reads checked for their
+        shape (`message.checked_frame` checks them all: the reference path's job); None
+        when one is damaged (the reference path then says what is wrong)."""
+        frame = self.recording.reader[number].get("frame")
+        if not isinstance(frame, dict):
             return None
-        poses = records(frame, Kind.POSITION, self.engine)
-        pose_ids = poses["id"].astype(np.int64)
+        for key, size in self.sizes:
+            value = frame.get(key)
+            if value is not None and (type(value) is not bytes or len(value) % size):
+                return None
+        start = frame.get(_START)
+        return frame if start is None or len(start) == self.sizes[0][1] else None
+
+    def _group(self, numbers: list[int], times: list[int], frames: list[Any]) -> list[Drawn]:
+        """Frames of one live set: split where the order of Position records changes."""
+        contents = [frame.get(_POSITION, b"") for frame in frames]
+        poses = np.frombuffer(b"".join(contents), records({}, Kind.POSITION, self.engine).dtype)
+        poses = poses.reshape(len(frames), -1)
+        out: list[Drawn] = []
+        lo = 0
+        while lo < len(frames):
+            hi = lo + (same_rows(poses["id"][lo:]) if poses.shape[1] else len(frames) - lo)
+            out += self._run(numbers[lo:hi], times[lo:hi], frames[lo:hi], poses[lo:hi])
+            lo = hi
+        return out
+
+    def _run(
+        self, numbers: list[int], times: list[int], frames: list[Any], poses: Any
+    ) -> list[Drawn]:
+        """Frames of one live set whose Position records name the same ids in order."""
+        tables = self.tables
+        count = len(numbers)
+        index = np.asarray(numbers, np.int64)
+        rows, ids = self._alive(numbers[0])
+        if ids is None:
+            return [None] * count
+        pose_ids = poses["id"][0].astype(np.int64)
         order = np.argsort(pose_ids, kind="stable")
         sorted_ids = pose_ids[order]
         if len(sorted_ids) > 1 and not (sorted_ids[1:] != sorted_ids[:-1]).all():
-            return None  # one actor twice: `World` keeps the last
-        at, posed = _match(sorted_ids, ids)
-        if not posed.all() and (tables.spawn_first_pose[rows[~posed]] < index).any():
-            return None  # posed in an earlier frame only
+            return [None] * count  # one actor twice: `World` keeps the last
+        at, posed = match(sorted_ids, ids)
+        first_pose = tables.spawn_first_pose[rows[~posed]]
+        earlier = (first_pose[None, :] < index[:, None]).any(axis=1)  # posed before only
         spawn = self.spawn_pose[rows]
-        pose = spawn.copy()
-        if len(poses):
+        pose = np.repeat(spawn[None], count, axis=0)
+        if poses.shape[1]:
             found = order[at[posed]]
-            pose[posed, :3] = poses["location"][found]
-            pose[posed, 3:] = poses["rotation"][found][:, [1, 2, 0]]  # roll, pitch, yaw
-        spawned_here = ~posed | (tables.spawn_start[rows] == index)
-        at_spawn = spawned_here & (pose == spawn).all(axis=1)
-        parent = self._parent(index, rows, ids)
-        finite = np.isfinite(pose).all(axis=1)
+            pose[:, posed, :3] = poses["location"][:, found]
+            pose[:, posed, 3:] = poses["rotation"][:, found][..., [1, 2, 0]]  # roll, pitch, yaw
+        spawned_here = ~posed[None, :] | (tables.spawn_start[rows][None, :] == index[:, None])
+        at_spawn = spawned_here & (pose == spawn[None]).all(axis=2)
+        parent = self._parent(numbers[0], rows, ids)
+        finite = np.isfinite(pose).all(axis=2)
+        if not finite.all() and count > 1:  # frame by frame, each its own actors
+            return [
+                self._run(
+                    numbers[f : f + 1], times[f : f + 1], frames[f : f + 1], poses[f : f + 1]
+                )[0]
+                for f in range(count)
+            ]
         if not finite.all():
-            rows, ids, pose = rows[finite], ids[finite], pose[finite]
-            at_spawn, parent = at_spawn[finite], parent[finite]
-        world = ~(at_spawn & (parent >= 0))
-        state = self._states(frame, ids)
-        self._heads(rows, parent, world, state)
-        position, quaternion = to_foxglove(pose[:, :3], pose[:, 3:])
-        offset, extent = _DEFAULT_OFFSET[self.kind[rows]], _DEFAULT_EXTENT[self.kind[rows]]
-        boxes = self.boxes.at(index)
-        if len(boxes):
-            at, boxed = _match(self.boxes.ids, ids)
-            values = np.concatenate(
-                [boxes["origin"][at[boxed]], boxes["extent"][at[boxed]]], axis=1
-            ).astype(np.float64)
-            usable = np.isfinite(values).all(axis=1)
-            where = np.flatnonzero(boxed)[usable]
-            offset[where], extent[where] = values[usable, :3], values[usable, 3:]
-        return rows, position, quaternion, offset, extent
+            keep = finite[0]
+            rows, ids, pose, at_spawn, parent = (
+                rows[keep],
+                ids[keep],
+                pose[:, keep],
+                at_spawn[:, keep],
+                parent[keep],
+            )
+        world = ~(at_spawn & (parent >= 0)[None, :])
+        lights = mcap_lights.run_states(frames, self.engine)
+        if lights is None:
+            state = np.stack(
+                [mcap_lights.actor_states(records(f, Kind.STATE, self.engine), ids) for f in frames]
+            )
+        else:
+            state = mcap_lights.run_actor_states(lights, ids)
+        # Each (frame, actor)'s parts, through the few distinct (actor, in world, state).
+        code = (np.arange(len(rows))[None, :] * 2 + world) * 8 + (state + 1)
+        present = np.zeros(len(rows) * 16, np.bool_)
+        present[code] = True
+        unique = np.flatnonzero(present)
+        table = np.zeros(len(present), np.intp)
+        table[unique] = np.arange(len(unique))
+        inverse = table[code]
+        parts = [
+            self._parts(int(rows[c >> 4]), int(parent[c >> 4]), (c >> 3) & 1, (c & 7) - 1)
+            for c in unique.tolist()
+        ]
+        position, quaternion = proto.pose_columns(
+            pose[..., :3].reshape(-1, 3), pose[..., 3:].reshape(-1, 3)
+        )
+        on_grid = proto.on_grid(position, quaternion)
+        messages: list[tuple[str, str, proto.RunMessages]] = []
+        stamps = [proto.stamp(time_ns) for time_ns in times]
+        if TOPICS["tf"] in self.topics and len(rows):
+            bodies = [p[0] for p in parts]
+            laid = proto.RunMessages(proto.TF_ITEM, on_grid, bodies, inverse, stamps)
+            messages.append((TOPICS["tf"], _TF, laid))
+        if TOPICS["scene"] in self.topics and len(rows):
+            offset, extent = self._boxes(numbers[0], rows, ids)
+            offset_m = [np.tile(offset[:, i] * _CM_TO_M[i], count) for i in range(3)]
+            centre = proto.centre_columns(position, quaternion, offset_m)
+            values = [*(proto.quantized(c) for c in centre), *on_grid[3:]]
+            sizes = proto.quantized(np.abs(extent) * 0.02).tolist()  # half-size cm -> size m
+            bodies = [
+                p[1] + proto.cube_start(tuple(sizes[c >> 4]), p[2])
+                for c, p in zip(unique.tolist(), parts, strict=True)
+            ]
+            keep = ~self.spectator[rows]
+            laid = proto.RunMessages(proto.ENTITY_ITEM, values, bodies, inverse, stamps, keep)
+            messages.append((TOPICS["scene"], _SCENE, laid))
+        texts = self._lights(numbers, times, frames, lights)
+        out: list[Drawn] = []
+        for f, (number, time_ns, text) in enumerate(zip(numbers, times, texts, strict=True)):
+            if earlier[f]:
+                out.append(None)
+                continue
+            drawn = [
+                pb.record(topic, type_name, time_ns, laid.data(f), sequence=number)
+                for topic, type_name, laid in messages
+            ]
+            if text is not None:
+                drawn.append(mcap_lights.record(time_ns, text, number))
+            out.append(drawn)
+        return out
+
+    def _lights(
+        self, numbers: list[int], times: list[int], frames: list[Any], lights: Any
+    ) -> list[bytes | None]:
+        """Each frame's `/carla/traffic_lights` message, encoded (None: no light)."""
+        if TOPICS["traffic_lights"] not in self.topics:
+            return [None] * len(numbers)
+        spans = self.light_times
+        spans.at(numbers[0])
+        if spans.by_id is None:
+            spans.by_id = mcap_lights.spans_of(spans.rows)
+        frame_ids = [int(records(f, Kind.FRAME_START, self.engine)["id"][0]) for f in frames]
+        if lights is not None:
+            texts = mcap_lights.run_messages(lights, spans.by_id, times, frame_ids)
+            if texts is not None:
+                return texts
+        out: list[bytes | None] = []
+        for frame, time_ns, frame_id in zip(frames, times, frame_ids, strict=True):
+            states = records(frame, Kind.STATE, self.engine)
+            message = mcap_lights.frame_message(states, spans.by_id, time_ns, frame_id)
+            out.append(None if message is None else json_bytes(message))
+        return out
 
     def _alive(self, index: int) -> tuple[Any, Any]:
         """The spawn rows alive after frame `index` and their ids (None when an id is
@@ -221,165 +319,60 @@ class FrameDrawer:
         parent = np.full(len(ids), -1, np.int64)
         latest = self.parents.at(index)
         if len(latest):
-            at, found = _match(self.parents.ids, ids)
+            at, found = match(self.parents.ids, ids)
             found &= latest["frame"][at].astype(np.int64) >= self.tables.spawn_start[rows]
             parent[found] = latest["parent"][at[found]]
         return parent
 
-    def _states(self, frame: Any, ids: Any) -> npt.NDArray[np.int64]:
-        """Each actor's traffic-light state code in the frame (-1: none or unknown code)."""
-        state = np.full(len(ids), -1, np.int64)
-        lights = records(frame, Kind.STATE, self.engine)
-        if len(lights):
-            order = np.argsort(lights["id"], kind="stable")
-            light_ids = lights["id"][order].astype(np.int64)
-            last = np.ones(len(order), np.bool_)  # the last record of each id (as `World`)
-            last[:-1] = light_ids[1:] != light_ids[:-1]
-            light_ids, codes = light_ids[last], lights["state"][order][last].astype(np.int64)
-            at, found = _match(light_ids, ids)
-            found &= codes[at] <= max(_STATES)
-            state[found] = codes[at[found]]
-        return state
+    def _boxes(self, index: int, rows: Any, ids: Any) -> tuple[Any, Any]:
+        """Each actor's box offset and half extent (cm): its latest usable bounding box,
+        else its type's default."""
+        offset, extent = _DEFAULT_OFFSET[self.kind[rows]], _DEFAULT_EXTENT[self.kind[rows]]
+        boxes = self.boxes.at(index)
+        if len(boxes):
+            at, boxed = match(self.boxes.ids, ids)
+            values = np.concatenate(
+                [boxes["origin"][at[boxed]], boxes["extent"][at[boxed]]], axis=1
+            ).astype(np.float64)
+            usable = np.isfinite(values).all(axis=1)
+            where = np.flatnonzero(boxed)[usable]
+            offset[where], extent[where] = values[usable, :3], values[usable, 3:]
+        return offset, extent
 
-    def _heads(self, rows: Any, parent: Any, world: Any, state: Any) -> None:
-        """Make sure each row's cached JSON parts are for its parent, frame and state."""
-        key = np.stack([parent, world.astype(np.int64), state], axis=1)
-        stale = (self.head_key[rows] != key).any(axis=1)
-        for row, (parent_id, in_world, code) in zip(
-            rows[stale].tolist(), key[stale].tolist(), strict=True
-        ):
+    def _parts(
+        self, row: int, parent_id: int, in_world: int, code: int
+    ) -> tuple[bytes, bytes, tuple[float, ...]]:
+        """A spawn row's transform body, entity body and colour for its parent, frame and
+        traffic-light state."""
+        key = (row, parent_id, in_world, code)
+        found = self.parts.get(key)
+        if found is None:
             desc = self.tables.description(row)
             actor_id = int(self.spawn_ids[row])
             frame_id = "world" if in_world else f"actor/{parent_id}"
-            kind = _type_name(desc.type_id, desc.type)
-            metadata, colour = _labels(
+            body, colour = proto.entity_parts(
+                frame_id,
                 actor_id,
                 desc.type_id,
-                kind,
+                _type_name(desc.type_id, desc.type),
                 desc.attributes.get("role_name"),
                 None if parent_id < 0 else parent_id,
-                _STATES.get(code),
+                mcap_lights.STATES.get(code),
             )
-            self.tf_head[row] = transform_head(frame_id, actor_id) + b',"translation":{"x":'
-            self.entity_head[row] = entity_head(frame_id, actor_id, encoded(metadata))
-            self.tail[row] = b'},"color":' + encoded(colour) + _TAIL
-            self.head_key[row] = (parent_id, in_world, code)
-
-    def _transforms(self, stamp_json: bytes, rows: Any, position: Any, quaternion: Any) -> bytes:
-        values = np.concatenate(
-            [np.round(position, POSITION_DECIMALS), np.round(quaternion, QUATERNION_DECIMALS)],
-            axis=1,
-        )
-        return (
-            b'{"transforms":['
-            + _lay(b',{"timestamp":' + stamp_json, self.tf_head[rows], values, _TF_TEXT, None)
-            + b"]}"
-        )
-
-    def _scene(
-        self,
-        stamp_json: bytes,
-        rows: Any,
-        position: Any,
-        quaternion: Any,
-        offset: Any,
-        extent: Any,
-    ) -> bytes:
-        centre = position + rotate(quaternion, offset * np.array([0.01, -0.01, 0.01]))
-        size = np.abs(extent) * 0.02  # half-size in cm -> full size in m
-        keep = ~self.spectator[rows]
-        values = np.concatenate(
-            [
-                np.round(centre, POSITION_DECIMALS),
-                np.round(quaternion, QUATERNION_DECIMALS),
-                np.round(size, POSITION_DECIMALS),
-            ],
-            axis=1,
-        )[keep]
-        kept = rows[keep]
-        heads, tails = self.entity_head[kept], self.tail[kept]
-        items = _lay(b',{"timestamp":' + stamp_json, heads, values, _ENTITY_TEXT, tails)
-        return b'{"deletions":[],"entities":[' + items + b"]}"
-
-    def _lights(self, index: int, frame: Any, time_ns: int, frame_id: int) -> McapRecord | None:
-        """`mcap._lights` from the frame's State records and the latest light times."""
-        times = self.light_times
-        times.at(index)
-        if times.by_id is None:
-            times.by_id = {row[0]: row[1:] for row in times.rows.tolist()}
-        spans = times.by_id
-        names = _STATES
-        found: dict[int, dict[str, Any]] = {}
-        for light_id, frozen, elapsed, code in records(frame, Kind.STATE, self.engine).tolist():
-            green, yellow, red = spans.get(light_id, _NO_TIMES)
-            found[light_id] = {
-                "id": light_id,
-                "state": names.get(code),
-                "is_frozen": bool(frozen),
-                "elapsed_time": elapsed,
-                "green_time": green,
-                "yellow_time": yellow,
-                "red_time": red,
-            }
-        for light_id, (green, yellow, red) in spans.items():
-            if light_id not in found:
-                found[light_id] = dict(_NO_STATE, id=light_id, green_time=green)
-                found[light_id].update(yellow_time=yellow, red_time=red)
-        if not found:
-            return None
-        message = {
-            "timestamp": {"sec": time_ns // 1_000_000_000, "nsec": time_ns % 1_000_000_000},
-            "frame_id": frame_id,
-            "lights": [found[light_id] for light_id in sorted(found)],
-        }
-        return McapRecord(
-            TOPICS["traffic_lights"],
-            "carla.TrafficLights",
-            "jsonschema",
-            TRAFFIC_LIGHTS_SCHEMA,
-            "json",
-            time_ns,
-            time_ns,
-            json_bytes(message),
-            sequence=index,
-        )
-
-
-def _lay(
-    start: bytes,
-    heads: npt.NDArray[Any],
-    values: npt.NDArray[np.float64],
-    texts: tuple[bytes, ...],
-    tails: npt.NDArray[Any] | None,
-) -> bytes:
-    """Rows of JSON, comma-separated: `start`, the row's head, then its numbers with
-    `texts` between them (and its tail): one orjson call and list slices, no loop."""
-    count, width = values.shape
-    if not count:
-        return b""
-    numbers = _orjson.dumps(values.ravel(), option=_NUMPY)[1:-1].split(b",")
-    step = 2 + 2 * width  # start, head, then each number and the text after it
-    pattern: list[bytes] = [start, b""]
-    for column in range(width):
-        pattern += [b"", texts[column] if column < len(texts) else b""]
-    out = pattern * count
-    out[1::step] = heads.tolist()
-    for column in range(width):
-        out[2 + 2 * column :: step] = numbers[column::width]
-    if tails is not None:
-        out[step - 1 :: step] = tails.tolist()
-    out[0] = start[1:]  # no comma before the first row
-    return b"".join(out)
+            found = self.parts[key] = (proto.transform_body(frame_id, actor_id), body, colour)
+        return found
 
 
 def drawn_records(
     recording: CarlaRecording, numbers: list[int], topics: set[str]
-) -> Iterator[tuple[int, list[McapRecord] | None]]:
+) -> Iterator[tuple[int, Drawn]]:
     """(frame number, its records or None) for `numbers`, in order."""
     drawer = FrameDrawer(recording, topics)
     stamps = recording.reader.index.timestamp_us
-    for number in numbers:
-        yield number, drawer.records(number, int(stamps[number]) * 1000)
+    for lo in range(0, len(numbers), RUN_FRAMES):
+        run = numbers[lo : lo + RUN_FRAMES]
+        drawn = drawer.draw(run, [int(stamps[number]) * 1000 for number in run])
+        yield from zip(run, drawn, strict=True)
 
 
-__all__ = ["FrameDrawer", "drawn_records"]
+__all__ = ["RUN_FRAMES", "FrameDrawer", "drawn_records"]
