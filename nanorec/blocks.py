@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from nanorec import blockcut
 from nanorec.crc import crc32
 from nanorec.errors import ArchiveError, TruncatedError
 from nanorec.zipfile64 import Buffer
@@ -62,8 +63,6 @@ _isal_zlib: Any = _load_isal()
 #: Threads deflating blocks, and how many finished blocks may wait for them.
 _THREADS: Final = 2
 _AHEAD: Final = 16
-#: A block ends at half its size when it holds between these many messages.
-_HALF_BLOCK: Final = (4, 16)
 _AHEAD_BYTES: Final = 16 << 20
 #: Inflate at least this much per step when a read continues a cached block.
 _STEP: Final = 4096
@@ -230,14 +229,41 @@ class BlockDeflater:
             return []
         return self._collect(wait=self._behind()) if self._pending else []
 
+    def add_joined(
+        self, joined: bytes, lengths: np.ndarray[Any, np.dtype[np.int64]], crc: int
+    ) -> list[bytes]:
+        """`add` for messages back to back in `joined` (`lengths` bytes each, each > 0):
+        blocks end where one `add` per message would end them (`blockcut.cuts`), each
+        handed over as one slice of `joined`. `crc`: the stream's CRC-32 after them."""
+        self.crc = crc
+        ends, _, _ = blockcut.cuts(lengths, self._block, self._count, self.block_bytes)
+        view = memoryview(joined)
+        offsets = np.concatenate(([0], np.cumsum(lengths))).tolist()
+        done = 0
+        out: list[bytes] = []
+        for end in [*ends, -1]:  # -1: the rest, left open
+            stop = len(lengths) if end < 0 else end
+            if stop > done:
+                size = offsets[stop] - offsets[done]
+                if not self._block:
+                    self.offsets.append(self._in)
+                self._open.append(view[offsets[done] : offsets[stop]])
+                self._in += size
+                self._block += size
+                self._count += stop - done
+                done = stop
+            if end >= 0:
+                self._submit()
+                if self._behind():
+                    out += self._collect(wait=True)
+        return out + self._collect(wait=False)
+
     def _limit(self) -> int:
         """Where the open block ends: `block_bytes`, or half of it when the half holds
         4-16 messages (messages of 0.5-2 KiB: a read inflates up to half a block before its
         message, so half as much, for a few % of size; smaller messages need the whole block
         to deflate well, and two or three larger ones make a block anyway)."""
-        if _HALF_BLOCK[0] <= self._count <= _HALF_BLOCK[1]:
-            return self.block_bytes // 2
-        return self.block_bytes
+        return blockcut.limit(self._count, self.block_bytes)
 
     def end_block(self) -> list[bytes]:
         """Close the open block and return every block's compressed bytes not yet returned."""

@@ -16,7 +16,10 @@ prefix scan does not know) returns None here and takes the general path, which r
 from __future__ import annotations
 
 import importlib
+import os
+import struct
 import zlib
+from collections.abc import Sequence
 from typing import Any, Final
 
 from .stream import GZIP_HEADER, SIZE, Cut
@@ -37,6 +40,20 @@ def _inflater_module() -> Any:
 _module: Any = _inflater_module()
 _decompressobj: Any = _module.decompressobj
 _errors: Final = (zlib.error, _module.error)
+
+
+def _members_inflater() -> Any:
+    """ISA-L's multi-member gzip `decompress` (one C call for many members), or None."""
+    try:
+        return importlib.import_module("isal.igzip").decompress
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+
+
+_inflate_members: Any = _members_inflater()
+_SIGNATURE: Final = GZIP_HEADER[:3]
+#: An empty gzip member named by 16 random bytes (FNAME), put after each member of a run.
+_SEPARATOR: Final = struct.Struct("<10s16sx2sII")
 
 
 def frame_table(buf: Any, start: int) -> tuple[list[int], list[int], Cut | None]:
@@ -80,6 +97,39 @@ def whole_payload(member: bytes) -> bytes | None:
     return payload
 
 
+def inflate_run(members: Sequence[Any]) -> tuple[bytes, list[int]] | None:
+    """The payloads of members that each start with Cartographer's gzip header (below
+    `WHOLE_BELOW` bytes), inflated in one ISA-L call, joined, and each one's size; None when
+    they do not read exactly as one `whole_payload` per member would (or without ISA-L):
+    the caller then takes them one at a time.
+
+    Each member is followed by an empty gzip member named by random bytes: decoding one
+    member into the next would put bytes nobody could know into its CRC, so each member
+    ends inside its own bytes. Exactly one gzip signature per member and per separator
+    (none inside: no member holds a second one) and sizes from the trailers (ISIZE) that
+    add up to the output leave only one way to read them: each member whole, ending at its
+    last byte (a member with zeros after it reads a smaller ISIZE there: the sum falls
+    short, unless its payload is empty, which the caller sends to the general path as it
+    does when `whole_payload` refuses it)."""
+    if _inflate_members is None or not members:
+        return None
+    name = bytes(byte or 1 for byte in os.urandom(16))
+    separator = _SEPARATOR.pack(b"\x1f\x8b\x08\x08\0\0\0\0\0\xff", name, b"\x03\0", 0, 0)
+    pieces: list[Any] = [separator] * (2 * len(members))
+    pieces[0::2] = members
+    joined = b"".join(pieces)
+    if joined.count(_SIGNATURE) != len(pieces):
+        return None
+    sizes = [int.from_bytes(member[-4:], "little") for member in members]
+    try:
+        payloads: bytes = _inflate_members(joined)
+    except (*_errors, OSError, EOFError, ValueError):
+        return None
+    if len(payloads) != sum(sizes):
+        return None
+    return payloads, sizes
+
+
 def check_whole(member: bytes, limit: int) -> bool:
     """Whether a member with Cartographer's header inflates whole to at most `limit` bytes,
     CRC-32 and ISIZE right, nothing after it (False: the general check tells what is wrong)."""
@@ -93,4 +143,4 @@ def check_whole(member: bytes, limit: int) -> bool:
     return bool(inflater.eof) and not inflater.unused_data
 
 
-__all__ = ["WHOLE_BELOW", "check_whole", "frame_table", "whole_payload"]
+__all__ = ["WHOLE_BELOW", "check_whole", "frame_table", "inflate_run", "whole_payload"]
