@@ -60,6 +60,8 @@ def _load_isal() -> Any:
 
 
 _isal_zlib: Any = _load_isal()
+#: Compressed bytes, as pieces written one after the other.
+Pieces = list[bytes | memoryview]
 #: Threads deflating blocks, and how many finished blocks may wait for them.
 _THREADS: Final = 2
 _AHEAD: Final = 16
@@ -194,12 +196,12 @@ class BlockDeflater:
         self._block = 0  # uncompressed bytes in the open block
         self._count = 0  # messages in the open block
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: deque[tuple[Future[bytes], int]] = deque()
+        self._pending: deque[tuple[Future[Pieces], int]] = deque()
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
     def add(
         self, pieces: tuple[bytes | memoryview, ...], length: int, crc: int | None = None
-    ) -> list[bytes]:
+    ) -> Pieces:
         """One message's pieces (`length` bytes in all) -> compressed output ready now.
 
         `crc`: the stream's CRC-32 after these pieces, when the caller took it (chained from
@@ -231,7 +233,7 @@ class BlockDeflater:
 
     def add_joined(
         self, joined: bytes, lengths: np.ndarray[Any, np.dtype[np.int64]], crc: int
-    ) -> list[bytes]:
+    ) -> Pieces:
         """`add` for messages back to back in `joined` (`lengths` bytes each, each > 0):
         blocks end where one `add` per message would end them (`blockcut.cuts`), each
         handed over as one slice of `joined`. `crc`: the stream's CRC-32 after them."""
@@ -240,7 +242,7 @@ class BlockDeflater:
         view = memoryview(joined)
         offsets = np.concatenate(([0], np.cumsum(lengths))).tolist()
         done = 0
-        out: list[bytes] = []
+        out: Pieces = []
         for end in [*ends, -1]:  # -1: the rest, left open
             stop = len(lengths) if end < 0 else end
             if stop > done:
@@ -253,7 +255,7 @@ class BlockDeflater:
                 self._count += stop - done
                 done = stop
             if end >= 0:
-                self._submit()
+                self._submit(borrow=type(joined) is bytes)
                 if self._behind():
                     out += self._collect(wait=True)
         return out + self._collect(wait=False)
@@ -265,12 +267,12 @@ class BlockDeflater:
         to deflate well, and two or three larger ones make a block anyway)."""
         return blockcut.limit(self._count, self.block_bytes)
 
-    def end_block(self) -> list[bytes]:
+    def end_block(self) -> Pieces:
         """Close the open block and return every block's compressed bytes not yet returned."""
         self._submit()
         return self._collect(wait=True, everything=True)
 
-    def finish(self) -> list[bytes]:
+    def finish(self) -> Pieces:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()
         tail: bytes = _compressor(fast=False).flush(zlib.Z_FINISH)
@@ -286,16 +288,21 @@ class BlockDeflater:
         self._pending.clear()
         self._pending_bytes = 0
 
-    def _submit(self) -> None:
+    def _submit(self, *, borrow: bool = False) -> None:
+        """Hand the open block over. `borrow`: its pieces are immutable (slices of a
+        `bytes`): a block of one piece is not copied."""
         if not self._block:
             return
-        data = b"".join(self._open)  # a copy: the caller may reuse its buffers
+        if borrow and len(self._open) == 1:
+            data: bytes | memoryview = self._open[0]
+        else:
+            data = b"".join(self._open)  # a copy: the caller may reuse its buffers
         count = self._count
         self._open.clear()
         self._block = self._count = 0
         fast = count < _TINY_MESSAGES
         if not self.threads:
-            done: Future[bytes] = Future()
+            done: Future[Pieces] = Future()
             done.set_result(_compress_block(data, _level(data), fast))
             self._pending.append((done, len(data)))
             self._pending_bytes += len(data)
@@ -306,15 +313,15 @@ class BlockDeflater:
         self._pending.append((self._pool.submit(_compress_block, data, None, fast), len(data)))
         self._pending_bytes += len(data)
 
-    def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:
-        out = []
+    def _collect(self, *, wait: bool, everything: bool = False) -> Pieces:
+        out: Pieces = []
         while self._pending and (wait or self._pending[0][0].done()):
             future, size = self._pending.popleft()
-            data = future.result()
+            pieces = future.result()
             self._pending_bytes -= size
             self.starts.append(self._out)
-            self._out += len(data)
-            out.append(data)
+            self._out += sum(len(piece) for piece in pieces)
+            out += pieces
             wait = everything or self._behind()
         return out
 
@@ -336,7 +343,7 @@ class BlockDeflater:
         }
 
 
-def _level(data: bytes) -> int:
+def _level(data: bytes | memoryview) -> int:
     """`LEVEL`, or 0 (stored deflate blocks, still one valid deflate stream for any zip
     reader) when a sample from the middle of `data` does not deflate: already-compressed
     bytes such as gzip members, where deflating costs ~15 ms a MB for nothing."""
@@ -353,28 +360,28 @@ def _level(data: bytes) -> int:
 _sample_deflate: Any = zlib.compress if _isal_zlib is None else _isal_zlib.compress
 
 
-def _compress_block(data: bytes, level: int | None, fast: bool) -> bytes:
-    """One block, fully flushed: stored (level 0, `_stored`), or deflated by ISA-L when
-    `fast` (see `deflater`). `level` None: `_level(data)`."""
+def _compress_block(data: bytes | memoryview, level: int | None, fast: bool) -> Pieces:
+    """One block, fully flushed, as pieces to write one after the other: stored (level 0,
+    `_stored`), or deflated by ISA-L when `fast` (see `deflater`). `level` None:
+    `_level(data)`."""
     if level is None:
         level = _level(data)
     if level == 0:
         return _stored(data)
     compressor = _compressor(fast=fast)
-    out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
-    return out
+    return [compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)]
 
 
-def _stored(data: bytes) -> bytes:
+def _stored(data: bytes | memoryview) -> Pieces:
     """`data` as stored deflate blocks (BTYPE 00: a zero header byte, LEN, NLEN, up to 65,535
     bytes each), byte-aligned like a full flush: what zlib writes at level 0, without the
-    ~70 µs zlib spends setting up a compressor for a block."""
+    ~70 µs zlib spends setting up a compressor for a block, and without copying `data`."""
     view = memoryview(data)
-    parts: list[bytes | memoryview] = []
+    parts: Pieces = []
     for start in range(0, len(data), _STORED_MAX):
         chunk = view[start : start + _STORED_MAX]
         parts += (_STORED_HEADER.pack(0, len(chunk), len(chunk) ^ 0xFFFF), chunk)
-    return b"".join(parts)
+    return parts
 
 
 def _encode(values: list[int]) -> bytes:

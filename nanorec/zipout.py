@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Final
@@ -94,7 +94,7 @@ class ZipOutput:
         if self.pending >= FLUSH_BYTES:
             self.flush_buffer()
 
-    def emit_compressed(self, data: list[bytes]) -> None:
+    def emit_compressed(self, data: Sequence[bytes | memoryview]) -> None:
         for part in data:
             if part:
                 self.parts.append(part)

@@ -21,7 +21,6 @@ what did not become a record: the bytes after the last complete record of a cut 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import mmap
 import os
 import zlib
@@ -49,7 +48,6 @@ META_MEMBER: Final = "pbstream.msgpack.zlib"
 TAIL_MEMBER: Final = "pbstream-tail.bin"
 META_VERSION: Final = 1
 _RELEASE_BYTES: Final = 32 << 20
-_HASH_BYTES: Final = 1 << 20
 #: Records described before their messages are handed to the writer in one call.
 _RUN: Final = 1024
 _DEFLATE_THREADS = 2
@@ -139,10 +137,6 @@ def _convert(
     ticks = first_ticks(buf, classifier)
     if ticks is not None:
         last_us = ticks_to_us(ticks)
-    # Hashed as the records are converted, so each source page is read once and can be
-    # given back (hashing the whole mapping first would keep the file resident).
-    digest = hashlib.sha256()
-    hashed = 0
     released = 0
     # Records 0 (and 1 of a legacy file) are told apart by the file's layout: general path.
     fast_from = 2 if classifier.format == LEGACY else 1
@@ -160,15 +154,11 @@ def _convert(
         ) as writer,
     ):
         runs = Runs(buf, (offsets, sizes), classifier, check, fast_from, last_us)
-        for first in range(0, len(offsets), _RUN):
-            stop = min(first + _RUN, len(offsets))
-            joined, lengths, types, kinds, stamps = runs.stored(first, stop)
+        # The source is hashed as the records are converted (`Runs`), so each page is read
+        # once and can be given back (hashing the whole mapping first would keep the file
+        # resident).
+        for (joined, lengths, types, kinds, stamps), end in runs.stored_runs(_RUN):
             writer.write_joined_run(joined, lengths, types=types, kinds=kinds, timestamps_us=stamps)
-            number = stop - 1
-            end = offsets[number] + 8 + sizes[number]
-            if end - hashed >= _HASH_BYTES:
-                digest.update(buf[hashed:end])
-                hashed = end
             if end - released >= _RELEASE_BYTES:
                 page_end = end - end % mmap.PAGESIZE
                 with contextlib.suppress(OSError, ValueError):
@@ -176,9 +166,8 @@ def _convert(
                 released = page_end
                 if progress is not None:
                     progress(end)
+        sha = writer.source["sha256"] = runs.hash_rest()
         runs.close()
-        digest.update(buf[hashed:])
-        sha = writer.source["sha256"] = digest.hexdigest()
         damaged, warnings, raw, columns = runs.damaged, runs.warnings, runs.raw, runs.columns
         for number, offset, reason in check.problems():
             warnings.append(f"record {number} at byte {offset}: its gzip member: {reason}")

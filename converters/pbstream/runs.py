@@ -11,7 +11,11 @@ before; the writer takes the run as one buffer (`ArchiveWriter.write_joined_run`
 
 from __future__ import annotations
 
+import hashlib
 import mmap
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 import msgpack
@@ -40,6 +44,9 @@ from .vector import PAD, describe_run, kind_codes
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 _HEADER: Final = np.frombuffer(GZIP_HEADER, np.uint8)
 _SMALLEST_MEMBER: Final = 18  # a gzip header and trailer
+#: Runs prepared (members inflated, source hashed) ahead of the one being converted.
+_AHEAD: Final = 2
+Run = tuple[bytes, Ints, list[tuple[str]], Ints, Ints]
 
 
 def entry_of(info: Described, member: bytes) -> dict[str, Any]:
@@ -93,16 +100,45 @@ class Runs:
         self.damaged: list[tuple[int, int, str]] = []
         self.warnings: list[str] = []
         self.raw = 0
+        self.digest = hashlib.sha256()
+        self.hashed = 0  # source bytes hashed
 
     def close(self) -> None:
         """Let go of the mapping (it can then be closed)."""
         self.view.release()
         del self.flat
 
-    def stored(self, first: int, stop: int) -> tuple[bytes, Ints, list[tuple[str]], Ints, Ints]:
-        """Records `first` to `stop` as stored messages: (joined, lengths, types, kinds,
-        index times), for `ArchiveWriter.write_joined_run`."""
-        count = stop - first
+    def stored_runs(self, size: int) -> Iterator[tuple[Run, int]]:
+        """Every record, `size` a run, as stored messages (see `stored`) and the source
+        offset after the run. A second thread prepares the next runs meanwhile: it inflates
+        their small members (one ISA-L call a run, without the GIL) and hashes the source
+        (`digest`, in order: hashlib lets go of the GIL too)."""
+        bounds = [
+            (first, min(first + size, len(self.offsets)))
+            for first in range(0, len(self.offsets), size)
+        ]
+        with ThreadPoolExecutor(1, thread_name_prefix="pbstream-inflate") as pool:
+            ahead: deque[Future[tuple[list[memoryview], bytes, Ints]]] = deque()
+            try:
+                for number, (first, stop) in enumerate(bounds):
+                    while len(ahead) <= _AHEAD and number + len(ahead) < len(bounds):
+                        ahead.append(pool.submit(self._prepare, *bounds[number + len(ahead)]))
+                    members, payloads, lengths = ahead.popleft().result()
+                    end = self.offsets[stop - 1] + 8 + self.sizes[stop - 1]
+                    yield self.stored(first, members, payloads, lengths), end
+            finally:
+                for future in ahead:
+                    future.cancel()
+
+    def hash_rest(self) -> str:
+        """The source's SHA-256, hashing what the runs did not (after every run)."""
+        self.digest.update(self.view[self.hashed :])
+        self.hashed = len(self.view)
+        return self.digest.hexdigest()
+
+    def _prepare(self, first: int, stop: int) -> tuple[list[memoryview], bytes, Ints]:
+        """The members of records `first` to `stop` and their payloads (`_payloads`); the
+        source hashed up to the run's end."""
         starts = self.starts[first:stop]
         sizes = self.lengths[first:stop]
         view = self.view
@@ -110,6 +146,16 @@ class Runs:
             view[at : at + size] for at, size in zip(starts.tolist(), sizes.tolist(), strict=True)
         ]
         payloads, lengths = self._payloads(first, members, starts, sizes)
+        end = int(starts[-1] + sizes[-1])
+        self.digest.update(view[self.hashed : end])
+        self.hashed = end
+        return members, payloads, lengths
+
+    def stored(self, first: int, members: list[memoryview], payloads: bytes, lengths: Ints) -> Run:
+        """Records `first` on (`members`, their `payloads` and `lengths`: `_prepare`) as
+        stored messages: (joined, lengths, types, kinds, index times), for
+        `ArchiveWriter.write_joined_run`."""
+        sizes = self.lengths[first : first + len(members)]
         ok, keys, nodes, trajectory, index, ticks = describe_run(payloads, lengths, self.codes)
         timed = ok.copy()
         kinds = keys.copy()
@@ -136,8 +182,6 @@ class Runs:
         joined, message_lengths = build_run(
             members, sizes, ok, keys, nodes, (trajectory, index, ticks, stamps), self.names, stored
         )
-        del members
-        assert len(message_lengths) == count
         return joined, message_lengths, types, kinds, stamps
 
     def _payloads(
