@@ -171,7 +171,7 @@ def build_run(
     used = layout.widths * fast[:, None]
     ints, int_lengths = _pack_columns(sizes, columns)
     kind, kind_length = names.rows(keys)
-    variable = [
+    variable: list[tuple[str, U8, Ints | int]] = [
         ("kind", kind, kind_length),
         ("entry", np.where(nodes, 0x84, 0x83).astype(np.uint8)[:, None], 1),
         *((name, ints[:, at], int_lengths[:, at]) for at, name in enumerate(_INT_SLOTS)),
@@ -179,7 +179,7 @@ def build_run(
     for name, values, length in variable:
         at = layout.column[name]
         data[:, at : at + values.shape[1]] = values
-        used[:, layout.number[name]] = length * fast
+        used[:, layout.number[name]] = np.multiply(length, fast)
     node_used = fast & nodes
     used[:, layout.number["key index"]] *= node_used  # nodes only
     used[:, layout.number["index"]] *= node_used

@@ -110,14 +110,17 @@ class Runs:
 
     def stored_runs(self, size: int) -> Iterator[tuple[Run, int]]:
         """Every record, `size` a run, as stored messages (see `stored`) and the source
-        offset after the run. A second thread prepares the next runs meanwhile: it inflates
-        their small members (one ISA-L call a run, without the GIL) and hashes the source
-        (`digest`, in order: hashlib lets go of the GIL too)."""
+        offset after the run. Other threads work beside: one prepares the next runs (their
+        small members inflated, one ISA-L call a run without the GIL), one hashes the
+        source, in order (`digest`: hashlib lets go of the GIL too)."""
         bounds = [
             (first, min(first + size, len(self.offsets)))
             for first in range(0, len(self.offsets), size)
         ]
-        with ThreadPoolExecutor(1, thread_name_prefix="pbstream-inflate") as pool:
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="pbstream-inflate") as pool,
+            ThreadPoolExecutor(1, thread_name_prefix="pbstream-sha256") as hasher,
+        ):
             ahead: deque[Future[tuple[list[memoryview], bytes, Ints]]] = deque()
             try:
                 for number, (first, stop) in enumerate(bounds):
@@ -125,6 +128,8 @@ class Runs:
                         ahead.append(pool.submit(self._prepare, *bounds[number + len(ahead)]))
                     members, payloads, lengths = ahead.popleft().result()
                     end = self.offsets[stop - 1] + 8 + self.sizes[stop - 1]
+                    hasher.submit(self.digest.update, self.view[self.hashed : end])
+                    self.hashed = end
                     yield self.stored(first, members, payloads, lengths), end
             finally:
                 for future in ahead:
@@ -137,8 +142,7 @@ class Runs:
         return self.digest.hexdigest()
 
     def _prepare(self, first: int, stop: int) -> tuple[list[memoryview], bytes, Ints]:
-        """The members of records `first` to `stop` and their payloads (`_payloads`); the
-        source hashed up to the run's end."""
+        """The members of records `first` to `stop` and their payloads (`_payloads`)."""
         starts = self.starts[first:stop]
         sizes = self.lengths[first:stop]
         view = self.view
@@ -146,9 +150,6 @@ class Runs:
             view[at : at + size] for at, size in zip(starts.tolist(), sizes.tolist(), strict=True)
         ]
         payloads, lengths = self._payloads(first, members, starts, sizes)
-        end = int(starts[-1] + sizes[-1])
-        self.digest.update(view[self.hashed : end])
-        self.hashed = end
         return members, payloads, lengths
 
     def stored(self, first: int, members: list[memoryview], payloads: bytes, lengths: Ints) -> Run:

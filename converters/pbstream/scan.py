@@ -22,6 +22,8 @@ import zlib
 from collections.abc import Sequence
 from typing import Any, Final
 
+import numpy as np
+
 from .stream import GZIP_HEADER, SIZE, Cut
 
 #: Members below this many bytes are inflated whole on the converting thread.
@@ -54,6 +56,7 @@ _inflate_members: Any = _members_inflater()
 _SIGNATURE: Final = GZIP_HEADER[:3]
 #: An empty gzip member named by 16 random bytes (FNAME), put after each member of a run.
 _SEPARATOR: Final = struct.Struct("<10s16sx2sII")
+_FOUR: Final = np.arange(4)
 
 
 def frame_table(buf: Any, start: int) -> tuple[list[int], list[int], Cut | None]:
@@ -97,7 +100,9 @@ def whole_payload(member: bytes) -> bytes | None:
     return payload
 
 
-def inflate_run(members: Sequence[Any]) -> tuple[bytes, list[int]] | None:
+def inflate_run(
+    members: Sequence[Any],
+) -> tuple[bytes, np.ndarray[Any, np.dtype[np.int64]]] | None:
     """The payloads of members that each start with Cartographer's gzip header (below
     `WHOLE_BELOW` bytes), inflated in one ISA-L call, joined, and each one's size; None when
     they do not read exactly as one `whole_payload` per member would (or without ISA-L):
@@ -120,12 +125,15 @@ def inflate_run(members: Sequence[Any]) -> tuple[bytes, list[int]] | None:
     joined = b"".join(pieces)
     if joined.count(_SIGNATURE) != len(pieces):
         return None
-    sizes = [int.from_bytes(member[-4:], "little") for member in members]
+    # each member's ISIZE: its last four bytes
+    ends = np.cumsum(np.fromiter(map(len, members), np.int64, len(members)) + _SEPARATOR.size)
+    trailers = np.frombuffer(joined, np.uint8).take((ends - _SEPARATOR.size - 4)[:, None] + _FOUR)
+    sizes: np.ndarray[Any, np.dtype[np.int64]] = trailers.view("<u4")[:, 0].astype(np.int64)
     try:
         payloads: bytes = _inflate_members(joined)
     except (*_errors, OSError, EOFError, ValueError):
         return None
-    if len(payloads) != sum(sizes):
+    if len(payloads) != int(sizes.sum()):
         return None
     return payloads, sizes
 

@@ -163,7 +163,7 @@ def test_inflate_run_reads_as_whole_payload_or_refuses() -> None:
     found = inflate_run(members)
     assert found is not None
     assert found[0] == b"".join(payloads)
-    assert found[1] == [len(payload) for payload in payloads]
+    assert found[1].tolist() == [len(payload) for payload in payloads]
     for _ in range(200):
         # what `Runs` hands it: members with Cartographer's header, each of 18 bytes or more
         broken = [
