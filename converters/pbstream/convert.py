@@ -2,12 +2,14 @@
 
 Each message is `{kind: entry}` with `entry` holding the record's original gzip `member`
 (export copies it back: byte-exact by construction) and the record's `trajectory_id`, `index`
-(node or submap index) and `timestamp` (Cartographer ticks) where it has them. Small members
-are inflated whole and checked in one call (`scan`); of larger ones only the first bytes
-(`Classifier.describe_member`: those fields open every record), checked whole on a second
-thread (`crc`), so converting is not bound by zlib: inflating every record and deflating it again to
-prove the member rebuilds (what archives before this held: the payload, and a member only
-where the rebuild differed; still read and exported) cost ~4x the source in zlib work.
+(node or submap index) and `timestamp` (Cartographer ticks) where it has them. Records go
+in runs (`runs.Runs`): a run's small members are inflated whole and checked in one call on a
+look-ahead thread (`scan.inflate_run`), its messages built at once and written as one
+buffer; of larger members only the first bytes are read (`Classifier.describe_member`: those
+fields open every record), checked whole on another thread (`crc`), so converting is not
+bound by zlib: inflating every record and deflating it again to prove the member rebuilds
+(what archives before this held: the payload, and a member only where the rebuild differed;
+still read and exported) cost ~4x the source in zlib work.
 Readers inflate a member, checking its CRC-32, when they need the payload. A record whose
 member does not inflate as far as read is kind `damaged` and keeps its member.
 The index time is the record's own time in Unix microseconds; records without time (and

@@ -3,10 +3,11 @@ whole in one C call that also checks them.
 
 Converting is bound by per-record Python work (~0.5 KB a record), so what is done per record
 is cut to the least: the size prefixes are read in one tight loop before any record is
-described (`frame_table`); a member of Cartographer's header up to `WHOLE_BELOW` bytes (most
-records: odometry, IMU, nodes) is inflated whole by ISA-L (`isal`, the `fast` extra; zlib
-without it) with its gzip CRC-32 and ISIZE checked in the same call (`whole_payload`), which
-costs less than inflating its first bytes and inflating it again on the checking thread; only
+described (`frame_table`); the members of Cartographer's header up to `WHOLE_BELOW` bytes
+(most records: odometry, IMU, nodes) of a run are inflated whole by ISA-L (`isal`, the `fast`
+extra) in one call, each with its gzip CRC-32 and ISIZE checked (`inflate_run`; one
+`whole_payload` a member without ISA-L, or when the run holds anything unusual), which costs
+less than inflating their first bytes and inflating them again on the checking thread; only
 larger members (submaps, pose graphs: few, but most of the bytes) are peeked and checked
 whole beside the conversion (`crc.MemberCheck`, one long call each, so the two threads seldom
 wait for each other's GIL). Anything unusual (another gzip header, damage, a record the
