@@ -67,20 +67,23 @@ def frame_table(buf: Any, start: int) -> tuple[list[int], list[int], Cut | None]
     unpack = SIZE.unpack_from
     offsets: list[int] = []
     sizes: list[int] = []
+    add_offset = offsets.append
+    add_size = sizes.append
     pos = start
+    last = total - 8  # the last offset an 8-byte size fits at
     cut: Cut | None = None
-    while pos < total:
-        if total - pos < 8:
-            cut = Cut(pos, f"{total - pos} bytes left where an 8-byte record size belongs")
-            break
+    while pos <= last:
         (size,) = unpack(buf, pos)
-        left = total - pos - 8
-        if size > left:
+        if size > last - pos:
+            left = last - pos
             cut = Cut(pos, f"the record size says {size} bytes but only {left} follow")
             break
-        offsets.append(pos)
-        sizes.append(size)
+        add_offset(pos)
+        add_size(size)
         pos += 8 + size
+    else:
+        if pos < total:
+            cut = Cut(pos, f"{total - pos} bytes left where an 8-byte record size belongs")
     return offsets, sizes, cut
 
 

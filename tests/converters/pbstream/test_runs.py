@@ -19,8 +19,8 @@ from nanorec.converters.pbstream import runs
 from nanorec.converters.pbstream.convert import convert
 from nanorec.converters.pbstream.generate import Plan, iter_payloads
 from nanorec.converters.pbstream.glue import KindNames, build_run
-from nanorec.converters.pbstream.scan import inflate_run, whole_payload
-from nanorec.converters.pbstream.stream import GZIP_HEADER, MAGIC, build_member
+from nanorec.converters.pbstream.scan import frame_table, inflate_run, whole_payload
+from nanorec.converters.pbstream.stream import GZIP_HEADER, MAGIC, Cut, build_member, iter_frames
 from nanorec.layout import use_layout
 from nanorec.wire import timestamp_entry
 
@@ -181,3 +181,16 @@ def test_inflate_run_reads_as_whole_payload_or_refuses() -> None:
             assert any(not payload for payload in each) or any(
                 member.count(b"\x1f\x8b\x08") > 1 for member in broken
             )
+
+
+def test_frame_table_reads_as_iter_frames() -> None:
+    members = [build_member(p) for p in fuzzed_payloads(5, 40)]
+    data = _stream(members)
+    rng = random.Random(6)
+    for end in [len(data), *range(len(data) - 30, len(data)), *rng.sample(range(9), 5)]:
+        cut_data = data[:end]
+        offsets, sizes, cut = frame_table(cut_data, len(MAGIC))
+        frames = list(iter_frames(cut_data))
+        want_cut = frames.pop() if frames and isinstance(frames[-1], Cut) else None
+        assert [(f.offset, f.size) for f in frames] == list(zip(offsets, sizes, strict=True))
+        assert cut == want_cut
