@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import struct
 import zlib
 from collections.abc import Sequence
 from typing import Any, Final
@@ -55,8 +54,9 @@ def _members_inflater() -> Any:
 
 _inflate_members: Any = _members_inflater()
 _SIGNATURE: Final = GZIP_HEADER[:3]
-#: An empty gzip member named by 16 random bytes (FNAME), put after each member of a run.
-_SEPARATOR: Final = struct.Struct("<10s16sx2sII")
+#: Cartographer's gzip header with the FNAME flag: a name of `_NAME` random bytes follows.
+_NAMED_HEADER: Final = GZIP_HEADER[:3] + bytes((GZIP_HEADER[3] | 0x08,)) + GZIP_HEADER[4:]
+_NAME: Final = 16
 _FOUR: Final = np.arange(4)
 
 
@@ -108,30 +108,31 @@ def inflate_run(
     members: Sequence[Any],
 ) -> tuple[bytes, np.ndarray[Any, np.dtype[np.int64]]] | None:
     """The payloads of members that each start with Cartographer's gzip header (below
-    `WHOLE_BELOW` bytes), inflated in one ISA-L call, joined, and each one's size; None when
-    they do not read exactly as one `whole_payload` per member would (or without ISA-L):
-    the caller then takes them one at a time.
+    `WHOLE_BELOW` bytes; the caller checks the header), inflated in one ISA-L call, joined,
+    and each one's size; None when they do not read exactly as one `whole_payload` per
+    member would (or without ISA-L): the caller then takes them one at a time.
 
-    Each member is followed by an empty gzip member named by random bytes: decoding one
-    member into the next would put bytes nobody could know into its CRC, so each member
-    ends inside its own bytes. Exactly one gzip signature per member and per separator
-    (none inside: no member holds a second one) and sizes from the trailers (ISIZE) that
-    add up to the output leave only one way to read them: each member whole, ending at its
-    last byte (a member with zeros after it reads a smaller ISIZE there: the sum falls
-    short, unless its payload is empty, which the caller sends to the general path as it
-    does when `whole_payload` refuses it)."""
+    In the buffer inflated, each member's header is Cartographer's with a name (FNAME) of
+    random bytes: decoding one member into the next would put bytes nobody could know into
+    its CRC, so each member ends inside its own bytes. Exactly one gzip signature per member
+    (none inside: no member holds a second one) and sizes from the trailers (ISIZE) that add
+    up to the output leave only one way to read them: each member whole, ending at its last
+    byte (a member with zeros after it reads a smaller ISIZE there: the sum falls short,
+    unless its payload is empty, which the caller sends to the general path as it does when
+    `whole_payload` refuses it)."""
     if _inflate_members is None or not members:
         return None
-    name = bytes(byte or 1 for byte in os.urandom(16))
-    separator = _SEPARATOR.pack(b"\x1f\x8b\x08\x08\0\0\0\0\0\xff", name, b"\x03\0", 0, 0)
-    pieces: list[Any] = [separator] * (2 * len(members))
-    pieces[0::2] = members
+    name = bytes(byte or 1 for byte in os.urandom(_NAME))
+    header = _NAMED_HEADER + name + b"\0"
+    pieces: list[Any] = [header] * (2 * len(members))
+    pieces[1::2] = [member[len(GZIP_HEADER) :] for member in members]
     joined = b"".join(pieces)
-    if joined.count(_SIGNATURE) != len(pieces):
+    if joined.count(_SIGNATURE) != len(members):
         return None
     # each member's ISIZE: its last four bytes
-    ends = np.cumsum(np.fromiter(map(len, members), np.int64, len(members)) + _SEPARATOR.size)
-    trailers = np.frombuffer(joined, np.uint8).take((ends - _SEPARATOR.size - 4)[:, None] + _FOUR)
+    grown = len(header) - len(GZIP_HEADER)
+    ends = np.cumsum(np.fromiter(map(len, members), np.int64, len(members)) + grown)
+    trailers = np.frombuffer(joined, np.uint8).take((ends - 4)[:, None] + _FOUR)
     sizes: np.ndarray[Any, np.dtype[np.int64]] = trailers.view("<u4")[:, 0].astype(np.int64)
     try:
         payloads: bytes = _inflate_members(joined)
