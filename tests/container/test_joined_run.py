@@ -48,14 +48,20 @@ def _splits(rng: random.Random, count: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(edges))
 
 
-@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize(("compact", "threads"), [(False, None), (True, None), (True, 0)])
 @pytest.mark.parametrize("block_bytes", [1 << 10, 16 << 10])
-def test_joined_run_writes_the_same_bytes(tmp_path: Path, compact: bool, block_bytes: int) -> None:
+def test_joined_run_writes_the_same_bytes(
+    tmp_path: Path, compact: bool, threads: int | None, block_bytes: int
+) -> None:
     for seed in range(3):
         messages = _messages(seed, 400)
         rng = random.Random(seed)
         one, joined = tmp_path / f"one{seed}.zip", tmp_path / f"joined{seed}.zip"
-        options: dict[str, Any] = {"compact": compact, "block_bytes": block_bytes}
+        options: dict[str, Any] = {
+            "compact": compact,
+            "block_bytes": block_bytes,
+            "deflate_threads": threads,
+        }
         with ArchiveWriter(one, overwrite=True, **options) as writer:
             writer.write_stored_run(
                 [m[0] for m in messages],
