@@ -20,23 +20,20 @@ through the reader's slow path (inflated once into a temporary file).
 
 from __future__ import annotations
 
-import bisect
 import importlib
-import itertools
 import os
 import struct
 import threading
 import zlib
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Final
 
 import numpy as np
 
+from nanorec import blockcut
 from nanorec.crc import crc32
-from nanorec.errors import ArchiveError, TruncatedError
-from nanorec.zipfile64 import Buffer
 
 #: A block ends before the message that would take it past this many uncompressed bytes.
 BLOCK_BYTES: Final = 16 << 10
@@ -60,14 +57,11 @@ def _load_isal() -> Any:
 
 
 _isal_zlib: Any = _load_isal()
+#: Compressed bytes, as pieces written one after the other.
+Pieces = list[bytes | memoryview]
 #: Threads deflating blocks, and how many finished blocks may wait for them.
 _THREADS: Final = 2
 _AHEAD: Final = 16
-#: A block ends at half its size when it holds between these many messages (messages of
-#: 0.5-2 KiB: a read inflates up to half a block before its message, so half as much, for a
-#: few % of size; smaller messages need the whole block to deflate well, and two or three
-#: larger ones make a block anyway).
-_HALF_BLOCK: Final = (4, 16)
 _AHEAD_BYTES: Final = 16 << 20
 #: Blocks go to the threads in batches of about this many bytes: one hand-over (~40 us of
 #: queue, wake-up and GIL) per batch, not per block, which ISA-L deflates in ~30 us.
@@ -75,8 +69,6 @@ _BATCH_BYTES: Final = 128 << 10
 #: ISA-L deflates a block up to this size before the block's sample would be set up: the
 #: block itself says whether it deflates.
 _SMALL_BLOCK: Final = 32 << 10
-#: Inflate at least this much per step when a read continues a cached block.
-_STEP: Final = 4096
 _WBITS: Final = -zlib.MAX_WBITS
 #: A block is stored when this many bytes from its middle deflate (level 1) to more than
 #: `_STORE_ABOVE` of their size.
@@ -226,26 +218,26 @@ class BlockDeflater:
         self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
         self._count = 0  # messages in the open block
-        self._batch: list[tuple[bytes, bool]] = []  # closed blocks not handed over yet
+        self._batch: list[tuple[bytes | memoryview, bool]] = []  # blocks not handed over
         self._batch_bytes = 0
-        self._pending: deque[tuple[Future[list[bytes]], int]] = deque()  # batches in work
+        self._pending: deque[tuple[Future[list[Pieces]], int]] = deque()  # batches in work
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
-    def add(self, pieces: Sequence[bytes | memoryview], length: int) -> list[bytes]:
+    def add(self, pieces: Sequence[bytes | memoryview], length: int) -> Pieces:
         """One message's pieces (`length` bytes in all) -> compressed output ready now."""
         return self.add_run((pieces,), (length,))
 
     def add_run(
         self, messages: Sequence[Sequence[bytes | memoryview]], lengths: Sequence[int]
-    ) -> list[bytes]:
+    ) -> Pieces:
         """Many messages (each its pieces, `lengths[i]` bytes in all) -> compressed output
         ready now. The same blocks as adding them one by one: only integer arithmetic per
         message, the joins and hand-overs once a block (a per-message call was most of a
         compact conversion of ~100-byte messages)."""
-        out: list[bytes] = []
+        out: Pieces = []
         block, count, size = self._block, self._count, self._in
         full, half = self.block_bytes, self.block_bytes // 2
-        low, high = _HALF_BLOCK
+        low, high = blockcut.HALF_BLOCK
         pieces_open = self._open
         offsets = self.offsets
         for pieces, length in zip(messages, lengths, strict=True):
@@ -271,13 +263,38 @@ class BlockDeflater:
         self._block, self._count, self._in = block, count, size
         return out
 
-    def end_block(self) -> list[bytes]:
+    def add_joined(self, joined: bytes, lengths: np.ndarray[Any, np.dtype[np.int64]]) -> Pieces:
+        """`add_run` for messages back to back in `joined` (`lengths` bytes each, each > 0):
+        blocks end where `add_run` would end them (`blockcut.cuts`, with numpy), each a
+        slice of `joined`, not copied when it holds no bytes from before the run."""
+        ends, _, _ = blockcut.cuts(lengths, self._block, self._count, self.block_bytes)
+        view = memoryview(joined)
+        offsets = np.concatenate(([0], np.cumsum(lengths))).tolist()
+        done = 0
+        out: Pieces = []
+        for end in [*ends, -1]:  # -1: the rest, left open
+            stop = len(lengths) if end < 0 else end
+            if stop > done:
+                size = offsets[stop] - offsets[done]
+                if not self._block:
+                    self.offsets.append(self._in)
+                self._open.append(view[offsets[done] : offsets[stop]])
+                self._in += size
+                self._block += size
+                self._count += stop - done
+                done = stop
+            if end >= 0:
+                self._submit(borrow=type(joined) is bytes)
+                out += self._collect(wait=self._behind())
+        return out
+
+    def end_block(self) -> Pieces:
         """Close the open block and return every block's compressed bytes not yet returned."""
         self._submit()
         self._hand_over()
         return self._collect(wait=True, everything=True)
 
-    def finish(self) -> list[bytes]:
+    def finish(self) -> Pieces:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()
         tail: bytes = _compressor(fast=False).flush(zlib.Z_FINISH)
@@ -294,11 +311,15 @@ class BlockDeflater:
         self._batch.clear()
         self._batch_bytes = 0
 
-    def _submit(self) -> None:
-        """Close the open block: into the batch, handed over once the batch is full."""
+    def _submit(self, *, borrow: bool = False) -> None:
+        """Close the open block: into the batch, handed over once the batch is full.
+        `borrow`: its pieces are immutable (slices of a `bytes`): one piece is not copied."""
         if not self._block:
             return
-        data = b"".join(self._open)  # a copy: the caller may reuse its buffers
+        if borrow and len(self._open) == 1:
+            data: bytes | memoryview = self._open[0]
+        else:
+            data = b"".join(self._open)  # a copy: the caller may reuse its buffers
         self.crc = crc32(data, self.crc)
         self._batch.append((data, self._count < _TINY_MESSAGES))
         self._batch_bytes += len(data)
@@ -321,15 +342,15 @@ class BlockDeflater:
         self._pending.append((future, size))
         self._pending_bytes += size
 
-    def _collect(self, *, wait: bool, everything: bool = False) -> list[bytes]:
-        out = []
+    def _collect(self, *, wait: bool, everything: bool = False) -> Pieces:
+        out: Pieces = []
         while self._pending and (wait or self._pending[0][0].done()):
             future, size = self._pending.popleft()
             self._pending_bytes -= size
-            for data in future.result():
+            for pieces in future.result():
                 self.starts.append(self._out)
-                self._out += len(data)
-                out.append(data)
+                self._out += sum(len(piece) for piece in pieces)
+                out += pieces
             wait = everything or self._behind()
         return out
 
@@ -351,7 +372,7 @@ class BlockDeflater:
         }
 
 
-def _level(data: bytes) -> int:
+def _level(data: bytes | memoryview) -> int:
     """`LEVEL`, or 0 (stored deflate blocks, still one valid deflate stream for any zip
     reader) when a sample from the middle of `data` does not deflate: already-compressed
     bytes such as gzip members, where deflating costs ~15 ms a MB for nothing."""
@@ -368,12 +389,12 @@ def _level(data: bytes) -> int:
 _sample_deflate: Any = zlib.compress if _isal_zlib is None else _isal_zlib.compress
 
 
-def _compress_blocks(batch: list[tuple[bytes, bool]]) -> list[bytes]:
+def _compress_blocks(batch: list[tuple[bytes | memoryview, bool]]) -> list[Pieces]:
     """A batch of blocks, each `(data, fast)`, compressed in order."""
     return [_compress_block(data, fast) for data, fast in batch]
 
 
-def _compress_block(data: bytes, fast: bool) -> bytes:
+def _compress_block(data: bytes | memoryview, fast: bool) -> Pieces:
     """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
     (by ISA-L when `fast`: see `deflater`). Whether it deflates: a sample's say (`_level`),
     or for a small ISA-L block the block's own deflate, which costs about what setting up a
@@ -381,24 +402,23 @@ def _compress_block(data: bytes, fast: bool) -> bytes:
     if fast and _isal_zlib is not None and len(data) <= _SMALL_BLOCK:
         compressor = _compressor(fast=True)
         out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
-        return out if len(out) <= _STORE_ABOVE * len(data) else _stored(data)
+        return [out] if len(out) <= _STORE_ABOVE * len(data) else _stored(data)
     if _level(data) == 0:
         return _stored(data)
     compressor = _compressor(fast=fast)
-    out = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
-    return out
+    return [compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)]
 
 
-def _stored(data: bytes) -> bytes:
+def _stored(data: bytes | memoryview) -> Pieces:
     """`data` as stored deflate blocks (BTYPE 00: a zero header byte, LEN, NLEN, up to 65,535
     bytes each), byte-aligned like a full flush: what zlib writes at level 0, without the
-    ~70 µs zlib spends setting up a compressor for a block."""
+    ~70 µs zlib spends setting up a compressor for a block, and without copying `data`."""
     view = memoryview(data)
-    parts: list[bytes | memoryview] = []
+    parts: Pieces = []
     for start in range(0, len(data), _STORED_MAX):
         chunk = view[start : start + _STORED_MAX]
         parts += (_STORED_HEADER.pack(0, len(chunk), len(chunk) ^ 0xFFFF), chunk)
-    return b"".join(parts)
+    return parts
 
 
 def _encode(values: list[int]) -> bytes:
@@ -406,159 +426,4 @@ def _encode(values: list[int]) -> bytes:
     return zlib.compress(np.diff(array, prepend=np.uint64(0)).astype("<u8").tobytes(), LEVEL)
 
 
-def _decode(data: object, count: int, what: str) -> list[int]:
-    if type(data) is not bytes:
-        raise ArchiveError(f"block table: {what} is not bytes")
-    inflater = zlib.decompressobj()
-    try:
-        raw = inflater.decompress(data, 8 * count + 1)
-    except zlib.error as error:
-        raise ArchiveError(f"block table: {what} does not inflate ({error})") from None
-    if len(raw) != 8 * count or not inflater.eof:
-        raise ArchiveError(f"block table: {what} does not hold {count} values")
-    values: list[int] = np.cumsum(np.frombuffer(raw, "<u8"), dtype="<u8").tolist()
-    return values
-
-
-class _Cached(threading.local):
-    """The block a thread read last, partly inflated (sequential reads inflate it once)."""
-
-    block = -1
-    start = 0  # the block's uncompressed offset
-    out = b""  # its bytes inflated so far (from `start`)
-    inflater: Any = None
-
-
-class BlockReader:
-    """Random access to the messages of a block-deflated member in `buf`.
-
-    `data_start`/`data_size`: where the member's compressed bytes are; `messages_size`: its
-    uncompressed size. Raises `ArchiveError` at construction when the table is malformed or
-    does not fit the member. Thread-safe: each thread keeps its own cached block."""
-
-    def __init__(
-        self,
-        buf: Buffer,
-        table: Mapping[str, Any],
-        *,
-        data_start: int,
-        data_size: int,
-        messages_size: int,
-    ) -> None:
-        if table.get("size") != data_size:
-            raise ArchiveError(
-                f"block table: made for a {table.get('size')!r}-byte stream, messages.msgpack "
-                f"holds {data_size} compressed bytes"
-            )
-        count = table.get("count")
-        if type(count) is not int or not 0 <= count <= data_size + 1:
-            raise ArchiveError(f"block table: count {count!r} is not a plausible block count")
-        self._offsets = _decode(table.get("offset"), count, "offset")
-        self._starts = _decode(table.get("start"), count, "start")
-        for name, values, limit in (
-            ("offset", self._offsets, messages_size),
-            ("start", self._starts, data_size),
-        ):
-            if values and (values[0] != 0 or values[-1] >= max(limit, 1)):
-                raise ArchiveError(f"block table: {name}s do not start at 0 inside the member")
-            if any(b <= a for a, b in itertools.pairwise(values)):
-                raise ArchiveError(f"block table: {name}s are not increasing")
-        if messages_size and not count:
-            raise ArchiveError("block table: no block for a non-empty messages member")
-        self._buf = buf
-        self._data_start = data_start
-        self._data_size = data_size
-        self._size = messages_size
-        self._cached = _Cached()
-
-    @property
-    def block_count(self) -> int:
-        return len(self._offsets)
-
-    def read(self, offset: int, length: int) -> bytes:
-        """The uncompressed bytes `[offset, offset + length)` of the member."""
-        cached = self._cached
-        begin = offset - cached.start
-        end = begin + length
-        if begin >= 0 and end <= len(cached.out):  # inflated already (a sequential pass)
-            return cached.out[begin:end] if length > 0 else b""
-        if length <= 0:
-            return b""
-        block = bisect.bisect_right(self._offsets, offset) - 1
-        begin = offset - self._offsets[block]
-        end = begin + length
-        if end > self._block_size(block):  # spans blocks (not written so): not cached
-            return self._inflate_span(block, begin, end)
-        if cached.block != block:
-            self.forget()
-            inflater = zlib.decompressobj(_WBITS)
-            cached.out = self._inflate(inflater, self._compressed(block), end, block)
-            cached.inflater = inflater
-            cached.start = self._offsets[block]
-            cached.block = block
-        elif len(cached.out) < end:
-            # a second read in the block (a pass in order): the rest of the block at once,
-            # not a call per message
-            inflater = cached.inflater
-            rest = self._block_size(block) - len(cached.out)
-            cached.out += self._inflate(inflater, inflater.unconsumed_tail, rest, block)
-        out = cached.out
-        if len(out) < end:
-            self.forget()
-            raise self._short(f"block {block} (the message at {offset})", block, len(out), end)
-        return out[begin:end]
-
-    def _block_size(self, block: int) -> int:
-        following = self._offsets[block + 1] if block + 1 < len(self._offsets) else self._size
-        return following - self._offsets[block]
-
-    def _compressed(self, block: int, last: int | None = None) -> memoryview:
-        last = block if last is None else last
-        start = self._data_start + self._starts[block]
-        following = last + 1
-        stop = self._data_start + (
-            self._starts[following] if following < len(self._starts) else self._data_size
-        )
-        return memoryview(self._buf)[start:stop]
-
-    def _inflate(self, inflater: Any, data: bytes | memoryview, want: int, block: int) -> bytes:
-        try:
-            out: bytes = inflater.decompress(data, max(want, _STEP))
-        except zlib.error as error:
-            self.forget()
-            raise ArchiveError(
-                f"block {block} of messages.msgpack is damaged ({error})",
-                offset=self._data_start + self._starts[block],
-            ) from None
-        finally:
-            if isinstance(data, memoryview):
-                data.release()
-        return out
-
-    def _inflate_span(self, block: int, begin: int, end: int) -> bytes:
-        last = bisect.bisect_right(self._offsets, self._offsets[block] + end - 1) - 1
-        data = self._inflate(zlib.decompressobj(_WBITS), self._compressed(block, last), end, block)
-        if len(data) < end:
-            raise self._short(f"blocks {block}-{last}", block, len(data), end)
-        return data[begin:end]
-
-    def _short(self, blocks: str, first: int, got: int, end: int) -> TruncatedError:
-        """The error for `blocks` (starting at block `first`) inflating to `got` bytes where a
-        read needs `end`."""
-        return TruncatedError(
-            f"messages.msgpack's {blocks} inflated to {got} bytes, short of {end}",
-            offset=self._data_start + self._starts[first],
-            expected=end,
-            actual=got,
-        )
-
-    def forget(self) -> None:
-        """Drop this thread's cached block."""
-        cached = self._cached
-        cached.block = -1
-        cached.start = 0
-        cached.inflater = None
-        cached.out = b""
-
-
-__all__ = ["BLOCK_BYTES", "LEVEL", "BlockDeflater", "BlockReader", "deflater"]
+__all__ = ["BLOCK_BYTES", "LEVEL", "BlockDeflater", "Pieces", "deflater"]

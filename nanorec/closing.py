@@ -32,6 +32,17 @@ from nanorec.zipout import ZipOutput
 INDEX_MEMBER: Final = "index.msgpack"
 
 
+#: The index of this many messages or more, averaging `FAST_INDEX_AT` bytes or more, is
+#: deflated by ISA-L (when installed; `blocks.deflater`): ~15x faster than zlib's level 6
+#: (0.16 s of CPU at close for pbstream's 180,000 messages a 100 MB), for ~3 % more of a
+#: member that is then a small part of the archive (~10 of ~80 index bytes a message
+#: against 256 or more of messages). Archives of smaller messages, where the index weighs
+#: and the size budgets bind, and small indexes (which ISA-L deflates up to 3x larger, and
+#: zlib in no time) keep zlib's level 6.
+FAST_INDEX_COUNT: Final = 16384
+FAST_INDEX_AT: Final = 256
+
+
 def write_closing_members(
     out: ZipOutput,
     *,
@@ -54,7 +65,12 @@ def write_closing_members(
     and the sizes; the block table of `blocks`), then `members` (deflated as `compress` says), all
     after the finished messages member of `count` messages, `messages_size` bytes."""
     index_bytes = index_chunks or iter_index_bytes(index, registry, count, messages_size)
-    index_header = out.write_streamed(INDEX_MEMBER, index_bytes, compress=compact)
+    index_header = out.write_streamed(
+        INDEX_MEMBER,
+        index_bytes,
+        compress=compact,
+        fast=count >= FAST_INDEX_COUNT and messages_size >= FAST_INDEX_AT * count,
+    )
     fields = base_fields(
         producer=producer,
         created_utc=created_utc,

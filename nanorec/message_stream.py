@@ -214,6 +214,54 @@ class MessageStream:
             out.emit_compressed(self._blocks.add_run([(m,) for m in stored], lengths))
         return self._end_run(np.array(lengths, np.int64), column, crcs, 0, codes)
 
+    def append_joined(
+        self,
+        joined: bytes,
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+        types: Sequence[tuple[str, ...]],
+        kinds: np.ndarray[Any, np.dtype[np.int64]],
+        timestamps_us: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
+    ) -> int:
+        """`ArchiveWriter.write_joined_run`: complete stored messages back to back in one
+        buffer; the first one's number. Per message only its CRC is a Python call."""
+        count = len(lengths)
+        if len(kinds) != count or len(timestamps_us) != count:
+            raise UsageError("one kind and one timestamp per message are needed")
+        if not count:
+            return self.count
+        lengths = np.asarray(lengths, np.int64)
+        kinds = np.asarray(kinds, np.int64)
+        ends = np.cumsum(lengths)
+        if int(ends[-1]) != len(joined) or (lengths <= 0).any():
+            raise UsageError("the message lengths must be positive and add up to the buffer")
+        if (kinds < 0).any() or (kinds >= len(types)).any():
+            raise UsageError("a message's kind is not a number of one of the types given")
+        column = self._run_times(timestamps_us)
+        # types registered in the order their messages come, as one message at a time would
+        used, seen = np.unique(kinds, return_index=True)
+        table = np.zeros(len(types), np.uint32)
+        for kind in used[np.argsort(seen)].tolist():
+            key = types[kind]
+            code = self._valid_types.get(key)
+            table[kind] = self._register_types(tuple(key)) if code is None else code
+        codes = table.take(kinds)
+        view = memoryview(joined)
+        crcs = np.array(
+            [
+                crc32(view[start:end])
+                for start, end in zip((ends - lengths).tolist(), ends.tolist(), strict=True)
+            ],
+            np.uint32,
+        )
+        blocks = self._blocks
+        out = self._out
+        if blocks is None:
+            out.parts.append(joined)
+            out.pending += len(joined)
+        else:
+            out.emit_compressed(blocks.add_joined(joined, lengths))
+        return self._end_run(lengths, column, crcs, 0, codes)
+
     def append_rows(
         self,
         rows: np.ndarray[Any, np.dtype[np.uint8]],
@@ -276,7 +324,7 @@ class MessageStream:
         column: np.ndarray[Any, np.dtype[np.int64]],
         crcs: np.ndarray[Any, np.dtype[np.uint32]],
         flags: int,
-        codes: int | list[int],
+        codes: int | list[int] | np.ndarray[Any, np.dtype[np.uint32]],
     ) -> int:
         """Index a run written to the stream; the first message's number."""
         first = self.count

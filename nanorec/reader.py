@@ -37,7 +37,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.blocks import BlockReader
+from nanorec.blockread import BlockReader
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import (

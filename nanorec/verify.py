@@ -25,7 +25,7 @@ from typing import Any, Final
 import msgpack
 import numpy as np
 
-from nanorec.blocks import BlockReader
+from nanorec.blockread import BlockReader
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import NanorecError, TruncatedError

@@ -228,6 +228,25 @@ class ArchiveWriter:
         self._check_open()
         return self._stream.append_stored_run(stored, types, timestamps_us)
 
+    def write_joined_run(
+        self,
+        joined: bytes,
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+        *,
+        types: Sequence[tuple[str, ...]],
+        kinds: np.ndarray[Any, np.dtype[np.int64]],
+        timestamps_us: Sequence[int] | np.ndarray[Any, np.dtype[np.int64]],
+    ) -> int:
+        """`write_stored_run` for messages already joined back to back in `joined`
+        (`lengths` bytes each, all > 0), message `i` having the types `types[kinds[i]]`:
+        for converters that build a run's messages at once (pbstream's, with numpy). The
+        buffer is written as given (trusted, as for `write_stored_run`), in the compact
+        layout cut into blocks where one message at a time would cut it; per message only
+        its CRC is a Python call. Same checks on timestamps and types; returns the number of
+        the first message."""
+        self._check_open()
+        return self._stream.append_joined(joined, lengths, types, kinds, timestamps_us)
+
     def write_stored_rows(
         self,
         rows: np.ndarray[Any, np.dtype[np.uint8]],

@@ -2,12 +2,14 @@
 
 Each message is `{kind: entry}` with `entry` holding the record's original gzip `member`
 (export copies it back: byte-exact by construction) and the record's `trajectory_id`, `index`
-(node or submap index) and `timestamp` (Cartographer ticks) where it has them. Small members
-are inflated whole and checked in one call (`scan`); of larger ones only the first bytes
-(`Classifier.describe_member`: those fields open every record), checked whole on a second
-thread (`crc`), so converting is not bound by zlib: inflating every record and deflating it again to
-prove the member rebuilds (what archives before this held: the payload, and a member only
-where the rebuild differed; still read and exported) cost ~4x the source in zlib work.
+(node or submap index) and `timestamp` (Cartographer ticks) where it has them. Records go
+in runs (`runs.Runs`): a run's small members are inflated whole and checked in one call on a
+look-ahead thread (`scan.inflate_run`), its messages built at once and written as one
+buffer; of larger members only the first bytes are read (`Classifier.describe_member`: those
+fields open every record), checked whole on another thread (`crc`), so converting is not
+bound by zlib: inflating every record and deflating it again to prove the member rebuilds
+(what archives before this held: the payload, and a member only where the rebuild differed;
+still read and exported) cost ~4x the source in zlib work.
 Readers inflate a member, checking its CRC-32, when they need the payload. A record whose
 member does not inflate as far as read is kind `damaged` and keeps its member.
 The index time is the record's own time in Unix microseconds; records without time (and
@@ -21,7 +23,6 @@ what did not become a record: the bytes after the last complete record of a cut 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import mmap
 import os
 import zlib
@@ -31,7 +32,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import msgpack
-import numpy as np
 
 from nanorec.errors import BadMagicError, FormatError, OutputExistsError, TruncatedError
 from nanorec.reader import ArchiveReader
@@ -40,29 +40,18 @@ from nanorec.writer import ArchiveWriter
 
 from .classify import LEGACY, NONE_ID, Classifier, Columns, first_ticks
 from .crc import MemberCheck
-from .records import (
-    DAMAGED,
-    OPTIONS,
-    POSE_GRAPH,
-    UNIX_EPOCH_TICKS,
-    UNKNOWN,
-    Described,
-    describe_prefix,
-    ticks_to_us,
-)
-from .scan import WHOLE_BELOW, frame_table, whole_payload
-from .stream import GZIP_HEADER, MAGIC, Cut, inflate_member
-from .vector import PAD, describe_run, kind_codes
+from .records import ticks_to_us
+from .runs import Runs
+from .scan import frame_table
+from .stream import MAGIC, Cut, inflate_member
 
 SOURCE_FORMAT: Final = "pbstream"
 META_MEMBER: Final = "pbstream.msgpack.zlib"
 TAIL_MEMBER: Final = "pbstream-tail.bin"
 META_VERSION: Final = 1
 _RELEASE_BYTES: Final = 32 << 20
-_HASH_BYTES: Final = 1 << 20
 #: Records described before their messages are handed to the writer in one call.
 _RUN: Final = 1024
-_DEFLATE_THREADS = 2
 
 
 @dataclass
@@ -100,24 +89,6 @@ def check_magic(buf: Any) -> None:
         expected=MAGIC.hex(" "),
         actual=head.hex(" "),
     )
-
-
-def entry_of(info: Described, member: bytes) -> dict[str, Any]:
-    """The archive message value of one record (see the module docstring)."""
-    entry: dict[str, Any] = {"member": member}
-    if info.trajectory_id is not None:
-        entry["trajectory_id"] = info.trajectory_id
-    if info.index is not None:
-        entry["index"] = info.index
-    if info.ticks is not None:
-        entry["timestamp"] = info.ticks
-    if info.dims is not None:
-        entry["dims"] = info.dims
-    if info.version is not None:
-        entry["format_version"] = info.version
-    if info.body[0] == 0 and info.kind in (POSE_GRAPH, OPTIONS):  # no SerializedData key
-        entry["bare"] = True
-    return entry
 
 
 def convert(
@@ -167,10 +138,6 @@ def _convert(
     ticks = first_ticks(buf, classifier)
     if ticks is not None:
         last_us = ticks_to_us(ticks)
-    # Hashed as the records are converted, so each source page is read once and can be
-    # given back (hashing the whole mapping first would keep the file resident).
-    digest = hashlib.sha256()
-    hashed = 0
     released = 0
     # Records 0 (and 1 of a legacy file) are told apart by the file's layout: general path.
     fast_from = 2 if classifier.format == LEGACY else 1
@@ -182,21 +149,17 @@ def _convert(
             overwrite=overwrite,
             source_format=SOURCE_FORMAT,
             source={"name": source.name, "size": len(buf)},
-            # Most blocks hold gzip bytes and are stored; deflating the others here beats
-            # handing them to threads while this loop releases the GIL at every record.
-            deflate_threads=0,
+            # (the writer's deflating threads: blocks are sampled and the compressible ones
+            # deflated beside the conversion, which no longer lets go of the GIL at every
+            # record: compact ~20 % faster than deflating them here, in A/B)
         ) as writer,
     ):
-        runs = _Runs(buf, offsets, sizes, classifier, check, fast_from, last_us)
-        for first in range(0, len(offsets), _RUN):
-            stop = min(first + _RUN, len(offsets))
-            packed, types, stamps = runs.describe(first, stop)
-            writer.write_packed_run(packed, types=types, timestamps_us=stamps)
-            number = stop - 1
-            end = offsets[number] + 8 + sizes[number]
-            if end - hashed >= _HASH_BYTES:
-                digest.update(buf[hashed:end])
-                hashed = end
+        runs = Runs(buf, (offsets, sizes), classifier, check, fast_from, last_us)
+        # The source is hashed as the records are converted (`Runs`), so each page is read
+        # once and can be given back (hashing the whole mapping first would keep the file
+        # resident).
+        for (joined, lengths, types, kinds, stamps), end in runs.stored_runs(_RUN):
+            writer.write_joined_run(joined, lengths, types=types, kinds=kinds, timestamps_us=stamps)
             if end - released >= _RELEASE_BYTES:
                 page_end = end - end % mmap.PAGESIZE
                 with contextlib.suppress(OSError, ValueError):
@@ -204,8 +167,8 @@ def _convert(
                 released = page_end
                 if progress is not None:
                     progress(end)
-        digest.update(buf[hashed:])
-        sha = writer.source["sha256"] = digest.hexdigest()
+        sha = writer.source["sha256"] = runs.hash_rest()
+        runs.close()
         damaged, warnings, raw, columns = runs.damaged, runs.warnings, runs.raw, runs.columns
         for number, offset, reason in check.problems():
             warnings.append(f"record {number} at byte {offset}: its gzip member: {reason}")
@@ -233,161 +196,6 @@ def _convert(
         damaged=damaged,
         warnings=warnings,
     )
-
-
-class _Runs:
-    """Describes runs of records and packs their messages (see `convert`): the shapes
-    `vector.describe_run` reads at once, the rest one at a time as before."""
-
-    def __init__(
-        self,
-        buf: mmap.mmap,
-        offsets: list[int],
-        sizes: list[int],
-        classifier: Classifier,
-        check: MemberCheck,
-        fast_from: int,
-        last_us: int | None,
-    ) -> None:
-        self.buf = buf
-        self.offsets = offsets
-        self.sizes = sizes
-        self.classifier = classifier
-        self.check = check
-        self.fast_from = fast_from
-        self.last_us = last_us
-        self.codes = kind_codes(classifier.kinds)
-        self.names = [classifier.kinds.get(key >> 3, UNKNOWN) for key in range(256)]
-        self.types = [(name,) for name in self.names]
-        self.pack = msgpack.Packer().pack
-        self.columns = Columns()
-        self.damaged: list[tuple[int, int, str]] = []
-        self.warnings: list[str] = []
-        self.raw = 0
-
-    def describe(self, first: int, stop: int) -> tuple[list[bytes], list[tuple[str]], list[int]]:
-        """The packed messages, types and index times of records `first` to `stop`."""
-        buf = self.buf
-        count = stop - first
-        members = [
-            buf[offset + 8 : offset + 8 + size]
-            for offset, size in zip(self.offsets[first:stop], self.sizes[first:stop], strict=True)
-        ]
-        # Inflated whole and checked; b"" for a large member or one that does not inflate
-        # (describe_prefix reads b"" as unknown, which takes the general path too).
-        payloads = [
-            (whole_payload(member) or b"") if len(member) < WHOLE_BELOW else b""
-            for member in members
-        ]
-        for number in range(first, min(stop, self.fast_from)):
-            payloads[number - first] = b""
-        lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=count)
-        ok, keys, nodes, trajectory, index, ticks = describe_run(
-            b"".join([*payloads, PAD]), lengths, self.codes
-        )
-        timed = ok.copy()
-        slow: dict[int, tuple[str, bytes]] = {}
-        for row in np.flatnonzero(~ok).tolist():
-            info, message = self._one(first + row, members[row], payloads[row])
-            slow[row] = (info.kind, message)
-            trajectory[row] = NONE_ID if info.trajectory_id is None else info.trajectory_id
-            index[row] = NONE_ID if info.index is None else info.index
-            ticks[row] = info.ticks or 0
-            timed[row] = info.ticks is not None
-        index = np.where(ok & ~nodes, NONE_ID, index)
-        self.columns.extend_arrays(trajectory, index, ticks, timed)
-        stamps = self._stamps(ticks, timed)
-
-        pack = self.pack
-        names = self.names
-        packed = [
-            (
-                pack(
-                    {
-                        names[key]: {
-                            "member": member,
-                            "trajectory_id": tid,
-                            "index": number,
-                            "timestamp": tick,
-                        }
-                    }
-                )
-                if node
-                else pack({names[key]: {"member": member, "trajectory_id": tid, "timestamp": tick}})
-            )
-            if good
-            else b""
-            for good, key, node, member, tid, number, tick in zip(
-                ok.tolist(),
-                keys.tolist(),
-                nodes.tolist(),
-                members,
-                trajectory.tolist(),
-                index.tolist(),
-                ticks.tolist(),
-                strict=True,
-            )
-        ]
-        types = [self.types[key] for key in keys.tolist()]  # each kind's one tuple
-        for row, (kind, message) in slow.items():
-            packed[row] = message
-            types[row] = (kind,)
-        return packed, types, stamps
-
-    def _stamps(self, ticks: np.ndarray[Any, Any], timed: np.ndarray[Any, Any]) -> list[int]:
-        """Index times: a record's own time, else (or when earlier) the one before it."""
-        last_us = self.last_us
-        if last_us is None:  # no time seen yet: one at a time, as the module says
-            stamps: list[int] = []
-            for tick, has in zip(ticks.tolist(), timed.tolist(), strict=True):
-                if has:
-                    own = ticks_to_us(tick)
-                    last_us = own if last_us is None or own > last_us else last_us
-                if last_us is None:
-                    last_us = 0
-                stamps.append(last_us)
-            self.last_us = last_us
-            return stamps
-        # (ticks - UNIX_EPOCH_TICKS) // 10 without overflow: the epoch is a multiple of 10
-        times = np.where(timed, ticks // 10 - UNIX_EPOCH_TICKS // 10, np.iinfo(np.int64).min)
-        run = np.maximum(np.maximum.accumulate(times), last_us)
-        self.last_us = int(run[-1])
-        result: list[int] = run.tolist()
-        return result
-
-    def _one(self, number: int, member: bytes, payload: bytes) -> tuple[Described, bytes]:
-        """A record the vector pass left: described and packed one at a time."""
-        offset = self.offsets[number]
-        start = offset + 8
-        end = start + len(member)
-        info = None
-        if payload:
-            info = describe_prefix(payload, len(payload), self.classifier.kinds)
-            if info is not None and info.kind == UNKNOWN:
-                info = None
-        if info is not None:
-            if info.problem is not None:
-                self.warnings.append(
-                    f"record {number} ({info.kind} at byte {offset}): {info.problem}"
-                )
-            entry = entry_of(info, member)
-        else:
-            try:
-                info = self.classifier.describe_member(number, member, start)
-            except FormatError as error:
-                reason = error.message
-                self.damaged.append((offset, end - offset, reason))
-                info = Described(DAMAGED)
-                entry = {"member": member, "reason": reason}
-            else:
-                if info.problem is not None:
-                    self.warnings.append(
-                        f"record {number} ({info.kind} at byte {offset}): {info.problem}"
-                    )
-                entry = entry_of(info, member)
-                self.raw += member[:10] != GZIP_HEADER
-                self.check.add(number, offset, start, end)
-        return info, self.pack({info.kind: entry})
 
 
 def _meta(

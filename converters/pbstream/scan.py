@@ -3,10 +3,11 @@ whole in one C call that also checks them.
 
 Converting is bound by per-record Python work (~0.5 KB a record), so what is done per record
 is cut to the least: the size prefixes are read in one tight loop before any record is
-described (`frame_table`); a member of Cartographer's header up to `WHOLE_BELOW` bytes (most
-records: odometry, IMU, nodes) is inflated whole by ISA-L (`isal`, the `fast` extra; zlib
-without it) with its gzip CRC-32 and ISIZE checked in the same call (`whole_payload`), which
-costs less than inflating its first bytes and inflating it again on the checking thread; only
+described (`frame_table`); the members of Cartographer's header up to `WHOLE_BELOW` bytes
+(most records: odometry, IMU, nodes) of a run are inflated whole by ISA-L (`isal`, the `fast`
+extra) in one call, each with its gzip CRC-32 and ISIZE checked (`inflate_run`; one
+`whole_payload` a member without ISA-L, or when the run holds anything unusual), which costs
+less than inflating their first bytes and inflating them again on the checking thread; only
 larger members (submaps, pose graphs: few, but most of the bytes) are peeked and checked
 whole beside the conversion (`crc.MemberCheck`, one long call each, so the two threads seldom
 wait for each other's GIL). Anything unusual (another gzip header, damage, a record the
@@ -16,8 +17,12 @@ prefix scan does not know) returns None here and takes the general path, which r
 from __future__ import annotations
 
 import importlib
+import os
 import zlib
+from collections.abc import Sequence
 from typing import Any, Final
+
+import numpy as np
 
 from .stream import GZIP_HEADER, SIZE, Cut
 
@@ -39,6 +44,22 @@ _decompressobj: Any = _module.decompressobj
 _errors: Final = (zlib.error, _module.error)
 
 
+def _members_inflater() -> Any:
+    """ISA-L's multi-member gzip `decompress` (one C call for many members), or None."""
+    try:
+        return importlib.import_module("isal.igzip").decompress
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+
+
+_inflate_members: Any = _members_inflater()
+_SIGNATURE: Final = GZIP_HEADER[:3]
+#: Cartographer's gzip header with the FNAME flag: a name of `_NAME` random bytes follows.
+_NAMED_HEADER: Final = GZIP_HEADER[:3] + bytes((GZIP_HEADER[3] | 0x08,)) + GZIP_HEADER[4:]
+_NAME: Final = 16
+_FOUR: Final = np.arange(4)
+
+
 def frame_table(buf: Any, start: int) -> tuple[list[int], list[int], Cut | None]:
     """The offset and size of every complete record from `start`, and the `Cut` where the
     file ends inside one (as `stream.iter_frames`, without an object per record)."""
@@ -46,20 +67,23 @@ def frame_table(buf: Any, start: int) -> tuple[list[int], list[int], Cut | None]
     unpack = SIZE.unpack_from
     offsets: list[int] = []
     sizes: list[int] = []
+    add_offset = offsets.append
+    add_size = sizes.append
     pos = start
+    last = total - 8  # the last offset an 8-byte size fits at
     cut: Cut | None = None
-    while pos < total:
-        if total - pos < 8:
-            cut = Cut(pos, f"{total - pos} bytes left where an 8-byte record size belongs")
-            break
+    while pos <= last:
         (size,) = unpack(buf, pos)
-        left = total - pos - 8
-        if size > left:
+        if size > last - pos:
+            left = last - pos
             cut = Cut(pos, f"the record size says {size} bytes but only {left} follow")
             break
-        offsets.append(pos)
-        sizes.append(size)
+        add_offset(pos)
+        add_size(size)
         pos += 8 + size
+    else:
+        if pos < total:
+            cut = Cut(pos, f"{total - pos} bytes left where an 8-byte record size belongs")
     return offsets, sizes, cut
 
 
@@ -80,6 +104,45 @@ def whole_payload(member: bytes) -> bytes | None:
     return payload
 
 
+def inflate_run(
+    members: Sequence[Any],
+) -> tuple[bytes, np.ndarray[Any, np.dtype[np.int64]]] | None:
+    """The payloads of members that each start with Cartographer's gzip header (below
+    `WHOLE_BELOW` bytes; the caller checks the header), inflated in one ISA-L call, joined,
+    and each one's size; None when they do not read exactly as one `whole_payload` per
+    member would (or without ISA-L): the caller then takes them one at a time.
+
+    In the buffer inflated, each member's header is Cartographer's with a name (FNAME) of
+    random bytes: decoding one member into the next would put bytes nobody could know into
+    its CRC, so each member ends inside its own bytes. Exactly one gzip signature per member
+    (none inside: no member holds a second one) and sizes from the trailers (ISIZE) that add
+    up to the output leave only one way to read them: each member whole, ending at its last
+    byte (a member with zeros after it reads a smaller ISIZE there: the sum falls short,
+    unless its payload is empty, which the caller sends to the general path as it does when
+    `whole_payload` refuses it)."""
+    if _inflate_members is None or not members:
+        return None
+    name = bytes(byte or 1 for byte in os.urandom(_NAME))
+    header = _NAMED_HEADER + name + b"\0"
+    pieces: list[Any] = [header] * (2 * len(members))
+    pieces[1::2] = [member[len(GZIP_HEADER) :] for member in members]
+    joined = b"".join(pieces)
+    if joined.count(_SIGNATURE) != len(members):
+        return None
+    # each member's ISIZE: its last four bytes
+    grown = len(header) - len(GZIP_HEADER)
+    ends = np.cumsum(np.fromiter(map(len, members), np.int64, len(members)) + grown)
+    trailers = np.frombuffer(joined, np.uint8).take((ends - 4)[:, None] + _FOUR)
+    sizes: np.ndarray[Any, np.dtype[np.int64]] = trailers.view("<u4")[:, 0].astype(np.int64)
+    try:
+        payloads: bytes = _inflate_members(joined)
+    except (*_errors, OSError, EOFError, ValueError):
+        return None
+    if len(payloads) != int(sizes.sum()):
+        return None
+    return payloads, sizes
+
+
 def check_whole(member: bytes, limit: int) -> bool:
     """Whether a member with Cartographer's header inflates whole to at most `limit` bytes,
     CRC-32 and ISIZE right, nothing after it (False: the general check tells what is wrong)."""
@@ -93,4 +156,4 @@ def check_whole(member: bytes, limit: int) -> bool:
     return bool(inflater.eof) and not inflater.unused_data
 
 
-__all__ = ["WHOLE_BELOW", "check_whole", "frame_table", "whole_payload"]
+__all__ = ["WHOLE_BELOW", "check_whole", "frame_table", "inflate_run", "whole_payload"]

@@ -1,0 +1,196 @@
+"""The run path of `convert` (`runs.Runs`: members inflated a run at a time, records read by
+`vector.describe_run`, messages built by `glue.build_run`) against the per-record path it
+replaced (`whole_payload` a member, `Runs._one` a record): the same archive, byte for byte,
+on generated, fuzzed and damaged streams; and `glue`/`scan.inflate_run` on their own."""
+
+from __future__ import annotations
+
+import gzip
+import random
+import struct
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+
+from nanorec.converters.pbstream import runs
+from nanorec.converters.pbstream.convert import convert
+from nanorec.converters.pbstream.generate import Plan, iter_payloads
+from nanorec.converters.pbstream.glue import KindNames, build_run
+from nanorec.converters.pbstream.scan import frame_table, inflate_run, whole_payload
+from nanorec.converters.pbstream.stream import GZIP_HEADER, MAGIC, Cut, build_member, iter_frames
+from nanorec.layout import use_layout
+from nanorec.wire import timestamp_entry
+
+from .test_vector import _payloads as fuzzed_payloads
+
+
+def _stream(members: list[bytes]) -> bytes:
+    return MAGIC + b"".join(struct.pack("<Q", len(m)) + m for m in members)
+
+
+def _damaged(members: list[bytes], rng: random.Random) -> list[bytes]:
+    """Members broken in the ways a run must notice: a flipped byte, zeros after the
+    member, a second member inside a record, another gzip header, garbage, a cut."""
+    out = list(members)
+    for _ in range(rng.choice((1, 2, 5))):
+        number = rng.randrange(1, len(out))
+        member = out[number]
+        how = rng.randrange(7)
+        if how == 0:
+            edited = bytearray(member)
+            edited[rng.randrange(len(edited))] ^= 1 << rng.randrange(8)
+            member = bytes(edited)
+        elif how == 1:
+            member += bytes(rng.choice((1, 3, 4, 9)))
+        elif how == 2:
+            member = build_member(b"") + member
+        elif how == 3:
+            member = gzip.compress(gzip.decompress(member), mtime=5)
+        elif how == 4:
+            member += b"\x01junk"
+        elif how == 5:
+            member = member[: rng.randrange(1, len(member))]
+        else:
+            member = build_member(b"") if rng.random() < 0.5 else member + build_member(b"x")
+        out[number] = member
+    return out
+
+
+def _sources(folder: Path) -> list[Path]:
+    found = []
+    rng = random.Random(3)
+    streams: list[list[bytes]] = []
+    for layout in ("2", "legacy"):
+        plan = Plan(trajectories=3, nodes=90, nodes_per_submap=7, grid_cells=20)
+        streams.append([build_member(p) for p in iter_payloads(plan, layout)])
+    streams.append([build_member(p) for p in [*streams[0][:1], *fuzzed_payloads(1, 2500)]])
+    streams += [_damaged(streams[k % 3], rng) for k in range(6)]
+    for number, members in enumerate(streams):
+        path = folder / f"s{number}.pbstream"
+        data = _stream(members)
+        path.write_bytes(data + (data[-7:] if number == 4 else b""))  # one cut file
+        found.append(path)
+    return found
+
+
+def _per_record(monkeypatch: pytest.MonkeyPatch, *, describe: bool) -> None:
+    """Send every member through `whole_payload` and, with `describe`, every record through
+    `Runs._one`: the per-record path."""
+    monkeypatch.setattr(runs, "inflate_run", lambda members: None)
+    if describe:
+        real = runs.describe_run
+
+        def nothing_read(*args: Any) -> Any:
+            ok, *rest = real(*args)
+            return (np.zeros_like(ok), *rest)
+
+        monkeypatch.setattr(runs, "describe_run", nothing_read)
+
+
+@pytest.mark.parametrize("layout", ["stored", "compact"])
+def test_runs_write_what_the_per_record_path_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    monkeypatch.setattr(runs, "_AHEAD", 1)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    for source in _sources(tmp_path):
+        outputs = []
+        reports = []
+        for step in ("runs", "whole_payload", "per record"):
+            with monkeypatch.context() as patch:
+                if step != "runs":
+                    _per_record(patch, describe=step == "per record")
+                out = tmp_path / f"{source.stem}-{step}.zip"
+                with use_layout(layout):
+                    report = convert(source, out, overwrite=True)
+            outputs.append(out.read_bytes())
+            reports.append((report.records, report.damaged, report.warnings, report.raw_members))
+        assert outputs[0] == outputs[1] == outputs[2], source.name
+        assert reports[0] == reports[1] == reports[2], source.name
+
+
+def _reference(member: bytes, name: str, node: bool, columns: tuple[int, int, int, int]) -> bytes:
+    trajectory, index, ticks, stamp = columns
+    entry: dict[str, Any] = {"member": member, "trajectory_id": trajectory}
+    if node:
+        entry["index"] = index
+    entry["timestamp"] = ticks
+    return b"\x82" + msgpack.packb({name: entry})[1:] + timestamp_entry(stamp)
+
+
+def test_glue_packs_as_msgpack() -> None:
+    rng = random.Random(2)
+    names = [f"kind{key >> 3}" * (1 + key % 5) for key in range(256)]
+    kinds = KindNames(names)
+    edges = [0, 1, 31, 32, 127, 128, 255, 256, 65535, 65536, 2**31, 2**32, 2**40, 2**63 - 1]
+    values = [*edges, *(-v for v in edges), -(2**63)]
+    for _ in range(20):
+        count = rng.randrange(1, 300)
+        sizes = [rng.choice((0, 1, 255, 256, 700, 65535, 65536, 70000)) for _ in range(count)]
+        members = [rng.randbytes(size) for size in sizes]
+        keys = np.array([rng.randrange(256) for _ in range(count)], np.int64)
+        nodes = np.array([rng.random() < 0.4 for _ in range(count)])
+        fast = np.array([rng.random() < 0.8 for _ in range(count)])
+        columns = tuple(
+            np.array([rng.choice(values) for _ in range(count)], np.int64) for _ in range(4)
+        )
+        slow = {row: rng.randbytes(rng.randrange(1, 50)) for row in np.flatnonzero(~fast)}
+        joined, lengths = build_run(
+            members, np.array(sizes, np.int64), fast, keys, nodes, columns, kinds, slow
+        )
+        want = [
+            slow[row]
+            if row in slow
+            else _reference(
+                members[row],
+                names[int(keys[row])],
+                bool(nodes[row]),
+                tuple(int(column[row]) for column in columns),  # type: ignore[arg-type]
+            )
+            for row in range(count)
+        ]
+        assert joined == b"".join(want)
+        assert lengths.tolist() == [len(item) for item in want]
+
+
+def test_inflate_run_reads_as_whole_payload_or_refuses() -> None:
+    rng = random.Random(4)
+    payloads = fuzzed_payloads(2, 400)
+    members = [build_member(payload) for payload in payloads]
+    found = inflate_run(members)
+    assert found is not None
+    assert found[0] == b"".join(payloads)
+    assert found[1].tolist() == [len(payload) for payload in payloads]
+    for _ in range(200):
+        # what `Runs` hands it: members with Cartographer's header, each of 18 bytes or more
+        broken = [
+            member
+            for member in _damaged(members, rng)
+            if member[:10] == GZIP_HEADER and len(member) >= 18
+        ]
+        each = [whole_payload(member) for member in broken]
+        found = inflate_run(broken)
+        if found is not None:  # only when every member still reads whole on its own
+            assert all(payload is not None for payload in each)
+            assert found[0] == b"".join(each)  # type: ignore[arg-type]
+        elif all(payload is not None for payload in each):
+            # refused although each reads: an empty payload, or a signature by chance
+            assert any(not payload for payload in each) or any(
+                member.count(b"\x1f\x8b\x08") > 1 for member in broken
+            )
+
+
+def test_frame_table_reads_as_iter_frames() -> None:
+    members = [build_member(p) for p in fuzzed_payloads(5, 40)]
+    data = _stream(members)
+    rng = random.Random(6)
+    for end in [len(data), *range(len(data) - 30, len(data)), *rng.sample(range(9), 5)]:
+        cut_data = data[:end]
+        offsets, sizes, cut = frame_table(cut_data, len(MAGIC))
+        frames = list(iter_frames(cut_data))
+        want_cut = frames.pop() if frames and isinstance(frames[-1], Cut) else None
+        assert [(f.offset, f.size) for f in frames] == list(zip(offsets, sizes, strict=True))
+        assert cut == want_cut
