@@ -274,7 +274,7 @@ class MessageStream:
             out = self._out
             out.parts.append(view)
             out.pending += total
-            out.flush_buffer()  # no CRC pass at flush: it is taken
+            out.flush_buffer(behind=True)  # no CRC pass at flush: it is taken
             self._last_flush_count = first + count
             self._last_flush_time = time.monotonic()
         else:  # the same single pass, chained from the block deflater's running CRC
@@ -382,7 +382,8 @@ class MessageStream:
                 for part in out.parts:
                     crc = crc32(part, crc)
                 self._messages_crc = crc
-            out.flush_buffer()
+            # messages go to the file on the write-behind thread (see `nanorec.writebehind`)
+            out.flush_buffer(behind=self._in_messages)
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
 

@@ -272,6 +272,7 @@ class ArchiveWriter:
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
         self._stream.flush()
+        self._out.drain()
         if fsync:
             self._out.fsync()
 
