@@ -106,10 +106,12 @@ def iter_frames(buf: Buffer, start: int, family: Family) -> Iterator[Frame | Run
     the walk's `Truncation`.
     """
     pending = Frame([], [], [])
-    for packets in iter_walk(buf, start):
+    batches = _Batches()
+    for packets in iter_walk(buf, start, batch_bytes=batches.size):
         cuts = np.flatnonzero(packets.ids == FRAME_START_ID)
         runs = _runs(packets, cuts)
         decoded, where = _decode(buf, packets, family, runs, cuts)
+        batches.decoded(len(decoded.batch.packet_ids), len(packets))
         head = int(cuts[0]) if len(cuts) else len(packets)
         _extend(pending, packets, decoded, where, 0, head)
         if len(cuts):
@@ -125,6 +127,30 @@ def iter_frames(buf: Buffer, start: int, family: Family) -> Iterator[Frame | Run
             return
     if pending.ids:
         yield pending
+
+
+class _Batches:
+    """How many bytes the walk takes at once: `BATCH_BYTES`, or `RUN_BATCH_BYTES` after a
+    batch of which at most `RUN_SHARE` of the packets were decoded (nearly all in runs).
+    A run ends with its batch and its first and last frames go the per-frame way, so
+    larger batches mean fewer of them when runs are long (a 100 MB file of 15 KB frames:
+    ~12 % less conversion time); a batch that is decoded whole (frames that all differ)
+    stays small, and so does the memory its decoding takes."""
+
+    BATCH_BYTES = 8 << 20
+    RUN_BATCH_BYTES = 32 << 20
+    RUN_SHARE = 1 / 16
+
+    def __init__(self) -> None:
+        self._size = self.BATCH_BYTES
+
+    def size(self) -> int:
+        return self._size
+
+    def decoded(self, decoded: int, packets: int) -> None:
+        """The last batch had `packets` packets, `decoded` of them decoded."""
+        few = decoded <= packets * self.RUN_SHARE
+        self._size = self.RUN_BATCH_BYTES if few else self.BATCH_BYTES
 
 
 def _runs(packets: Packets, cuts: npt.NDArray[np.intp]) -> list[tuple[int, int]]:
