@@ -382,8 +382,9 @@ class MessageStream:
                 for part in out.parts:
                     crc = crc32(part, crc)
                 self._messages_crc = crc
-            # messages go to the file on the write-behind thread (see `nanorec.writebehind`)
-            out.flush_buffer(behind=self._in_messages)
+            # stored messages go to the file on the write-behind thread (`nanorec.writebehind`);
+            # compact ones are written here: the deflate threads have the other core
+            out.flush_buffer(behind=self._in_messages and self._blocks is None)
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
 

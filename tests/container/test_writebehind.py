@@ -115,8 +115,9 @@ def _rows(count: int) -> np.ndarray:
 def test_archive_bytes_equal_writing_on_the_calling_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compact: bool
 ) -> None:
-    """The messages go through the write-behind thread, and the archive is byte for byte
-    the one written without it."""
+    """Stored messages go through the write-behind thread (compact ones are written on the
+    calling thread: the deflate threads have the other core), and the archive is byte for
+    byte the one written without it."""
     rows = _rows(700)  # ~2.9 MB of stored rows: several flushes behind
     submitted: list[int] = []
     real_submit = WriteBehind.submit
@@ -135,7 +136,7 @@ def test_archive_bytes_equal_writing_on_the_calling_thread(
 
     monkeypatch.setattr(WriteBehind, "submit", counting)
     write(tmp_path / "behind.zip")
-    assert len(submitted) >= 3
+    assert len(submitted) >= 3 if not compact else not submitted
     real_flush = zipout.ZipOutput.flush_buffer
     monkeypatch.setattr(
         zipout.ZipOutput,
