@@ -31,6 +31,7 @@ import msgpack
 import numpy as np
 
 from nanorec.errors import OutputExistsError
+from nanorec.gcpause import paused_gc
 from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
@@ -110,7 +111,7 @@ def convert(
     out = Path(output) if output is not None else source.with_name(source.name + ".nanover.zip")
     if out.exists() and not overwrite:
         raise OutputExistsError(f"{out} exists (use --force to overwrite it)")
-    with source.open("rb") as handle:
+    with source.open("rb") as handle, paused_gc():
         size = os.fstat(handle.fileno()).st_size
         buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         try:
