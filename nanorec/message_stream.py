@@ -299,7 +299,7 @@ class MessageStream:
             out = self._out
             out.parts.append(view)
             out.pending += total
-            out.flush_buffer()  # no CRC pass at flush: it is taken
+            out.flush_buffer(behind=True)  # no CRC pass at flush: it is taken
             self._last_flush_count = first + count
             self._last_flush_time = time.monotonic()
         else:  # the block deflater takes the stream's CRC a block at a time
@@ -402,7 +402,9 @@ class MessageStream:
                 for part in out.parts:
                     crc = crc32(part, crc)
                 self._messages_crc = crc
-            out.flush_buffer()
+            # stored messages go to the file on the write-behind thread (`nanorec.writebehind`);
+            # compact ones are written here: the deflate threads have the other core
+            out.flush_buffer(behind=self._in_messages and self._blocks is None)
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
 

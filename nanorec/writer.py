@@ -16,9 +16,11 @@ member as is, see `nanorec.layout`):
 
 Crash safety. Output goes to `.<name>.partial` beside the final path (same directory, so the
 final `rename` is atomic) and only appears under its final name when complete. Buffered bytes
-reach the file at least every 1 MiB, 1024 messages or second (checked on each write), so a
-killed writer leaves a partial file in which every flushed message is complete and carries its
-own timestamp; `nanorec recover` rebuilds an archive from it. Per-message index rows go to an
+are flushed at least every 1 MiB, 1024 messages or second (checked on each write; a stored
+archive's messages then reach the file from a write-behind thread, at most two flushes later,
+see `nanorec.writebehind`), so a killed writer leaves a partial file in which every flushed
+message is complete and carries its own timestamp; `nanorec recover` rebuilds an archive from
+it. Per-message index rows go to an
 `IndexSpool` (`nanorec.spool`: bounded memory however many messages are written);
 `index.msgpack` and the columns are generated from it at close, with numpy.
 
@@ -291,6 +293,7 @@ class ArchiveWriter:
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""
         self._stream.flush()
+        self._out.drain()
         if fsync:
             self._out.fsync()
 

@@ -3,7 +3,8 @@
 It exists so that everything about bytes reaching the disk as a zip lives in one place,
 whatever the archive's members mean: the `.<name>.partial` file beside the final path (claimed
 before it is created, see `nanorec.atomic`), the output buffer (written with `writev`, no
-joining copy), the background `fdatasync` that overlaps disk writes with the conversion, local
+joining copy; the messages' flushes by a second thread, see `nanorec.writebehind`), the
+background `fdatasync` that overlaps disk writes with the conversion, local
 headers (patched in place once a member's size is known), whole and streamed members, the
 central directory and end records, the final fsync and the atomic rename (`publish`).
 """
@@ -22,6 +23,7 @@ from nanorec.blocks import deflater
 from nanorec.crc import crc32
 from nanorec.errors import OutputExistsError
 from nanorec.wire import inflates_acceptably
+from nanorec.writebehind import WriteBehind, write_all
 from nanorec.zipfile64 import DEFLATED, STORED, CentralHeader, EndRecords, LocalHeader
 
 #: Flush buffered output when it reaches this many bytes (see also `nanorec.message_stream`).
@@ -30,8 +32,6 @@ FLUSH_BYTES: Final = 1 << 20
 #: Start a background fdatasync each time this many more bytes are written.
 WRITEBACK_BYTES: Final = 16 << 20
 
-#: Buffers per `os.writev` call (under every system's IOV_MAX).
-_IOV_BATCH: Final = 512
 #: A member written whole is handed to its deflater this much at a time (a multiple of
 #: `nanorec.blocks` pieces, so the pieces are those of the data given at once).
 _DEFLATE_STEP: Final = 4 << 20
@@ -88,6 +88,7 @@ class ZipOutput:
         self._writeback: threading.Thread | None = None
         self._writeback_error: OSError | None = None
         self._central: list[CentralHeader] = []
+        self._behind = WriteBehind(self._fd)
 
     # -- the buffer ------------------------------------------------------------------------
 
@@ -103,15 +104,16 @@ class ZipOutput:
                 self.parts.append(part)
                 self.pending += len(part)
 
-    def flush_buffer(self) -> None:
-        """Write the buffered parts to the file."""
-        parts = self.parts
-        for start in range(0, len(parts), _IOV_BATCH):
-            batch = parts[start : start + _IOV_BATCH]
-            size = sum(len(part) for part in batch)
-            done = os.writev(self._fd, batch)
-            if done < size:  # a short write: the rest the plain way
-                self._write_all(b"".join(batch)[done:])
+    def flush_buffer(self, *, behind: bool = False) -> None:
+        """Write the buffered parts to the file; `behind`: hand them to the write-behind
+        thread instead (written in order, before any other write reaches the file; their
+        buffers must not change, see `nanorec.writebehind`)."""
+        if behind:
+            if self.parts:
+                self._behind.submit(list(self.parts))
+        else:
+            self._behind.drain()
+            write_all(self._fd, self.parts)
         self.position += self.pending
         self.parts.clear()
         self.pending = 0
@@ -121,11 +123,9 @@ class ZipOutput:
     def tell(self) -> int:
         return self.position + self.pending
 
-    def _write_all(self, data: bytes | bytearray) -> None:
-        with memoryview(data) as view:
-            done = 0
-            while done < len(view):
-                done += os.write(self._fd, view[done:])
+    def drain(self) -> None:
+        """Wait until every flushed byte is written to the file (raises its `OSError`)."""
+        self._behind.drain()
 
     # -- durability ------------------------------------------------------------------------
 
@@ -160,11 +160,13 @@ class ZipOutput:
 
     def fsync(self) -> None:
         """`fsync` the file (after the background `fdatasync`, whose error it raises)."""
+        self._behind.drain()
         self._join_writeback()
         os.fsync(self._fd)
 
     def close(self) -> None:
         """Close the file (the partial file stays). Idempotent."""
+        self._behind.close()  # what was handed over is written first (an error is ignored)
         if self._writeback is not None:  # its error, if any, no longer matters
             self._writeback.join()
             self._writeback = None
@@ -177,6 +179,7 @@ class ZipOutput:
     def finish_member(self, header: LocalHeader, offset: int) -> None:
         """Overwrite the (flushed) local header at `offset` with `header`, its final form,
         and list the member in the central directory."""
+        self._behind.drain()  # the header's first form must be written before it is patched
         os.pwrite(self._fd, header.build(), offset)
         self._central.append(self._central_for(header, offset))
 
@@ -253,6 +256,7 @@ class ZipOutput:
     def _rewind(self, offset: int) -> None:
         """Drop everything from `offset` on (buffered or written; nothing before `offset`
         may still be buffered)."""
+        self._behind.drain()
         self.parts.clear()
         self.pending = 0
         if self.position > offset:

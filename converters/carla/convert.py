@@ -28,30 +28,24 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-import numpy as np
 
 from nanorec.errors import OutputExistsError
+from nanorec.gcpause import paused_gc
 from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
 
 # `export`, `read_meta` and the rest of the archive side are imported from here too.
+from .emit import STATE_FLAG as STATE_FLAG
+from .emit import first_head, write_frame, write_rows
 from .export import ExportReport as ExportReport
 from .export import export as export
 from .export import iter_native as iter_native
 from .export import native_file as native_file
 from .frames import Frame, FrameMaps, Run, iter_frames
 from .header import Header
-from .ids import Family, Kind
-from .message import (
-    FRAME_START,
-    KIND_KEYS,
-    RAW_KEY,
-    _text,
-    kind_key,
-)
+from .ids import Family
 from .meta import (
-    HEAD_KEY,
     META_MEMBER,
     WORLD_MEMBER,
     _meta,
@@ -63,10 +57,8 @@ from .walk import Truncation
 from .world import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
-STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` change
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
-_KEY_BITS = {key: kind.bit for kind, key in KIND_KEYS.items()}
 _RELEASE_BYTES = 32 << 20  # give back converted source pages every 32 MiB
 
 
@@ -110,7 +102,7 @@ def convert(
     out = Path(output) if output is not None else source.with_name(source.name + ".nanover.zip")
     if out.exists() and not overwrite:
         raise OutputExistsError(f"{out} exists (use --force to overwrite it)")
-    with source.open("rb") as handle:
+    with source.open("rb") as handle, paused_gc():
         size = os.fstat(handle.fileno()).st_size
         buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         try:
@@ -178,7 +170,7 @@ def _write_archive(
         def write(run: Frame, last_time: int) -> int:
             nonlocal done, template
             first = writer.message_count == 0
-            last_time, template = _write_frame(
+            last_time, template = write_frame(
                 writer,
                 packer,
                 world,
@@ -188,11 +180,29 @@ def _write_archive(
                 raw_counts,
                 last_time,
                 encoder,
-                _head(bytes(buf[: header.size]), fam, prelude) if first else None,
+                first_head(bytes(buf[: header.size]), fam, prelude) if first else None,
             )
             done = run.end
             release(done)
             return last_time
+
+        def write_whole(frame: Frame, of: Run | None, last_time: int) -> int:
+            """Write `frame`, proven whole by its successor: the fast way when it is the last
+            frame of run `of` and matches the frames before it (`runs.py`)."""
+            nonlocal done
+            rows = None
+            if of is not None:
+                at = of.count - 2  # `template` is its map's, or that of a frame it matched
+                index = writer.message_count
+                rows = fast_rows(
+                    buf, of, at, template, fam, encoder.orders, world, index, last_time, last=True
+                )
+            if rows is None:
+                return write(frame, last_time)
+            write_rows(writer, rows, template)
+            done = frame.end
+            release(done)
+            return rows.last_time
 
         # Hold one run back: only a well-formed FrameStart after it proves a run whole, and
         # only at the end is it known whether the last one is complete. A run followed by a
@@ -200,6 +210,7 @@ def _write_archive(
         # walk off): its bytes are kept verbatim and the walk starts again at the next
         # FrameStart that continues the recording, if one follows.
         pending: Frame | None = None
+        last_of: Run | None = None  # the run whose last frame `pending` is
         position: int | None = header.size
         previous: int | None = None  # frame id of the last frame written
         while position is not None:
@@ -227,11 +238,12 @@ def _write_archive(
                             truncation = Truncation(pending.start, "damaged: no frame follows")
                             pending = None
                         break
-                    last_time = write(pending, last_time)
+                    last_time = write_whole(pending, last_of, last_time)
                     previous = head
                     if progress is not None and writer.message_count % 1024 == 0:
                         progress(done)
                 pending = item
+                last_of = None
                 if not isinstance(run, Run):
                     continue
                 # A run: each frame written the per-frame way is the template of the frames
@@ -255,10 +267,7 @@ def _write_archive(
                         last_time,
                     )
                     if rows is not None:
-                        for data, stamps in rows.groups:
-                            writer.write_stored_rows(
-                                data, stamps, types=("frame",), flags=_flags(template)
-                            )
+                        write_rows(writer, rows, template)
                         at += rows.count
                         last_time = rows.last_time
                         previous = rows.last_frame_id
@@ -268,6 +277,7 @@ def _write_archive(
                             progress(done)
                     at += 1
                     pending = run.frame(at)
+                last_of = run
             if resume is not None:
                 assert pending is not None
                 damaged.append((writer.message_count - 1, pending.start, resume))
@@ -314,81 +324,3 @@ def _write_archive(
         sha256=sha,
         damaged=[(start, end - start) for _, start, end in damaged],
     )
-
-
-def _write_frame(
-    writer: ArchiveWriter,
-    packer: msgpack.Packer,
-    world: WorldTablesBuilder,
-    buf: Any,
-    index: int,
-    run: Frame,
-    raw_counts: dict[int, int],
-    last_time: int,
-    encoder: FrameMaps,
-    head: dict[str, Any] | None = None,
-) -> tuple[int, dict[str, Any]]:
-    """Write one frame message (the first one also carries `head`); returns its timestamp
-    (µs) and its frame map (the template of the frames that follow, see `runs.py`)."""
-    frame, _ = encoder.encode(index, buf, run)
-    for position, _body in frame.get(RAW_KEY, ()):
-        pid = run.ids[position]
-        raw_counts[pid] = raw_counts.get(pid, 0) + 1
-    spawned, destroyed = world.observe(index, frame)
-    message: dict[str, Any] = {"frame": frame}
-    if head is not None:
-        message[HEAD_KEY] = head
-    flags = _flags(frame)
-    parents = frame.get(kind_key(Kind.EVENT_PARENT))
-    if spawned or destroyed or parents:
-        message["state"] = _state_change(world, spawned, destroyed, parents)
-        flags |= STATE_FLAG
-    start = frame.get(kind_key(Kind.FRAME_START))
-    elapsed = FRAME_START.unpack(start)[2] if start is not None else float("nan")
-    # Index timestamps must not decrease; a damaged elapsed time keeps the previous one.
-    timestamp = round(elapsed * 1e6) if np.isfinite(elapsed) and elapsed >= 0 else last_time
-    timestamp = max(timestamp, last_time)
-    writer.write_packed(
-        packer.pack(message), types=list(message), timestamp_us=timestamp, flags=flags
-    )
-    return timestamp, frame
-
-
-def _flags(frame: Mapping[str, Any]) -> int:
-    """The index flags of a frame map: one bit per kind it holds records of."""
-    flags = 0
-    for key in frame:
-        flags |= _KEY_BITS.get(key, 0)
-    return flags
-
-
-def _head(header_bytes: bytes, fam: Family, prelude: bytes) -> dict[str, Any]:
-    """What the first message carries besides its frame: the file's header and release
-    family, and any packets before the first frame, so that an archive recovered from a
-    killed writer (without its CARLA member) can be made whole again (`adopt.py`)."""
-    return {"header": header_bytes, "family": fam.name, "prelude": prelude}
-
-
-def _state_change(
-    world: WorldTablesBuilder, spawned: list[int], destroyed: list[int], parents: bytes | None
-) -> dict[str, Any]:
-    """A frame's NanoVer state change: `actor.<id>` -> blueprint id for each live actor,
-    `parent.<id>` -> parent id for each attached one (kept small: repeated per change)."""
-    updates: dict[str, Any] = {}
-    for actor_id in spawned:
-        row = world.alive.get(actor_id)
-        if row is not None:
-            # bytes when the blueprint is not UTF-8 (msgpack strings must be)
-            updates[f"actor.{actor_id}"] = _text(world.spawn_type_ids[row])
-    if parents:
-        for child in np.frombuffer(parents, "<u4")[::2].tolist():
-            parent = world.parent.get(child)
-            if parent is not None:
-                updates[f"parent.{child}"] = parent
-    removals = []
-    for actor_id in destroyed:
-        if actor_id not in world.alive:
-            removals += [f"actor.{actor_id}", f"parent.{actor_id}"]
-    # re-added while attached: the new actor has no parent (unless attached again)
-    removals += [f"parent.{i}" for i in world.detached if i not in world.parent]
-    return {"updates": updates, "removals": removals}

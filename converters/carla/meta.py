@@ -28,7 +28,7 @@ from .walk import Truncation
 META_MEMBER = "carla.msgpack.zlib"  # zlib: small, read once at open
 WORLD_MEMBER = "carla-world.msgpack.zlib"  # zlib: it repeats spawn records (loaded once)
 META_VERSION = 1
-HEAD_KEY = "carla"  # the first message's extra entry (see `_head`)
+HEAD_KEY = "carla"  # the first message's extra entry (see `emit.first_head`)
 
 
 def _meta(

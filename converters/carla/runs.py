@@ -78,12 +78,15 @@ def fast_rows(
     world: WorldTablesBuilder,
     first_index: int,
     last_time: int,
+    *,
+    last: bool = False,
 ) -> FastRows | None:
     """The messages of frames `at + 1`, `at + 2`... of `run` while they match frame `at`
-    (never the run's last frame, which waits for its successor): `template` is frame `at`'s
-    map as `FrameMaps` built it, `first_index` the archive index of frame `at + 1`. None
-    when the template does not allow it (raw packets, events, variable-length records other
-    than wheels) or frame `at + 1` does not match."""
+    (the run's last frame only with `last`: once its successor proved it whole): `template`
+    is the map `FrameMaps` built for frame `at` (or for an earlier frame of the run that
+    frame `at` matched), `first_index` the archive index of frame `at + 1`. None when the
+    template does not allow it (raw packets, events, variable-length records other than
+    wheels) or frame `at + 1` does not match."""
     first = run.first  # every frame of the run has its packets at the same relative offsets
     segments = _segments(first, template, family)
     if segments is None:
@@ -93,7 +96,7 @@ def fast_rows(
     frames = np.frombuffer(
         buf, np.uint8, count=count * run.stride, offset=first.start + at * run.stride
     )
-    frames = frames.reshape(count, run.stride)[: count - 1]  # not the last frame
+    frames = frames.reshape(count, run.stride)[: count if last else count - 1]
     ok = (frames[1:, check] == frames[0, check]).all(axis=1)
     for start, records, size, field in regions:
         ids = frames[:, start : start + records * size].reshape(-1, records, size)

@@ -14,7 +14,7 @@ CARLA writes through a buffered stream, so a crashed recording ends at an arbitr
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,15 +244,19 @@ def _finish_frame(buf: Buffer, offsets: list[int], off: int, last_header: int, h
     return off
 
 
-def iter_walk(buf: Buffer, start: int, *, batch_bytes: int = 8 << 20) -> Iterator[Packets]:
-    """Yield `Packets` for consecutive runs of whole frames of about `batch_bytes` each.
+def iter_walk(
+    buf: Buffer, start: int, *, batch_bytes: int | Callable[[], int] = 8 << 20
+) -> Iterator[Packets]:
+    """Yield `Packets` for consecutive runs of whole frames of about `batch_bytes` each (or
+    of what `batch_bytes()` says before each batch, for a caller that adapts it).
 
     The last run carries the truncation, if any. Yields nothing for an empty body.
     """
     off = start
     stop = len(buf)
     while True:
-        packets = walk(buf, off, limit=off + batch_bytes)
+        size = batch_bytes() if callable(batch_bytes) else batch_bytes
+        packets = walk(buf, off, limit=off + size)
         if len(packets) or packets.truncation is not None:
             yield packets
         if packets.truncation is not None or packets.end >= stop or not len(packets):
