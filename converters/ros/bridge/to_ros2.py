@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nanorec.contract import ExportReport, Progress
-from nanorec.errors import FormatError
+from nanorec.errors import FormatError, UsageError
 from nanorec.selection import Selection
 from nanorec.standard import standard_messages
 
@@ -59,6 +59,11 @@ def export(
     opts = dict(options or {})
     single = storage_of_output(output)
     storage = opts.get("storage") or single or "sqlite3"
+    if single is not None and storage != single:
+        raise UsageError(
+            f"--storage {storage} does not fit the output's name {output.name} (a {single} "
+            "file): name it for its storage, or give a folder"
+        )
     left_out: list[str] = []
     notes: list[str] = []
     if isinstance(recording, BagRecording):

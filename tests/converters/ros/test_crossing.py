@@ -199,3 +199,17 @@ def test_real_ros2_bag_to_ros1(name: str, tmp_path: Path) -> None:
         assert "bundled with nanorec" in out
         strings = [r[3]["data"] for r in rows if r[2] == "std_msgs/msg/String"]
         assert strings and all(s.startswith("Hello, world! ") for s in strings)
+
+
+def test_a_storage_file_named_for_the_other_storage_is_refused(tmp_path: Path) -> None:
+    """`-o x.db3 --storage mcap` would write MCAP bytes under a sqlite3 name: one line, exit
+    2, nothing written."""
+    for name, storage in [("x.db3", "mcap"), ("x.mcap", "sqlite3")]:
+        output = tmp_path / name
+        code, _, err = nanorec(
+            "export", SAMPLES / "rosbag-robot.bag", "--format", "ros2", "--storage", storage,
+            "-o", output,
+        )  # fmt: skip
+        assert code == 2 and "does not fit the output's name" in err, err
+        assert len(err.strip().splitlines()) == 1
+        assert not output.exists()
