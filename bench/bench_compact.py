@@ -40,11 +40,12 @@ Targets (issue 20): archive / source <= 1.25 where messages average >= 100 sourc
 tightest, 1.95: its messages are kept inflated and indexed one by one; the stored layout took
 7.7x). CARLA frame(n) <= 1.5x its stored time: met. Raw read median <= 25 us and p99 <= 200
 us (messages up to 64 KiB): met on every file.
-NOT met: convert is 1.2-2.2x and export 1.0-1.3x the stored layout's time (the columns above).
-Blocks are deflated by two threads beside the converter (zlib releases the GIL), but on this
-2-core machine the converter's own work (pbstream's inflating threads, hashing) already fills
-both cores, and deflate at level 6 (~60-90 MB/s of messages a core) is real extra work; every
-writer flush also waits for the blocks in flight. `--stored` keeps the old speed.
+Convert and export against the stored layout of the same code (the columns above): about
+the same on CARLA and the bz2 bag, up to 1.35x elsewhere and 2.3x on the uncompressed bag of
+100-byte messages, whose blocks need zlib's level 6 to meet the size budget; against the code
+before the compact layout, see the compact-before section (`bench_compact_before.py`).
+Blocks are deflated by two threads the process shares beside the converter, handed over
+~128 KiB at a time; whole members are deflated in 256 KiB pieces on the same threads.
 Choices, measured on the real files' messages: blocks of 16 KiB at level 6, ended at 8 KiB
 when that holds 4-16 messages (0.5-2 KiB messages: a read inflates half as much, e.g. the
 haicheng12 map 32 -> 22 us, for ~5 % of size); 64 KiB blocks were ~5 % smaller but a random
