@@ -399,14 +399,14 @@ def _compress_block(data: bytes | memoryview, fast: bool) -> Pieces:
     (by ISA-L when `fast`: see `deflater`). Whether it deflates: a sample's say (`_level`),
     or for a small ISA-L block the block's own deflate, which costs about what setting up a
     sample does."""
-    if fast and _isal_zlib is not None and len(data) <= _SMALL_BLOCK:
-        compressor = _compressor(fast=True)
-        out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
-        return [out] if len(out) <= _STORE_ABOVE * len(data) else _stored(data)
-    if _level(data) == 0:
+    small = fast and _isal_zlib is not None and len(data) <= _SMALL_BLOCK
+    if not small and _level(data) == 0:
         return _stored(data)
     compressor = _compressor(fast=fast)
-    return [compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)]
+    out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
+    if small and len(out) > _STORE_ABOVE * len(data):
+        return _stored(data)
+    return [out]
 
 
 def _stored(data: bytes | memoryview) -> Pieces:

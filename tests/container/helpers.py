@@ -111,3 +111,25 @@ def index_entries(path: Path) -> list[dict[str, Any]]:
     with zipfile.ZipFile(path) as archive:
         entries: list[dict[str, Any]] = msgpack.unpackb(archive.read("index.msgpack"))
     return entries
+
+
+def block_ends(lengths: list[int], block: int, count: int, size: int) -> tuple[list[int], int, int]:
+    """Where the compact layout's blocks end, by its rule written plainly, one message at a
+    time (after an open block of `block` bytes and `count` messages; blocks of `size`): the
+    message numbers before which a block ends, and the block left open."""
+    ends = []
+    for number, length in enumerate(lengths):
+        if block and block + length > _limit(count, size):
+            ends.append(number)
+            block = count = 0
+        block += length
+        count += 1
+        if block >= _limit(count, size):
+            ends.append(number + 1)
+            block = count = 0
+    return ends, block, count
+
+
+def _limit(count: int, size: int) -> int:
+    """The size a block of `count` messages ends at: half a block while it holds 4-16."""
+    return size // 2 if 4 <= count <= 16 else size

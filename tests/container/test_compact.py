@@ -21,7 +21,7 @@ from nanorec.errors import NanorecError
 from nanorec.layout import use_layout
 from nanorec.writer import ArchiveWriter
 
-from .helpers import rebuild_zip, sample_messages, write_archive
+from .helpers import block_ends, rebuild_zip, sample_messages, write_archive
 
 COUNT = 3000
 
@@ -251,24 +251,9 @@ def test_a_run_makes_the_same_blocks_as_messages_one_by_one() -> None:
     stream = b"".join(messages)
     assert zlib.decompress(b"".join(out[0]), -15) == stream
     assert runs[0].crc == runs[1].crc == zlib.crc32(stream)
-    assert runs[0].offsets == _block_starts(lengths)
-
-
-def _block_starts(lengths: list[int]) -> list[int]:
-    """The documented rule, written plainly: a block ends before a message that would take
-    it past its limit, or after one that reaches it; the limit is half a block while the
-    block holds 4-16 messages."""
-    starts, block, count, offset = [], 0, 0, 0
-    for length in lengths:
-        limit = BLOCK_BYTES // 2 if 4 <= count <= 16 else BLOCK_BYTES
-        if block and block + length > limit:
-            block = count = 0
-        if not block:
-            starts.append(offset)
-        block, count, offset = block + length, count + 1, offset + length
-        if block >= (BLOCK_BYTES // 2 if 4 <= count <= 16 else BLOCK_BYTES):
-            block = count = 0
-    return starts
+    ends, _, _ = block_ends(lengths, 0, 0, BLOCK_BYTES)
+    sizes = np.cumsum([0, *lengths]).tolist()
+    assert runs[0].offsets == [0, *(sizes[end] for end in ends if end < len(lengths))]
 
 
 def test_a_member_larger_than_a_piece_is_one_deflate_stream() -> None:

@@ -18,6 +18,8 @@ from nanorec.errors import UsageError
 from nanorec.wire import timestamp_entry
 from nanorec.writer import ArchiveWriter
 
+from .helpers import block_ends
+
 _KINDS = [("a",), ("b",), ("x", "y")]
 
 
@@ -89,21 +91,6 @@ def test_joined_run_writes_the_same_bytes(
         assert one.read_bytes() == joined.read_bytes(), seed
 
 
-def _simulated(lengths: list[int], block: int, count: int, size: int) -> tuple[list[int], int, int]:
-    """`BlockDeflater.add`'s rule, one message at a time."""
-    ends = []
-    for number, length in enumerate(lengths):
-        if block and block + length > blockcut.limit(count, size):
-            ends.append(number)
-            block = count = 0
-        block += length
-        count += 1
-        if block >= blockcut.limit(count, size):
-            ends.append(number + 1)
-            block = count = 0
-    return ends, block, count
-
-
 def test_cuts_follow_the_per_message_rule() -> None:
     rng = random.Random(5)
     for trial in range(3000):
@@ -113,7 +100,7 @@ def test_cuts_follow_the_per_message_rule() -> None:
         count = rng.choice([0, 0, 1, 3, 4, 10, 16, 17, 300])
         block = 0 if not count else rng.randrange(1, size + 1)
         got = blockcut.cuts(np.array(lengths, np.int64), block, count, size)
-        assert got == _simulated(lengths, block, count, size), trial
+        assert got == block_ends(lengths, block, count, size), trial
 
 
 def test_joined_run_refuses_what_it_cannot_hold(tmp_path: Path) -> None:
