@@ -294,6 +294,12 @@ class BlockDeflater:
         self._hand_over()
         return self._collect(wait=True, everything=True)
 
+    def ready(self) -> Pieces:
+        """Hand the closed blocks over and return those deflated by now, leaving the open
+        block open (a flush by time: see `MessageStream`)."""
+        self._hand_over()
+        return self._collect(wait=False)
+
     def finish(self) -> Pieces:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()

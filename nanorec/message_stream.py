@@ -32,10 +32,11 @@ from nanorec.zipout import FLUSH_BYTES, ZipOutput
 MESSAGES_MEMBER: Final = "messages.msgpack"
 
 
-#: Flush buffered output when this many messages were written since the last flush...
+#: Flush when this many messages, or `nanorec.zipout.FLUSH_BYTES` of them, were written
+#: since the last flush (in the compact layout this ends a block)...
 FLUSH_MESSAGES: Final = 1024
-#: ...or this many seconds passed since the last flush (checked when a message is written);
-#: or when `nanorec.zipout.FLUSH_BYTES` are buffered.
+#: ...and write what is ready when this many seconds passed since the last flush (checked
+#: when a message or run is written) or `FLUSH_BYTES` are buffered.
 FLUSH_SECONDS: Final = 1.0
 
 _FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
@@ -57,6 +58,7 @@ class MessageStream:
         self._messages_crc = 0
         self._last_flush_count = 0
         self._last_flush_time = time.monotonic()
+        self._unflushed = 0  # message bytes since the last flush
         #: Messages written so far.
         self.count = 0
         self._last_timestamp = _INT64_MIN
@@ -124,12 +126,13 @@ class MessageStream:
         self._last_timestamp = timestamp
         number = self.count
         self.count = number + 1
-        if (
-            out.pending >= FLUSH_BYTES
-            or number - self._last_flush_count >= FLUSH_MESSAGES
-            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
-        ):
+        self._unflushed += length
+        if number - self._last_flush_count >= FLUSH_MESSAGES or self._unflushed >= FLUSH_BYTES:
             self.flush()
+        elif (
+            out.pending >= FLUSH_BYTES or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        ):
+            self._write_ready()
         return number
 
     def append_run(
@@ -331,16 +334,31 @@ class MessageStream:
         self._index.extend(lengths, column, crcs, flags, np.array(codes, np.uint32))
         self._last_timestamp = int(column[-1])
         self.count = first + len(column)
+        self._unflushed += int(lengths.sum())
         self._flush_if_due()
         return first
 
     def _flush_if_due(self) -> None:
-        if (
+        if self.count - self._last_flush_count >= FLUSH_MESSAGES or self._unflushed >= FLUSH_BYTES:
+            self.flush()
+        elif (
             self._out.pending >= FLUSH_BYTES
-            or self.count - self._last_flush_count >= FLUSH_MESSAGES
             or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
         ):
+            self._write_ready()
+
+    def _write_ready(self) -> None:
+        """A flush due to time or to buffered output. Both depend on the machine (its speed,
+        how far the deflate threads got), so in the compact layout this only writes the
+        blocks finished so far: ending a block here would give the same input other bytes
+        on another run."""
+        if self._blocks is None:
             self.flush()
+            return
+        self._out.emit_compressed(self._blocks.ready())
+        if self._out.parts:
+            self._out.flush_buffer()
+        self._last_flush_time = time.monotonic()
 
     def _embed(self, packed: bytes, entries: int, timestamp: int) -> tuple[bytes | memoryview, ...]:
         """`packed` with the `"nanorec.t"` entry appended (see `nanorec.wire`), as pieces
@@ -407,6 +425,7 @@ class MessageStream:
             out.flush_buffer(behind=self._in_messages and self._blocks is None)
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
+        self._unflushed = 0
 
     def finish(self) -> LocalHeader:
         """End the member: flush it and patch its local header with the final sizes and CRC
