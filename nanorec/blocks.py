@@ -33,7 +33,7 @@ from typing import Any, Final
 import numpy as np
 
 from nanorec import blockcut
-from nanorec.crc import crc32
+from nanorec.crc import crc32, joined_crc
 
 #: A block ends before the message that would take it past this many uncompressed bytes.
 BLOCK_BYTES: Final = 16 << 10
@@ -108,6 +108,14 @@ def deflater(*, fast: bool = False) -> Any:
     if fast:
         return _compressor(fast=True)
     return MemberDeflater()
+
+
+def zlib_compressor(*, fast: bool) -> Any:
+    """A compressor of the zlib format (header and Adler-32, as `zlib.compress`): ISA-L's
+    when `fast` and installed, else zlib's level 6."""
+    if fast and _isal_zlib is not None:
+        return _isal_zlib.compressobj(ISAL_LEVEL)
+    return zlib.compressobj(LEVEL)
 
 
 def _compressor(*, fast: bool) -> Any:
@@ -212,7 +220,15 @@ class BlockDeflater:
         self.threads = threads  # 0: deflate each block in the caller's thread, else shared ones
         self.offsets: list[int] = []
         self.starts: list[int] = []
-        self.crc = 0  # CRC-32 of the blocks submitted so far (the zip member's, at `finish`)
+        self.crc = 0  # the zip member's CRC-32, set by `finish`
+        # The member's CRC without reading a large message twice: a block of one message
+        # takes that message's CRC (`_crcs`, `_sizes`); the blocks between are read once
+        # into a running CRC (`_run_crc`, `_run_size`); `crc.joined_crc` joins them at the end.
+        self._crcs: list[int] = []
+        self._sizes: list[int] = []
+        self._run_crc = 0
+        self._run_size = 0
+        self._open_crc = 0  # the CRC of the open block's first message
         self._in = 0  # uncompressed bytes so far
         self._out = 0  # compressed bytes returned so far
         self._open: list[bytes | memoryview] = []  # the open block's pieces
@@ -223,24 +239,28 @@ class BlockDeflater:
         self._pending: deque[tuple[Future[list[Pieces]], int]] = deque()  # batches in work
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
-    def add(self, pieces: Sequence[bytes | memoryview], length: int) -> Pieces:
-        """One message's pieces (`length` bytes in all) -> compressed output ready now."""
-        return self.add_run((pieces,), (length,))
+    def add(self, pieces: Sequence[bytes | memoryview], length: int, crc: int) -> Pieces:
+        """One message's pieces (`length` bytes in all, CRC-32 `crc`) -> compressed output
+        ready now."""
+        return self.add_run((pieces,), (length,), (crc,))
 
     def add_run(
-        self, messages: Sequence[Sequence[bytes | memoryview]], lengths: Sequence[int]
+        self,
+        messages: Sequence[Sequence[bytes | memoryview]],
+        lengths: Sequence[int],
+        crcs: Sequence[int] | np.ndarray[Any, np.dtype[np.uint32]],
     ) -> Pieces:
-        """Many messages (each its pieces, `lengths[i]` bytes in all) -> compressed output
-        ready now. The same blocks as adding them one by one: only integer arithmetic per
-        message, the joins and hand-overs once a block (a per-message call was most of a
-        compact conversion of ~100-byte messages)."""
+        """Many messages (each its pieces, `lengths[i]` bytes in all, CRC-32 `crcs[i]`) ->
+        compressed output ready now. The same blocks as adding them one by one: only
+        integer arithmetic per message, the joins and hand-overs once a block (a per-message
+        call was most of a compact conversion of ~100-byte messages)."""
         out: Pieces = []
         block, count, size = self._block, self._count, self._in
         full, half = self.block_bytes, self.block_bytes // 2
         low, high = blockcut.HALF_BLOCK
         pieces_open = self._open
         offsets = self.offsets
-        for pieces, length in zip(messages, lengths, strict=True):
+        for pieces, length, crc in zip(messages, lengths, crcs, strict=True):
             if block and block + length > (half if low <= count <= high else full):
                 self._block, self._count = block, count
                 self._submit()
@@ -251,6 +271,7 @@ class BlockDeflater:
                 out += self._collect(wait=self._behind())
             if not block:
                 offsets.append(size)
+                self._open_crc = crc
             pieces_open.extend(pieces)
             size += length
             block += length
@@ -263,7 +284,12 @@ class BlockDeflater:
         self._block, self._count, self._in = block, count, size
         return out
 
-    def add_joined(self, joined: bytes, lengths: np.ndarray[Any, np.dtype[np.int64]]) -> Pieces:
+    def add_joined(
+        self,
+        joined: bytes,
+        lengths: np.ndarray[Any, np.dtype[np.int64]],
+        crcs: np.ndarray[Any, np.dtype[np.uint32]],
+    ) -> Pieces:
         """`add_run` for messages back to back in `joined` (`lengths` bytes each, each > 0):
         blocks end where `add_run` would end them (`blockcut.cuts`, with numpy), each a
         slice of `joined`, not copied when it holds no bytes from before the run."""
@@ -278,6 +304,7 @@ class BlockDeflater:
                 size = offsets[stop] - offsets[done]
                 if not self._block:
                     self.offsets.append(self._in)
+                    self._open_crc = int(crcs[done])
                 self._open.append(view[offsets[done] : offsets[stop]])
                 self._in += size
                 self._block += size
@@ -303,6 +330,8 @@ class BlockDeflater:
     def finish(self) -> Pieces:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()
+        self._end_crc_run()
+        self.crc = joined_crc(np.array(self._crcs, np.uint32), np.array(self._sizes, np.int64))
         tail: bytes = _compressor(fast=False).flush(zlib.Z_FINISH)
         self._out += len(tail)
         self.close()
@@ -326,13 +355,25 @@ class BlockDeflater:
             data: bytes | memoryview = self._open[0]
         else:
             data = b"".join(self._open)  # a copy: the caller may reuse its buffers
-        self.crc = crc32(data, self.crc)
+        if self._count == 1:  # its message's CRC: the bytes are not read again
+            self._end_crc_run()
+            self._crcs.append(self._open_crc)
+            self._sizes.append(len(data))
+        else:
+            self._run_crc = crc32(data, self._run_crc)
+            self._run_size += len(data)
         self._batch.append((data, self._count < _TINY_MESSAGES))
         self._batch_bytes += len(data)
         self._open.clear()
         self._block = self._count = 0
         if self._batch_bytes >= _BATCH_BYTES:
             self._hand_over()
+
+    def _end_crc_run(self) -> None:
+        if self._run_size:
+            self._crcs.append(self._run_crc)
+            self._sizes.append(self._run_size)
+            self._run_crc = self._run_size = 0
 
     def _hand_over(self) -> None:
         if not self._batch:

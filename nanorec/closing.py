@@ -32,15 +32,24 @@ from nanorec.zipout import ZipOutput
 INDEX_MEMBER: Final = "index.msgpack"
 
 
-#: The index of this many messages or more, averaging `FAST_INDEX_AT` bytes or more, is
-#: deflated by ISA-L (when installed; `blocks.deflater`): ~15x faster than zlib's level 6
-#: (0.16 s of CPU at close for pbstream's 180,000 messages a 100 MB), for ~3 % more of a
-#: member that is then a small part of the archive (~10 of ~80 index bytes a message
-#: against 256 or more of messages). Archives of smaller messages, where the index weighs
-#: and the size budgets bind, and small indexes (which ISA-L deflates up to 3x larger, and
-#: zlib in no time) keep zlib's level 6.
-FAST_INDEX_COUNT: Final = 16384
-FAST_INDEX_AT: Final = 256
+#: Every member but the messages is deflated by ISA-L (when installed; `blocks.deflater`):
+#: ~10x faster than zlib's level 6 for 2-8 % more of these members, whose zlib deflate at
+#: close was most of what the compact layout cost over the stored one on small recordings
+#: (the index of 17,000 messages: 19 of 58 ms). Except for recordings of tiny messages:
+#: under `FAST_SOURCE_AT` source bytes a message (a bz2 bag of 29-byte messages has 14.5)
+#: the index and tables weigh as much as the messages and the size budget binds, so they
+#: keep zlib's level 6. Without the source's size (an archive written through the API) the
+#: messages' own bytes count, at `FAST_MESSAGES_AT` a message.
+FAST_SOURCE_AT: Final = 40
+FAST_MESSAGES_AT: Final = 256
+
+
+def fast_members(count: int, messages_size: int, source: Mapping[str, Any]) -> bool:
+    """Whether the closing members are deflated by ISA-L (see `FAST_SOURCE_AT`)."""
+    source_size = source.get("size")
+    if isinstance(source_size, int) and source_size > 0:
+        return source_size >= FAST_SOURCE_AT * count
+    return messages_size >= FAST_MESSAGES_AT * count
 
 
 def write_closing_members(
@@ -65,12 +74,8 @@ def write_closing_members(
     and the sizes; the block table of `blocks`), then `members` (deflated as `compress` says), all
     after the finished messages member of `count` messages, `messages_size` bytes."""
     index_bytes = index_chunks or iter_index_bytes(index, registry, count, messages_size)
-    index_header = out.write_streamed(
-        INDEX_MEMBER,
-        index_bytes,
-        compress=compact,
-        fast=count >= FAST_INDEX_COUNT and messages_size >= FAST_INDEX_AT * count,
-    )
+    fast = fast_members(count, messages_size, source)
+    index_header = out.write_streamed(INDEX_MEMBER, index_bytes, compress=compact, fast=fast)
     fields = base_fields(
         producer=producer,
         created_utc=created_utc,
@@ -86,14 +91,15 @@ def write_closing_members(
         fields["blocks"] = blocks.table()
     out.write_streamed(
         DESCRIPTION_MEMBER,
-        iter_description(fields, description_columns(index, registry, count)),
+        iter_description(fields, description_columns(index, registry, count), fast=fast),
         compress=compact,
+        fast=fast,
     )
     for name, data in members.items():
         if isinstance(data, bytes):
-            out.write_whole(name, data, compress=compress[name])
+            out.write_whole(name, data, compress=compress[name], fast=fast)
         else:
-            out.write_streamed(name, data, compress=compress[name])
+            out.write_streamed(name, data, compress=compress[name], fast=fast)
 
 
 def iter_index_bytes(

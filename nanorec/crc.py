@@ -103,6 +103,34 @@ def _shift(tables: U32, crcs: U32) -> U32:
     return shifted
 
 
+@lru_cache(maxsize=64)
+def _power_tables(bit: int) -> U32:
+    """`_tables(2**bit)`, kept apart from `_tables`' cache of part lengths."""
+    return _tables.__wrapped__(1 << bit)
+
+
+def joined_crc(crcs: npt.NDArray[Any], lengths: npt.NDArray[Any]) -> int:
+    """The CRC-32 of parts joined in order, from each part's CRC and length (the parts' bytes
+    are not read again). The CRC of the whole is the XOR of every part's CRC shifted by the
+    bytes after it; the shifts run bit by bit over those counts, for all parts at once."""
+    values = np.array(crcs, np.uint32)
+    sizes = np.asarray(lengths, np.int64)
+    after = (int(sizes.sum()) - np.cumsum(sizes)).astype(np.uint64)
+    index = np.flatnonzero(after)  # the parts still to shift
+    after = after[index]
+    bit = 0
+    while len(index):
+        odd = (after & np.uint64(1)).astype(bool)
+        if odd.any():
+            chosen = index[odd]
+            values[chosen] = _shift(_power_tables(bit), values[chosen])
+        after >>= np.uint64(1)
+        keep = after != 0
+        after, index = after[keep], index[keep]
+        bit += 1
+    return int(np.bitwise_xor.reduce(values)) if len(values) else 0
+
+
 def part_crcs(running: npt.NDArray[Any], before: int, length: int) -> U32:
     """The CRC-32 of each part of a stream cut into parts all `length` bytes long, from the
     running CRCs after each part (`zlib.crc32(part, previous running CRC)`, which also gives

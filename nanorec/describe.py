@@ -42,6 +42,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.blocks import zlib_compressor
 from nanorec.errors import ArchiveError, IndexMismatchError, UnsupportedError, UsageError
 from nanorec.index import Index, TypesTable
 from nanorec.wire import TIMESTAMP_KEY, bin_header, map_header
@@ -66,7 +67,6 @@ RAW: Final = "raw"
 ZLIB: Final = "zlib"
 DELTA_ZLIB: Final = "delta-zlib"
 ENCODINGS: Final = (RAW, ZLIB, DELTA_ZLIB)
-_ZLIB_LEVEL: Final = 6
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,10 @@ class ColumnSource:
     encoding: str = RAW
 
 
-def _deflated(column: ColumnSource) -> bytes:
-    """The column's bytes encoded as `column.encoding` says (zlib or delta-zlib)."""
-    deflater = zlib.compressobj(_ZLIB_LEVEL)
+def _deflated(column: ColumnSource, fast: bool) -> bytes:
+    """The column's bytes encoded as `column.encoding` says (zlib or delta-zlib; by ISA-L
+    if `fast`, see `nanorec.closing.fast_members`)."""
+    deflater = zlib_compressor(fast=fast)
     parts = []
     previous = np.zeros(1, dtype=column.dtype)
     for chunk in column.chunks:
@@ -99,11 +100,14 @@ def _deflated(column: ColumnSource) -> bytes:
     return b"".join(parts)
 
 
-def iter_description(fields: Mapping[str, Any], columns: Sequence[ColumnSource]) -> Iterator[bytes]:
+def iter_description(
+    fields: Mapping[str, Any], columns: Sequence[ColumnSource], *, fast: bool = False
+) -> Iterator[bytes]:
     """The bytes of a `nanorec.msgpack` member, streamed.
 
     `fields` are the plain keys (in the order given); the `columns` map comes last. Each
-    column's chunks must add up to `count * dtype.itemsize` bytes.
+    column's chunks must add up to `count * dtype.itemsize` bytes. `fast`: encoded columns
+    are deflated by ISA-L.
     """
     yield map_header(len(fields) + 1)
     for key, value in fields.items():
@@ -113,7 +117,7 @@ def iter_description(fields: Mapping[str, Any], columns: Sequence[ColumnSource])
         head = msgpack.packb("dtype") + msgpack.packb(column.dtype.str)
         if column.encoding != RAW:
             # Encoded columns are small: built in memory, so their size is known up front.
-            data = _deflated(column)
+            data = _deflated(column, fast)
             head += msgpack.packb("encoding") + msgpack.packb(column.encoding)
             yield msgpack.packb(column.name) + map_header(3) + head + msgpack.packb("data")
             yield bin_header(len(data)) + data

@@ -110,7 +110,7 @@ class MessageStream:
             out.parts += pieces
             out.pending += length
         else:
-            out.emit_compressed(self._blocks.add(pieces, length))
+            out.emit_compressed(self._blocks.add(pieces, length, crc))
         self._index.append(
             (
                 length,
@@ -182,7 +182,7 @@ class MessageStream:
         if blocks is None:
             out.pending += sum(lengths)
         else:
-            out.emit_compressed(blocks.add_run(blocked, lengths))
+            out.emit_compressed(blocks.add_run(blocked, lengths, crcs))
         return self._end_run(
             np.array(lengths, np.int64), column, np.array(crcs, np.uint32), 0, codes
         )
@@ -214,7 +214,7 @@ class MessageStream:
             out.parts += stored
             out.pending += sum(lengths)
         else:
-            out.emit_compressed(self._blocks.add_run([(m,) for m in stored], lengths))
+            out.emit_compressed(self._blocks.add_run([(m,) for m in stored], lengths, crcs))
         return self._end_run(np.array(lengths, np.int64), column, crcs, 0, codes)
 
     def append_joined(
@@ -262,7 +262,7 @@ class MessageStream:
             out.parts.append(joined)
             out.pending += len(joined)
         else:
-            out.emit_compressed(blocks.add_joined(joined, lengths))
+            out.emit_compressed(blocks.add_joined(joined, lengths, crcs))
         return self._end_run(lengths, column, crcs, 0, codes)
 
     def append_rows(
@@ -305,10 +305,12 @@ class MessageStream:
             out.flush_buffer(behind=True)  # no CRC pass at flush: it is taken
             self._last_flush_count = first + count
             self._last_flush_time = time.monotonic()
-        else:  # the block deflater takes the stream's CRC a block at a time
+        else:  # the block deflater takes the stream's CRC (see `BlockDeflater`)
             crcs = np.fromiter(map(crc32, pieces), np.uint32, count)
             blocks = self._blocks
-            self._out.emit_compressed(blocks.add_run([(p,) for p in pieces], [length] * count))
+            self._out.emit_compressed(
+                blocks.add_run([(p,) for p in pieces], [length] * count, crcs)
+            )
         return self._end_run(np.full(count, length), column, crcs, flags, code)
 
     def _run_times(

@@ -218,11 +218,13 @@ class ZipOutput:
         self.finish_member(header, offset)
         return header
 
-    def write_whole(self, name: str, data: bytes, *, compress: bool = False) -> None:
-        """Write a member of known bytes. `compress`: deflated, unless that is no smaller or
-        so small that readers would take it for a zip bomb: then the deflated bytes are
-        taken back (the file truncated) and `data` is stored. The deflate is streamed to the
-        file, so a large member costs no compressed copy in memory."""
+    def write_whole(
+        self, name: str, data: bytes, *, compress: bool = False, fast: bool = False
+    ) -> None:
+        """Write a member of known bytes. `compress`: deflated (by ISA-L if `fast`), unless
+        that is no smaller or so small that readers would take it for a zip bomb: then the
+        deflated bytes are taken back (the file truncated) and `data` is stored. The deflate
+        is streamed to the file, so a large member costs no compressed copy in memory."""
         if compress:
             self.flush_buffer()  # what came before stays whatever is taken back
         offset = self.tell()
@@ -237,7 +239,7 @@ class ZipOutput:
         self.emit(header.build())
         if compress:
             start = self.tell()
-            compressor = deflater()
+            compressor = deflater(fast=fast)
             with memoryview(data) as view:
                 for at in range(0, size, _DEFLATE_STEP):
                     self.emit(compressor.compress(view[at : at + _DEFLATE_STEP]))

@@ -240,17 +240,19 @@ def test_a_run_makes_the_same_blocks_as_messages_one_by_one() -> None:
     out: list[list[bytes]] = [[], [], []]
     for start in range(0, len(messages), 97):  # runs of uneven size
         part = messages[start : start + 97]
-        out[0] += runs[0].add_run([(m,) for m in part], [len(m) for m in part])
-        out[1] += runs[1].add_run([(m[:5], m[5:]) for m in part], [len(m) for m in part])
+        crcs = [zlib.crc32(m) for m in part]
+        out[0] += runs[0].add_run([(m,) for m in part], [len(m) for m in part], crcs)
+        out[1] += runs[1].add_run([(m[:5], m[5:]) for m in part], [len(m) for m in part], crcs)
         for message in part:
-            out[2] += one_by_one.add((message,), len(message))
+            out[2] += one_by_one.add((message,), len(message), zlib.crc32(message))
     for blocks, made in zip([*runs, one_by_one], out, strict=True):
         made += blocks.finish()
     assert b"".join(out[0]) == b"".join(out[1]) == b"".join(out[2])
     assert runs[0].table() == runs[1].table() == one_by_one.table()
     stream = b"".join(messages)
     assert zlib.decompress(b"".join(out[0]), -15) == stream
-    assert runs[0].crc == runs[1].crc == zlib.crc32(stream)
+    assert runs[0].crc == runs[1].crc == one_by_one.crc == zlib.crc32(stream)
+    assert 1 < len(runs[0]._crcs) < len(runs[0].offsets)  # one-message blocks, and runs
     ends, _, _ = block_ends(lengths, 0, 0, BLOCK_BYTES)
     sizes = np.cumsum([0, *lengths]).tolist()
     assert runs[0].offsets == [0, *(sizes[end] for end in ends if end < len(lengths))]

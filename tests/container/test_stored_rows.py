@@ -14,7 +14,7 @@ import msgpack
 import numpy as np
 import pytest
 
-from nanorec.crc import part_crcs
+from nanorec.crc import joined_crc, part_crcs
 from nanorec.errors import UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.wire import timestamp_entry
@@ -84,3 +84,13 @@ def test_rows_refuse_decreasing_timestamps_and_bad_shapes(tmp_path: Path) -> Non
         with pytest.raises(UsageError, match="one timestamp per row"):
             writer.write_stored_rows(_rows([1, 2], [20, 21]), [20], types=["v"])
         assert writer.message_count == 1
+
+
+def test_joined_crc_is_the_crc_of_the_parts_joined() -> None:
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        sizes = rng.choice([0, 1, 3, 100, 4096, 70_000], size=int(rng.integers(0, 25)))
+        parts = [rng.bytes(int(size)) for size in sizes]
+        crcs = np.array([zlib.crc32(part) for part in parts], np.uint32)
+        got = joined_crc(crcs, np.array([len(part) for part in parts], np.int64))
+        assert got == zlib.crc32(b"".join(parts)), trial
