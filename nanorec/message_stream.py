@@ -32,11 +32,10 @@ from nanorec.zipout import FLUSH_BYTES, ZipOutput
 MESSAGES_MEMBER: Final = "messages.msgpack"
 
 
-#: Flush when this many messages, or `nanorec.zipout.FLUSH_BYTES` of them, were written
-#: since the last flush (in the compact layout this ends a block)...
+#: Write what is ready when this many messages were written since the last flush...
 FLUSH_MESSAGES: Final = 1024
-#: ...and write what is ready when this many seconds passed since the last flush (checked
-#: when a message or run is written) or `FLUSH_BYTES` are buffered.
+#: ...or this many seconds passed (checked when a message or run is written), or
+#: `nanorec.zipout.FLUSH_BYTES` are buffered (see `MessageStream._flush_auto`).
 FLUSH_SECONDS: Final = 1.0
 
 _FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
@@ -58,7 +57,6 @@ class MessageStream:
         self._messages_crc = 0
         self._last_flush_count = 0
         self._last_flush_time = time.monotonic()
-        self._unflushed = 0  # message bytes since the last flush
         #: Messages written so far.
         self.count = 0
         self._last_timestamp = _INT64_MIN
@@ -126,13 +124,12 @@ class MessageStream:
         self._last_timestamp = timestamp
         number = self.count
         self.count = number + 1
-        self._unflushed += length
-        if number - self._last_flush_count >= FLUSH_MESSAGES or self._unflushed >= FLUSH_BYTES:
-            self.flush()
-        elif (
-            out.pending >= FLUSH_BYTES or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
+        if (
+            out.pending >= FLUSH_BYTES
+            or number - self._last_flush_count >= FLUSH_MESSAGES
+            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
         ):
-            self._write_ready()
+            self._flush_auto()
         return number
 
     def append_run(
@@ -336,30 +333,30 @@ class MessageStream:
         self._index.extend(lengths, column, crcs, flags, np.array(codes, np.uint32))
         self._last_timestamp = int(column[-1])
         self.count = first + len(column)
-        self._unflushed += int(lengths.sum())
         self._flush_if_due()
         return first
 
     def _flush_if_due(self) -> None:
-        if self.count - self._last_flush_count >= FLUSH_MESSAGES or self._unflushed >= FLUSH_BYTES:
-            self.flush()
-        elif (
+        if (
             self._out.pending >= FLUSH_BYTES
+            or self.count - self._last_flush_count >= FLUSH_MESSAGES
             or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
         ):
-            self._write_ready()
+            self._flush_auto()
 
-    def _write_ready(self) -> None:
-        """A flush due to time or to buffered output. Both depend on the machine (its speed,
-        how far the deflate threads got), so in the compact layout this only writes the
-        blocks finished so far: ending a block here would give the same input other bytes
-        on another run."""
+    def _flush_auto(self) -> None:
+        """A flush the writer decides (by count, time or buffered output). The stored layout
+        writes every message; the compact one the blocks finished so far, leaving the open
+        block open: ending it here would put a block end where the machine's speed or the
+        caller's runs fell, so the same messages could give other bytes, and waiting for the
+        deflating threads at every flush held a conversion of large messages back."""
         if self._blocks is None:
             self.flush()
             return
         self._out.emit_compressed(self._blocks.ready())
         if self._out.parts:
             self._out.flush_buffer()
+        self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
 
     def _embed(self, packed: bytes, entries: int, timestamp: int) -> tuple[bytes | memoryview, ...]:
@@ -427,7 +424,6 @@ class MessageStream:
             out.flush_buffer(behind=self._in_messages and self._blocks is None)
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
-        self._unflushed = 0
 
     def finish(self) -> LocalHeader:
         """End the member: flush it and patch its local header with the final sizes and CRC

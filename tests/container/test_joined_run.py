@@ -64,16 +64,14 @@ def test_joined_run_writes_the_same_bytes(
             "block_bytes": block_bytes,
             "deflate_threads": threads,
         }
-        splits = _splits(rng, len(messages))
         with ArchiveWriter(one, overwrite=True, **options) as writer:
-            for start, stop in splits:  # the same runs: a flush may fall between two
-                writer.write_stored_run(
-                    [m[0] for m in messages[start:stop]],
-                    types=[_KINDS[m[1]] for m in messages[start:stop]],
-                    timestamps_us=[m[2] for m in messages[start:stop]],
-                )
+            writer.write_stored_run(
+                [m[0] for m in messages],
+                types=[_KINDS[m[1]] for m in messages],
+                timestamps_us=[m[2] for m in messages],
+            )
         with ArchiveWriter(joined, overwrite=True, **options) as writer:
-            for start, stop in splits:
+            for start, stop in _splits(rng, len(messages)):
                 part = messages[start:stop]
                 if rng.random() < 0.3:  # a run of another kind between joined ones
                     writer.write_stored_run(
