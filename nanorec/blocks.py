@@ -20,27 +20,21 @@ through the reader's slow path (inflated once into a temporary file).
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
-import threading
 import zlib
 from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from typing import Any, Final
 
 import numpy as np
 
 from nanorec import blockcut
 from nanorec.crc import crc32, joined_crc
+from nanorec.deflate import LEVEL, THREADS, isal_zlib, raw_compressor, shared_pool
 
 #: A block ends before the message that would take it past this many uncompressed bytes.
 BLOCK_BYTES: Final = 16 << 10
-#: zlib level for every deflated member (6: 16 KiB blocks at level 1 were 12% larger).
-LEVEL: Final = 6
-#: ISA-L level when `isal` is installed (2: as small as its 3, faster than its 1 here).
-ISAL_LEVEL: Final = 2
 #: Blocks of this many messages or more (under ~128 bytes each in the archive) keep zlib's
 #: level 6: ISA-L made the 29-byte messages of a real bag (~64 bytes archived, 256 a block)
 #: ~11 % larger, past the 2x size budget; the ~100-byte ones of another bag (~120 a block)
@@ -48,19 +42,9 @@ ISAL_LEVEL: Final = 2
 _TINY_MESSAGES: Final = 128
 
 
-def _load_isal() -> Any:
-    """ISA-L's zlib-compatible module (optional: the `fast` extra), or None."""
-    try:
-        return importlib.import_module("isal.isal_zlib")
-    except ImportError:  # pragma: no cover - depends on the environment
-        return None
-
-
-_isal_zlib: Any = _load_isal()
 #: Compressed bytes, as pieces written one after the other.
 Pieces = list[bytes | memoryview]
-#: Threads deflating blocks, and how many finished blocks may wait for them.
-_THREADS: Final = 2
+#: How many finished blocks may wait for the deflating threads.
 _AHEAD: Final = 16
 _AHEAD_BYTES: Final = 16 << 20
 #: Blocks go to the threads in batches of about this many bytes: one hand-over (~40 us of
@@ -69,138 +53,12 @@ _BATCH_BYTES: Final = 128 << 10
 #: ISA-L deflates a block up to this size before the block's sample would be set up: the
 #: block itself says whether it deflates.
 _SMALL_BLOCK: Final = 32 << 10
-_WBITS: Final = -zlib.MAX_WBITS
 #: A block is stored when this many bytes from its middle deflate (level 1) to more than
 #: `_STORE_ABOVE` of their size.
 _SAMPLE: Final = 1024
 _STORE_ABOVE: Final = 0.9
 _STORED_MAX: Final = 0xFFFF
 _STORED_HEADER: Final = struct.Struct("<BHH")
-
-
-_pool_lock = threading.Lock()
-_pool: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _shared_pool() -> ThreadPoolExecutor:
-    """The process's deflating threads, started once and shared by every writer: starting
-    threads per archive cost ~5 ms of a small conversion on a busy machine. A forked child
-    (a process pool's worker) makes its own: the parent's threads are not in it."""
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool[0] != os.getpid():
-            _pool = (os.getpid(), ThreadPoolExecutor(_THREADS, thread_name_prefix="nanorec-zip"))
-        return _pool[1]
-
-
-def deflater(*, fast: bool = False) -> Any:
-    """A raw-deflate compressor as every compact member uses (zip method 8).
-
-    `fast`: ISA-L's when the `isal` package is there (the `fast` extra). Deflate at zlib's
-    level 6 runs at ~20 MB/s a core, most of a compact conversion and a tenth of what an
-    MCAP writer's zstd chunks take; ISA-L's level 2 makes the same format (zlib and NanoVer
-    inflate it) ~12x faster, 2-6 % larger on CARLA frames, but ~11 % larger on blocks of
-    tiny messages (29-byte ROS messages), whose archives the size budget binds: those
-    keep zlib (see `_deflate_block`).
-
-    Without `fast`, a `MemberDeflater`: zlib's level 6 on both cores (a whole member such as
-    `index.msgpack`, ~2 bytes a message, was a tenth of a small-message conversion)."""
-    if fast:
-        return _compressor(fast=True)
-    return MemberDeflater()
-
-
-def zlib_compressor(*, fast: bool) -> Any:
-    """A compressor of the zlib format (header and Adler-32, as `zlib.compress`): ISA-L's
-    when `fast` and installed, else zlib's level 6."""
-    if fast and _isal_zlib is not None:
-        return _isal_zlib.compressobj(ISAL_LEVEL)
-    return zlib.compressobj(LEVEL)
-
-
-def _compressor(*, fast: bool) -> Any:
-    if fast and _isal_zlib is not None:
-        return _isal_zlib.compressobj(ISAL_LEVEL, zlib.DEFLATED, _WBITS)
-    return zlib.compressobj(LEVEL, zlib.DEFLATED, _WBITS)
-
-
-#: A member is deflated in pieces of this size, each on its own (ended by a sync flush: the
-#: pieces joined are one raw-deflate stream), by `_THREADS` threads (256 KiB: the index of
-#: ten thousand messages is three pieces, so both cores deflate it, for ~0.02 % of size).
-_MEMBER_PIECE: Final = 256 << 10
-
-
-#: A member's pieces past this many bytes are deflated by ISA-L (when installed): a member
-#: that large is the index of millions of messages (`index.msgpack`, ~80 bytes a message),
-#: whose zlib level 6 took as long as the messages' own conversion; ISA-L's level 2 is ~12x
-#: faster for ~15 % more of such a member. Smaller members (every one of a bag whose size
-#: budget binds) keep zlib's level 6.
-_MEMBER_FAST_AFTER: Final = 8 << 20
-
-
-def _deflate_piece(data: bytes | memoryview, fast: bool) -> bytes:
-    compressor = _compressor(fast=fast)
-    out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
-    return out
-
-
-class MemberDeflater:
-    """zlib's `compressobj` interface (`compress`, `flush`) for one member: the data is cut
-    in `_MEMBER_PIECE` pieces deflated by two threads (zlib releases the GIL), in order. A
-    piece starts without the previous one's window. Pieces past `_MEMBER_FAST_AFTER` use
-    ISA-L."""
-
-    def __init__(self) -> None:
-        self._open: list[bytes] = []
-        self._size = 0
-        self._pending: deque[Future[bytes]] = deque()
-        self._done = 0  # bytes handed to the threads
-
-    def compress(self, data: Any) -> bytes:
-        self._open.append(data if type(data) is bytes else bytes(data))
-        self._size += len(data)
-        out: list[bytes] = []
-        if self._size >= _MEMBER_PIECE:
-            joined = b"".join(self._open)  # no copy when it is one chunk
-            view = memoryview(joined)
-            whole = len(joined) - len(joined) % _MEMBER_PIECE
-            for start in range(0, whole, _MEMBER_PIECE):
-                self._hand_over(view[start : start + _MEMBER_PIECE])
-                out += self._ready(wait=len(self._pending) > 2 * _THREADS)
-            self._open = [joined[whole:]] if whole < len(joined) else []
-            self._size = len(joined) - whole
-        out += self._ready(wait=False)
-        return b"".join(out)
-
-    def flush(self, mode: int = zlib.Z_FINISH) -> bytes:
-        """Everything not returned yet; `Z_FINISH` (the default) ends the stream."""
-        rest = b"".join(self._open)
-        self._open.clear()
-        self._size = 0
-        if rest and not self._done:
-            out = [_deflate_piece(rest, False)]  # small: no hand-over
-        else:
-            if rest:
-                self._hand_over(rest)
-            out = [future.result() for future in self._pending]
-            self._pending.clear()
-        if mode == zlib.Z_FINISH:
-            out.append(_compressor(fast=False).flush(zlib.Z_FINISH))  # the final empty block
-        return b"".join(out)
-
-    def _hand_over(self, piece: bytes | memoryview) -> None:
-        fast = self._done >= _MEMBER_FAST_AFTER
-        self._done += len(piece)
-        self._pending.append(_shared_pool().submit(_deflate_piece, piece, fast))
-
-    def _ready(self, *, wait: bool) -> list[bytes]:
-        """The pieces deflated so far, in order; with `wait`, at least the first one (memory
-        held for the threads stays at a few pieces, whatever size a chunk has)."""
-        out = []
-        while self._pending and (wait or self._pending[0].done()):
-            out.append(self._pending.popleft().result())
-            wait = False
-        return out
 
 
 class BlockDeflater:
@@ -215,7 +73,7 @@ class BlockDeflater:
     flushed. The table (`offsets`, `starts`) lists each block's uncompressed and compressed
     start."""
 
-    def __init__(self, block_bytes: int = BLOCK_BYTES, threads: int = _THREADS) -> None:
+    def __init__(self, block_bytes: int = BLOCK_BYTES, threads: int = THREADS) -> None:
         self.block_bytes = block_bytes
         self.threads = threads  # 0: deflate each block in the caller's thread, else shared ones
         self.offsets: list[int] = []
@@ -332,7 +190,7 @@ class BlockDeflater:
         out = self.end_block()
         self._end_crc_run()
         self.crc = joined_crc(np.array(self._crcs, np.uint32), np.array(self._sizes, np.int64))
-        tail: bytes = _compressor(fast=False).flush(zlib.Z_FINISH)
+        tail: bytes = raw_compressor(fast=False).flush(zlib.Z_FINISH)
         self._out += len(tail)
         self.close()
         return [*out, tail]
@@ -382,7 +240,7 @@ class BlockDeflater:
         self._batch, self._batch_bytes = [], 0
         if self.threads:
             # the level is sampled by the thread too: nothing but the hand-over stays here
-            future = _shared_pool().submit(_compress_blocks, batch)
+            future = shared_pool().submit(_compress_blocks, batch)
         else:
             future = Future()
             future.set_result(_compress_blocks(batch))
@@ -433,7 +291,7 @@ def _level(data: bytes | memoryview) -> int:
 
 #: zlib's `compress` sets up a compressor per call: ~80 us for a 1 KiB sample, more than
 #: deflating a block of small messages; ISA-L's level 1 gives about the same size in ~10 us.
-_sample_deflate: Any = zlib.compress if _isal_zlib is None else _isal_zlib.compress
+_sample_deflate: Any = zlib.compress if isal_zlib is None else isal_zlib.compress
 
 
 def _compress_blocks(batch: list[tuple[bytes | memoryview, bool]]) -> list[Pieces]:
@@ -443,13 +301,13 @@ def _compress_blocks(batch: list[tuple[bytes | memoryview, bool]]) -> list[Piece
 
 def _compress_block(data: bytes | memoryview, fast: bool) -> Pieces:
     """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
-    (by ISA-L when `fast`: see `deflater`). Whether it deflates: a sample's say (`_level`),
+    (by ISA-L when `fast`: see `nanorec.deflate`). Whether it deflates: a sample's say (`_level`),
     or for a small ISA-L block the block's own deflate, which costs about what setting up a
     sample does."""
-    small = fast and _isal_zlib is not None and len(data) <= _SMALL_BLOCK
+    small = fast and isal_zlib is not None and len(data) <= _SMALL_BLOCK
     if not small and _level(data) == 0:
         return _stored(data)
-    compressor = _compressor(fast=fast)
+    compressor = raw_compressor(fast=fast)
     out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
     if small and len(out) > _STORE_ABOVE * len(data):
         return _stored(data)
@@ -473,4 +331,4 @@ def _encode(values: list[int]) -> bytes:
     return zlib.compress(np.diff(array, prepend=np.uint64(0)).astype("<u8").tobytes(), LEVEL)
 
 
-__all__ = ["BLOCK_BYTES", "LEVEL", "BlockDeflater", "Pieces", "deflater"]
+__all__ = ["BLOCK_BYTES", "BlockDeflater", "Pieces"]

@@ -32,7 +32,7 @@ from nanorec.zipout import ZipOutput
 INDEX_MEMBER: Final = "index.msgpack"
 
 
-#: Every member but the messages is deflated by ISA-L (when installed; `blocks.deflater`):
+#: Every member but the messages is deflated by ISA-L (when installed; `nanorec.deflate`):
 #: ~10x faster than zlib's level 6 for 2-8 % more of these members, whose zlib deflate at
 #: close was most of what the compact layout cost over the stored one on small recordings
 #: (the index of 17,000 messages: 19 of 58 ms). Except for recordings of tiny messages:

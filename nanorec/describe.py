@@ -42,7 +42,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.blocks import zlib_compressor
+from nanorec.deflate import zlib_compressor
 from nanorec.errors import ArchiveError, IndexMismatchError, UnsupportedError, UsageError
 from nanorec.index import Index, TypesTable
 from nanorec.wire import TIMESTAMP_KEY, bin_header, map_header

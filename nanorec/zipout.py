@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Final
 
 from nanorec import atomic
-from nanorec.blocks import deflater
 from nanorec.crc import crc32
+from nanorec.deflate import deflater
 from nanorec.errors import OutputExistsError
 from nanorec.wire import inflates_acceptably
 from nanorec.writebehind import WriteBehind, write_all
@@ -198,7 +198,7 @@ class ZipOutput:
         self, name: str, chunks: Iterable[bytes], *, compress: bool = False, fast: bool = False
     ) -> LocalHeader:
         """Write a member of not-yet-known size: placeholder header, data, header patched.
-        `fast`: deflated by ISA-L (`blocks.deflater(fast=True)`) rather than zlib's level 6."""
+        `fast`: deflated by ISA-L (`deflate.deflater(fast=True)`) rather than zlib's level 6."""
         offset = self.tell()
         header = LocalHeader(name=name, zip64=True, method=DEFLATED if compress else STORED)
         self.emit(header.build())

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from nanorec import ArchiveReader, verify
-from nanorec.blocks import BLOCK_BYTES, LEVEL, BlockDeflater, _level, deflater
+from nanorec.blocks import BLOCK_BYTES, BlockDeflater, _level
+from nanorec.deflate import LEVEL, deflater
 from nanorec.errors import NanorecError
 from nanorec.layout import use_layout
 from nanorec.writer import ArchiveWriter
