@@ -80,21 +80,22 @@ class BlockDeflater:
         self.starts: list[int] = []
         self.crc = 0  # the zip member's CRC-32, set by `finish`
         # The member's CRC without reading a large message twice: a block of one message
-        # takes that message's CRC (`_crcs`, `_sizes`); the blocks between are read once
-        # into a running CRC (`_run_crc`, `_run_size`); `crc.joined_crc` joins them at the end.
+        # takes that message's CRC, a block of several is read by its deflating thread (not
+        # here); `crc.joined_crc` joins the blocks' CRCs (`_crcs`, `_sizes`) at the end.
         self._crcs: list[int] = []
         self._sizes: list[int] = []
-        self._run_crc = 0
-        self._run_size = 0
+        self._collected = 0  # blocks whose compressed bytes were collected
         self._open_crc = 0  # the CRC of the open block's first message
         self._in = 0  # uncompressed bytes so far
         self._out = 0  # compressed bytes returned so far
         self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
         self._count = 0  # messages in the open block
-        self._batch: list[tuple[bytes | memoryview, bool]] = []  # blocks not handed over
+        self._batch: list[tuple[bytes | memoryview, bool, bool]] = []  # blocks not handed over
         self._batch_bytes = 0
-        self._pending: deque[tuple[Future[list[Pieces]], int]] = deque()  # batches in work
+        self._pending: deque[tuple[Future[list[tuple[Pieces, int]]], int]] = (
+            deque()
+        )  # batches in work
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
     def add(self, pieces: Sequence[bytes | memoryview], length: int, crc: int) -> Pieces:
@@ -188,7 +189,6 @@ class BlockDeflater:
     def finish(self) -> Pieces:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()
-        self._end_crc_run()
         self.crc = joined_crc(np.array(self._crcs, np.uint32), np.array(self._sizes, np.int64))
         tail: bytes = raw_compressor(fast=False).flush(zlib.Z_FINISH)
         self._out += len(tail)
@@ -213,25 +213,15 @@ class BlockDeflater:
             data: bytes | memoryview = self._open[0]
         else:
             data = b"".join(self._open)  # a copy: the caller may reuse its buffers
-        if self._count == 1:  # its message's CRC: the bytes are not read again
-            self._end_crc_run()
-            self._crcs.append(self._open_crc)
-            self._sizes.append(len(data))
-        else:
-            self._run_crc = crc32(data, self._run_crc)
-            self._run_size += len(data)
-        self._batch.append((data, self._count < _TINY_MESSAGES))
+        single = self._count == 1  # its CRC is its message's: the bytes are not read again
+        self._crcs.append(self._open_crc if single else -1)
+        self._sizes.append(len(data))
+        self._batch.append((data, self._count < _TINY_MESSAGES, not single))
         self._batch_bytes += len(data)
         self._open.clear()
         self._block = self._count = 0
         if self._batch_bytes >= _BATCH_BYTES:
             self._hand_over()
-
-    def _end_crc_run(self) -> None:
-        if self._run_size:
-            self._crcs.append(self._run_crc)
-            self._sizes.append(self._run_size)
-            self._run_crc = self._run_size = 0
 
     def _hand_over(self) -> None:
         if not self._batch:
@@ -252,7 +242,10 @@ class BlockDeflater:
         while self._pending and (wait or self._pending[0][0].done()):
             future, size = self._pending.popleft()
             self._pending_bytes -= size
-            for pieces in future.result():
+            for pieces, crc in future.result():
+                if crc >= 0:
+                    self._crcs[self._collected] = crc
+                self._collected += 1
                 self.starts.append(self._out)
                 self._out += sum(len(piece) for piece in pieces)
                 out += pieces
@@ -294,9 +287,15 @@ def _level(data: bytes | memoryview) -> int:
 _sample_deflate: Any = zlib.compress if isal_zlib is None else isal_zlib.compress
 
 
-def _compress_blocks(batch: list[tuple[bytes | memoryview, bool]]) -> list[Pieces]:
-    """A batch of blocks, each `(data, fast)`, compressed in order."""
-    return [_compress_block(data, fast) for data, fast in batch]
+def _compress_blocks(
+    batch: list[tuple[bytes | memoryview, bool, bool]],
+) -> list[tuple[Pieces, int]]:
+    """A batch of blocks, each `(data, fast, with_crc)`, compressed in order, each with its
+    CRC-32 when `with_crc` (else -1)."""
+    return [
+        (_compress_block(data, fast), crc32(data) if with_crc else -1)
+        for data, fast, with_crc in batch
+    ]
 
 
 def _compress_block(data: bytes | memoryview, fast: bool) -> Pieces:
