@@ -40,12 +40,14 @@ Targets (issue 20): archive / source <= 1.25 where messages average >= 100 sourc
 tightest, 1.95: its messages are kept inflated and indexed one by one; the stored layout took
 7.7x). CARLA frame(n) <= 1.5x its stored time: met. Raw read median <= 25 us and p99 <= 200
 us (messages up to 64 KiB): met on every file.
-Convert and export against the stored layout of the same code (the columns above): about
-the same on CARLA and the bz2 bag, up to 1.35x elsewhere and 2.3x on the uncompressed bag of
-100-byte messages, whose blocks need zlib's level 6 to meet the size budget; against the code
-before the compact layout, see the compact-before section (`bench_compact_before.py`).
-Blocks are deflated by two threads the process shares beside the converter, handed over
-~128 KiB at a time; whole members are deflated in 256 KiB pieces on the same threads.
+Convert and export against the stored layout of the same code (the columns above): 1.0-1.3x,
+1.4-1.5x on the two bags of tiny messages (29 and 100 source bytes), whose blocks need zlib's
+level 6 to meet the size budget; against the code before the compact layout, see the
+compact-before section (`bench_compact_before.py`). Blocks are deflated by two threads the
+process shares beside the converter, handed over ~128 KiB at a time, which also take the
+CRC of a block of several messages; the other members are deflated by ISA-L, except in
+recordings under 40 source bytes a message (zlib's level 6, in 256 KiB pieces on the same
+threads: the bz2 bag's budget).
 Choices, measured on the real files' messages: blocks of 16 KiB at level 6, ended at 8 KiB
 when that holds 4-16 messages (0.5-2 KiB messages: a read inflates half as much, e.g. the
 haicheng12 map 32 -> 22 us, for ~5 % of size); 64 KiB blocks were ~5 % smaller but a random
