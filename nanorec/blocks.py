@@ -68,10 +68,10 @@ class BlockDeflater:
     stream a single compressor fully flushed there would make, byte-aligned and free of
     back-references across it) by a small pool of threads, zlib releasing the GIL, so the
     deflate runs beside the converter's own work on the other core. `add` returns the
-    compressed bytes of the blocks finished so far, in order; `end_block` (at every flush of
-    the writer) waits for all of them, so a killed writer loses at most what it had not
-    flushed. The table (`offsets`, `starts`) lists each block's uncompressed and compressed
-    start."""
+    compressed bytes of the blocks finished so far, in order; `ready` those deflated by now
+    (the writer's own flushes), `end_block` all of them, the open block closed
+    (`ArchiveWriter.flush`). Where blocks end depends on the messages alone. The table
+    (`offsets`, `starts`) lists each block's uncompressed and compressed start."""
 
     def __init__(self, block_bytes: int = BLOCK_BYTES, threads: int = THREADS) -> None:
         self.block_bytes = block_bytes
@@ -93,9 +93,8 @@ class BlockDeflater:
         self._count = 0  # messages in the open block
         self._batch: list[tuple[bytes | memoryview, bool, bool]] = []  # blocks not handed over
         self._batch_bytes = 0
-        self._pending: deque[tuple[Future[list[tuple[Pieces, int]]], int]] = (
-            deque()
-        )  # batches in work
+        # batches in work: each block's compressed pieces and its CRC (-1: its message's)
+        self._pending: deque[tuple[Future[list[tuple[Pieces, int]]], int]] = deque()
         self._pending_bytes = 0  # uncompressed bytes waiting for the threads
 
     def add(self, pieces: Sequence[bytes | memoryview], length: int, crc: int) -> Pieces:
@@ -182,7 +181,7 @@ class BlockDeflater:
 
     def ready(self) -> Pieces:
         """Hand the closed blocks over and return those deflated by now, leaving the open
-        block open (a flush by time: see `MessageStream`)."""
+        block open (the writer's own flushes: see `MessageStream._flush_auto`)."""
         self._hand_over()
         return self._collect(wait=False)
 
