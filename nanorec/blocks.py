@@ -81,10 +81,8 @@ class BlockDeflater:
         self.crc = 0  # the zip member's CRC-32, set by `finish`
         # The member's CRC without reading a large message twice: a block of one message
         # takes that message's CRC, a block of several is read by its deflating thread (not
-        # here); `crc.joined_crc` joins the blocks' CRCs (`_crcs`, `_sizes`) at the end.
+        # here); `crc.joined_crc` joins the blocks' CRCs (`_crcs`, one a block of `offsets`).
         self._crcs: list[int] = []
-        self._sizes: list[int] = []
-        self._collected = 0  # blocks whose compressed bytes were collected
         self._open_crc = 0  # the CRC of the open block's first message
         self._in = 0  # uncompressed bytes so far
         self._out = 0  # compressed bytes returned so far
@@ -188,7 +186,8 @@ class BlockDeflater:
     def finish(self) -> Pieces:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()
-        self.crc = joined_crc(np.array(self._crcs, np.uint32), np.array(self._sizes, np.int64))
+        sizes = np.diff(np.array([*self.offsets, self._in], np.int64))
+        self.crc = joined_crc(np.array(self._crcs, np.uint32), sizes)
         tail: bytes = raw_compressor(fast=False).flush(zlib.Z_FINISH)
         self._out += len(tail)
         self.close()
@@ -214,7 +213,6 @@ class BlockDeflater:
             data = b"".join(self._open)  # a copy: the caller may reuse its buffers
         single = self._count == 1  # its CRC is its message's: the bytes are not read again
         self._crcs.append(self._open_crc if single else -1)
-        self._sizes.append(len(data))
         self._batch.append((data, self._count < _TINY_MESSAGES, not single))
         self._batch_bytes += len(data)
         self._open.clear()
@@ -243,8 +241,7 @@ class BlockDeflater:
             self._pending_bytes -= size
             for pieces, crc in future.result():
                 if crc >= 0:
-                    self._crcs[self._collected] = crc
-                self._collected += 1
+                    self._crcs[len(self.starts)] = crc  # this block's: `starts` is in order
                 self.starts.append(self._out)
                 self._out += sum(len(piece) for piece in pieces)
                 out += pieces

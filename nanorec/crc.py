@@ -10,7 +10,6 @@ GF(2): four 256-entry tables apply it to many values at once.
 
 from __future__ import annotations
 
-import importlib
 import zlib
 from collections.abc import Callable
 from functools import lru_cache
@@ -19,25 +18,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.deflate import isal_zlib
+
 _POLY = 0xEDB88320  # reflected
 _ONE = 1 << 31  # the polynomial 1, reflected
 
 U32 = npt.NDArray[np.uint32]
 
 
-def _crc32() -> Callable[..., int]:
-    """zlib's `crc32`, or ISA-L's (the `fast` extra: the same values, ~4x faster with the
-    CPU's carry-less multiply) when `isal` is installed."""
-    try:
-        module = importlib.import_module("isal.isal_zlib")
-    except ImportError:  # pragma: no cover - depends on the environment
-        return zlib.crc32
-    fast: Callable[..., int] = module.crc32
-    return fast
-
-
-#: `crc32(data, value=0)`, as `zlib.crc32`: the fastest one installed.
-crc32 = _crc32()
+#: `crc32(data, value=0)`, as `zlib.crc32`: ISA-L's when installed (the `fast` extra: the
+#: same values, ~4x faster with the CPU's carry-less multiply), else zlib's.
+crc32: Callable[..., int] = zlib.crc32 if isal_zlib is None else isal_zlib.crc32
 
 
 def _multiply(a: int, b: U32) -> U32:

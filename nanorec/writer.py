@@ -18,9 +18,10 @@ Crash safety. Output goes to `.<name>.partial` beside the final path (same direc
 final `rename` is atomic) and only appears under its final name when complete. Buffered bytes
 are flushed at least every 1 MiB, 1024 messages or second (checked on each write; a stored
 archive's messages then reach the file from a write-behind thread, at most two flushes later,
-see `nanorec.writebehind`), so a killed writer leaves a partial file in which every flushed
-message is complete and carries its own timestamp; `nanorec recover` rebuilds an archive from
-it. Per-message index rows go to an
+see `nanorec.writebehind`; a compact one's blocks once deflated, the open block staying open
+until `flush`), so a killed writer leaves a partial file in which every flushed message is
+complete and carries its own timestamp; `nanorec recover` rebuilds an archive from it.
+Per-message index rows go to an
 `IndexSpool` (`nanorec.spool`: bounded memory however many messages are written);
 `index.msgpack` and the columns are generated from it at close, with numpy.
 

@@ -24,6 +24,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from nanorec.deflate import isal_zlib
+
 from .stream import GZIP_HEADER, SIZE, Cut
 
 #: Members below this many bytes are inflated whole on the converting thread.
@@ -31,15 +33,8 @@ WHOLE_BELOW: Final = 4096
 _GZIP_WBITS: Final = 31
 
 
-def _inflater_module() -> Any:
-    """ISA-L's zlib-compatible module (~1.5x zlib on these members), else zlib."""
-    try:
-        return importlib.import_module("isal.isal_zlib")
-    except ImportError:  # pragma: no cover - depends on the environment
-        return zlib
-
-
-_module: Any = _inflater_module()
+#: ISA-L's zlib-compatible module (~1.5x zlib on these members), else zlib.
+_module: Any = zlib if isal_zlib is None else isal_zlib
 _decompressobj: Any = _module.decompressobj
 _errors: Final = (zlib.error, _module.error)
 
