@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from nanorec.atomic import atomic_output
+from nanorec.atomic import atomic_output, write_hashed
 from nanorec.errors import OutputExistsError
 
 
@@ -49,3 +51,28 @@ def test_refuses_to_replace_and_names_a_missing_directory(tmp_path: Path) -> Non
         pass
     assert caught.value.filename == str(tmp_path / "no")
     assert target.read_bytes() == b"mine"
+
+
+def test_write_hashed_joins_small_pieces_and_keeps_views_it_was_lent(tmp_path: Path) -> None:
+    """Small pieces are held until a write; a view released by its producer right after
+    being yielded is copied first; large pieces go straight through: same bytes, same hash."""
+    big = bytes(range(256)) * 8192  # 2 MiB: written as it comes
+    backing = bytearray(b"abc" * 1000)
+
+    def pieces() -> Iterator[bytes | memoryview]:
+        for i in range(3000):
+            view = memoryview(backing)[i % 7 : i % 7 + 500]
+            yield view
+            view.release()
+            backing[0] = i % 256  # the producer reuses its buffer
+            yield b"x" * (i % 13)
+            if i in (10, 2000):
+                yield big
+        yield memoryview(big)
+
+    expected = b"".join(bytes(piece) for piece in pieces())
+    backing[0] = ord("a")
+    out = tmp_path / "out.bin"
+    size, sha = write_hashed(out, pieces())
+    assert out.read_bytes() == expected
+    assert (size, sha) == (len(expected), hashlib.sha256(expected).hexdigest())
