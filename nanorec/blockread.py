@@ -1,5 +1,9 @@
 """Reading the compact layout's `messages.msgpack` (see `nanorec.blocks`): a message
-inflates from the start of its block, found in the block table, up to its end."""
+inflates from the start of its block, found in the block table, up to its end. A pass in
+order (`BlockReader.sequential`: export, a full scan) inflates many blocks a call instead:
+the blocks are one deflate stream, and an inflater set up per 16 KiB block was a third of
+inflating a small recording's messages. ISA-L inflates when it is installed (the `fast`
+extra: ~1.5x zlib here)."""
 
 from __future__ import annotations
 
@@ -8,16 +12,22 @@ import itertools
 import threading
 import zlib
 from collections.abc import Mapping
+from concurrent.futures import Future, wait
 from typing import Any, Final
 
 import numpy as np
 
+from nanorec.deflate import isal_zlib, shared_pool
 from nanorec.errors import ArchiveError, TruncatedError
 from nanorec.zipfile64 import Buffer
 
 #: Inflate at least this much per step when a read continues a cached block.
 _STEP: Final = 4096
+#: A sequential pass inflates blocks this many uncompressed bytes at a time.
+_SPAN: Final = 256 << 10
 _WBITS: Final = -zlib.MAX_WBITS
+_inflater: Any = (zlib if isal_zlib is None else isal_zlib).decompressobj
+_ERRORS: Final = (zlib.error,) if isal_zlib is None else (zlib.error, isal_zlib.error)
 
 
 def _decode(data: object, count: int, what: str) -> list[int]:
@@ -41,6 +51,8 @@ class _Cached(threading.local):
     start = 0  # the block's uncompressed offset
     out = b""  # its bytes inflated so far (from `start`)
     inflater: Any = None
+    ahead: Future[tuple[int, bytes]] | None = None  # a pass: the next span, being inflated
+    ahead_block = -1  # the block that span starts at
 
 
 class BlockReader:
@@ -84,6 +96,8 @@ class BlockReader:
         self._data_size = data_size
         self._size = messages_size
         self._cached = _Cached()
+        #: Whether reads come in order (a pass over the messages): a miss inflates `_SPAN`.
+        self.sequential = False
 
     @property
     def block_count(self) -> int:
@@ -101,11 +115,13 @@ class BlockReader:
         block = bisect.bisect_right(self._offsets, offset) - 1
         begin = offset - self._offsets[block]
         end = begin + length
+        if self.sequential:
+            return self._read_ahead(block, begin, end)
         if end > self._block_size(block):  # spans blocks (not written so): not cached
             return self._inflate_span(block, begin, end)
         if cached.block != block:
             self.forget()
-            inflater = zlib.decompressobj(_WBITS)
+            inflater = _inflater(_WBITS)
             cached.out = self._inflate(inflater, self._compressed(block), end, block)
             cached.inflater = inflater
             cached.start = self._offsets[block]
@@ -138,7 +154,7 @@ class BlockReader:
     def _inflate(self, inflater: Any, data: bytes | memoryview, want: int, block: int) -> bytes:
         try:
             out: bytes = inflater.decompress(data, max(want, _STEP))
-        except zlib.error as error:
+        except _ERRORS as error:
             self.forget()
             raise ArchiveError(
                 f"block {block} of messages.msgpack is damaged ({error})",
@@ -151,10 +167,39 @@ class BlockReader:
 
     def _inflate_span(self, block: int, begin: int, end: int) -> bytes:
         last = bisect.bisect_right(self._offsets, self._offsets[block] + end - 1) - 1
-        data = self._inflate(zlib.decompressobj(_WBITS), self._compressed(block, last), end, block)
+        data = self._inflate(_inflater(_WBITS), self._compressed(block, last), end, block)
         if len(data) < end:
             raise self._short(f"blocks {block}-{last}", block, len(data), end)
         return data[begin:end]
+
+    def _read_ahead(self, block: int, begin: int, end: int) -> bytes:
+        """`[begin, end)` of `block` on, in a pass: the blocks from `block` up to `_SPAN`
+        bytes (and the read's end) inflated in one call and cached, the next span meanwhile
+        inflated on another thread (the inflater lets go of the GIL: a pass's inflating
+        runs beside its decoding on the other core)."""
+        cached = self._cached
+        ahead = cached.ahead if cached.ahead_block == block else None
+        cached.ahead = None if ahead is not None else cached.ahead
+        self.forget()
+        last, data = ahead.result() if ahead is not None else (block, b"")
+        if len(data) < end:  # no span ahead, or a message longer than it (another writer's)
+            last, data = self._span(block, end)
+        if len(data) < end:
+            raise self._short(f"blocks {block}-{last}", block, len(data), end)
+        cached.block, cached.start, cached.out = last, self._offsets[block], data
+        if last + 1 < len(self._offsets):
+            cached.ahead = shared_pool().submit(self._span, last + 1, 0)
+            cached.ahead_block = last + 1
+        return data[begin:end]
+
+    def _span(self, block: int, end: int) -> tuple[int, bytes]:
+        """The blocks from `block` covering `max(end, _SPAN)` bytes, inflated: (the last
+        block, their bytes)."""
+        start = self._offsets[block]
+        last = bisect.bisect_right(self._offsets, start + max(end, _SPAN) - 1) - 1
+        following = last + 1
+        size = (self._offsets[following] if following < len(self._offsets) else self._size) - start
+        return last, self._inflate(_inflater(_WBITS), self._compressed(block, last), size, block)
 
     def _short(self, blocks: str, first: int, got: int, end: int) -> TruncatedError:
         """The error for `blocks` (starting at block `first`) inflating to `got` bytes where a
@@ -167,12 +212,16 @@ class BlockReader:
         )
 
     def forget(self) -> None:
-        """Drop this thread's cached block."""
+        """Drop this thread's cached block (and the span it inflates ahead)."""
         cached = self._cached
         cached.block = -1
         cached.start = 0
         cached.inflater = None
         cached.out = b""
+        if cached.ahead is not None:  # waited for: it reads the mapping
+            if not cached.ahead.cancel():
+                wait((cached.ahead,))
+            cached.ahead = None
 
 
 __all__ = ["BlockReader"]
