@@ -105,12 +105,16 @@ def convert(
             )
 
         spool, rows = temporary("spool"), temporary("rows")
+        # hashed from the start, beside the walk: on a bag of large messages the hash takes
+        # about as long as the rest of the conversion
+        hashing = _Sha256(source)
+        stack.callback(hashing.stop)  # (a failed conversion leaves no thread behind)
         scan = walk(buf, spool, rows, progress)
         spooled, table = _map(spool), _map(rows)
         for mapped in (spooled, table):
             if isinstance(mapped, mmap.mmap):
                 stack.callback(_close, mapped)
-        return _write(buf, spooled, table, scan, source, output, overwrite, temporary)
+        return _write(buf, spooled, table, scan, source, output, overwrite, temporary, hashing)
 
 
 def _map(file: IO[bytes]) -> Any:
@@ -132,6 +136,7 @@ def _write(
     output: Path,
     overwrite: bool,
     temporary: Callable[[str], IO[bytes]],
+    hashing: _Sha256,
 ) -> Converted:
     count = len(scan.entries)
     rows = np.frombuffer(table, ROW) if count else np.zeros(0, ROW)
@@ -158,7 +163,6 @@ def _write(
             "topics": {c.topic: c.type for c in scan.connections.values()},
         },
     ) as writer:
-        hashing = _Sha256(source)
         packer = msgpack.Packer()
         views = (memoryview(buf), memoryview(spool))
         released = 0
@@ -310,6 +314,7 @@ class _Sha256(threading.Thread):
         self.path = path
         self.digest = hashlib.sha256()
         self.error: OSError | None = None
+        self.stopped = threading.Event()
         self.start()
 
     def run(self) -> None:
@@ -319,7 +324,7 @@ class _Sha256(threading.Thread):
                     return
                 block = bytearray(8 << 20)
                 view = memoryview(block)
-                while size := handle.readinto(block):
+                while not self.stopped.is_set() and (size := handle.readinto(block)):
                     self.digest.update(view[:size])
         except OSError as error:
             self.error = error
@@ -335,10 +340,17 @@ class _Sha256(threading.Thread):
             size = len(buf)
             with memoryview(buf) as view:
                 for start in range(0, size, step):
+                    if self.stopped.is_set():
+                        break
                     self.digest.update(view[start : start + step])
                     with contextlib.suppress(OSError, ValueError):
                         buf.madvise(mmap.MADV_DONTNEED, start, min(step, size - start))
         return True
+
+    def stop(self) -> None:
+        """End the thread without finishing the hash (the conversion failed)."""
+        self.stopped.set()
+        self.join()
 
     def result(self) -> str:
         self.join()

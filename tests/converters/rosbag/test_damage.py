@@ -183,3 +183,24 @@ def test_chunk_size_field_that_lies(tmp_path: Path, lie: int) -> None:
     source.write_bytes(bytes(data))
     messages, report = _roundtrip(source, tmp_path)
     assert messages == _written(0.5) and not report.damaged  # type: ignore[attr-defined]
+
+
+def test_a_failed_conversion_stops_the_source_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source is hashed from the start, beside the walk: a conversion that fails leaves
+    no hashing thread behind, and no output."""
+    import threading
+
+    from nanorec.converters.ros.ros1 import convert as module
+
+    def failing_walk(*args: object) -> None:
+        raise NanorecError("the walk failed")
+
+    monkeypatch.setattr(module, "walk", failing_walk)
+    source = tmp_path / "some.bag"
+    source.write_bytes(b"x" * (64 << 20))  # (hashing it takes longer than failing)
+    with pytest.raises(NanorecError, match="the walk failed"):
+        convert(source, tmp_path / "out.zip")
+    assert not [t for t in threading.enumerate() if isinstance(t, module._Sha256)]
+    assert not (tmp_path / "out.zip").exists()
