@@ -1,12 +1,11 @@
 """`MessageStream`: the `messages.msgpack` member as it grows, one message or run at a time.
 
-It exists so that how a message is stored lives apart from the public API that takes it and
-from the zip that holds it: the checks every message passes (non-decreasing 64-bit
-timestamps, flags, str top-level keys, caller metadata), the `"nanorec.t"` timestamp entry
-patched into the packed map (see `nanorec.wire`), the per-message CRCs, the index row each
-message adds to the `IndexSpool`, the member's running CRC (stored layout) or its block
-deflater (compact layout), and the flush policy that keeps every flushed message complete in
-the partial file (so `nanorec recover` can rebuild an archive from it).
+It exists so that how messages are stored lives apart from the public API that takes them
+and from the zip that holds them: non-decreasing timestamps (each message's own rules and
+form are `nanorec.message_form`'s), the per-message CRCs, the index row each message adds
+to the `IndexSpool`, the member's running CRC (stored layout) or its block deflater
+(compact layout), and the flush policy that keeps every flushed message complete in the
+partial file (so `nanorec recover` can rebuild an archive from it).
 """
 
 from __future__ import annotations
@@ -17,15 +16,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-import msgpack
 import numpy as np
 
 from nanorec.blocks import BlockDeflater
 from nanorec.crc import crc32, part_crcs
-from nanorec.errors import FormatError, UsageError
-from nanorec.index import RESERVED_METADATA, TypesRegistry
+from nanorec.errors import UsageError
+from nanorec.index import TypesRegistry
+from nanorec.message_form import (
+    FIXMAP_HEADERS,
+    INT64_MAX,
+    INT64_MIN,
+    check_types,
+    checked_flags,
+    embed_timestamp,
+    pack_metadata,
+    run_length,
+)
 from nanorec.spool import IndexSpool
-from nanorec.wire import TIMESTAMP_KEY, map_header, read_map_header, timestamp_entry
+from nanorec.wire import timestamp_entry
 from nanorec.zipfile64 import DEFLATED, STORED, LocalHeader
 from nanorec.zipout import FLUSH_BYTES, ZipOutput
 
@@ -37,12 +45,6 @@ FLUSH_MESSAGES: Final = 1024
 #: ...or this many seconds passed (checked when a message or run is written), or
 #: `nanorec.zipout.FLUSH_BYTES` are buffered (see `MessageStream._flush_auto`).
 FLUSH_SECONDS: Final = 1.0
-
-_FIXMAP_HEADERS: Final = tuple(bytes((0x80 | count,)) for count in range(16))
-
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
-_UINT64_MAX: Final = 2**64 - 1
 
 
 class MessageStream:
@@ -59,7 +61,7 @@ class MessageStream:
         self._last_flush_time = time.monotonic()
         #: Messages written so far.
         self.count = 0
-        self._last_timestamp = _INT64_MIN
+        self._last_timestamp = INT64_MIN
         self.registry = TypesRegistry()
         self._valid_types: dict[tuple[str, ...], int] = {}
         self._in_messages = False  # whether flushed bytes belong to messages.msgpack
@@ -83,21 +85,22 @@ class MessageStream:
     ) -> int:
         """Buffer one message and its index row. `embed=False`: stored as given (recover)."""
         timestamp = timestamp_us if type(timestamp_us) is int else operator.index(timestamp_us)
-        if not self._last_timestamp <= timestamp <= _INT64_MAX:
-            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+        if not self._last_timestamp <= timestamp <= INT64_MAX:
+            if not INT64_MIN <= timestamp <= INT64_MAX:
                 raise UsageError(f"timestamp {timestamp} us does not fit in 64 bits")
             raise UsageError(
                 f"timestamps must not decrease: message {self.count} has {timestamp} us after "
                 f"{self._last_timestamp} us"
             )
-        flag_bits = flags if type(flags) is int else operator.index(flags)
-        if not 0 <= flag_bits <= _UINT64_MAX:
-            raise UsageError(f"flags must be in [0, 2**64), not {flag_bits}")
+        flag_bits = checked_flags(flags)
         code = self._valid_types.get(types)
         if code is None:
             code = self._register_types(types)
-        extra = self._pack_metadata(metadata) if metadata else b""
-        pieces = self._embed(packed, len(types), timestamp) if embed else (bytes(packed),)
+        extra = pack_metadata(metadata) if metadata else b""
+        number = self.count
+        pieces = (
+            embed_timestamp(packed, len(types), timestamp, number) if embed else (bytes(packed),)
+        )
         length = 0
         crc = 0
         for piece in pieces:
@@ -122,14 +125,8 @@ class MessageStream:
             extra,
         )
         self._last_timestamp = timestamp
-        number = self.count
         self.count = number + 1
-        if (
-            out.pending >= FLUSH_BYTES
-            or number - self._last_flush_count >= FLUSH_MESSAGES
-            or time.monotonic() - self._last_flush_time >= FLUSH_SECONDS
-        ):
-            self._flush_auto()
+        self._flush_if_due()
         return number
 
     def append_run(
@@ -139,7 +136,7 @@ class MessageStream:
         timestamps_us: Sequence[int],
     ) -> int:
         """`ArchiveWriter.write_packed_run`: a run of packed maps; the first one's number."""
-        if not _run_length(packed, types, timestamps_us):
+        if not run_length(packed, types, timestamps_us):
             return self.count
         column = self._run_times(timestamps_us)
         valid = self._valid_types
@@ -150,8 +147,7 @@ class MessageStream:
         out = self._out
         parts = out.parts
         blocked: list[tuple[bytes | memoryview, ...]] = []  # each message's pieces
-        embed = self._embed
-        headers = _FIXMAP_HEADERS
+        headers = FIXMAP_HEADERS
         for message, key, stamp in zip(packed, types, column.tolist(), strict=True):
             code = valid.get(key)
             if code is None:
@@ -159,13 +155,13 @@ class MessageStream:
             codes.append(code)
             entries = len(key)
             if message[0] == 0x80 | entries and entries < 15 and len(message) < 4096:
-                # `_embed`'s common case inline: one piece, one CRC
+                # `embed_timestamp`'s common case inline: one piece, one CRC
                 data = b"".join((headers[entries + 1], message[1:], timestamp_entry(stamp)))
                 length = len(data)
                 crc = crc32(data)
                 pieces: tuple[bytes | memoryview, ...] = (data,)
             else:
-                pieces = embed(message, entries, stamp)
+                pieces = embed_timestamp(message, entries, stamp, self.count + len(lengths))
                 length = crc = 0
                 for piece in pieces:
                     length += len(piece)
@@ -194,7 +190,7 @@ class MessageStream:
 
         Each message is one piece: the block deflater takes it without a copy when it fills
         a block alone (a large message), and its CRC is taken once."""
-        if not _run_length(stored, types, timestamps_us):
+        if not run_length(stored, types, timestamps_us):
             return self.count
         column = self._run_times(timestamps_us)
         valid = self._valid_types
@@ -277,8 +273,7 @@ class MessageStream:
         if not count:
             return first
         column = self._run_times(timestamps_us)
-        if not 0 <= flags <= _UINT64_MAX:
-            raise UsageError(f"flags must be in [0, 2**64), not {flags}")
+        checked_flags(flags)
         key = tuple(types)
         code = self._valid_types.get(key)
         if code is None:
@@ -359,53 +354,10 @@ class MessageStream:
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
 
-    def _embed(self, packed: bytes, entries: int, timestamp: int) -> tuple[bytes | memoryview, ...]:
-        """`packed` with the `"nanorec.t"` entry appended (see `nanorec.wire`), as pieces
-        written one after the other (a large message is not copied)."""
-        first = packed[0] if packed else 0
-        # The common case, a fixmap that stays a fixmap: only the count byte changes.
-        if 0x80 <= first <= 0x8E and first - 0x80 == entries:
-            if len(packed) < 4096:  # small: one piece (one CRC, one buffer to write)
-                return (
-                    b"".join(
-                        (_FIXMAP_HEADERS[entries + 1], packed[1:], timestamp_entry(timestamp))
-                    ),
-                )
-            return _FIXMAP_HEADERS[entries + 1], memoryview(packed)[1:], timestamp_entry(timestamp)
-        try:
-            count, header_len = read_map_header(packed)
-        except FormatError as error:
-            raise UsageError(f"message {self.count}: {error}") from None
-        if count != entries:
-            raise UsageError(
-                f"message {self.count}: the packed map has {count} entries but {entries} "
-                "types were given"
-            )
-        return map_header(count + 1), memoryview(packed)[header_len:], timestamp_entry(timestamp)
-
     def _register_types(self, types: tuple[str, ...]) -> int:
-        for name in types:
-            if type(name) is not str:
-                raise TypeError(f"top-level keys must be str, not {type(name).__name__}")
-            if name == TIMESTAMP_KEY:
-                raise UsageError(f"{TIMESTAMP_KEY!r} is a reserved top-level key")
-        if len(set(types)) != len(types):
-            raise UsageError(f"duplicate top-level keys in {types}")
+        check_types(types)
         code = self._valid_types[types] = self.registry.code(types)
         return code
-
-    def _pack_metadata(self, metadata: Mapping[str, Any]) -> bytes:
-        parts = []
-        for key, value in metadata.items():
-            if type(key) is not str:
-                raise TypeError(f"metadata keys must be str, not {type(key).__name__}")
-            if key in RESERVED_METADATA:
-                raise UsageError(f"metadata key {key!r} is written by nanorec itself")
-            try:
-                parts.append(msgpack.packb(key) + msgpack.packb(value))
-            except (TypeError, ValueError, OverflowError) as error:
-                raise TypeError(f"metadata {key!r} cannot be packed: {error}") from None
-        return b"".join(parts)
 
     def flush(self) -> None:
         """Write buffered bytes to the partial file, every message in them complete."""
@@ -445,13 +397,3 @@ class MessageStream:
 
 
 __all__ = ["FLUSH_MESSAGES", "FLUSH_SECONDS", "MESSAGES_MEMBER", "MessageStream"]
-
-
-def _run_length(
-    messages: Sequence[bytes], types: Sequence[Any], timestamps_us: Sequence[int]
-) -> int:
-    """How many messages a run holds (one types tuple and one timestamp each, or `UsageError`)."""
-    count = len(messages)
-    if len(types) != count or len(timestamps_us) != count:
-        raise UsageError("one types tuple and one timestamp per message are needed")
-    return count
