@@ -49,7 +49,8 @@ from nanorec.errors import (
     TruncatedError,
     UsageError,
 )
-from nanorec.index import Index, entry_positions, parse_entries
+from nanorec.index import Index
+from nanorec.index_parse import entry_positions, parse_entries
 from nanorec.members import Member, iter_member_data, mapped_member, open_members
 from nanorec.wire import TIMESTAMP_KEY, read_array_header
 from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
