@@ -24,7 +24,8 @@ from nanorec.describe import (
     iter_description,
 )
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
-from nanorec.index import TypesRegistry, encode_entries, types_code_dtype
+from nanorec.index import TypesRegistry, types_code_dtype
+from nanorec.index_encode import encode_entries
 from nanorec.spool import IndexSpool
 from nanorec.wire import array_header
 from nanorec.zipout import ZipOutput

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import msgpack
 
+from nanorec.archive_file import MSGPACK_ERRORS
 from nanorec.errors import (
     ArchiveError,
     NanorecError,
@@ -40,7 +41,7 @@ from nanorec.errors import (
     UnsupportedError,
     UsageError,
 )
-from nanorec.reader import MSGPACK_ERRORS, open_members
+from nanorec.members import open_members
 from nanorec.wire import TIMESTAMP_KEY
 from nanorec.writer import MESSAGES_MEMBER, ArchiveWriter
 from nanorec.zipfile64 import DEFLATED, LOCAL_HEADER, STORED, LocalHeader

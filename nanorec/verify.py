@@ -25,12 +25,14 @@ from typing import Any, Final
 import msgpack
 import numpy as np
 
+from nanorec.archive_file import MSGPACK_ERRORS
 from nanorec.blockread import BlockReader
 from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import NanorecError, TruncatedError
-from nanorec.index import Index, parse_entries
-from nanorec.reader import MSGPACK_ERRORS, Member, iter_member_data, open_members
+from nanorec.index import Index
+from nanorec.index_parse import parse_entries
+from nanorec.members import Member, iter_member_data, open_members
 from nanorec.wire import TIMESTAMP_KEY
 from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
 from nanorec.zipfile64 import FLAG_DATA_DESCRIPTOR, LocalHeader

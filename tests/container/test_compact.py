@@ -209,9 +209,9 @@ def test_empty_compact_archive(tmp_path: Path) -> None:
 def test_member_view_of_a_large_deflated_member_is_a_mapped_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nanorec.reader
+    import nanorec.archive_file
 
-    monkeypatch.setattr(nanorec.reader, "_SPOOL_MEMBER", 1000)
+    monkeypatch.setattr(nanorec.archive_file, "_SPOOL_MEMBER", 1000)
     data = bytes(range(256)) * 40
     with ArchiveWriter(tmp_path / "m.zip") as writer:
         writer.write({"a": 1}, timestamp_us=0)

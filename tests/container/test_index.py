@@ -21,7 +21,9 @@ from nanorec.describe import (
     parse_description,
 )
 from nanorec.errors import ArchiveError
-from nanorec.index import Index, TypesRegistry, encode_entries, parse_entries
+from nanorec.index import Index, TypesRegistry
+from nanorec.index_encode import encode_entries
+from nanorec.index_parse import parse_entries
 from nanorec.wire import array_header
 
 TYPES = [("frame",), ("state",), ("frame", "state"), tuple(f"k{i}" for i in range(20))]
