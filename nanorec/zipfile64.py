@@ -21,29 +21,36 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
+from zipfile import (  # type: ignore[attr-defined]  # typeshed leaves the record layouts out
+    DEFAULT_VERSION,
+    ZIP64_VERSION,
+    ZIP_FILECOUNT_LIMIT,
+    ZIP_MAX_COMMENT,
+    ZIP_STORED,
+    stringCentralDir,
+    stringEndArchive,
+    stringEndArchive64,
+    stringEndArchive64Locator,
+    stringFileHeader,
+    structCentralDir,
+    structEndArchive,
+    structEndArchive64,
+    structEndArchive64Locator,
+    structFileHeader,
+)
 
 from nanorec.errors import ArchiveError, TruncatedError, UnsupportedError
 
 #: Anything the parsers accept: they only index and slice it.
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 
-LOCAL_SIGNATURE: Final = 0x04034B50
-CENTRAL_SIGNATURE: Final = 0x02014B50
-END_SIGNATURE: Final = 0x06054B50
-ZIP64_END_SIGNATURE: Final = 0x06064B50
-ZIP64_LOCATOR_SIGNATURE: Final = 0x07064B50
 ZIP64_EXTRA_ID: Final = 0x0001
-
-STORED: Final = 0
-DEFLATED: Final = 8
 
 #: General-purpose flag bits nanorec looks at.
 FLAG_ENCRYPTED: Final = 0x0001
 FLAG_DATA_DESCRIPTOR: Final = 0x0008
 FLAG_UTF8: Final = 0x0800
 
-VERSION_DEFAULT: Final = 20
-VERSION_ZIP64: Final = 45
 #: "Made by" high byte 3 = Unix, so `external_attr` carries a Unix mode.
 MADE_BY_UNIX: Final = 3 << 8
 #: Regular file, mode 0644, in the high 16 bits of `external_attr`.
@@ -54,19 +61,20 @@ EXTERNAL_ATTR_FILE: Final = 0o100644 << 16
 DOS_DATE_1980: Final = (0 << 9) | (1 << 5) | 1
 DOS_TIME_0: Final = 0
 
-U16_MAX: Final = 0xFFFF
 U32_MAX: Final = 0xFFFF_FFFF
 
-LOCAL_HEADER: Final = struct.Struct("<IHHHHHIIIHH")  # 30 bytes
-CENTRAL_HEADER: Final = struct.Struct("<IHHHHHHIIIHHHHHII")  # 46 bytes
-END_RECORD: Final = struct.Struct("<IHHHHIIH")  # 22 bytes
-ZIP64_END_RECORD: Final = struct.Struct("<IQHHIIQQQQ")  # 56 bytes
-ZIP64_LOCATOR: Final = struct.Struct("<IIQI")  # 20 bytes
+# The fixed part of each record, as `zipfile` spells it (signatures as 4 bytes, and the
+# "version" fields of the two headers as a version byte and a system byte).
+LOCAL_HEADER: Final = struct.Struct(structFileHeader)  # 30 bytes
+CENTRAL_HEADER: Final = struct.Struct(structCentralDir)  # 46 bytes
+END_RECORD: Final = struct.Struct(structEndArchive)  # 22 bytes
+ZIP64_END_RECORD: Final = struct.Struct(structEndArchive64)  # 56 bytes
+ZIP64_LOCATOR: Final = struct.Struct(structEndArchive64Locator)  # 20 bytes
 EXTRA_HEADER: Final = struct.Struct("<HH")
 U64: Final = struct.Struct("<Q")
 
 #: The end record may be followed by a comment of up to 65535 bytes.
-MAX_END_SEARCH: Final = END_RECORD.size + U16_MAX
+MAX_END_SEARCH: Final = END_RECORD.size + ZIP_MAX_COMMENT
 
 
 def _need(buf_len: int, offset: int, wanted: int, what: str) -> None:
@@ -78,6 +86,16 @@ def _need(buf_len: int, offset: int, wanted: int, what: str) -> None:
             expected=wanted,
             actual=available,
         )
+
+
+def bad_signature(message: str, offset: int, expected: bytes, actual: bytes) -> ArchiveError:
+    """The error for a record whose signature is wrong (both reported as the u32 read)."""
+    return ArchiveError(
+        message,
+        offset=offset,
+        expected=int.from_bytes(expected, "little"),
+        actual=int.from_bytes(actual, "little"),
+    )
 
 
 def _encode_name(name: str) -> tuple[bytes, int]:
@@ -169,7 +187,7 @@ class LocalHeader:
     crc32: int = 0
     compressed_size: int = 0
     uncompressed_size: int = 0
-    method: int = STORED
+    method: int = ZIP_STORED
     flags: int = 0
     dos_time: int = DOS_TIME_0
     dos_date: int = DOS_DATE_1980
@@ -195,16 +213,17 @@ class LocalHeader:
         if self._uses_zip64():
             sizes = (U32_MAX, U32_MAX)
             extra = build_zip64_extra([self.uncompressed_size, self.compressed_size])
-            version = VERSION_ZIP64
+            version = ZIP64_VERSION
         else:
             sizes = (self.compressed_size, self.uncompressed_size)
             extra = b""
-            version = VERSION_DEFAULT
+            version = DEFAULT_VERSION
         extra += self.extra
         return (
             LOCAL_HEADER.pack(
-                LOCAL_SIGNATURE,
+                stringFileHeader,
                 version,
+                0,
                 self.flags | utf8,
                 self.method,
                 self.dos_time,
@@ -230,6 +249,7 @@ class LocalHeader:
         (
             signature,
             version,
+            system,
             flags,
             method,
             dos_time,
@@ -240,12 +260,12 @@ class LocalHeader:
             name_len,
             extra_len,
         ) = LOCAL_HEADER.unpack_from(buf, offset)
-        if signature != LOCAL_SIGNATURE:
-            raise ArchiveError(
+        if signature != stringFileHeader:
+            raise bad_signature(
                 "no local file header signature where the central directory points",
-                offset=offset,
-                expected=LOCAL_SIGNATURE,
-                actual=signature,
+                offset,
+                stringFileHeader,
+                signature,
             )
         start = offset + LOCAL_HEADER.size
         _need(len(buf), start, name_len + extra_len, "local file header name and extra")
@@ -266,7 +286,7 @@ class LocalHeader:
             dos_date=dos_date,
             zip64=zip64 is not None,
             extra=others,
-            version_needed=version,
+            version_needed=system << 8 | version,
         )
 
     @staticmethod
@@ -278,15 +298,13 @@ class LocalHeader:
         """
         _need(len(buf), offset, LOCAL_HEADER.size, "local file header")
         fields = LOCAL_HEADER.unpack_from(buf, offset)
-        if fields[0] != LOCAL_SIGNATURE:
-            raise ArchiveError(
-                "no local file header signature",
-                offset=offset,
-                expected=LOCAL_SIGNATURE,
-                actual=fields[0],
+        if fields[0] != stringFileHeader:
+            raise bad_signature(
+                "no local file header signature", offset, stringFileHeader, fields[0]
             )
-        header_end: int = offset + LOCAL_HEADER.size + fields[9] + fields[10]
-        return header_end
+        name_len: int = fields[-2]
+        extra_len: int = fields[-1]
+        return offset + LOCAL_HEADER.size + name_len + extra_len
 
 
 @dataclass(frozen=True)
@@ -298,12 +316,12 @@ class CentralHeader:
     compressed_size: int
     uncompressed_size: int
     local_header_offset: int
-    method: int = STORED
+    method: int = ZIP_STORED
     flags: int = 0
     dos_time: int = DOS_TIME_0
     dos_date: int = DOS_DATE_1980
     #: Informational; `build` raises its version byte to what the record needs.
-    version_made_by: int = field(default=MADE_BY_UNIX | VERSION_DEFAULT, compare=False)
+    version_made_by: int = field(default=MADE_BY_UNIX | DEFAULT_VERSION, compare=False)
     internal_attr: int = 0
     external_attr: int = EXTERNAL_ATTR_FILE
     #: Extra fields other than zip64, raw.
@@ -339,13 +357,14 @@ class CentralHeader:
         name, utf8 = _encode_name(self.name)
         (usize, csize, header_offset), values = self._zip64_values()
         extra = build_zip64_extra(values) + self.extra
-        version = VERSION_ZIP64 if values else VERSION_DEFAULT
-        made_by = (self.version_made_by & 0xFF00) | max(version, self.version_made_by & 0xFF)
+        version = ZIP64_VERSION if values else DEFAULT_VERSION
         return (
             CENTRAL_HEADER.pack(
-                CENTRAL_SIGNATURE,
-                made_by,
+                stringCentralDir,
+                max(version, self.version_made_by & 0xFF),
+                self.version_made_by >> 8,
                 version,
+                0,
                 self.flags | utf8,
                 self.method,
                 self.dos_time,
@@ -377,7 +396,9 @@ class CentralHeader:
         (
             signature,
             made_by,
+            made_on,
             _version,
+            _system,
             flags,
             method,
             dos_time,
@@ -393,12 +414,9 @@ class CentralHeader:
             external_attr,
             header_offset,
         ) = CENTRAL_HEADER.unpack_from(buf, offset)
-        if signature != CENTRAL_SIGNATURE:
-            raise ArchiveError(
-                "bad central directory header signature",
-                offset=offset,
-                expected=CENTRAL_SIGNATURE,
-                actual=signature,
+        if signature != stringCentralDir:
+            raise bad_signature(
+                "bad central directory header signature", offset, stringCentralDir, signature
             )
         start = offset + CENTRAL_HEADER.size
         _need(len(buf), start, name_len + extra_len + comment_len, "central directory entry")
@@ -410,7 +428,7 @@ class CentralHeader:
         usize, csize, header_offset = _resolve_zip64(
             [usize, csize, header_offset], [U32_MAX, U32_MAX, U32_MAX], zip64, offset, name
         )
-        if disk not in (0, U16_MAX):
+        if disk not in (0, 0xFFFF):
             raise UnsupportedError(f"member {name!r} is on disk {disk}", offset=offset)
         return cls(
             name=name,
@@ -422,7 +440,7 @@ class CentralHeader:
             flags=flags & ~FLAG_UTF8,
             dos_time=dos_time,
             dos_date=dos_date,
-            version_made_by=made_by,
+            version_made_by=made_on << 8 | made_by,
             internal_attr=internal_attr,
             external_attr=external_attr,
             extra=others,
@@ -444,7 +462,11 @@ class EndRecords:
     zip64: bool = field(default=False, compare=False)
 
     def needs_zip64(self) -> bool:
-        return self.entries >= U16_MAX or self.cd_size >= U32_MAX or self.cd_offset >= U32_MAX
+        return (
+            self.entries >= ZIP_FILECOUNT_LIMIT
+            or self.cd_size >= U32_MAX
+            or self.cd_offset >= U32_MAX
+        )
 
     def build(self, *, force_zip64: bool = False) -> bytes:
         """The end records to write right after the central directory.
@@ -452,17 +474,14 @@ class EndRecords:
         The zip64 end record (when needed or forced) goes at `cd_offset + cd_size`, followed
         by its locator and the classic record with its overflowing fields at their maximum.
         """
-        classic_entries = self.entries
-        classic_size = self.cd_size
-        classic_offset = self.cd_offset
+        classic = [self.entries, self.cd_size, self.cd_offset]
         out = b""
         if force_zip64 or self.needs_zip64():
-            zip64_offset = self.cd_offset + self.cd_size
             out += ZIP64_END_RECORD.pack(
-                ZIP64_END_SIGNATURE,
+                stringEndArchive64,
                 ZIP64_END_RECORD.size - 12,
-                MADE_BY_UNIX | VERSION_ZIP64,
-                VERSION_ZIP64,
+                MADE_BY_UNIX | ZIP64_VERSION,
+                ZIP64_VERSION,
                 0,
                 0,
                 self.entries,
@@ -470,21 +489,14 @@ class EndRecords:
                 self.cd_size,
                 self.cd_offset,
             )
-            out += ZIP64_LOCATOR.pack(ZIP64_LOCATOR_SIGNATURE, 0, zip64_offset, 1)
-            classic_entries = min(classic_entries, U16_MAX)
-            classic_size = min(classic_size, U32_MAX)
-            classic_offset = min(classic_offset, U32_MAX)
-            if force_zip64:
-                classic_entries, classic_size, classic_offset = U16_MAX, U32_MAX, U32_MAX
+            zip64_offset = self.cd_offset + self.cd_size
+            out += ZIP64_LOCATOR.pack(stringEndArchive64Locator, 0, zip64_offset, 1)
+            # Each classic field that overflows (every one, when forced) says "see zip64".
+            maxima = [ZIP_FILECOUNT_LIMIT, U32_MAX, U32_MAX]
+            classic = maxima if force_zip64 else list(map(min, classic, maxima))
+        entries, cd_size, cd_offset = classic
         out += END_RECORD.pack(
-            END_SIGNATURE,
-            0,
-            0,
-            classic_entries,
-            classic_entries,
-            classic_size,
-            classic_offset,
-            len(self.comment),
+            stringEndArchive, 0, 0, entries, entries, cd_size, cd_offset, len(self.comment)
         )
         return out + self.comment
 
@@ -506,11 +518,10 @@ class EndRecords:
             )
         search_from = max(0, size - MAX_END_SEARCH)
         tail = bytes(buf[search_from:size])
-        signature = END_RECORD.pack(END_SIGNATURE, 0, 0, 0, 0, 0, 0, 0)[:4]
         pos = len(tail) - END_RECORD.size
         found = -1
         while pos >= 0:
-            pos = tail.rfind(signature, 0, pos + 4)
+            pos = tail.rfind(stringEndArchive, 0, pos + 4)
             if pos < 0:
                 break
             comment_len = END_RECORD.unpack_from(tail, pos)[7]
@@ -533,7 +544,7 @@ class EndRecords:
         zip64 = False
         if (
             locator_offset >= 0
-            and ZIP64_LOCATOR.unpack_from(buf, locator_offset)[0] == ZIP64_LOCATOR_SIGNATURE
+            and ZIP64_LOCATOR.unpack_from(buf, locator_offset)[0] == stringEndArchive64Locator
         ):
             _, _, record_offset, _ = ZIP64_LOCATOR.unpack_from(buf, locator_offset)
             if record_offset + ZIP64_END_RECORD.size > locator_offset:
@@ -544,12 +555,12 @@ class EndRecords:
                     actual=record_offset,
                 )
             fields = ZIP64_END_RECORD.unpack_from(buf, record_offset)
-            if fields[0] != ZIP64_END_SIGNATURE:
-                raise ArchiveError(
+            if fields[0] != stringEndArchive64:
+                raise bad_signature(
                     "bad zip64 end-of-central-directory signature",
-                    offset=record_offset,
-                    expected=ZIP64_END_SIGNATURE,
-                    actual=fields[0],
+                    record_offset,
+                    stringEndArchive64,
+                    fields[0],
                 )
             disk, cd_disk, disk_entries, entries, cd_size, cd_offset = fields[4:10]
             zip64 = True
@@ -612,8 +623,6 @@ def parse_central_directory(buf: Buffer, end: EndRecords) -> list[CentralHeader]
 
 
 __all__ = [
-    "DEFLATED",
-    "STORED",
     "Buffer",
     "CentralHeader",
     "EndRecords",
