@@ -12,14 +12,8 @@ from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 from nanorec.errors import ArchiveError, TruncatedError, UnsupportedError
 from nanorec.wire import MAX_INFLATE_RATIO, inflates_acceptably
-from nanorec.zipfile64 import (
-    FLAG_ENCRYPTED,
-    Buffer,
-    CentralHeader,
-    EndRecords,
-    LocalHeader,
-    parse_central_directory,
-)
+from nanorec.zipdirectory import CentralHeader, EndRecords, parse_central_directory
+from nanorec.zipfile64 import FLAG_ENCRYPTED, Buffer, LocalHeader
 
 
 class Member:

@@ -25,7 +25,8 @@ from nanorec.deflate import deflater
 from nanorec.errors import OutputExistsError
 from nanorec.wire import inflates_acceptably
 from nanorec.writebehind import WriteBehind, write_all
-from nanorec.zipfile64 import CentralHeader, EndRecords, LocalHeader
+from nanorec.zipdirectory import CentralHeader, EndRecords
+from nanorec.zipfile64 import LocalHeader
 
 #: Flush buffered output when it reaches this many bytes (see also `nanorec.message_stream`).
 FLUSH_BYTES: Final = 1 << 20
