@@ -8,19 +8,12 @@ import tempfile
 import zlib
 from collections.abc import Iterator
 from typing import Final
+from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 from nanorec.errors import ArchiveError, TruncatedError, UnsupportedError
 from nanorec.wire import MAX_INFLATE_RATIO, inflates_acceptably
-from nanorec.zipfile64 import (
-    DEFLATED,
-    FLAG_ENCRYPTED,
-    STORED,
-    Buffer,
-    CentralHeader,
-    EndRecords,
-    LocalHeader,
-    parse_central_directory,
-)
+from nanorec.zipdirectory import CentralHeader, EndRecords, parse_central_directory
+from nanorec.zipfile64 import FLAG_ENCRYPTED, Buffer, LocalHeader
 
 
 class Member:
@@ -43,7 +36,7 @@ class Member:
 
     @property
     def stored(self) -> bool:
-        return self.header.method == STORED
+        return self.header.method == ZIP_STORED
 
 
 def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
@@ -58,13 +51,13 @@ def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
     for header in parse_central_directory(buf, end):
         if header.flags & FLAG_ENCRYPTED:
             raise UnsupportedError(f"member {header.name!r} is encrypted")
-        if header.method not in (STORED, DEFLATED):
+        if header.method not in (ZIP_STORED, ZIP_DEFLATED):
             raise UnsupportedError(
                 f"member {header.name!r} uses compression method {header.method}; nanorec "
                 "reads stored and deflated members",
                 actual=header.method,
             )
-        if header.method == STORED and header.compressed_size != header.uncompressed_size:
+        if header.method == ZIP_STORED and header.compressed_size != header.uncompressed_size:
             raise ArchiveError(
                 f"stored member {header.name!r} has compressed size {header.compressed_size} "
                 f"but uncompressed size {header.uncompressed_size}",

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
+from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from nanorec.message_form import (
 )
 from nanorec.spool import IndexSpool
 from nanorec.wire import timestamp_entry
-from nanorec.zipfile64 import DEFLATED, STORED, LocalHeader
+from nanorec.zipfile64 import LocalHeader
 from nanorec.zipout import FLUSH_BYTES, ZipOutput
 
 MESSAGES_MEMBER: Final = "messages.msgpack"
@@ -66,7 +67,9 @@ class MessageStream:
         self._valid_types: dict[tuple[str, ...], int] = {}
         self._in_messages = False  # whether flushed bytes belong to messages.msgpack
         self._header = LocalHeader(
-            name=MESSAGES_MEMBER, zip64=True, method=DEFLATED if blocks is not None else STORED
+            name=MESSAGES_MEMBER,
+            zip64=True,
+            method=ZIP_DEFLATED if blocks is not None else ZIP_STORED,
         )
         out.emit(self._header.build())
         self._start = out.pending

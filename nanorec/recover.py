@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 import msgpack
 
@@ -44,7 +45,7 @@ from nanorec.errors import (
 from nanorec.members import open_members
 from nanorec.wire import TIMESTAMP_KEY
 from nanorec.writer import MESSAGES_MEMBER, ArchiveWriter
-from nanorec.zipfile64 import DEFLATED, LOCAL_HEADER, STORED, LocalHeader
+from nanorec.zipfile64 import LOCAL_HEADER, LocalHeader
 
 _READ_SIZE: Final = 1 << 20
 #: The largest single message recover will buffer (msgpack's Unpacker limit).
@@ -109,12 +110,12 @@ def _locate_messages(mm: mmap.mmap) -> tuple[int, int, bool]:
             f"the first member is {header.name!r}, not {MESSAGES_MEMBER}; nothing to recover",
             offset=0,
         )
-    if header.method not in (STORED, DEFLATED):
+    if header.method not in (ZIP_STORED, ZIP_DEFLATED):
         raise UnsupportedError(
             f"messages.msgpack uses compression method {header.method}; recover reads "
             "stored and deflated members"
         )
-    deflated = header.method == DEFLATED
+    deflated = header.method == ZIP_DEFLATED
     start = header.size
     available = len(mm) - start
     # A size of 0 means the writer never finalised the header: read to the end of the file.

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Final
+from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 from nanorec import atomic
 from nanorec.crc import crc32
@@ -24,7 +25,8 @@ from nanorec.deflate import deflater
 from nanorec.errors import OutputExistsError
 from nanorec.wire import inflates_acceptably
 from nanorec.writebehind import WriteBehind, write_all
-from nanorec.zipfile64 import DEFLATED, STORED, CentralHeader, EndRecords, LocalHeader
+from nanorec.zipdirectory import CentralHeader, EndRecords
+from nanorec.zipfile64 import LocalHeader
 
 #: Flush buffered output when it reaches this many bytes (see also `nanorec.message_stream`).
 FLUSH_BYTES: Final = 1 << 20
@@ -200,7 +202,7 @@ class ZipOutput:
         """Write a member of not-yet-known size: placeholder header, data, header patched.
         `fast`: deflated by ISA-L (`deflate.deflater(fast=True)`) rather than zlib's level 6."""
         offset = self.tell()
-        header = LocalHeader(name=name, zip64=True, method=DEFLATED if compress else STORED)
+        header = LocalHeader(name=name, zip64=True, method=ZIP_DEFLATED if compress else ZIP_STORED)
         self.emit(header.build())
         start = self.tell()
         crc = 0
@@ -234,7 +236,7 @@ class ZipOutput:
             crc32=crc32(data),
             compressed_size=size,  # a placeholder of the final header's length
             uncompressed_size=size,
-            method=DEFLATED if compress else STORED,
+            method=ZIP_DEFLATED if compress else ZIP_STORED,
         )
         self.emit(header.build())
         if compress:
@@ -250,7 +252,7 @@ class ZipOutput:
                 self.finish_member(replace(header, compressed_size=deflated), offset)
                 return
             self._rewind(offset)
-            header = replace(header, method=STORED)
+            header = replace(header, method=ZIP_STORED)
             self.emit(header.build())
         self.emit(data)
         self._central.append(self._central_for(header, offset))

@@ -14,15 +14,8 @@ import pytest
 
 from nanorec import ArchiveReader, ArchiveWriter, verify
 from nanorec.errors import ArchiveError, TruncatedError
-from nanorec.zipfile64 import (
-    LOCAL_HEADER,
-    U32_MAX,
-    CentralHeader,
-    EndRecords,
-    LocalHeader,
-    build_zip64_extra,
-    parse_central_directory,
-)
+from nanorec.zipdirectory import CentralHeader, EndRecords, parse_central_directory
+from nanorec.zipfile64 import LOCAL_HEADER, U32_MAX, LocalHeader, build_zip64_extra
 
 from .nanover_reference import MessageEvent, record_messages
 
