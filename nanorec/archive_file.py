@@ -212,7 +212,7 @@ class ArchiveFile:
         """Tell the kernel a pass over the messages follows (export, a full scan): read ahead.
         The default advice is random access, right for seeks and wrong for passes (a cold
         200 MB export took 3.5x longer under it). A compact archive's blocks are then inflated
-        a span at a time, the next span on another thread (`BlockReader.sequential`)."""
+        a span of them at a time (`BlockReader.sequential`)."""
         if self._blocks is not None:
             self._blocks.sequential = True
         if self._mm is not None:
@@ -228,9 +228,6 @@ class ArchiveFile:
 
     def close(self) -> None:
         """Release the file and its mapping. Idempotent."""
-        blocks = getattr(self, "_blocks", None)  # (a reader that failed to open has none)
-        if blocks is not None:
-            blocks.forget()  # its span inflating ahead reads the mapping
         if self._inflated is not None:
             self._inflated.close()
             self._inflated = None

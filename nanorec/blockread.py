@@ -12,12 +12,11 @@ import itertools
 import threading
 import zlib
 from collections.abc import Mapping
-from concurrent.futures import Future, wait
 from typing import Any, Final
 
 import numpy as np
 
-from nanorec.deflate import isal_zlib, shared_pool
+from nanorec.deflate import isal_zlib
 from nanorec.errors import ArchiveError, TruncatedError
 from nanorec.zipfile64 import Buffer
 
@@ -51,8 +50,6 @@ class _Cached(threading.local):
     start = 0  # the block's uncompressed offset
     out = b""  # its bytes inflated so far (from `start`)
     inflater: Any = None
-    ahead: Future[tuple[int, bytes]] | None = None  # a pass: the next span, being inflated
-    ahead_block = -1  # the block that span starts at
 
 
 class BlockReader:
@@ -116,7 +113,7 @@ class BlockReader:
         begin = offset - self._offsets[block]
         end = begin + length
         if self.sequential:
-            return self._read_ahead(block, begin, end)
+            return self._read_span(block, begin, end)
         if end > self._block_size(block):  # spans blocks (not written so): not cached
             return self._inflate_span(block, begin, end)
         if cached.block != block:
@@ -172,34 +169,20 @@ class BlockReader:
             raise self._short(f"blocks {block}-{last}", block, len(data), end)
         return data[begin:end]
 
-    def _read_ahead(self, block: int, begin: int, end: int) -> bytes:
-        """`[begin, end)` of `block` on, in a pass: the blocks from `block` up to `_SPAN`
-        bytes (and the read's end) inflated in one call and cached, the next span meanwhile
-        inflated on another thread (the inflater lets go of the GIL: a pass's inflating
-        runs beside its decoding on the other core)."""
-        cached = self._cached
-        ahead = cached.ahead if cached.ahead_block == block else None
-        cached.ahead = None if ahead is not None else cached.ahead
-        self.forget()
-        last, data = ahead.result() if ahead is not None else (block, b"")
-        if len(data) < end:  # no span ahead, or a message longer than it (another writer's)
-            last, data = self._span(block, end)
-        if len(data) < end:
-            raise self._short(f"blocks {block}-{last}", block, len(data), end)
-        cached.block, cached.start, cached.out = last, self._offsets[block], data
-        if last + 1 < len(self._offsets):
-            cached.ahead = shared_pool().submit(self._span, last + 1, 0)
-            cached.ahead_block = last + 1
-        return data[begin:end]
-
-    def _span(self, block: int, end: int) -> tuple[int, bytes]:
-        """The blocks from `block` covering `max(end, _SPAN)` bytes, inflated: (the last
-        block, their bytes)."""
+    def _read_span(self, block: int, begin: int, end: int) -> bytes:
+        """`[begin, end)` of `block` on, in a pass: the blocks from `block` covering `_SPAN`
+        bytes (and the read's end) inflated in one call and cached."""
         start = self._offsets[block]
         last = bisect.bisect_right(self._offsets, start + max(end, _SPAN) - 1) - 1
         following = last + 1
         size = (self._offsets[following] if following < len(self._offsets) else self._size) - start
-        return last, self._inflate(_inflater(_WBITS), self._compressed(block, last), size, block)
+        self.forget()
+        data = self._inflate(_inflater(_WBITS), self._compressed(block, last), size, block)
+        if len(data) < end:
+            raise self._short(f"blocks {block}-{last}", block, len(data), end)
+        cached = self._cached
+        cached.block, cached.start, cached.out = last, start, data
+        return data[begin:end]
 
     def _short(self, blocks: str, first: int, got: int, end: int) -> TruncatedError:
         """The error for `blocks` (starting at block `first`) inflating to `got` bytes where a
@@ -212,16 +195,12 @@ class BlockReader:
         )
 
     def forget(self) -> None:
-        """Drop this thread's cached block (and the span it inflates ahead)."""
+        """Drop this thread's cached block."""
         cached = self._cached
         cached.block = -1
         cached.start = 0
         cached.inflater = None
         cached.out = b""
-        if cached.ahead is not None:  # waited for: it reads the mapping
-            if not cached.ahead.cancel():
-                wait((cached.ahead,))
-            cached.ahead = None
 
 
 __all__ = ["BlockReader"]
