@@ -77,15 +77,22 @@ def timed(action: Any) -> float:
 
 def child_convert(source: Path, archive: Path) -> tuple[float, float]:
     """Convert in a child process: (seconds, peak RSS MB) of that process alone (VmHWM:
-    getrusage's maxrss would include the parent's RSS at fork time)."""
+    getrusage's maxrss would include the parent's RSS at fork time). Like `rosbags`' read,
+    timed warm: the converter's modules are imported first, and the faster of two
+    conversions is kept."""
     code = (
         "import sys, time\n"
         "from pathlib import Path\n"
         "from nanorec import registry\n"
-        "t = time.perf_counter()\n"
-        "registry.get('rosbag').convert(Path(sys.argv[1]), Path(sys.argv[2]), overwrite=True)\n"
+        "import nanorec.converters.ros.ros1.convert\n"
+        "converter = registry.get('rosbag')\n"
+        "best = float('inf')\n"
+        "for _ in range(2):\n"
+        "    t = time.perf_counter()\n"
+        "    converter.convert(Path(sys.argv[1]), Path(sys.argv[2]), overwrite=True)\n"
+        "    best = min(best, time.perf_counter() - t)\n"
         "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
-        "print(time.perf_counter() - t, peak)\n"
+        "print(best, peak)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(source), str(archive)],
@@ -122,7 +129,7 @@ def measure(name: str, source: Path, work: Path) -> dict[str, Any]:
                 store.deserialize_ros1(raw, c.msgtype)  # kept by neither side: no list
 
     count = rosbags_read()
-    read_s = timed(rosbags_read)
+    read_s = min(timed(rosbags_read) for _ in range(2))
     rosbags_decode_s = timed(rosbags_decode)
     with registry.open(archive) as rec:
 
@@ -221,8 +228,9 @@ def main() -> None:
     text = (
         f"{START}\n## ROS bags (`python bench/bench_rosbag.py --mb {args.mb}`)\n\n"
         f"{stamp}, Python {platform.python_version()}, {platform.machine()}, "
-        f"{os.cpu_count()} cores. Convert runs in a child process (its peak RSS); `rosbags` "
-        "read = its Reader iterating every message's raw bytes (page cache warm for both); "
+        f"{os.cpu_count()} cores. Convert runs in a child process (its peak RSS), its modules "
+        "imported first, the faster of two; `rosbags` read = its Reader iterating every "
+        "message's raw bytes, the faster of two after one untimed (page cache warm for both); "
         "decode all = every message deserialised (ours: generated decoders over the archive; "
         "rosbags: deserialize_ros1 over the bag); random read = median of `reader.raw(n)` "
         "for 2,000 random n, against rosbags' `messages(start=t)` for one message; info = "
