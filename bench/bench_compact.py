@@ -41,7 +41,7 @@ tightest, 1.95: its messages are kept inflated and indexed one by one; the store
 7.7x). CARLA frame(n) <= 1.5x its stored time: met. Raw read median <= 25 us and p99 <= 200
 us (messages up to 64 KiB): met on every file.
 Convert and export against the stored layout of the same code (the columns above): 1.0-1.3x,
-1.4-1.5x on the two bags of tiny messages (29 and 100 source bytes), whose blocks need zlib's
+1.3-1.4x on the two bags of tiny messages (29 and 100 source bytes), whose blocks need zlib's
 level 6 to meet the size budget; against the code before the compact layout, see the
 compact-before section (`bench_compact_before.py`). Blocks are deflated by two threads the
 process shares beside the converter, handed over ~128 KiB at a time, which also take the

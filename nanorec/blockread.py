@@ -112,10 +112,8 @@ class BlockReader:
         block = bisect.bisect_right(self._offsets, offset) - 1
         begin = offset - self._offsets[block]
         end = begin + length
-        if self.sequential:
-            return self._read_span(block, begin, end)
-        if end > self._block_size(block):  # spans blocks (not written so): not cached
-            return self._inflate_span(block, begin, end)
+        if self.sequential or end > self._block_size(block):  # (spanning blocks: not so written)
+            return self._read_span(block, begin, end, _SPAN if self.sequential else 0)
         if cached.block != block:
             self.forget()
             inflater = _inflater(_WBITS)
@@ -162,18 +160,11 @@ class BlockReader:
                 data.release()
         return out
 
-    def _inflate_span(self, block: int, begin: int, end: int) -> bytes:
-        last = bisect.bisect_right(self._offsets, self._offsets[block] + end - 1) - 1
-        data = self._inflate(_inflater(_WBITS), self._compressed(block, last), end, block)
-        if len(data) < end:
-            raise self._short(f"blocks {block}-{last}", block, len(data), end)
-        return data[begin:end]
-
-    def _read_span(self, block: int, begin: int, end: int) -> bytes:
-        """`[begin, end)` of `block` on, in a pass: the blocks from `block` covering `_SPAN`
-        bytes (and the read's end) inflated in one call and cached."""
+    def _read_span(self, block: int, begin: int, end: int, ahead: int) -> bytes:
+        """`[begin, end)` of `block` on: the whole blocks from `block` covering `end` and
+        `ahead` bytes (a pass: `_SPAN`) inflated in one call and cached."""
         start = self._offsets[block]
-        last = bisect.bisect_right(self._offsets, start + max(end, _SPAN) - 1) - 1
+        last = bisect.bisect_right(self._offsets, start + max(end, ahead) - 1) - 1
         following = last + 1
         size = (self._offsets[following] if following < len(self._offsets) else self._size) - start
         self.forget()
