@@ -278,6 +278,18 @@ def _level(data: bytes | memoryview) -> int:
     return LEVEL
 
 
+def _sample_expands(data: bytes | memoryview) -> bool:
+    """Whether `_SAMPLE` bytes from the middle of a small block grow under ISA-L's level 0
+    (~4 us): already-compressed bytes, which deflating the whole block (~30-60 us) would
+    only find out to store them (pbstream's blocks of gzip members: a fifth of a compact
+    conversion's CPU)."""
+    if len(data) < 2 * _SAMPLE:
+        return False
+    middle = len(data) // 2
+    sample = data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
+    return len(_sample_deflate(sample, 0)) > _SAMPLE
+
+
 #: zlib's `compress` sets up a compressor per call: ~80 us for a 1 KiB sample, more than
 #: deflating a block of small messages; ISA-L's level 1 gives about the same size in ~10 us.
 _sample_deflate: Any = zlib.compress if isal_zlib is None else isal_zlib.compress
@@ -297,10 +309,10 @@ def _compress_blocks(
 def _compress_block(data: bytes | memoryview, fast: bool) -> Pieces:
     """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
     (by ISA-L when `fast`: see `nanorec.deflate`). Whether it deflates: a sample's say (`_level`),
-    or for a small ISA-L block the block's own deflate, which costs about what setting up a
-    sample does."""
+    or for a small ISA-L block, unless a cheaper sample already grows (`_sample_expands`), the
+    block's own deflate, which costs about what setting up a level-1 sample does."""
     small = fast and isal_zlib is not None and len(data) <= _SMALL_BLOCK
-    if not small and _level(data) == 0:
+    if _sample_expands(data) if small else _level(data) == 0:
         return _stored(data)
     compressor = raw_compressor(fast=fast)
     out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)

@@ -183,8 +183,8 @@ def encode_entries(
         + flag_len
     )
     row_len = base_len + extra_length
-    start = np.cumsum(row_len) - row_len
-    out = np.empty(int(row_len.sum()), dtype=np.uint8)
+    # every row's fixed part left-aligned in one matrix, then compacted in one step
+    full = np.empty((n, int(base_len.max())), dtype=np.uint8)
     for group, key in enumerate(keys.tolist()):
         rows = np.arange(n) if uniform else np.flatnonzero(inverse == group)
         k = len(rows)
@@ -212,12 +212,17 @@ def encode_entries(
         matrix = np.hstack(pieces)
         if uniform:
             return matrix.tobytes()
-        _scatter_fixed(out, start[rows], matrix)
-    if len(extra_data):
-        source = np.frombuffer(extra_data, dtype=np.uint8)
-        _scatter_var(
-            out, start + base_len, source, np.cumsum(extra_length) - extra_length, extra_length
-        )
+        full[rows, : matrix.shape[1]] = matrix
+    fixed = full[np.arange(full.shape[1]) < base_len[:, None]]
+    if not len(extra_data):
+        return fixed.tobytes()
+    start = np.cumsum(row_len) - row_len
+    out = np.empty(int(row_len.sum()), dtype=np.uint8)
+    _scatter_var(out, start, fixed, np.cumsum(base_len) - base_len, base_len)
+    source = np.frombuffer(extra_data, dtype=np.uint8)
+    _scatter_var(
+        out, start + base_len, source, np.cumsum(extra_length) - extra_length, extra_length
+    )
     return out.tobytes()
 
 
