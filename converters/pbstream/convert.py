@@ -50,8 +50,9 @@ META_MEMBER: Final = "pbstream.msgpack.zlib"
 TAIL_MEMBER: Final = "pbstream-tail.bin"
 META_VERSION: Final = 1
 _RELEASE_BYTES: Final = 32 << 20
-#: Records described before their messages are handed to the writer in one call.
-_RUN: Final = 1024
+#: Records described before their messages are handed to the writer in one call (4096:
+#: numpy's per-call cost spread over more rows than 1024 did, ~0.1 s less a 100 MB file).
+_RUN: Final = 4096
 
 
 @dataclass

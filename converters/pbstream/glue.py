@@ -3,12 +3,13 @@
 A record described by `vector.describe_run` becomes the message `convert` documents,
 `{kind: {"member": <gzip member>, "trajectory_id": t, ["index": i,] "timestamp": ticks}}`
 followed by the writer's `"nanorec.t"` entry (`nanorec.wire.timestamp_entry`): msgpack bytes
-before its member (map headers, kind, the "member" key, the bin header) and after it (the
-other entries). Those bytes ("glue") are built for the whole run as one byte matrix, a row a
+before its member (map headers, kind, the "member" key, the bin header, and the member's
+10-byte gzip header, the same in every member this path takes) and after it (the other
+entries). Those bytes ("glue") are built for the whole run as one byte matrix, a row a
 message and a column slot a field, each field right-aligned in its slot with the bytes it
-uses masked, and compacted in one step; the run is then one join of glue, member, glue,
-member... (the members are not copied before it: between two members lies the tail of one
-and the head of the next, adjacent in the compacted glue). The bytes are what
+uses masked, and compacted in one step; the run is then one join of glue, member body, glue,
+member body... (the members are not copied before it: between two bodies lies the tail of
+one message and the head of the next, adjacent in the compacted glue). The bytes are what
 `msgpack.packb` and `MessageStream.append_run` make of the same message, byte for byte
 (tests compare them); records given as already stored messages (`slow`: the per-record
 path) take their place in the join.
@@ -24,6 +25,8 @@ import msgpack
 import numpy as np
 
 from nanorec.wire import TIMESTAMP_KEY
+
+from .stream import GZIP_HEADER
 
 U8 = np.ndarray[Any, np.dtype[np.uint8]]
 Ints = np.ndarray[Any, np.dtype[np.int64]]
@@ -123,6 +126,7 @@ class _Layout:
             ("entry", 1, None),  # a map of 3 entries, 4 for a node
             key("member"),
             ("bin", 9, None),
+            ("gzip", len(GZIP_HEADER), GZIP_HEADER),  # the member's header: see `build_run`
             # after the member
             key("trajectory_id"),
             ("trajectory", 9, None),
@@ -134,7 +138,7 @@ class _Layout:
             ("stamp", 9, None),
         ]
         widths = np.array([width for _, width, _ in slots], np.uint8)
-        self.head = 5  # slots before the member
+        self.head = 6  # slots before the member's bytes after its header
         self.column = dict(
             zip([name for name, _, _ in slots], (np.cumsum(widths) - widths).tolist(), strict=True)
         )
@@ -152,7 +156,7 @@ class _Layout:
 
 
 def build_run(
-    members: Sequence[Any],
+    bodies: Sequence[Any],
     sizes: Ints,
     fast: Bools,
     keys: Ints,
@@ -162,9 +166,10 @@ def build_run(
     slow: Mapping[int, bytes],
 ) -> tuple[bytes, Ints]:
     """The run's stored messages joined, and each one's length. Row `r`: where `fast[r]`,
-    the message of `members[r]` (`sizes[r]` bytes, of kind `keys[r]`, a node when
-    `nodes[r]`) with `columns` (trajectory, index, ticks, index time) of row `r`;
-    elsewhere `slow[r]`, a stored message as given."""
+    the message of a member with Cartographer's gzip header (`stream.GZIP_HEADER`) followed
+    by `bodies[r]` (`sizes[r]` bytes in all, of kind `keys[r]`, a node when `nodes[r]`) with
+    `columns` (trajectory, index, ticks, index time) of row `r`; elsewhere `slow[r]`, a
+    stored message as given."""
     layout = names.layout
     count = len(sizes)
     data = np.broadcast_to(layout.template, (count, len(layout.template))).copy()
@@ -192,8 +197,8 @@ def build_run(
     cuts = [0, *(rows - glue + head).tolist(), int(rows[-1]) if count else 0]
     pieces: list[Any] = [None] * (2 * count + 1)
     pieces[0::2] = [raw[start:end] for start, end in itertools.pairwise(cuts)]
-    items = list(members)
-    lengths = glue + sizes
+    items = list(bodies)
+    lengths = glue + sizes - len(GZIP_HEADER)  # the header is in the glue
     for row, stored in slow.items():
         items[row] = stored
         lengths[row] = len(stored)

@@ -16,6 +16,7 @@ import mmap
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from operator import itemgetter
 from typing import Any, Final
 
 import msgpack
@@ -44,6 +45,9 @@ from .vector import PAD, describe_run, kind_codes
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 _HEADER: Final = np.frombuffer(GZIP_HEADER, np.uint8)
 _SMALLEST_MEMBER: Final = 18  # a gzip header and trailer
+#: The most a run's small members may declare they inflate to (see `_payloads`).
+_PAYLOADS_BUDGET: Final = 32 << 20
+_FOUR: Final = np.arange(4)
 #: Runs prepared (members inflated, source hashed) ahead of the one being converted.
 _AHEAD: Final = 2
 Run = tuple[bytes, Ints, list[tuple[str]], Ints, Ints]
@@ -121,16 +125,16 @@ class Runs:
             ThreadPoolExecutor(1, thread_name_prefix="pbstream-inflate") as pool,
             ThreadPoolExecutor(1, thread_name_prefix="pbstream-sha256") as hasher,
         ):
-            ahead: deque[Future[tuple[list[memoryview], bytes, Ints]]] = deque()
+            ahead: deque[Future[tuple[list[Any], bytes, Ints]]] = deque()
             try:
                 for number, (first, stop) in enumerate(bounds):
                     while len(ahead) <= _AHEAD and number + len(ahead) < len(bounds):
                         ahead.append(pool.submit(self._prepare, *bounds[number + len(ahead)]))
-                    members, payloads, lengths = ahead.popleft().result()
+                    bodies, payloads, lengths = ahead.popleft().result()
                     end = self.offsets[stop - 1] + 8 + self.sizes[stop - 1]
                     hasher.submit(self.digest.update, self.view[self.hashed : end])
                     self.hashed = end
-                    yield self.stored(first, members, payloads, lengths), end
+                    yield self.stored(first, stop, bodies, payloads, lengths), end
             finally:
                 for future in ahead:
                     future.cancel()
@@ -141,22 +145,22 @@ class Runs:
         self.hashed = len(self.view)
         return self.digest.hexdigest()
 
-    def _prepare(self, first: int, stop: int) -> tuple[list[memoryview], bytes, Ints]:
-        """The members of records `first` to `stop` and their payloads (`_payloads`)."""
-        starts = self.starts[first:stop]
-        sizes = self.lengths[first:stop]
-        view = self.view
-        members = [
-            view[at : at + size] for at, size in zip(starts.tolist(), sizes.tolist(), strict=True)
-        ]
-        payloads, lengths = self._payloads(first, members, starts, sizes)
-        return members, payloads, lengths
+    def _prepare(self, first: int, stop: int) -> tuple[list[Any], bytes, Ints]:
+        """Records `first` to `stop`: each small member's bytes after its gzip header (None
+        for the others), and their payloads and lengths (`_payloads`)."""
+        return self._payloads(first, self.starts[first:stop], self.lengths[first:stop])
 
-    def stored(self, first: int, members: list[memoryview], payloads: bytes, lengths: Ints) -> Run:
-        """Records `first` on (`members`, their `payloads` and `lengths`: `_prepare`) as
+    def _member(self, row: int) -> bytes:
+        start = int(self.starts[row])
+        return bytes(self.view[start : start + int(self.lengths[row])])
+
+    def stored(
+        self, first: int, stop: int, bodies: list[Any], payloads: bytes, lengths: Ints
+    ) -> Run:
+        """Records `first` to `stop` (`bodies`, `payloads` and `lengths`: `_prepare`) as
         stored messages: (joined, lengths, types, kinds, index times), for
         `ArchiveWriter.write_joined_run`."""
-        sizes = self.lengths[first : first + len(members)]
+        sizes = self.lengths[first:stop]
         ok, keys, nodes, trajectory, index, ticks = describe_run(payloads, lengths, self.codes)
         timed = ok.copy()
         kinds = keys.copy()
@@ -165,7 +169,7 @@ class Runs:
         ends = np.cumsum(lengths).tolist()
         for row in np.flatnonzero(~ok).tolist():
             payload = payloads[ends[row] - int(lengths[row]) : ends[row]]
-            info, message = self._one(first + row, bytes(members[row]), payload)
+            info, message = self._one(first + row, self._member(first + row), payload)
             slow[row] = message
             kinds[row] = len(types)
             types.append((info.kind,))
@@ -181,30 +185,42 @@ class Runs:
             for row, message in slow.items()
         }
         joined, message_lengths = build_run(
-            members, sizes, ok, keys, nodes, (trajectory, index, ticks, stamps), self.names, stored
+            bodies, sizes, ok, keys, nodes, (trajectory, index, ticks, stamps), self.names, stored
         )
         return joined, message_lengths, types, kinds, stamps
 
-    def _payloads(
-        self, first: int, members: list[memoryview], starts: Ints, sizes: Ints
-    ) -> tuple[bytes, Ints]:
-        """The payloads of the run's small members with Cartographer's header, inflated and
-        checked, joined (then `PAD`); b"" for the others (and records before `fast_from`)."""
+    def _payloads(self, first: int, starts: Ints, sizes: Ints) -> tuple[list[Any], bytes, Ints]:
+        """The bytes after the gzip header of the run's small members with Cartographer's
+        header (None for the others, and records before `fast_from`), and their payloads,
+        inflated and checked, joined (then `PAD`), and lengths (0 for the others)."""
         count = len(sizes)
         heads = self.flat.take(starts[:, None] + np.arange(len(_HEADER)), mode="clip")
         small = (heads == _HEADER).all(axis=1)
         small &= (sizes >= _SMALLEST_MEMBER) & (sizes < WHOLE_BELOW)
         small[: max(0, self.fast_from - first)] = False
-        rows = np.flatnonzero(small).tolist()
+        ends = starts + sizes
+        # what the small members say they inflate to (ISIZE), bounded for the run: past
+        # `_PAYLOADS_BUDGET` (a gzip bomb: deflate grows up to ~1,000x), members take the
+        # general path, which inflates them in steps and keeps none
+        declared = self.flat.take(ends[:, None] - 4 + _FOUR, mode="clip").view("<u4")[:, 0]
+        small &= np.cumsum(np.where(small, declared, 0)) <= _PAYLOADS_BUDGET
+        rows = np.flatnonzero(small)
+        view = self.view
+        bodies: list[Any] = [
+            view[start:end]
+            for start, end in zip((starts + len(GZIP_HEADER)).tolist(), ends.tolist(), strict=True)
+        ]
         lengths = np.zeros(count, np.int64)
-        inflated = inflate_run([members[row] for row in rows])
+        if not len(rows):
+            return bodies, PAD, lengths
+        chosen = [bodies[rows[0]]] if len(rows) == 1 else list(itemgetter(*rows)(bodies))
+        inflated = inflate_run(chosen, sizes[rows])
         if inflated is not None:
-            payloads, found = inflated
-            lengths[rows] = found
-            return b"".join((payloads, PAD)), lengths
-        each = [whole_payload(bytes(members[row])) or b"" for row in rows]
+            lengths[rows] = inflated[1]
+            return bodies, b"".join((inflated[0], PAD)), lengths
+        each = [whole_payload(self._member(first + row)) or b"" for row in rows.tolist()]
         lengths[rows] = [len(payload) for payload in each]
-        return b"".join([*each, PAD]), lengths
+        return bodies, b"".join([*each, PAD]), lengths
 
     def _stamps(self, ticks: Ints, timed: np.ndarray[Any, Any]) -> Ints:
         """Index times: a record's own time, else (or when earlier) the one before it."""

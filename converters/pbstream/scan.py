@@ -17,6 +17,7 @@ prefix scan does not know) returns None here and takes the general path, which r
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import zlib
 from collections.abc import Sequence
@@ -39,15 +40,15 @@ _decompressobj: Any = _module.decompressobj
 _errors: Final = (zlib.error, _module.error)
 
 
-def _members_inflater() -> Any:
-    """ISA-L's multi-member gzip `decompress` (one C call for many members), or None."""
+def _members_reader() -> Any:
+    """ISA-L's `GzipFile`: many members read in one C call, up to a bound, or None."""
     try:
-        return importlib.import_module("isal.igzip").decompress
+        return importlib.import_module("isal.igzip").GzipFile
     except ImportError:  # pragma: no cover - depends on the environment
         return None
 
 
-_inflate_members: Any = _members_inflater()
+_members_file: Any = _members_reader()
 _SIGNATURE: Final = GZIP_HEADER[:3]
 #: Cartographer's gzip header with the FNAME flag: a name of `_NAME` random bytes follows.
 _NAMED_HEADER: Final = GZIP_HEADER[:3] + bytes((GZIP_HEADER[3] | 0x08,)) + GZIP_HEADER[4:]
@@ -100,12 +101,14 @@ def whole_payload(member: bytes) -> bytes | None:
 
 
 def inflate_run(
-    members: Sequence[Any],
+    bodies: Sequence[Any], sizes: np.ndarray[Any, np.dtype[np.int64]]
 ) -> tuple[bytes, np.ndarray[Any, np.dtype[np.int64]]] | None:
     """The payloads of members that each start with Cartographer's gzip header (below
-    `WHOLE_BELOW` bytes; the caller checks the header), inflated in one ISA-L call, joined,
-    and each one's size; None when they do not read exactly as one `whole_payload` per
-    member would (or without ISA-L): the caller then takes them one at a time.
+    `WHOLE_BELOW` bytes; the caller checks the header and gives each member's bytes after
+    it, `bodies`, and each member's size), inflated in one ISA-L call, joined, and each
+    one's size; None when they do not read exactly as one `whole_payload` per member would
+    (or without ISA-L): the caller then takes them one at a time. No more is inflated than
+    their trailers declare (ISIZE: the caller bounds their sum).
 
     In the buffer inflated, each member's header is Cartographer's with a name (FNAME) of
     random bytes: decoding one member into the next would put bytes nobody could know into
@@ -115,27 +118,29 @@ def inflate_run(
     byte (a member with zeros after it reads a smaller ISIZE there: the sum falls short,
     unless its payload is empty, which the caller sends to the general path as it does when
     `whole_payload` refuses it)."""
-    if _inflate_members is None or not members:
+    if _members_file is None or not bodies:
         return None
     name = bytes(byte or 1 for byte in os.urandom(_NAME))
     header = _NAMED_HEADER + name + b"\0"
-    pieces: list[Any] = [header] * (2 * len(members))
-    pieces[1::2] = [member[len(GZIP_HEADER) :] for member in members]
+    pieces: list[Any] = [header] * (2 * len(bodies))
+    pieces[1::2] = bodies
     joined = b"".join(pieces)
-    if joined.count(_SIGNATURE) != len(members):
+    if joined.count(_SIGNATURE) != len(bodies):
         return None
     # each member's ISIZE: its last four bytes
     grown = len(header) - len(GZIP_HEADER)
-    ends = np.cumsum(np.fromiter(map(len, members), np.int64, len(members)) + grown)
+    ends = np.cumsum(sizes + grown)
     trailers = np.frombuffer(joined, np.uint8).take((ends - 4)[:, None] + _FOUR)
-    sizes: np.ndarray[Any, np.dtype[np.int64]] = trailers.view("<u4")[:, 0].astype(np.int64)
+    found: np.ndarray[Any, np.dtype[np.int64]] = trailers.view("<u4")[:, 0].astype(np.int64)
+    declared = int(found.sum())
     try:
-        payloads: bytes = _inflate_members(joined)
+        with _members_file(fileobj=io.BytesIO(joined)) as members:
+            payloads: bytes = members.read(declared + 1)
     except (*_errors, OSError, EOFError, ValueError):
         return None
-    if len(payloads) != int(sizes.sum()):
+    if len(payloads) != declared:
         return None
-    return payloads, sizes
+    return payloads, found
 
 
 def check_whole(member: bytes, limit: int) -> bool:

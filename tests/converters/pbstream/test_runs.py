@@ -8,6 +8,8 @@ from __future__ import annotations
 import gzip
 import random
 import struct
+import tracemalloc
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from nanorec.converters.pbstream import runs
 from nanorec.converters.pbstream.convert import convert
 from nanorec.converters.pbstream.generate import Plan, iter_payloads
 from nanorec.converters.pbstream.glue import KindNames, build_run
-from nanorec.converters.pbstream.scan import frame_table, inflate_run, whole_payload
+from nanorec.converters.pbstream.scan import WHOLE_BELOW, frame_table, inflate_run, whole_payload
 from nanorec.converters.pbstream.stream import GZIP_HEADER, MAGIC, Cut, build_member, iter_frames
 from nanorec.layout import use_layout
 from nanorec.wire import timestamp_entry
@@ -79,7 +81,7 @@ def _sources(folder: Path) -> list[Path]:
 def _per_record(monkeypatch: pytest.MonkeyPatch, *, describe: bool) -> None:
     """Send every member through `whole_payload` and, with `describe`, every record through
     `Runs._one`: the per-record path."""
-    monkeypatch.setattr(runs, "inflate_run", lambda members: None)
+    monkeypatch.setattr(runs, "inflate_run", lambda bodies, sizes: None)
     if describe:
         real = runs.describe_run
 
@@ -129,8 +131,13 @@ def test_glue_packs_as_msgpack() -> None:
     values = [*edges, *(-v for v in edges), -(2**63)]
     for _ in range(20):
         count = rng.randrange(1, 300)
-        sizes = [rng.choice((0, 1, 255, 256, 700, 65535, 65536, 70000)) for _ in range(count)]
-        members = [rng.randbytes(size) for size in sizes]
+        # each a member with Cartographer's gzip header; the glue holds the header
+        bodies = [
+            rng.randbytes(rng.choice((0, 1, 245, 246, 700, 65525, 65526, 70000)))
+            for _ in range(count)
+        ]
+        members = [GZIP_HEADER + body for body in bodies]
+        sizes = [len(member) for member in members]
         keys = np.array([rng.randrange(256) for _ in range(count)], np.int64)
         nodes = np.array([rng.random() < 0.4 for _ in range(count)])
         fast = np.array([rng.random() < 0.8 for _ in range(count)])
@@ -139,7 +146,7 @@ def test_glue_packs_as_msgpack() -> None:
         )
         slow = {row: rng.randbytes(rng.randrange(1, 50)) for row in np.flatnonzero(~fast)}
         joined, lengths = build_run(
-            members, np.array(sizes, np.int64), fast, keys, nodes, columns, kinds, slow
+            bodies, np.array(sizes, np.int64), fast, keys, nodes, columns, kinds, slow
         )
         want = [
             slow[row]
@@ -156,12 +163,18 @@ def test_glue_packs_as_msgpack() -> None:
         assert lengths.tolist() == [len(item) for item in want]
 
 
+def _inflate_run(members: list[bytes]) -> tuple[bytes, np.ndarray[Any, Any]] | None:
+    """`inflate_run` as `Runs` calls it: each member's bytes after the header, and its size."""
+    sizes = np.array([len(member) for member in members], np.int64)
+    return inflate_run([member[len(GZIP_HEADER) :] for member in members], sizes)
+
+
 def test_inflate_run_reads_as_whole_payload_or_refuses() -> None:
     pytest.importorskip("isal")  # without ISA-L a run is always read member by member
     rng = random.Random(4)
     payloads = fuzzed_payloads(2, 400)
     members = [build_member(payload) for payload in payloads]
-    found = inflate_run(members)
+    found = _inflate_run(members)
     assert found is not None
     assert found[0] == b"".join(payloads)
     assert found[1].tolist() == [len(payload) for payload in payloads]
@@ -173,7 +186,7 @@ def test_inflate_run_reads_as_whole_payload_or_refuses() -> None:
             if member[:10] == GZIP_HEADER and len(member) >= 18
         ]
         each = [whole_payload(member) for member in broken]
-        found = inflate_run(broken)
+        found = _inflate_run(broken)
         if found is not None:  # only when every member still reads whole on its own
             assert all(payload is not None for payload in each)
             assert found[0] == b"".join(each)  # type: ignore[arg-type]
@@ -195,3 +208,25 @@ def test_frame_table_reads_as_iter_frames() -> None:
         want_cut = frames.pop() if frames and isinstance(frames[-1], Cut) else None
         assert [(f.offset, f.size) for f in frames] == list(zip(offsets, sizes, strict=True))
         assert cut == want_cut
+
+
+def test_small_members_that_inflate_far_are_not_all_held(tmp_path: Path) -> None:
+    """Members of ~4 KB that inflate to 4 MB each (zeros, valid): a run holds no more than
+    `_PAYLOADS_BUDGET` of payloads, the rest are checked in steps. Before the budget, these
+    48 records (188 KB) took 370 MB at once."""
+    payload = bytes(4_000_000)
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = deflater.compress(payload) + deflater.flush()
+    member = GZIP_HEADER + body + struct.pack("<II", zlib.crc32(payload), len(payload))
+    assert len(member) < WHOLE_BELOW  # a small member, inflated whole with its run
+    members = [member for _ in range(48)]
+    source = tmp_path / "zeros.pbstream"
+    source.write_bytes(_stream(members))
+    tracemalloc.start()
+    try:
+        report = convert(source, tmp_path / "zeros.zip")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert report.records == 48 and not report.damaged and not report.warnings
+    assert peak < runs._PAYLOADS_BUDGET + (48 << 20)
