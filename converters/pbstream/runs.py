@@ -16,7 +16,6 @@ import mmap
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from operator import itemgetter
 from typing import Any, Final
 
 import msgpack
@@ -180,8 +179,8 @@ class Runs:
         index = np.where(ok & ~nodes, NONE_ID, index)
         self.columns.extend_arrays(trajectory, index, ticks, timed)
         stamps = self._stamps(ticks, timed)
-        stored = {
-            row: b"\x82" + message[1:] + timestamp_entry(int(stamps[row]))
+        stored = {  # one copy of a large member, not two
+            row: b"".join((b"\x82", memoryview(message)[1:], timestamp_entry(int(stamps[row]))))
             for row, message in slow.items()
         }
         joined, message_lengths = build_run(
@@ -213,8 +212,7 @@ class Runs:
         lengths = np.zeros(count, np.int64)
         if not len(rows):
             return bodies, PAD, lengths
-        chosen = [bodies[rows[0]]] if len(rows) == 1 else list(itemgetter(*rows)(bodies))
-        inflated = inflate_run(chosen, sizes[rows])
+        inflated = inflate_run(view, starts[rows], sizes[rows])
         if inflated is not None:
             lengths[rows] = inflated[1]
             return bodies, b"".join((inflated[0], PAD)), lengths

@@ -20,7 +20,6 @@ import importlib
 import io
 import os
 import zlib
-from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -50,9 +49,11 @@ def _members_reader() -> Any:
 
 _members_file: Any = _members_reader()
 _SIGNATURE: Final = GZIP_HEADER[:3]
-#: Cartographer's gzip header with the FNAME flag: a name of `_NAME` random bytes follows.
+#: Cartographer's gzip header with the FNAME flag: a name of `_NAME` random bytes and its
+#: zero follow, as long as a size prefix and the header it replaces (`inflate_run`).
 _NAMED_HEADER: Final = GZIP_HEADER[:3] + bytes((GZIP_HEADER[3] | 0x08,)) + GZIP_HEADER[4:]
-_NAME: Final = 16
+_NAME: Final = SIZE.size - 1
+_HEADER_SPAN: Final = np.arange(SIZE.size + len(GZIP_HEADER))
 _FOUR: Final = np.arange(4)
 
 
@@ -101,36 +102,48 @@ def whole_payload(member: bytes) -> bytes | None:
 
 
 def inflate_run(
-    bodies: Sequence[Any], sizes: np.ndarray[Any, np.dtype[np.int64]]
+    source: Any,
+    starts: np.ndarray[Any, np.dtype[np.int64]],
+    sizes: np.ndarray[Any, np.dtype[np.int64]],
 ) -> tuple[bytes, np.ndarray[Any, np.dtype[np.int64]]] | None:
-    """The payloads of members that each start with Cartographer's gzip header (below
-    `WHOLE_BELOW` bytes; the caller checks the header and gives each member's bytes after
-    it, `bodies`, and each member's size), inflated in one ISA-L call, joined, and each
-    one's size; None when they do not read exactly as one `whole_payload` per member would
-    (or without ISA-L): the caller then takes them one at a time. No more is inflated than
-    their trailers declare (ISIZE: the caller bounds their sum).
+    """The payloads of the members of `source` at `starts` (`sizes` bytes each, each after
+    its 8-byte size prefix, in order), that each start with Cartographer's gzip header
+    (below `WHOLE_BELOW` bytes; the caller checks the header and bounds the sizes they
+    declare), inflated in one ISA-L call, joined, and each one's size; None when they do not
+    read exactly as one `whole_payload` per member would (or without ISA-L): the caller then
+    takes them one at a time. No more is inflated than their trailers declare (ISIZE).
 
-    In the buffer inflated, each member's header is Cartographer's with a name (FNAME) of
-    random bytes: decoding one member into the next would put bytes nobody could know into
-    its CRC, so each member ends inside its own bytes. Exactly one gzip signature per member
-    (none inside: no member holds a second one) and sizes from the trailers (ISIZE) that add
-    up to the output leave only one way to read them: each member whole, ending at its last
-    byte (a member with zeros after it reads a smaller ISIZE there: the sum falls short,
-    unless its payload is empty, which the caller sends to the general path as it does when
-    `whole_payload` refuses it)."""
-    if _members_file is None or not bodies:
+    The buffer inflated is the members as they lie, copied a stretch of adjacent records at
+    a time, with each record's size prefix and gzip header (18 bytes) overwritten by
+    Cartographer's header with a name (FNAME) of random bytes: decoding one member into the
+    next would put bytes nobody could know into its CRC, so each member ends inside its own
+    bytes. Exactly one gzip signature per member (none inside: no member holds a second one)
+    and sizes from the trailers (ISIZE) that add up to the output leave only one way to read
+    them: each member whole, ending at its last byte (a member with zeros after it reads a
+    smaller ISIZE there: the sum falls short, unless its payload is empty, which the caller
+    sends to the general path as it does when `whole_payload` refuses it)."""
+    if _members_file is None or not len(starts):
         return None
     name = bytes(byte or 1 for byte in os.urandom(_NAME))
-    header = _NAMED_HEADER + name + b"\0"
-    pieces: list[Any] = [header] * (2 * len(bodies))
-    pieces[1::2] = bodies
-    joined = b"".join(pieces)
-    if joined.count(_SIGNATURE) != len(bodies):
+    header = np.frombuffer(_NAMED_HEADER + name + b"\0", np.uint8)
+    ends = starts + sizes
+    breaks = np.flatnonzero(starts[1:] != ends[:-1] + SIZE.size) + 1
+    first = np.concatenate(([0], breaks))
+    last = np.concatenate((breaks, [len(starts)])) - 1
+    joined = bytearray().join(
+        [
+            source[a:b]
+            for a, b in zip((starts[first] - SIZE.size).tolist(), ends[last].tolist(), strict=True)
+        ]
+    )
+    flat = np.frombuffer(joined, np.uint8)
+    records = sizes + SIZE.size
+    at = np.cumsum(records) - records  # where each record's size prefix lies in `joined`
+    flat[at[:, None] + _HEADER_SPAN] = header
+    if joined.count(_SIGNATURE) != len(starts):
         return None
     # each member's ISIZE: its last four bytes
-    grown = len(header) - len(GZIP_HEADER)
-    ends = np.cumsum(sizes + grown)
-    trailers = np.frombuffer(joined, np.uint8).take((ends - 4)[:, None] + _FOUR)
+    trailers = flat.take((at + records - 4)[:, None] + _FOUR)
     found: np.ndarray[Any, np.dtype[np.int64]] = trailers.view("<u4")[:, 0].astype(np.int64)
     declared = int(found.sum())
     try:

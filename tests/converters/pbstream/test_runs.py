@@ -81,7 +81,7 @@ def _sources(folder: Path) -> list[Path]:
 def _per_record(monkeypatch: pytest.MonkeyPatch, *, describe: bool) -> None:
     """Send every member through `whole_payload` and, with `describe`, every record through
     `Runs._one`: the per-record path."""
-    monkeypatch.setattr(runs, "inflate_run", lambda bodies, sizes: None)
+    monkeypatch.setattr(runs, "inflate_run", lambda source, starts, sizes: None)
     if describe:
         real = runs.describe_run
 
@@ -164,9 +164,15 @@ def test_glue_packs_as_msgpack() -> None:
 
 
 def _inflate_run(members: list[bytes]) -> tuple[bytes, np.ndarray[Any, Any]] | None:
-    """`inflate_run` as `Runs` calls it: each member's bytes after the header, and its size."""
+    """`inflate_run` as `Runs` calls it: members in a stream, some not adjacent."""
+    records = [struct.pack("<Q", len(member)) + member for member in members]
+    gaps = [
+        build_member(b"elsewhere") if number % 7 == 3 else b"" for number in range(len(records))
+    ]
+    starts = np.cumsum([len(gap) + len(record) for gap, record in zip(gaps, records, strict=True)])
     sizes = np.array([len(member) for member in members], np.int64)
-    return inflate_run([member[len(GZIP_HEADER) :] for member in members], sizes)
+    source = b"".join(gap + record for gap, record in zip(gaps, records, strict=True))
+    return inflate_run(memoryview(source), starts - sizes, sizes)
 
 
 def test_inflate_run_reads_as_whole_payload_or_refuses() -> None:
