@@ -19,6 +19,7 @@ import pytest
 
 from nanorec.converters.pbstream import runs
 from nanorec.converters.pbstream.convert import convert
+from nanorec.converters.pbstream.crc import MemberCheck
 from nanorec.converters.pbstream.generate import Plan, iter_payloads
 from nanorec.converters.pbstream.glue import KindNames, build_run
 from nanorec.converters.pbstream.scan import WHOLE_BELOW, frame_table, inflate_run, whole_payload
@@ -236,3 +237,29 @@ def test_small_members_that_inflate_far_are_not_all_held(tmp_path: Path) -> None
         tracemalloc.stop()
     assert report.records == 48 and not report.damaged and not report.warnings
     assert peak < runs._PAYLOADS_BUDGET + (48 << 20)
+
+
+def test_large_members_are_checked_as_they_come() -> None:
+    """A batch goes to the checking thread by bytes too: a file's few large members are
+    checked beside the conversion, not all at its end; a damaged one is still reported."""
+    good = build_member(random.Random(5).randbytes(300_000))
+    bad = bytearray(good)
+    bad[-8] ^= 1  # its CRC-32
+    source = _stream([good, good, good, bytes(bad), good])
+    starts = [start for start, _ in _frames(source)]
+    check = MemberCheck(source)
+    with check:
+        for number, start in enumerate(starts[:4]):
+            check.add(number, start - 8, start, start + len(good))
+        assert check.batch == []  # 1.2 MB handed over before the end
+        check.add(4, starts[4] - 8, starts[4], starts[4] + len(good))
+        found = check.problems()
+    assert [(number, reason) for number, _, reason in found] == [
+        (3, "a record fails its gzip CRC-32")
+    ]
+
+
+def _frames(source: bytes) -> list[tuple[int, int]]:
+    return [
+        (frame.start, frame.size) for frame in iter_frames(source) if not isinstance(frame, Cut)
+    ]
