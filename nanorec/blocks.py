@@ -30,7 +30,7 @@ from typing import Any, Final
 import numpy as np
 
 from nanorec import blockcut
-from nanorec.crc import crc32, joined_crc
+from nanorec.crc import joined_crc, pieces_crc
 from nanorec.deflate import LEVEL, THREADS, isal_zlib, raw_compressor, shared_pool
 
 #: A block ends before the message that would take it past this many uncompressed bytes.
@@ -44,6 +44,8 @@ _TINY_MESSAGES: Final = 128
 
 #: Compressed bytes, as pieces written one after the other.
 Pieces = list[bytes | memoryview]
+#: A block's uncompressed bytes: its pieces in order (one, unless the caller lent them).
+Block = tuple[bytes | memoryview, ...]
 #: How many finished blocks may wait for the deflating threads.
 _AHEAD: Final = 16
 _AHEAD_BYTES: Final = 16 << 20
@@ -89,7 +91,7 @@ class BlockDeflater:
         self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
         self._count = 0  # messages in the open block
-        self._batch: list[tuple[bytes | memoryview, bool, bool]] = []  # blocks not handed over
+        self._batch: list[tuple[Block, bool, bool]] = []  # blocks not handed over
         self._batch_bytes = 0
         # batches in work: each block's compressed pieces and its CRC (-1: its message's)
         self._pending: deque[tuple[Future[list[tuple[Pieces, int]]], int]] = deque()
@@ -105,11 +107,15 @@ class BlockDeflater:
         messages: Sequence[Sequence[bytes | memoryview]],
         lengths: Sequence[int],
         crcs: Sequence[int] | np.ndarray[Any, np.dtype[np.uint32]],
+        *,
+        lent: bool = False,
     ) -> Pieces:
         """Many messages (each its pieces, `lengths[i]` bytes in all, CRC-32 `crcs[i]`) ->
         compressed output ready now. The same blocks as adding them one by one: only
         integer arithmetic per message, the joins and hand-overs once a block (a per-message
-        call was most of a compact conversion of ~100-byte messages)."""
+        call was most of a compact conversion of ~100-byte messages). `lent`: the pieces
+        stay unchanged until the blocks are collected, so a block of one message is
+        deflated from its pieces, not from a copy (a camera image is not copied)."""
         out: Pieces = []
         block, count, size = self._block, self._count, self._in
         full, half = self.block_bytes, self.block_bytes // 2
@@ -119,7 +125,7 @@ class BlockDeflater:
         for pieces, length, crc in zip(messages, lengths, crcs, strict=True):
             if block and block + length > (half if low <= count <= high else full):
                 self._block, self._count = block, count
-                self._submit()
+                self._submit(lent=lent)
                 block = count = 0
                 # finished blocks are collected when one more is submitted (or at
                 # `end_block`): a `done()` check per message cost more than a small
@@ -134,7 +140,7 @@ class BlockDeflater:
             count += 1
             if block >= (half if low <= count <= high else full):
                 self._block, self._count = block, count
-                self._submit()
+                self._submit(lent=lent)
                 block = count = 0
                 out += self._collect(wait=self._behind())
         self._block, self._count, self._in = block, count, size
@@ -202,19 +208,21 @@ class BlockDeflater:
         self._batch.clear()
         self._batch_bytes = 0
 
-    def _submit(self, *, borrow: bool = False) -> None:
+    def _submit(self, *, borrow: bool = False, lent: bool = False) -> None:
         """Close the open block: into the batch, handed over once the batch is full.
-        `borrow`: its pieces are immutable (slices of a `bytes`): one piece is not copied."""
+        `borrow`: its pieces are immutable (slices of a `bytes`): one piece is not copied;
+        `lent` (see `add_run`): the pieces of a block of one message are not joined."""
         if not self._block:
             return
-        if borrow and len(self._open) == 1:
-            data: bytes | memoryview = self._open[0]
-        else:
-            data = b"".join(self._open)  # a copy: the caller may reuse its buffers
         single = self._count == 1  # its CRC is its message's: the bytes are not read again
+        data: Block
+        if (borrow and len(self._open) == 1) or (lent and single):
+            data = tuple(self._open)
+        else:
+            data = (b"".join(self._open),)  # a copy: the caller may reuse its buffers
         self._crcs.append(self._open_crc if single else -1)
         self._batch.append((data, self._count < _TINY_MESSAGES, not single))
-        self._batch_bytes += len(data)
+        self._batch_bytes += self._block
         self._open.clear()
         self._block = self._count = 0
         if self._batch_bytes >= _BATCH_BYTES:
@@ -295,41 +303,66 @@ def _sample_expands(data: bytes | memoryview) -> bool:
 _sample_deflate: Any = zlib.compress if isal_zlib is None else isal_zlib.compress
 
 
-def _compress_blocks(
-    batch: list[tuple[bytes | memoryview, bool, bool]],
-) -> list[tuple[Pieces, int]]:
-    """A batch of blocks, each `(data, fast, with_crc)`, compressed in order, each with its
+def _compress_blocks(batch: list[tuple[Block, bool, bool]]) -> list[tuple[Pieces, int]]:
+    """A batch of blocks, each `(pieces, fast, with_crc)`, compressed in order, each with its
     CRC-32 when `with_crc` (else -1)."""
     return [
-        (_compress_block(data, fast), crc32(data) if with_crc else -1)
+        (_compress_block(data, fast), pieces_crc(data) if with_crc else -1)
         for data, fast, with_crc in batch
     ]
 
 
-def _compress_block(data: bytes | memoryview, fast: bool) -> Pieces:
+def _compress_block(data: Block, fast: bool) -> Pieces:
     """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
     (by ISA-L when `fast`: see `nanorec.deflate`). Whether it deflates: a sample's say (`_level`),
     or for a small ISA-L block, unless a cheaper sample already grows (`_sample_expands`), the
-    block's own deflate, which costs about what setting up a level-1 sample does."""
-    small = fast and isal_zlib is not None and len(data) <= _SMALL_BLOCK
-    if _sample_expands(data) if small else _level(data) == 0:
+    block's own deflate, which costs about what setting up a level-1 sample does. The sample
+    comes from the block's largest piece."""
+    size = sum(map(len, data))
+    largest = max(data, key=len)
+    small = fast and isal_zlib is not None and size <= _SMALL_BLOCK
+    if _sample_expands(largest) if small else _level(largest) == 0:
         return _stored(data)
     compressor = raw_compressor(fast=fast)
-    out: bytes = compressor.compress(data) + compressor.flush(zlib.Z_FULL_FLUSH)
-    if small and len(out) > _STORE_ABOVE * len(data):
+    out = [compressor.compress(piece) for piece in data]
+    out.append(compressor.flush(zlib.Z_FULL_FLUSH))
+    deflated = b"".join(out) if len(out) > 2 else out[0] + out[1]
+    if small and len(deflated) > _STORE_ABOVE * size:
         return _stored(data)
-    return [out]
+    return [deflated]
 
 
-def _stored(data: bytes | memoryview) -> Pieces:
+def _stored(data: Block) -> Pieces:
     """`data` as stored deflate blocks (BTYPE 00: a zero header byte, LEN, NLEN, up to 65,535
     bytes each), byte-aligned like a full flush: what zlib writes at level 0, without the
     ~70 µs zlib spends setting up a compressor for a block, and without copying `data`."""
-    view = memoryview(data)
+    if len(data) > 1:
+        return _stored_pieces(data)
+    view = memoryview(data[0])
     parts: Pieces = []
-    for start in range(0, len(data), _STORED_MAX):
+    for start in range(0, len(view), _STORED_MAX):
         chunk = view[start : start + _STORED_MAX]
         parts += (_STORED_HEADER.pack(0, len(chunk), len(chunk) ^ 0xFFFF), chunk)
+    return parts
+
+
+def _stored_pieces(data: Block) -> Pieces:
+    """`_stored` of a block of several pieces: a stored block may span pieces."""
+    parts: Pieces = []
+    held: Pieces = []  # the open stored block's slices
+    room = _STORED_MAX
+    for piece in data:
+        view = memoryview(piece)
+        while len(view):
+            held.append(view[:room])
+            room -= len(held[-1])
+            view = view[len(held[-1]) :]
+            if not room:
+                parts += (_STORED_HEADER.pack(0, _STORED_MAX, 0), *held)
+                held, room = [], _STORED_MAX
+    if held:
+        length = _STORED_MAX - room
+        parts += (_STORED_HEADER.pack(0, length, length ^ 0xFFFF), *held)
     return parts
 
 

@@ -11,7 +11,7 @@ GF(2): four 256-entry tables apply it to many values at once.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +29,14 @@ U32 = npt.NDArray[np.uint32]
 #: `crc32(data, value=0)`, as `zlib.crc32`: ISA-L's when installed (the `fast` extra: the
 #: same values, ~4x faster with the CPU's carry-less multiply), else zlib's.
 crc32: Callable[..., int] = zlib.crc32 if isal_zlib is None else isal_zlib.crc32
+
+
+def pieces_crc(pieces: Sequence[Any]) -> int:
+    """The CRC-32 of `pieces` joined, without joining them."""
+    crc = 0
+    for piece in pieces:
+        crc = crc32(piece, crc)
+    return crc
 
 
 def _multiply(a: int, b: U32) -> U32:

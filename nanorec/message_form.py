@@ -85,7 +85,7 @@ def pack_metadata(metadata: Mapping[str, Any]) -> bytes:
 
 
 def run_length(
-    messages: Sequence[bytes], types: Sequence[Any], timestamps_us: Sequence[int]
+    messages: Sequence[Any], types: Sequence[Any], timestamps_us: Sequence[int]
 ) -> int:
     """How many messages a run holds (one types tuple and one timestamp each, or `UsageError`)."""
     count = len(messages)

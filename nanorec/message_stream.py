@@ -10,6 +10,7 @@ partial file (so `nanorec recover` can rebuild an archive from it).
 
 from __future__ import annotations
 
+import itertools
 import operator
 import time
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,7 @@ from zipfile import ZIP_DEFLATED, ZIP_STORED
 import numpy as np
 
 from nanorec.blocks import BlockDeflater
-from nanorec.crc import crc32, part_crcs
+from nanorec.crc import crc32, part_crcs, pieces_crc
 from nanorec.errors import UsageError
 from nanorec.index import TypesRegistry
 from nanorec.message_form import (
@@ -196,13 +197,7 @@ class MessageStream:
         if not run_length(stored, types, timestamps_us):
             return self.count
         column = self._run_times(timestamps_us)
-        valid = self._valid_types
-        codes: list[int] = []
-        for key in types:
-            code = valid.get(key)
-            if code is None:
-                code = self._register_types(tuple(key))
-            codes.append(code)
+        codes = self._codes(types)
         lengths = [len(message) for message in stored]
         crcs = np.fromiter(map(crc32, stored), np.uint32, len(stored))
         out = self._out
@@ -211,6 +206,30 @@ class MessageStream:
             out.pending += sum(lengths)
         else:
             out.emit_compressed(self._blocks.add_run([(m,) for m in stored], lengths, crcs))
+        return self._end_run(np.array(lengths, np.int64), column, crcs, 0, codes)
+
+    def append_lent_run(
+        self,
+        messages: Sequence[Sequence[bytes | memoryview]],
+        types: Sequence[tuple[str, ...]],
+        timestamps_us: Sequence[int],
+    ) -> int:
+        """`ArchiveWriter.write_lent_run`: `append_stored_run` for messages given as their
+        pieces, which stay unchanged until the writer is flushed or closed: none is joined
+        or copied here (the stored layout writes them, the compact one deflates a message
+        of its own block from them)."""
+        if not run_length(messages, types, timestamps_us):
+            return self.count
+        column = self._run_times(timestamps_us)
+        codes = self._codes(types)
+        lengths = [sum(map(len, pieces)) for pieces in messages]
+        crcs = np.fromiter(map(pieces_crc, messages), np.uint32, len(messages))
+        out = self._out
+        if self._blocks is None:
+            out.parts += itertools.chain.from_iterable(messages)
+            out.pending += sum(lengths)
+        else:
+            out.emit_compressed(self._blocks.add_run(messages, lengths, crcs, lent=True))
         return self._end_run(np.array(lengths, np.int64), column, crcs, 0, codes)
 
     def append_joined(
@@ -356,6 +375,15 @@ class MessageStream:
             self._out.flush_buffer()
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
+
+    def _codes(self, types: Sequence[tuple[str, ...]]) -> list[int]:
+        """The type code of each message's types, registering new ones."""
+        valid = self._valid_types
+        codes: list[int] = []
+        for key in types:
+            code = valid.get(key)
+            codes.append(self._register_types(tuple(key)) if code is None else code)
+        return codes
 
     def _register_types(self, types: tuple[str, ...]) -> int:
         check_types(types)

@@ -231,6 +231,19 @@ class ArchiveWriter:
         self._check_open()
         return self._stream.append_stored_run(stored, types, timestamps_us)
 
+    def write_lent_run(
+        self,
+        messages: Sequence[Sequence[bytes | memoryview]],
+        *,
+        types: Sequence[tuple[str, ...]],
+        timestamps_us: Sequence[int],
+    ) -> int:
+        """`write_stored_run` for messages given as their pieces (each message the pieces
+        joined), lent: they must stay unchanged until the next `flush` or the close. A large
+        message is then neither joined nor copied (a camera image read from a mapped bag)."""
+        self._check_open()
+        return self._stream.append_lent_run(messages, types, timestamps_us)
+
     def write_joined_run(
         self,
         joined: bytes,

@@ -47,6 +47,10 @@ TEMPLATE_MEMBER: Final = "rosbag-template.bin"
 RANK_MEMBER: Final = "rosbag-rank.bin"
 _BLOCK: Final = 1 << 16
 _RELEASE_BYTES: Final = 16 << 20
+#: Runs whose payloads average this many bytes or more are lent to the writer as pieces
+#: (`ArchiveWriter.write_lent_run`): a 640x480 image is not copied; a small message is
+#: joined, as one piece is cheaper to write and check than four.
+_LEND_FROM: Final = 4096
 #: A column member up to this size is given whole to the writer (which stores it when its
 #: deflated form would look like a zip bomb); a larger one is streamed.
 _WHOLE_COLUMN: Final = 32 << 20
@@ -204,11 +208,12 @@ def _write(
                 srcs = run["src"]
                 stamps = (times // 1000).tolist()
                 entries = [entry(t) for t in stamps]
+                lent: list[tuple[bytes | memoryview, ...]] = []
                 if unique <= settled and (srcs == srcs[0]).all():  # the common case
                     view = views[int(srcs[0])]
-                    # each message complete in one copy: head, tail, payload, timestamp entry
-                    packed = [
-                        join((heads[c], blob[k : k + step], view[o : o + n], e))
+                    # each message's pieces: head, tail, payload, timestamp entry
+                    lent = [
+                        (heads[c], blob[k : k + step], view[o : o + n], e)
                         for c, k, o, n, e in zip(
                             conns,
                             range(0, step * len(conns), step),
@@ -218,6 +223,9 @@ def _write(
                             strict=True,
                         )
                     ]
+                    # large payloads lent to the writer until its flush, never copied; small
+                    # messages each joined, one piece to write and check
+                    packed = [] if len(run) * _LEND_FROM <= sum(lengths) else list(map(join, lent))
                 else:
                     packed = []
                     at = 0
@@ -239,7 +247,10 @@ def _write(
                             )
                         at += step
                 kind = [kinds[c] for c in conns]
-                writer.write_stored_run(packed, types=kind, timestamps_us=stamps)
+                if packed:
+                    writer.write_stored_run(packed, types=kind, timestamps_us=stamps)
+                else:
+                    writer.write_lent_run(lent, types=kind, timestamps_us=stamps)
                 released += int(run["length"].sum()) + 64 * len(run)
                 if released > _RELEASE_BYTES:  # bounded RSS: drop the pages read so far
                     writer.flush()
