@@ -75,9 +75,13 @@ class BlockDeflater:
     (`ArchiveWriter.flush`). Where blocks end depends on the messages alone. The table
     (`offsets`, `starts`) lists each block's uncompressed and compressed start."""
 
-    def __init__(self, block_bytes: int = BLOCK_BYTES, threads: int = THREADS) -> None:
+    def __init__(
+        self, block_bytes: int = BLOCK_BYTES, threads: int = THREADS, *, precompressed: bool = False
+    ) -> None:
         self.block_bytes = block_bytes
         self.threads = threads  # 0: deflate each block in the caller's thread, else shared ones
+        # most messages carry already-compressed bytes: see `_compress_block`
+        self.precompressed = precompressed
         self.offsets: list[int] = []
         self.starts: list[int] = []
         self.crc = 0  # the zip member's CRC-32, set by `finish`
@@ -91,7 +95,7 @@ class BlockDeflater:
         self._open: list[bytes | memoryview] = []  # the open block's pieces
         self._block = 0  # uncompressed bytes in the open block
         self._count = 0  # messages in the open block
-        self._batch: list[tuple[Block, bool, bool]] = []  # blocks not handed over
+        self._batch: list[tuple[Block, bool, bool, bool]] = []  # blocks not handed over
         self._batch_bytes = 0
         # batches in work: each block's compressed pieces and its CRC (-1: its message's)
         self._pending: deque[tuple[Future[list[tuple[Pieces, int]]], int]] = deque()
@@ -221,7 +225,7 @@ class BlockDeflater:
         else:
             data = (b"".join(self._open),)  # a copy: the caller may reuse its buffers
         self._crcs.append(self._open_crc if single else -1)
-        self._batch.append((data, self._count < _TINY_MESSAGES, not single))
+        self._batch.append((data, self._count < _TINY_MESSAGES, not single, self.precompressed))
         self._batch_bytes += self._block
         self._open.clear()
         self._block = self._count = 0
@@ -303,25 +307,28 @@ def _sample_expands(data: bytes | memoryview) -> bool:
 _sample_deflate: Any = zlib.compress if isal_zlib is None else isal_zlib.compress
 
 
-def _compress_blocks(batch: list[tuple[Block, bool, bool]]) -> list[tuple[Pieces, int]]:
-    """A batch of blocks, each `(pieces, fast, with_crc)`, compressed in order, each with its
-    CRC-32 when `with_crc` (else -1)."""
+def _compress_blocks(batch: list[tuple[Block, bool, bool, bool]]) -> list[tuple[Pieces, int]]:
+    """A batch of blocks, each `(pieces, fast, with_crc, precompressed)`, compressed in order,
+    each with its CRC-32 when `with_crc` (else -1)."""
     return [
-        (_compress_block(data, fast), pieces_crc(data) if with_crc else -1)
-        for data, fast, with_crc in batch
+        (_compress_block(data, fast, precompressed), pieces_crc(data) if with_crc else -1)
+        for data, fast, with_crc, precompressed in batch
     ]
 
 
-def _compress_block(data: Block, fast: bool) -> Pieces:
+def _compress_block(data: Block, fast: bool, precompressed: bool = False) -> Pieces:
     """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
     (by ISA-L when `fast`: see `nanorec.deflate`). Whether it deflates: a sample's say (`_level`),
-    or for a small ISA-L block, unless a cheaper sample already grows (`_sample_expands`), the
-    block's own deflate, which costs about what setting up a level-1 sample does. The sample
-    comes from the block's largest piece."""
+    or for a small ISA-L block the block's own deflate, which costs about what setting up a
+    level-1 sample does; with `precompressed` (most blocks will not deflate), unless a
+    cheaper sample already grows (`_sample_expands`; for CARLA's frames, which all deflate,
+    it cost ~5 % of a compact conversion). The sample comes from the block's largest piece."""
     size = sum(map(len, data))
     largest = max(data, key=len)
     small = fast and isal_zlib is not None and size <= _SMALL_BLOCK
-    if _sample_expands(largest) if small else _level(largest) == 0:
+    if small and precompressed and _sample_expands(largest):
+        return _stored(data)
+    if not small and _level(largest) == 0:
         return _stored(data)
     compressor = raw_compressor(fast=fast)
     out = [compressor.compress(piece) for piece in data]

@@ -84,9 +84,7 @@ def pack_metadata(metadata: Mapping[str, Any]) -> bytes:
     return b"".join(parts)
 
 
-def run_length(
-    messages: Sequence[Any], types: Sequence[Any], timestamps_us: Sequence[int]
-) -> int:
+def run_length(messages: Sequence[Any], types: Sequence[Any], timestamps_us: Sequence[int]) -> int:
     """How many messages a run holds (one types tuple and one timestamp each, or `UsageError`)."""
     count = len(messages)
     if len(types) != count or len(timestamps_us) != count:

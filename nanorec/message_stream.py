@@ -143,8 +143,7 @@ class MessageStream:
         if not run_length(packed, types, timestamps_us):
             return self.count
         column = self._run_times(timestamps_us)
-        valid = self._valid_types
-        codes: list[int] = []
+        codes = self._codes(types)
         lengths: list[int] = []
         crcs: list[int] = []
         blocks = self._blocks
@@ -153,10 +152,6 @@ class MessageStream:
         blocked: list[tuple[bytes | memoryview, ...]] = []  # each message's pieces
         headers = FIXMAP_HEADERS
         for message, key, stamp in zip(packed, types, column.tolist(), strict=True):
-            code = valid.get(key)
-            if code is None:
-                code = self._register_types(tuple(key))
-            codes.append(code)
             entries = len(key)
             if message[0] == 0x80 | entries and entries < 15 and len(message) < 4096:
                 # `embed_timestamp`'s common case inline: one piece, one CRC
@@ -166,10 +161,7 @@ class MessageStream:
                 pieces: tuple[bytes | memoryview, ...] = (data,)
             else:
                 pieces = embed_timestamp(message, entries, stamp, self.count + len(lengths))
-                length = crc = 0
-                for piece in pieces:
-                    length += len(piece)
-                    crc = crc32(piece, crc)
+                length, crc = sum(map(len, pieces)), pieces_crc(pieces)
             lengths.append(length)
             crcs.append(crc)
             if blocks is None:

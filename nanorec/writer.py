@@ -47,6 +47,7 @@ from nanorec import atomic
 from nanorec._version import __version__
 from nanorec.blocks import BLOCK_BYTES, BlockDeflater
 from nanorec.closing import INDEX_MEMBER, write_closing_members
+from nanorec.deflate import THREADS
 from nanorec.describe import created_utc
 from nanorec.errors import UsageError
 from nanorec.layout import compact_default, durable
@@ -71,7 +72,9 @@ class ArchiveWriter:
     `compact` deflates every member (None: the current default, see `nanorec.layout`);
     `block_bytes` is its messages' block size (a read inflates up to one block);
     `deflate_threads` how many threads deflate blocks (default 2; 0: the writing thread, for
-    a producer that releases the GIL very often itself, where handing blocks over costs more).
+    a producer that releases the GIL very often itself, where handing blocks over costs more);
+    `precompressed`: most messages carry already-compressed bytes (gzip members), so a small
+    block whose sample does not deflate is stored without deflating it whole first.
 
     Raises `OutputExistsError` at construction when `path` (or a partial file left by an
     interrupted write) exists and `overwrite` is false; `OSError` if the directory is not
@@ -92,17 +95,15 @@ class ArchiveWriter:
         compact: bool | None = None,
         block_bytes: int = BLOCK_BYTES,
         deflate_threads: int | None = None,
+        precompressed: bool = False,
     ) -> None:
         self.path = Path(path)
         self.compact = compact_default() if compact is None else compact
         self.durable = durable()
         self._blocks: BlockDeflater | None = None
         if self.compact:
-            self._blocks = (
-                BlockDeflater(block_bytes)
-                if deflate_threads is None
-                else BlockDeflater(block_bytes, deflate_threads)
-            )
+            threads = THREADS if deflate_threads is None else deflate_threads
+            self._blocks = BlockDeflater(block_bytes, threads, precompressed=precompressed)
         self.partial_path = partial_path(self.path)
         self.overwrite = overwrite
         self.source_format = source_format
