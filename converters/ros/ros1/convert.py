@@ -211,8 +211,10 @@ def _write(
                 lent: list[tuple[bytes | memoryview, ...]] = []
                 if unique <= settled and (srcs == srcs[0]).all():  # the common case
                     view = views[int(srcs[0])]
-                    # each message's pieces: head, tail, payload, timestamp entry
-                    lent = [
+                    # each message's pieces: head, tail, payload, timestamp entry; large
+                    # payloads lent to the writer until its flush, never copied; small
+                    # messages each joined, one piece to write and check
+                    pieces = (
                         (heads[c], blob[k : k + step], view[o : o + n], e)
                         for c, k, o, n, e in zip(
                             conns,
@@ -222,10 +224,11 @@ def _write(
                             entries,
                             strict=True,
                         )
-                    ]
-                    # large payloads lent to the writer until its flush, never copied; small
-                    # messages each joined, one piece to write and check
-                    packed = [] if len(run) * _LEND_FROM <= sum(lengths) else list(map(join, lent))
+                    )
+                    if len(run) * _LEND_FROM <= sum(lengths):
+                        lent, packed = list(pieces), []
+                    else:
+                        packed = list(map(join, pieces))
                 else:
                     packed = []
                     at = 0
