@@ -41,7 +41,7 @@ from nanorec.writer import ArchiveWriter
 from .classify import LEGACY, NONE_ID, Classifier, Columns, first_ticks
 from .crc import MemberCheck
 from .records import ticks_to_us
-from .runs import Runs
+from .runs import Runs, SourceHash
 from .scan import frame_table
 from .stream import MAGIC, Cut, inflate_member
 
@@ -128,7 +128,26 @@ def _convert(
     overwrite: bool,
     progress: Callable[[int], None] | None,
 ) -> PbstreamReport:
+    """`convert` of a mapped source: its hash taken beside everything else (`SourceHash`)."""
     check_magic(buf)
+    view = memoryview(buf)
+    hashing = SourceHash(view)
+    try:
+        return _records(buf, hashing, source, out, overwrite, progress)
+    finally:
+        hashing.close()
+        view.release()
+
+
+def _records(
+    buf: mmap.mmap,
+    hashing: SourceHash,
+    source: Path,
+    out: Path,
+    overwrite: bool,
+    progress: Callable[[int], None] | None,
+) -> PbstreamReport:
+    """The records framed, described and written (`Runs`), then the side members."""
     classifier = Classifier()
     offsets, sizes, cut = frame_table(buf, len(MAGIC))
     if offsets:
@@ -157,10 +176,8 @@ def _convert(
         ) as writer,
     ):
         runs = Runs(buf, (offsets, sizes), classifier, check, fast_from, last_us)
-        # The source is hashed as the records are converted (`Runs`), so each page is read
-        # once and can be given back (hashing the whole mapping first would keep the file
-        # resident).
         for (joined, lengths, types, kinds, stamps), end in runs.stored_runs(_RUN):
+            hashing.upto(end)  # (a little ahead: its pages are given back with the records')
             writer.write_joined_run(joined, lengths, types=types, kinds=kinds, timestamps_us=stamps)
             if end - released >= _RELEASE_BYTES:
                 page_end = end - end % mmap.PAGESIZE
@@ -169,7 +186,7 @@ def _convert(
                 released = page_end
                 if progress is not None:
                     progress(end)
-        sha = writer.source["sha256"] = runs.hash_rest()
+        sha = writer.source["sha256"] = hashing.result()
         runs.close()
         damaged, warnings, raw, columns = runs.damaged, runs.warnings, runs.raw, runs.columns
         for number, offset, reason in check.problems():

@@ -47,8 +47,11 @@ _SMALLEST_MEMBER: Final = 18  # a gzip header and trailer
 #: The most a run's small members may declare they inflate to (see `_payloads`).
 _PAYLOADS_BUDGET: Final = 32 << 20
 _FOUR: Final = np.arange(4)
-#: Runs prepared (members inflated, source hashed) ahead of the one being converted.
+#: Runs prepared (members inflated) ahead of the one being converted.
 _AHEAD: Final = 2
+_HASH_STEP: Final = 8 << 20
+#: How far the source's hash runs ahead of the records converted (`SourceHash`).
+HASH_AHEAD: Final = 32 << 20
 Run = tuple[bytes, Ints, list[tuple[str]], Ints, Ints]
 
 
@@ -68,6 +71,43 @@ def entry_of(info: Described, member: bytes) -> dict[str, Any]:
     if info.body[0] == 0 and info.kind in (POSE_GRAPH, OPTIONS):  # no SerializedData key
         entry["bare"] = True
     return entry
+
+
+class SourceHash:
+    """The source's SHA-256 on a thread of its own (hashlib lets go of the GIL), in order, up
+    to `HASH_AHEAD` past the records converted (`upto`): it starts while the records are
+    framed, when nothing else works beside the converting thread, and keeps no more of the
+    file resident than that."""
+
+    def __init__(self, view: memoryview) -> None:
+        self.view = view
+        self.digest = hashlib.sha256()
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="pbstream-sha256")
+        self.parts: list[Future[None]] = []
+        self.hashed = 0  # bytes handed to the thread
+        self.upto(0)
+
+    def upto(self, offset: int) -> None:
+        """Hash on to `HASH_AHEAD` bytes past `offset`."""
+        goal = min(len(self.view), offset + HASH_AHEAD)
+        while self.hashed < goal:
+            end = min(goal, self.hashed + _HASH_STEP)
+            self.parts.append(self.pool.submit(self.digest.update, self.view[self.hashed : end]))
+            self.hashed = end
+
+    def result(self) -> str:
+        self.upto(len(self.view))
+        for part in self.parts:
+            part.result()
+        return self.digest.hexdigest()
+
+    def close(self) -> None:
+        """Stop (a failed conversion: what is not hashed yet is dropped) and let go of the
+        views of the source."""
+        for part in self.parts:
+            part.cancel()
+        self.pool.shutdown(wait=True)
+        self.parts = []
 
 
 class Runs:
@@ -103,8 +143,6 @@ class Runs:
         self.damaged: list[tuple[int, int, str]] = []
         self.warnings: list[str] = []
         self.raw = 0
-        self.digest = hashlib.sha256()
-        self.hashed = 0  # source bytes hashed
 
     def close(self) -> None:
         """Let go of the mapping (it can then be closed)."""
@@ -113,17 +151,13 @@ class Runs:
 
     def stored_runs(self, size: int) -> Iterator[tuple[Run, int]]:
         """Every record, `size` a run, as stored messages (see `stored`) and the source
-        offset after the run. Other threads work beside: one prepares the next runs (their
-        small members inflated, one ISA-L call a run without the GIL), one hashes the
-        source, in order (`digest`: hashlib lets go of the GIL too)."""
+        offset after the run. A thread prepares the next runs beside (their small members
+        inflated, one ISA-L call a run without the GIL)."""
         bounds = [
             (first, min(first + size, len(self.offsets)))
             for first in range(0, len(self.offsets), size)
         ]
-        with (
-            ThreadPoolExecutor(1, thread_name_prefix="pbstream-inflate") as pool,
-            ThreadPoolExecutor(1, thread_name_prefix="pbstream-sha256") as hasher,
-        ):
+        with ThreadPoolExecutor(1, thread_name_prefix="pbstream-inflate") as pool:
             ahead: deque[Future[tuple[list[Any], bytes, Ints]]] = deque()
             try:
                 for number, (first, stop) in enumerate(bounds):
@@ -131,18 +165,10 @@ class Runs:
                         ahead.append(pool.submit(self._prepare, *bounds[number + len(ahead)]))
                     bodies, payloads, lengths = ahead.popleft().result()
                     end = self.offsets[stop - 1] + 8 + self.sizes[stop - 1]
-                    hasher.submit(self.digest.update, self.view[self.hashed : end])
-                    self.hashed = end
                     yield self.stored(first, stop, bodies, payloads, lengths), end
             finally:
                 for future in ahead:
                     future.cancel()
-
-    def hash_rest(self) -> str:
-        """The source's SHA-256, hashing what the runs did not (after every run)."""
-        self.digest.update(self.view[self.hashed :])
-        self.hashed = len(self.view)
-        return self.digest.hexdigest()
 
     def _prepare(self, first: int, stop: int) -> tuple[list[Any], bytes, Ints]:
         """Records `first` to `stop`: each small member's bytes after its gzip header (None

@@ -263,3 +263,25 @@ def _frames(source: bytes) -> list[tuple[int, int]]:
     return [
         (frame.start, frame.size) for frame in iter_frames(source) if not isinstance(frame, Cut)
     ]
+
+
+def test_a_failed_conversion_stops_the_source_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source is hashed from the start, beside the framing: a conversion that fails
+    leaves no hashing thread behind, and no output."""
+    import threading
+
+    from nanorec.converters.pbstream import convert as module
+    from nanorec.errors import NanorecError
+
+    def failing_frames(*args: object) -> None:
+        raise NanorecError("the framing failed")
+
+    monkeypatch.setattr(module, "frame_table", failing_frames)
+    source = tmp_path / "big.pbstream"
+    source.write_bytes(MAGIC + bytes(64 << 20))  # (hashing it takes longer than failing)
+    with pytest.raises(NanorecError, match="the framing failed"):
+        convert(source, tmp_path / "out.zip")
+    assert not [t for t in threading.enumerate() if t.name.startswith("pbstream-sha256")]
+    assert not (tmp_path / "out.zip").exists()
