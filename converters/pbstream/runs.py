@@ -1,12 +1,13 @@
 """Runs of records described and made into stored archive messages at once (`convert`).
 
-A run's small members (below `scan.WHOLE_BELOW`, with Cartographer's gzip header) are
-inflated and checked in one ISA-L call (`scan.inflate_run`; one at a time when it says
-no), their payloads read by `vector.describe_run`, and the stored messages of the rows it
-reads built with numpy (`glue.build_run`) around the members, which are never copied
-before the run's one join. The other rows (large members, other gzip headers, records of
-other shapes, damage) go one at a time through `describe_prefix` and the classifier, as
-before; the writer takes the run as one buffer (`ArchiveWriter.write_joined_run`).
+A run's small members (below `scan.WHOLE_BELOW`, with Cartographer's gzip header, while
+they declare no more than `_PAYLOADS_BUDGET` of payload) are inflated and checked in one
+ISA-L call (`scan.inflate_run`; one at a time when it says no), their payloads read by
+`vector.describe_run`, and the stored messages of the rows it reads built with numpy
+(`glue.build_run`) around the members, which are never copied before the run's one join.
+The other rows (large members, other gzip headers, records of other shapes, damage) go one
+at a time through `describe_prefix` and the classifier; the writer takes the run as one
+buffer (`ArchiveWriter.write_joined_run`). `SourceHash` hashes the source beside it all.
 """
 
 from __future__ import annotations
