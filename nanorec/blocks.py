@@ -131,10 +131,8 @@ class BlockDeflater:
                 self._block, self._count = block, count
                 self._submit(lent=lent)
                 block = count = 0
-                # finished blocks are collected when one more is submitted (or at
-                # `end_block`): a `done()` check per message cost more than a small
-                # message's own deflate
-                out += self._collect(wait=self._behind())
+                if self._behind():  # (else collected once, after the run: see `_collect`)
+                    out += self._collect(wait=True)
             if not block:
                 offsets.append(size)
                 self._open_crc = crc
@@ -146,9 +144,10 @@ class BlockDeflater:
                 self._block, self._count = block, count
                 self._submit(lent=lent)
                 block = count = 0
-                out += self._collect(wait=self._behind())
+                if self._behind():
+                    out += self._collect(wait=True)
         self._block, self._count, self._in = block, count, size
-        return out
+        return out + self._collect(wait=False)
 
     def add_joined(
         self,
@@ -178,8 +177,9 @@ class BlockDeflater:
                 done = stop
             if end >= 0:
                 self._submit(borrow=type(joined) is bytes)
-                out += self._collect(wait=self._behind())
-        return out
+                if self._behind():
+                    out += self._collect(wait=True)
+        return out + self._collect(wait=False)
 
     def end_block(self) -> Pieces:
         """Close the open block and return every block's compressed bytes not yet returned."""
@@ -247,6 +247,10 @@ class BlockDeflater:
         self._pending_bytes += size
 
     def _collect(self, *, wait: bool, everything: bool = False) -> Pieces:
+        """The compressed blocks finished, in order: with `wait`, waiting until the threads
+        are no longer behind (`everything`: all). A run collects once at its end and when
+        behind, not at every block: a `done()` check a block cost more than a small
+        message's own deflate, and a tenth of a pbstream run's writing."""
         out: Pieces = []
         while self._pending and (wait or self._pending[0][0].done()):
             future, size = self._pending.popleft()
