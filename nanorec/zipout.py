@@ -211,20 +211,30 @@ class ZipOutput:
         crc = 0
         size = 0
         if compress:
-            # each chunk deflated on a thread while the next is made (`chunks` is often a
-            # generator encoding the index): the index of a million messages took ~0.4 s of
-            # a conversion's end with one core idle
+            # from the second chunk on, each deflated on a thread while the next is made
+            # (`chunks` is often a generator encoding the index): the index of a million
+            # messages took ~0.4 s of a conversion's end with one core idle
             compressor = deflater(fast=fast)
-            with ThreadPoolExecutor(1, thread_name_prefix="nanorec-member") as pool:
-                deflating: Future[bytes] | None = None
+            pool: ThreadPoolExecutor | None = None
+            deflating: Future[bytes] | None = None
+            last: bytes | None = None
+            try:
                 for chunk in chunks:
-                    if deflating is not None:
-                        self.emit(deflating.result())
-                    deflating = pool.submit(compressor.compress, chunk)
+                    if last is not None:
+                        pool = pool or ThreadPoolExecutor(1, thread_name_prefix="nanorec-member")
+                        if deflating is not None:
+                            self.emit(deflating.result())
+                        deflating = pool.submit(compressor.compress, last)
+                    last = chunk
                     crc = crc32(chunk, crc)
                     size += len(chunk)
                 if deflating is not None:
                     self.emit(deflating.result())
+            finally:
+                if pool is not None:
+                    pool.shutdown()
+            if last is not None:
+                self.emit(compressor.compress(last))
             self.emit(compressor.flush())
         else:
             for chunk in chunks:
