@@ -52,7 +52,7 @@ _FOUR: Final = np.arange(4)
 _AHEAD: Final = 2
 _HASH_STEP: Final = 8 << 20
 #: How far the source's hash runs ahead of the records converted (`SourceHash`).
-HASH_AHEAD: Final = 32 << 20
+_HASH_AHEAD: Final = 32 << 20
 Run = tuple[bytes, Ints, list[tuple[str]], Ints, Ints]
 
 
@@ -76,7 +76,7 @@ def entry_of(info: Described, member: bytes) -> dict[str, Any]:
 
 class SourceHash:
     """The source's SHA-256 on a thread of its own (hashlib lets go of the GIL), in order, up
-    to `HASH_AHEAD` past the records converted (`upto`): it starts while the records are
+    to `_HASH_AHEAD` past the records converted (`upto`): it starts while the records are
     framed, when nothing else works beside the converting thread, and keeps no more of the
     file resident than that."""
 
@@ -89,8 +89,8 @@ class SourceHash:
         self.upto(0)
 
     def upto(self, offset: int) -> None:
-        """Hash on to `HASH_AHEAD` bytes past `offset`."""
-        goal = min(len(self.view), offset + HASH_AHEAD)
+        """Hash on to `_HASH_AHEAD` bytes past `offset`."""
+        goal = min(len(self.view), offset + _HASH_AHEAD)
         while self.hashed < goal:
             end = min(goal, self.hashed + _HASH_STEP)
             self.parts.append(self.pool.submit(self.digest.update, self.view[self.hashed : end]))
@@ -172,8 +172,9 @@ class Runs:
                     future.cancel()
 
     def _prepare(self, first: int, stop: int) -> tuple[list[Any], bytes, Ints]:
-        """Records `first` to `stop`: each small member's bytes after its gzip header (None
-        for the others), and their payloads and lengths (`_payloads`)."""
+        """Records `first` to `stop`: each member's bytes after its first 10 (the gzip header
+        of those the run's messages are built from), and the small members' payloads and
+        lengths (`_payloads`)."""
         return self._payloads(first, self.starts[first:stop], self.lengths[first:stop])
 
     def _member(self, row: int) -> bytes:
@@ -216,9 +217,9 @@ class Runs:
         return joined, message_lengths, types, kinds, stamps
 
     def _payloads(self, first: int, starts: Ints, sizes: Ints) -> tuple[list[Any], bytes, Ints]:
-        """The bytes after the gzip header of the run's small members with Cartographer's
-        header (None for the others, and records before `fast_from`), and their payloads,
-        inflated and checked, joined (then `PAD`), and lengths (0 for the others)."""
+        """Each member's bytes after its first 10, and the payloads of the run's small members
+        with Cartographer's header (not records before `fast_from`), inflated and checked,
+        joined (then `PAD`), and their lengths (0 for the others)."""
         count = len(sizes)
         heads = self.flat.take(starts[:, None] + np.arange(len(_HEADER)), mode="clip")
         small = (heads == _HEADER).all(axis=1)
