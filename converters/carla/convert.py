@@ -30,6 +30,7 @@ from typing import Any
 import msgpack
 
 from nanorec.errors import OutputExistsError
+from nanorec.filehash import FileHash
 from nanorec.gcpause import paused_gc
 from nanorec.writer import ArchiveWriter
 
@@ -52,7 +53,7 @@ from .meta import (
 )
 from .meta import read_meta as read_meta
 from .runs import fast_rows
-from .source import FileHash, frame_head, resync
+from .source import frame_head, resync
 from .walk import Truncation
 from .world import WorldTablesBuilder
 

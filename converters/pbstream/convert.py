@@ -34,6 +34,7 @@ from typing import Any, Final
 import msgpack
 
 from nanorec.errors import BadMagicError, FormatError, OutputExistsError, TruncatedError
+from nanorec.filehash import FileHash
 from nanorec.reader import ArchiveReader
 from nanorec.wire import inflate_bounded
 from nanorec.writer import ArchiveWriter
@@ -41,7 +42,7 @@ from nanorec.writer import ArchiveWriter
 from .classify import LEGACY, NONE_ID, Classifier, Columns, first_ticks
 from .crc import MemberCheck
 from .records import ticks_to_us
-from .runs import Runs, SourceHash
+from .runs import Runs
 from .scan import frame_table
 from .stream import MAGIC, Cut, inflate_member
 
@@ -128,20 +129,18 @@ def _convert(
     overwrite: bool,
     progress: Callable[[int], None] | None,
 ) -> PbstreamReport:
-    """`convert` of a mapped source: its hash taken beside everything else (`SourceHash`)."""
+    """`convert` of a mapped source: its hash taken beside everything else, from the start."""
     check_magic(buf)
-    view = memoryview(buf)
-    hashing = SourceHash(view)
+    hashing = FileHash(source, len(buf))
     try:
         return _records(buf, hashing, source, out, overwrite, progress)
     finally:
         hashing.close()
-        view.release()
 
 
 def _records(
     buf: mmap.mmap,
-    hashing: SourceHash,
+    hashing: FileHash,
     source: Path,
     out: Path,
     overwrite: bool,
@@ -177,7 +176,6 @@ def _records(
     ):
         runs = Runs(buf, (offsets, sizes), classifier, check, fast_from, last_us)
         for (joined, lengths, types, kinds, stamps), end in runs.stored_runs(_RUN):
-            hashing.upto(end)  # (a little ahead: its pages are given back with the records')
             writer.write_joined_run(joined, lengths, types=types, kinds=kinds, timestamps_us=stamps)
             if end - released >= _RELEASE_BYTES:
                 page_end = end - end % mmap.PAGESIZE
@@ -186,7 +184,7 @@ def _records(
                 released = page_end
                 if progress is not None:
                     progress(end)
-        sha = writer.source["sha256"] = hashing.result()
+        sha = writer.source["sha256"] = hashing.hexdigest()
         runs.close()
         damaged, warnings, raw, columns = runs.damaged, runs.warnings, runs.raw, runs.columns
         for number, offset, reason in check.problems():

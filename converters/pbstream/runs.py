@@ -7,12 +7,11 @@ ISA-L call (`scan.inflate_run`; one at a time when it says no), their payloads r
 (`glue.build_run`) around the members, which are never copied before the run's one join.
 The other rows (large members, other gzip headers, records of other shapes, damage) go one
 at a time through `describe_prefix` and the classifier; the writer takes the run as one
-buffer (`ArchiveWriter.write_joined_run`). `SourceHash` hashes the source beside it all.
+buffer (`ArchiveWriter.write_joined_run`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 from collections import deque
 from collections.abc import Iterator
@@ -45,14 +44,11 @@ from .vector import PAD, describe_run, kind_codes
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 _HEADER: Final = np.frombuffer(GZIP_HEADER, np.uint8)
 _SMALLEST_MEMBER: Final = 18  # a gzip header and trailer
-#: The most a run's small members may declare they inflate to (see `_payloads`).
+#: The most a run's small members may declare they inflate to (see `_prepare`).
 _PAYLOADS_BUDGET: Final = 32 << 20
 _FOUR: Final = np.arange(4)
 #: Runs prepared (members inflated) ahead of the one being converted.
 _AHEAD: Final = 2
-_HASH_STEP: Final = 8 << 20
-#: How far the source's hash runs ahead of the records converted (`SourceHash`).
-_HASH_AHEAD: Final = 32 << 20
 Run = tuple[bytes, Ints, list[tuple[str]], Ints, Ints]
 
 
@@ -72,43 +68,6 @@ def entry_of(info: Described, member: bytes) -> dict[str, Any]:
     if info.body[0] == 0 and info.kind in (POSE_GRAPH, OPTIONS):  # no SerializedData key
         entry["bare"] = True
     return entry
-
-
-class SourceHash:
-    """The source's SHA-256 on a thread of its own (hashlib lets go of the GIL), in order, up
-    to `_HASH_AHEAD` past the records converted (`upto`): it starts while the records are
-    framed, when nothing else works beside the converting thread, and keeps no more of the
-    file resident than that."""
-
-    def __init__(self, view: memoryview) -> None:
-        self.view = view
-        self.digest = hashlib.sha256()
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="pbstream-sha256")
-        self.parts: list[Future[None]] = []
-        self.hashed = 0  # bytes handed to the thread
-        self.upto(0)
-
-    def upto(self, offset: int) -> None:
-        """Hash on to `_HASH_AHEAD` bytes past `offset`."""
-        goal = min(len(self.view), offset + _HASH_AHEAD)
-        while self.hashed < goal:
-            end = min(goal, self.hashed + _HASH_STEP)
-            self.parts.append(self.pool.submit(self.digest.update, self.view[self.hashed : end]))
-            self.hashed = end
-
-    def result(self) -> str:
-        self.upto(len(self.view))
-        for part in self.parts:
-            part.result()
-        return self.digest.hexdigest()
-
-    def close(self) -> None:
-        """Stop (a failed conversion: what is not hashed yet is dropped) and let go of the
-        views of the source."""
-        for part in self.parts:
-            part.cancel()
-        self.pool.shutdown(wait=True)
-        self.parts = []
 
 
 class Runs:
@@ -171,12 +130,6 @@ class Runs:
                 for future in ahead:
                     future.cancel()
 
-    def _prepare(self, first: int, stop: int) -> tuple[list[Any], bytes, Ints]:
-        """Records `first` to `stop`: each member's bytes after its first 10 (the gzip header
-        of those the run's messages are built from), and the small members' payloads and
-        lengths (`_payloads`)."""
-        return self._payloads(first, self.starts[first:stop], self.lengths[first:stop])
-
     def _member(self, row: int) -> bytes:
         start = int(self.starts[row])
         return bytes(self.view[start : start + int(self.lengths[row])])
@@ -216,10 +169,11 @@ class Runs:
         )
         return joined, message_lengths, types, kinds, stamps
 
-    def _payloads(self, first: int, starts: Ints, sizes: Ints) -> tuple[list[Any], bytes, Ints]:
-        """Each member's bytes after its first 10, and the payloads of the run's small members
-        with Cartographer's header (not records before `fast_from`), inflated and checked,
-        joined (then `PAD`), and their lengths (0 for the others)."""
+    def _prepare(self, first: int, stop: int) -> tuple[list[Any], bytes, Ints]:
+        """Records `first` to `stop`: each member's bytes after its first 10, and the payloads
+        of the small members with Cartographer's header (not records before `fast_from`),
+        inflated and checked, joined (then `PAD`), and their lengths (0 for the others)."""
+        starts, sizes = self.starts[first:stop], self.lengths[first:stop]
         count = len(sizes)
         heads = self.flat.take(starts[:, None] + np.arange(len(_HEADER)), mode="clip")
         small = (heads == _HEADER).all(axis=1)

@@ -274,6 +274,7 @@ def test_a_failed_conversion_stops_the_source_hash(
 
     from nanorec.converters.pbstream import convert as module
     from nanorec.errors import NanorecError
+    from nanorec.filehash import THREAD_NAME
 
     def failing_frames(*args: object) -> None:
         raise NanorecError("the framing failed")
@@ -283,5 +284,5 @@ def test_a_failed_conversion_stops_the_source_hash(
     source.write_bytes(MAGIC + bytes(64 << 20))  # (hashing it takes longer than failing)
     with pytest.raises(NanorecError, match="the framing failed"):
         convert(source, tmp_path / "out.zip")
-    assert not [t for t in threading.enumerate() if t.name.startswith("pbstream-sha256")]
+    assert not [t for t in threading.enumerate() if t.name == THREAD_NAME]
     assert not (tmp_path / "out.zip").exists()

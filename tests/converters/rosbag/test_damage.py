@@ -193,6 +193,7 @@ def test_a_failed_conversion_stops_the_source_hash(
     import threading
 
     from nanorec.converters.ros.ros1 import convert as module
+    from nanorec.filehash import THREAD_NAME
 
     def failing_walk(*args: object) -> None:
         raise NanorecError("the walk failed")
@@ -202,5 +203,5 @@ def test_a_failed_conversion_stops_the_source_hash(
     source.write_bytes(b"x" * (64 << 20))  # (hashing it takes longer than failing)
     with pytest.raises(NanorecError, match="the walk failed"):
         convert(source, tmp_path / "out.zip")
-    assert not [t for t in threading.enumerate() if isinstance(t, module._Sha256)]
+    assert not [t for t in threading.enumerate() if t.name == THREAD_NAME]
     assert not (tmp_path / "out.zip").exists()

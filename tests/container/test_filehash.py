@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nanorec.converters.carla import source
-from nanorec.converters.carla.source import FileHash
+from nanorec import filehash
+from nanorec.filehash import FileHash
 
 
 def _file(tmp_path: Path, size: int) -> Path:
@@ -38,7 +38,7 @@ def test_plain_reads_when_the_file_cannot_be_mapped(
     def refuse(*args: object, **kwargs: object) -> mmap.mmap:
         raise OSError("no map here")
 
-    monkeypatch.setattr(source.mmap, "mmap", refuse)
+    monkeypatch.setattr(filehash.mmap, "mmap", refuse)
     path = _file(tmp_path, FileHash._CHUNK + 5)
     assert FileHash(path, FileHash._CHUNK + 5).hexdigest() == (
         hashlib.sha256(path.read_bytes()).hexdigest()
