@@ -286,11 +286,9 @@ def _level(data: bytes | memoryview) -> int:
     """`LEVEL`, or 0 (stored deflate blocks, still one valid deflate stream for any zip
     reader) when a sample from the middle of `data` does not deflate: already-compressed
     bytes such as gzip members, where deflating costs ~15 ms a MB for nothing."""
-    if len(data) >= 2 * _SAMPLE:
-        middle = len(data) // 2
-        sample = data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
-        if len(_sample_deflate(sample, 1)) > _STORE_ABOVE * _SAMPLE:
-            return 0
+    sample = _middle(data)
+    if sample is not None and len(_sample_deflate(sample, 1)) > _STORE_ABOVE * _SAMPLE:
+        return 0
     return LEVEL
 
 
@@ -299,11 +297,16 @@ def _sample_expands(data: bytes | memoryview) -> bool:
     (~4 us): already-compressed bytes, which deflating the whole block (~30-60 us) would
     only find out to store them (pbstream's blocks of gzip members: a fifth of a compact
     conversion's CPU)."""
+    sample = _middle(data)
+    return sample is not None and len(_sample_deflate(sample, 0)) > _SAMPLE
+
+
+def _middle(data: bytes | memoryview) -> bytes | memoryview | None:
+    """`_SAMPLE` bytes from the middle of `data`; None when it is too short to sample."""
     if len(data) < 2 * _SAMPLE:
-        return False
+        return None
     middle = len(data) // 2
-    sample = data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
-    return len(_sample_deflate(sample, 0)) > _SAMPLE
+    return data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
 
 
 #: zlib's `compress` sets up a compressor per call: ~80 us for a 1 KiB sample, more than
@@ -337,7 +340,7 @@ def _compress_block(data: Block, fast: bool, precompressed: bool = False) -> Pie
     compressor = raw_compressor(fast=fast)
     out = [compressor.compress(piece) for piece in data]
     out.append(compressor.flush(zlib.Z_FULL_FLUSH))
-    deflated = b"".join(out) if len(out) > 2 else out[0] + out[1]
+    deflated = b"".join(out)
     if small and len(deflated) > _STORE_ABOVE * size:
         return _stored(data)
     return [deflated]

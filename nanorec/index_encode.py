@@ -70,12 +70,6 @@ def _constant(data: bytes, rows: int) -> NDArray[np.uint8]:
     return np.broadcast_to(np.frombuffer(data, dtype=np.uint8), (rows, len(data)))
 
 
-def _scatter_fixed(out: NDArray[np.uint8], pos: NDArray[np.int64], rows: NDArray[Any]) -> None:
-    """Write the rows of an (n, w) matrix at `out[pos[i]:pos[i] + w]`."""
-    width = rows.shape[-1]
-    out[pos[:, None] + np.arange(width)] = rows
-
-
 def _scatter_var(
     out: NDArray[np.uint8],
     pos: NDArray[np.int64],
@@ -182,7 +176,6 @@ def encode_entries(
         + sizes[c_cls]
         + flag_len
     )
-    row_len = base_len + extra_length
     # every row's fixed part left-aligned in one matrix, then compacted in one step
     full = np.empty((n, int(base_len.max())), dtype=np.uint8)
     for group, key in enumerate(keys.tolist()):
@@ -216,6 +209,7 @@ def encode_entries(
     fixed = full[np.arange(full.shape[1]) < base_len[:, None]]
     if not len(extra_data):
         return fixed.tobytes()
+    row_len = base_len + extra_length
     start = np.cumsum(row_len) - row_len
     out = np.empty(int(row_len.sum()), dtype=np.uint8)
     _scatter_var(out, start, fixed, np.cumsum(base_len) - base_len, base_len)

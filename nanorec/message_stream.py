@@ -105,11 +105,7 @@ class MessageStream:
         pieces = (
             embed_timestamp(packed, len(types), timestamp, number) if embed else (bytes(packed),)
         )
-        length = 0
-        crc = 0
-        for piece in pieces:
-            length += len(piece)
-            crc = crc32(piece, crc)
+        length, crc = sum(map(len, pieces)), pieces_crc(pieces)
         out = self._out
         if self._blocks is None:
             out.parts += pieces

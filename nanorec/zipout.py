@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 from nanorec import atomic
@@ -208,39 +208,17 @@ class ZipOutput:
         header = LocalHeader(name=name, zip64=True, method=ZIP_DEFLATED if compress else ZIP_STORED)
         self.emit(header.build())
         start = self.tell()
-        crc = 0
-        size = 0
-        if compress:
-            # from the second chunk on, each deflated on a thread while the next is made
-            # (`chunks` is often a generator encoding the index): the index of a million
-            # messages took ~0.4 s of a conversion's end with one core idle
-            compressor = deflater(fast=fast)
-            pool: ThreadPoolExecutor | None = None
-            deflating: Future[bytes] | None = None
-            last: bytes | None = None
-            try:
-                for chunk in chunks:
-                    if last is not None:
-                        pool = pool or ThreadPoolExecutor(1, thread_name_prefix="nanorec-member")
-                        if deflating is not None:
-                            self.emit(deflating.result())
-                        deflating = pool.submit(compressor.compress, last)
-                    last = chunk
-                    crc = crc32(chunk, crc)
-                    size += len(chunk)
-                if deflating is not None:
-                    self.emit(deflating.result())
-            finally:
-                if pool is not None:
-                    pool.shutdown()
-            if last is not None:
-                self.emit(compressor.compress(last))
-            self.emit(compressor.flush())
-        else:
+        crc = size = 0
+
+        def counted() -> Iterator[bytes]:
+            nonlocal crc, size
             for chunk in chunks:
-                self.emit(chunk)
                 crc = crc32(chunk, crc)
                 size += len(chunk)
+                yield chunk
+
+        for data in _deflated(counted(), deflater(fast=fast)) if compress else counted():
+            self.emit(data)
         stored = self.tell() - start
         header = replace(header, crc32=crc, compressed_size=stored, uncompressed_size=size)
         self.flush_buffer()
@@ -344,6 +322,28 @@ def _fsync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _deflated(chunks: Iterable[bytes], compressor: Any) -> Iterator[bytes]:
+    """`chunks` deflated in order, the stream ended. From the second chunk on, each chunk is
+    deflated on a thread while the next is made (`chunks` is often a generator encoding the
+    index: the index of a million messages took ~0.4 s of a conversion's end with one core
+    idle), so a chunk must stay unchanged once given. The executor starts its thread at the
+    first submit: a member of one chunk starts none."""
+    last: bytes | None = None
+    deflating: Future[bytes] | None = None
+    with ThreadPoolExecutor(1, thread_name_prefix="nanorec-member") as pool:
+        for chunk in chunks:
+            if last is not None:
+                if deflating is not None:
+                    yield deflating.result()
+                deflating = pool.submit(compressor.compress, last)
+            last = chunk
+        if deflating is not None:
+            yield deflating.result()
+    if last is not None:
+        yield compressor.compress(last)
+    yield compressor.flush()
 
 
 __all__ = ["FLUSH_BYTES", "WRITEBACK_BYTES", "ZipOutput", "partial_path"]
