@@ -5,6 +5,7 @@ write (read back by our reader and by rosbags)."""
 from __future__ import annotations
 
 import copy
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from nanorec import registry
+from nanorec.cli import _register, app
 from nanorec.converters.ros.ros2.msgdef import BUILTINS, Field, MsgType, parse_definition
 from nanorec.converters.ros.ros2.storage import Definition, Topic, definition_for
 from nanorec.converters.ros.ros2.typehash import (
@@ -22,12 +24,14 @@ from nanorec.converters.ros.ros2.typehash import (
     stores_type_hashes,
     type_description,
 )
+from nanorec.converters.ros.ros2.writer import NewBag, write_bag
 from nanorec.errors import FormatError
-from tests.conftest import REALDATA
+from tests.conftest import REALDATA, SAMPLES, make_runner
 
 typesys = pytest.importorskip("rosbags.typesys")
 pytest.importorskip("mcap")
 
+_register()
 ROS2 = REALDATA / "ros2"
 #: The real bags storing a hash somewhere (sqlite column, MCAP channel, metadata.yaml).
 HASHED = sorted(
@@ -35,6 +39,11 @@ HASHED = sorted(
     for p in (ROS2.iterdir() if ROS2.is_dir() else ())
     if p.is_dir() and any(b"RIHS01_" in f.read_bytes() for f in p.iterdir() if f.is_file())
 )
+
+
+def _run(*args: object) -> tuple[int, str, str]:
+    result = make_runner().invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
 
 
 def _stored(bag: Path) -> list[tuple[Topic, Definition | None]]:
@@ -213,3 +222,131 @@ def test_a_missing_type_is_a_format_error() -> None:
 def test_humble_and_older_store_no_hash() -> None:
     assert not stores_type_hashes("humble") and not stores_type_hashes("Foxy")
     assert stores_type_hashes("iron") and stores_type_hashes("jazzy") and stores_type_hashes("")
+
+
+# -- bags we write -------------------------------------------------------------------------
+
+STRING = "std_msgs/msg/String"
+JAZZY_STRING = "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
+
+
+def _read_back(out: Path) -> dict[str, str]:
+    """topic -> hash, as our reader and rosbags' read the written bag (asserted equal)."""
+    rosbag2 = pytest.importorskip("rosbags.rosbag2")
+    with registry.open(out) as rec:
+        ours = {t.name: t.type_description_hash for t in rec.meta.topics(0)}
+    with rosbag2.Reader(out) as reader:
+        theirs = {c.topic: c.digest for c in reader.connections}
+    assert ours == theirs
+    return ours
+
+
+@pytest.mark.parametrize("indexed", [True, False], ids=["repaired", "cut"])
+@pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
+def test_a_written_bag_stores_the_computed_hashes(
+    storage: str, indexed: bool, tmp_path: Path
+) -> None:
+    jazzy = typesys.get_typestore(typesys.Stores.ROS2_JAZZY)
+    assert jazzy.hash_rihs01(STRING) == JAZZY_STRING
+    out = tmp_path / "cut"
+    args = (
+        ("--storage", storage, "--format", "indexed")
+        if indexed
+        else ("--storage", storage, "--start", "1")
+    )
+    code, _, stderr = _run("export", SAMPLES / "ros2-robot", "-o", out, *args)
+    assert code == 0, stderr
+    hashes = _read_back(out)
+    with registry.open(SAMPLES / "ros2-robot") as rec:
+        types = {t.name: t.type for t in rec.meta.topics(0)}
+    assert hashes and all(h.startswith("RIHS01_") for h in hashes.values())
+    for topic, type_name in types.items():
+        assert hashes[topic] == jazzy.hash_rihs01(type_name), topic
+    yaml = pytest.importorskip("yaml")
+    info = yaml.safe_load((out / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert {
+        e["topic_metadata"]["name"]: e["topic_metadata"]["type_description_hash"]
+        for e in info["topics_with_message_count"]
+    } == hashes
+
+
+def test_a_stored_hash_wins_and_humble_gets_none(tmp_path: Path) -> None:
+    definition = Definition(STRING, "ros2msg", "string data")
+    kept = Topic(1, "/kept", STRING, "cdr", type_description_hash="RIHS01_" + "ab" * 32)
+    computed = Topic(2, "/computed", STRING, "cdr")
+    messages = [("/kept", 1, b"\0\1\0\0\1\0\0\0\0\0\0\0"), ("/computed", 2, b"\0\1\0\0\1\0\0\0\0")]
+    bag = NewBag(topics=[kept, computed], definitions=[definition], storage="sqlite3")
+    write_bag(tmp_path / "iron", bag, messages, folder=True, overwrite=False)
+    assert _read_back(tmp_path / "iron") == {
+        "/kept": "RIHS01_" + "ab" * 32,
+        "/computed": JAZZY_STRING,
+    }
+    for storage in ("sqlite3", "mcap"):
+        humble = NewBag(
+            topics=[computed], definitions=[definition], storage=storage, distro="humble"
+        )
+        out = tmp_path / f"humble-{storage}"
+        write_bag(out, humble, messages[1:], folder=True, overwrite=False)
+        assert _read_back(out) == {"/computed": ""}
+    from mcap.reader import make_reader
+
+    with (tmp_path / "humble-mcap" / "humble-mcap_0.mcap").open("rb") as stream:
+        channels = make_reader(stream).get_summary().channels  # type: ignore[union-attr]
+    assert all("topic_type_hash" not in c.metadata for c in channels.values())
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["rosbag2_tests_sqlite3_bag_with_topics_and_service_events", "rosbag2_tests_sqlite3_cdr_test"],
+)
+def test_a_cut_of_a_real_bag_keeps_or_computes_hashes(name: str, tmp_path: Path) -> None:
+    bag = ROS2 / name
+    if not bag.is_dir():
+        pytest.skip("../shared/realdata is not present")
+    source = tmp_path / "src"
+    shutil.copytree(bag, source)
+    archive, out = tmp_path / "a.nanover.zip", tmp_path / "cut"
+    assert _run("convert", source, "-o", archive)[0] == 0
+    code, _, stderr = _run("export", archive, "-o", out, "--format", "indexed")
+    assert code == 0, stderr
+    stored = {t.name: (t, d) for t, d in _stored(bag)}
+    written = _read_back(out)
+    for topic, got in written.items():
+        source_topic, definition = stored[topic]
+        assert definition is not None
+        wanted = source_topic.type_description_hash or hash_of_definition(
+            source_topic.type, definition
+        )
+        assert got == wanted != "", topic
+
+
+def test_mcap_export_fills_the_hash(tmp_path: Path) -> None:
+    from mcap.reader import make_reader
+
+    out = tmp_path / "out.mcap"
+    code, _, stderr = _run("export", SAMPLES / "ros2-robot.db3", "-o", out, "--format", "mcap")
+    assert code == 0, stderr
+    jazzy = typesys.get_typestore(typesys.Stores.ROS2_JAZZY)
+    with out.open("rb") as stream:
+        summary = make_reader(stream).get_summary()
+    assert summary is not None
+    for channel in summary.channels.values():
+        schema = summary.schemas[channel.schema_id]
+        assert channel.metadata["topic_type_hash"] == jazzy.hash_rihs01(schema.name)
+
+
+@pytest.mark.parametrize("source", ["rosbag-robot.bag", "pbstream-small.pbstream"])
+def test_a_bridged_bag_gets_the_real_hashes(source: str, tmp_path: Path) -> None:
+    """A ROS1 bag's mapped types and another format's standard messages, written as ROS 2:
+    each standard type's hash is the one Jazzy's rosidl gives it."""
+    out = tmp_path / "bridged"
+    code, _, stderr = _run("export", SAMPLES / source, "-o", out, "--format", "ros2")
+    assert code == 0, stderr
+    hashes = _read_back(out)
+    assert hashes and all(h.startswith("RIHS01_") for h in hashes.values())
+    jazzy = typesys.get_typestore(typesys.Stores.ROS2_JAZZY)
+    with registry.open(out) as rec:
+        standard = [t for t in rec.meta.topics(0) if t.type in jazzy.fielddefs]
+    assert standard
+    for topic in standard:
+        assert hashes[topic.name] == jazzy.hash_rihs01(topic.type), topic.name
