@@ -61,6 +61,8 @@ class MsgType:
     name: str
     fields: tuple[Field, ...]
     constants: tuple[Constant, ...] = ()
+    #: Read from an `.idl`, where `char` is IDL's char; rosidl hashes a `.msg` char as uint8.
+    from_idl: bool = False
 
 
 def _msg(name: str, *fields: tuple[str, str]) -> MsgType:
@@ -359,7 +361,7 @@ def parse_idl(text: str) -> dict[str, MsgType]:
     if reader.peek():
         raise FormatError(f"IDL: unexpected {reader.peek()!r} at token {reader.i}")
     return {
-        name: MsgType(name, t.fields, tuple(reader.constants.get(name, ())))
+        name: MsgType(name, t.fields, tuple(reader.constants.get(name, ())), from_idl=True)
         for name, t in reader.types.items()
     }
 

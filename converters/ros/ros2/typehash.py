@@ -17,8 +17,8 @@ separators `", "` and `": "`, ASCII only, keys in that order. `type_id` is
 fixed array, 96 for a bounded and 144 for an unbounded sequence.
 
 rosidl hashes the IDL that `rosidl_adapter` makes from a `.msg`, where `char` became `uint8`:
-a `char` of our model is hashed as `uint8`. (A `char` written in a hand-made `.idl` would be
-FIELD_TYPE_CHAR; `msgdef` reads both as one builtin, and rosidl_adapter never writes one.)
+a `char` of a type read from a `.msg` is hashed as `uint8`, one read from an `.idl`
+(`MsgType.from_idl`) as FIELD_TYPE_CHAR.
 """
 
 from __future__ import annotations
@@ -34,12 +34,14 @@ from .msgdef import BUILTINS, Field, MsgType, canonical, parse_definition, servi
 from .storage import Definition
 
 PREFIX: Final = "RIHS01_"
-#: `FieldType.msg`'s value type ids (`char` as rosidl_adapter turns it: see the module).
+#: `FieldType.msg`'s value type ids (a `.msg` `char` as rosidl_adapter turns it: see the module).
 TYPE_IDS: Final = {
     "nested": 1, "int8": 2, "uint8": 3, "int16": 4, "uint16": 5, "int32": 6, "uint32": 7,
     "int64": 8, "uint64": 9, "float32": 10, "float64": 11, "char": 3, "wchar": 14, "bool": 15,
     "byte": 16, "string": 17, "wstring": 18,
 }  # fmt: skip
+#: FIELD_TYPE_CHAR: a `char` of an `.idl`.
+IDL_CHAR: Final = 13
 #: FIELD_TYPE_BOUNDED_STRING / _WSTRING, for a string with a most length.
 BOUNDED_STRING_IDS: Final = {"string": 21, "wstring": 22}
 #: What a fixed array, a bounded and an unbounded sequence add to the value type's id.
@@ -60,11 +62,14 @@ def stores_type_hashes(distro: str) -> bool:
     return distro.strip().lower() not in BEFORE_IRON
 
 
-def field_description(field: Field) -> Description:
-    """One field as `serialize_field` gives it, less its default value."""
+def field_description(field: Field, *, from_idl: bool = False) -> Description:
+    """One field as `serialize_field` gives it, less its default value (`from_idl`: of a type
+    read from an `.idl`)."""
     nested = "/" in field.type
     if nested:
         type_id = TYPE_IDS["nested"]
+    elif field.type == "char" and from_idl:
+        type_id = IDL_CHAR
     elif field.string_bound and field.type in BOUNDED_STRING_IDS:
         type_id = BOUNDED_STRING_IDS[field.type]
     elif field.type in TYPE_IDS:
@@ -131,7 +136,8 @@ def type_description(type_name: str, types: Mapping[str, MsgType]) -> Descriptio
 
 
 def _describe(msg: MsgType) -> Description:
-    return {"type_name": msg.name, "fields": [field_description(f) for f in msg.fields]}
+    fields = [field_description(f, from_idl=msg.from_idl) for f in msg.fields]
+    return {"type_name": msg.name, "fields": fields}
 
 
 def hash_description(description: Description) -> str:

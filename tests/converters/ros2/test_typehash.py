@@ -180,6 +180,18 @@ def test_idl_bounds_are_read() -> None:
     assert [field_description(f)["type"]["type_id"] for f in msg.fields] == [21, 96 + 21, 18]
 
 
+def test_an_idl_char_is_idls_char_and_a_msg_char_uint8() -> None:
+    idl = "module pkg { module msg { struct C { char c; uint8 u; octet o; }; }; };"
+    store = typesys.get_typestore(typesys.Stores.EMPTY)
+    store.register(typesys.get_types_from_idl(idl))
+    ours = parse_definition("pkg/msg/C", "ros2idl", idl)
+    assert ours["pkg/msg/C"].from_idl
+    assert rihs01("pkg/msg/C", ours) == store.hash_rihs01("pkg/msg/C")
+    as_msg = parse_definition("pkg/msg/C", "ros2msg", "char c\nuint8 u\nbyte o")
+    assert rihs01("pkg/msg/C", as_msg) == _rosidl_chars(store).hash_rihs01("pkg/msg/C")
+    assert rihs01("pkg/msg/C", as_msg) != rihs01("pkg/msg/C", ours)
+
+
 def test_a_service_type_describes_its_three_messages() -> None:
     types = {
         **BUILTINS,
