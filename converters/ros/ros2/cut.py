@@ -20,7 +20,7 @@ from nanorec.selection import Selection
 
 from .export import data_of
 from .recording import Ros2Recording
-from .storage import Topic
+from .storage import Definition, Topic, definition_for
 from .writer import Entry, NewBag, storage_of_output, write_bag
 
 
@@ -35,11 +35,9 @@ def export_selection(
     rec = Ros2Recording(reader)
     numbers = (selection or Selection()).chosen(reader.index)
     topics = _topics(rec, numbers)
-    types = dict.fromkeys(topic.type for topic in topics)
-    definitions = rec.meta.definitions
     bag = NewBag(
         topics=topics,
-        definitions=[definitions[t] for t in types if t in definitions],
+        definitions=_definitions(rec.meta.definitions, [topic.type for topic in topics]),
         storage=storage or storage_of_output(output) or rec.meta.files[0]["storage"],
         distro=next((e["ros_distro"] for e in rec.meta.files if e["ros_distro"]), "") or "",
         compression=rec.meta.compression,
@@ -47,6 +45,17 @@ def export_selection(
     return write_bag(
         output, bag, _messages(rec, numbers), folder=rec.meta.folder, overwrite=overwrite
     )
+
+
+def _definitions(definitions: dict[str, Definition], types: list[str]) -> list[Definition]:
+    """The definitions of `types`, each once; a service event's is its service's when the bag
+    stores it so (sqlite3: `pkg/srv/Foo` for `pkg/srv/Foo_Event`)."""
+    found: dict[str, Definition] = {}
+    for type_name in types:
+        definition = definition_for(definitions, type_name)
+        if definition is not None:
+            found.setdefault(definition.type, definition)
+    return list(found.values())
 
 
 def _topics(rec: Ros2Recording, numbers: Any) -> list[Topic]:

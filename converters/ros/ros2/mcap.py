@@ -2,7 +2,8 @@
 storage writes them: profile `ros2`, `cdr` messages, each type's definition as its
 `ros2msg`/`ros2idl` schema, the channel's QoS and type hash as channel metadata, log and
 publish time the receive time; the CDR bytes untouched (inflated when the bag compressed
-each message)."""
+each message). A topic the bag stores no type hash for gets the one of its definition
+(`typehash.py`), unless the bag is from before Iron (as that rosbag2 wrote it: none)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import TYPE_CHECKING
 from nanorec.mcap import McapRecord, Progress, Reporter
 from nanorec.selection import Selection
 
-from .storage import Topic
+from .storage import Topic, definition_for
+from .typehash import hash_of_definition, stores_type_hashes
 
 if TYPE_CHECKING:
     from .recording import Ros2Recording
@@ -30,20 +32,29 @@ def mcap_messages(
         for declared in meta.topics(index):
             topics.setdefault(declared.name, declared)
     schemas: dict[str, tuple[str, bytes]] = {}
+    distro = next((e["ros_distro"] for e in meta.files if e["ros_distro"]), "") or ""
+    iron = stores_type_hashes(distro)
+    hashes: dict[str, str] = {}
     for number in numbers.tolist():
         name = recording.kind_of(number)
         topic = topics.get(name)
         type_name = topic.type if topic is not None else ""
         if type_name not in schemas:
-            definition = meta.definitions.get(type_name)
+            definition = definition_for(meta.definitions, type_name)
             schemas[type_name] = (
                 definition.encoding if definition else "",
                 definition.text.encode() if definition else b"",
             )
         encoding, text = schemas[type_name]
         channel = {"offered_qos_profiles": topic.offered_qos_profiles if topic else ""}
-        if topic is not None and topic.type_description_hash:
-            channel["topic_type_hash"] = topic.type_description_hash
+        type_hash = topic.type_description_hash if topic is not None else ""
+        if topic is not None and not type_hash and iron:
+            if type_name not in hashes:
+                found = definition_for(meta.definitions, type_name)
+                hashes[type_name] = hash_of_definition(type_name, found)
+            type_hash = hashes[type_name]
+        if type_hash or (topic is not None and iron):  # Iron's plugin on writes it, even ""
+            channel["topic_type_hash"] = type_hash
         time = recording.time_ns(number)
         yield McapRecord(
             topic=name,

@@ -44,6 +44,9 @@ class Field:
     name: str
     array: int | None = None  # None: one value; -1: a sequence; n: a fixed array of n
     bound: int = 0  # the most elements of a bounded sequence (`T[<=N]`); 0: unbounded
+    #: The most characters of a bounded string (`string<=N`, IDL `string<N>`); 0: unbounded.
+    #: Not on the wire (CDR writes the length either way): type hashes count it.
+    string_bound: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class MsgType:
     name: str
     fields: tuple[Field, ...]
     constants: tuple[Constant, ...] = ()
+    #: Read from an `.idl`, where `char` is IDL's char; rosidl hashes a `.msg` char as uint8.
+    from_idl: bool = False
 
 
 def _msg(name: str, *fields: tuple[str, str]) -> MsgType:
@@ -125,7 +130,7 @@ def parse_msg(name: str, text: str) -> MsgType:
         kind = None if match is None else _TYPE.match(match.group(1))
         if match is None or kind is None:
             raise FormatError(f"line {number} of {name} is not a field: {code!r}")
-        base, _, bounded, count = kind.groups()
+        base, string_bound, bounded, count = kind.groups()
         rest = match.group(3)
         field_type = base if base in SIZES or base in STRINGS else canonical(base, package)
         if rest.startswith("="):  # a constant: a string one may hold '#'
@@ -142,7 +147,7 @@ def parse_msg(name: str, text: str) -> MsgType:
             array, bound = (int(count) if count else -1), 0
         if array == 0:
             raise FormatError(f"line {number} of {name}: a fixed array of 0 elements")
-        fields.append(Field(field_type, match.group(2), array, bound))
+        fields.append(Field(field_type, match.group(2), array, bound, int(string_bound or 0)))
     if not fields:
         fields.append(Field("uint8", EMPTY_FIELD))
     return MsgType(name, tuple(fields), tuple(constants))
@@ -234,6 +239,14 @@ class _Idl:
         self.i += 1
         return token
 
+    def number(self) -> int:
+        token = self.take()
+        try:
+            return int(token, 0)
+        except ValueError:
+            where = f"token {self.i - 1}"
+            raise FormatError(f"IDL: expected a number at {where}, found {token!r}") from None
+
     def annotations(self) -> None:
         while self.peek() == "@":
             self.take()
@@ -300,21 +313,22 @@ class _Idl:
             bound = 0
             if self.peek() == ",":
                 self.take()
-                bound = int(self.take(), 0)
+                bound = self.number()
             self.take(">")
             if inner.array is not None:
                 raise FormatError(f"IDL: a sequence of arrays at token {self.i}")
-            return Field(inner.type, "", -1, bound)
+            return Field(inner.type, "", -1, bound, inner.string_bound)
         if word in ("unsigned", "long") and self.peek() in ("short", "long", "double"):
             word += " " + self.take()
             if word == "unsigned long" and self.peek() == "long":
                 word += " " + self.take()
         if word in _IDL_BASES:
+            string_bound = 0
             if word in STRINGS and self.peek() == "<":
                 self.take()
-                self.take()
+                string_bound = self.number()
                 self.take(">")
-            return Field(_IDL_BASES[word], "")
+            return Field(_IDL_BASES[word], "", string_bound=string_bound)
         if word == "long double":
             raise FormatError("IDL: long double (float128) is not supported")
         name = word.removeprefix("::").replace("::", "/")
@@ -334,10 +348,10 @@ class _Idl:
         if count < 1:
             raise FormatError(f"IDL: {owner}.{name} is an array of no elements")
         if count == 1 and self.tokens[self.i - 1] != "]":
-            return Field(base.type, name, base.array, base.bound)
+            return Field(base.type, name, base.array, base.bound, base.string_bound)
         if base.array is not None:
             raise FormatError(f"IDL: {owner}.{name} is an array of arrays or sequences")
-        return Field(base.type, name, count)
+        return Field(base.type, name, count, string_bound=base.string_bound)
 
 
 def parse_idl(text: str) -> dict[str, MsgType]:
@@ -347,7 +361,7 @@ def parse_idl(text: str) -> dict[str, MsgType]:
     if reader.peek():
         raise FormatError(f"IDL: unexpected {reader.peek()!r} at token {reader.i}")
     return {
-        name: MsgType(name, t.fields, tuple(reader.constants.get(name, ())))
+        name: MsgType(name, t.fields, tuple(reader.constants.get(name, ())), from_idl=True)
         for name, t in reader.types.items()
     }
 

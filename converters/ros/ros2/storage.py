@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import mmap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from nanorec.contract import Region
+
+from .msgdef import service_of
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,16 @@ class Definition:
     type: str
     encoding: str
     text: str
+
+
+def definition_for(definitions: Mapping[str, Definition], type_name: str) -> Definition | None:
+    """The definition of `type_name` among a bag's: its own, else a service event's service's
+    (rosbag2's sqlite3 storage keeps `pkg/srv/Foo`'s `.srv` for `pkg/srv/Foo_Event`)."""
+    found = definitions.get(type_name)
+    service = service_of(type_name)
+    if found is None and service is not None:
+        found = definitions.get(service)
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ from nanorec.contract import ExportReport
 from nanorec.errors import UnsupportedError, UsageError
 
 from .bag import METADATA
-from .storage import Definition, Topic
+from .storage import Definition, Topic, definition_for
+from .typehash import hash_of_definition, stores_type_hashes
 
 SCHEMA = (
     "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY,ros_distro TEXT NOT NULL);",
@@ -49,7 +50,10 @@ Entry = tuple[str, int, "bytes | memoryview"]
 @dataclass
 class NewBag:
     """What the new bag declares: its topics (in order), the definitions of their types
-    (each type once), its storage and the ROS distribution it names."""
+    (each type once), its storage and the ROS distribution it names.
+
+    Each topic's `type_description_hash` (RIHS01) is written as the topic has it (the source
+    bag's), else computed from the definition the bag carries (`type_hash`)."""
 
     topics: Sequence[Topic]
     definitions: Sequence[Definition]
@@ -60,6 +64,7 @@ class NewBag:
     counts: dict[str, int] = field(default_factory=dict)
     first: int | None = None
     last: int | None = None
+    _hashes: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.storage not in SUFFIX:
@@ -70,7 +75,19 @@ class NewBag:
         return next(topic for topic in self.topics if topic.name == name)
 
     def definition(self, type_name: str) -> Definition | None:
-        return next((d for d in self.definitions if d.type == type_name), None)
+        """The definition of `type_name`; a service event's may be its service's (rosbag2
+        stores `pkg/srv/Foo`'s `.srv` for `pkg/srv/Foo_Event`)."""
+        return definition_for({d.type: d for d in reversed(self.definitions)}, type_name)
+
+    def type_hash(self, topic: Topic) -> str:
+        """`topic`'s RIHS01 hash: the one it carries, else the hash of its type's definition
+        in this bag; "" when there is none or it does not parse, and for a bag of a distro
+        older than Iron (whose rosbag2 stores no hash)."""
+        if topic.type_description_hash or not stores_type_hashes(self.distro):
+            return topic.type_description_hash
+        if topic.type not in self._hashes:
+            self._hashes[topic.type] = hash_of_definition(topic.type, self.definition(topic.type))
+        return self._hashes[topic.type]
 
     def counted(self, messages: Iterable[Entry]) -> Iterator[Entry]:
         """`messages`, counting them per topic and keeping the first and last times."""
@@ -157,17 +174,19 @@ def _build_db3(bag: NewBag, messages: Iterable[Entry], path: Path) -> None:
             topic = bag.topic(name)
             ids[name] = len(ids) + 1
             row = (topic.name, topic.type, topic.serialization_format)
+            type_hash = bag.type_hash(topic)
             db.execute(
                 "INSERT INTO topics VALUES (?, ?, ?, ?, ?, ?)",
-                (ids[name], *row, topic.offered_qos_profiles, topic.type_description_hash),
+                (ids[name], *row, topic.offered_qos_profiles, type_hash),
             )
             definition = bag.definition(topic.type)
-            if definition is not None and topic.type not in defined:
-                defined.add(topic.type)
+            if definition is not None and definition.type not in defined:
+                defined.add(definition.type)
+                # rosbag2 stores the first topic's hash with its type's definition
                 db.execute(
                     "INSERT INTO message_definitions (topic_type, encoding, "
                     "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, ?)",
-                    (definition.type, definition.encoding, definition.text, ""),
+                    (definition.type, definition.encoding, definition.text, type_hash),
                 )
             return ids[name]
 
@@ -201,8 +220,9 @@ def _write_mcap(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes]) -> No
                 data=definition.text.encode() if definition else b"",
             )
         metadata = {"offered_qos_profiles": topic.offered_qos_profiles}
-        if topic.type_description_hash:
-            metadata["topic_type_hash"] = topic.type_description_hash
+        type_hash = bag.type_hash(topic)
+        if type_hash or stores_type_hashes(bag.distro):  # Iron's plugin on writes it, even ""
+            metadata["topic_type_hash"] = type_hash
         channels[name] = writer.register_channel(
             topic=topic.name,
             message_encoding=topic.serialization_format,
@@ -237,7 +257,7 @@ def metadata_text(bag: NewBag, name: str) -> str:
             type=t.type,
             serialization_format=t.serialization_format,
             offered_qos_profiles=t.offered_qos_profiles,
-            type_description_hash=t.type_description_hash,
+            type_description_hash=bag.type_hash(t),
             message_count=bag.counts.get(t.name, 0),
         )
         for t in bag.topics
