@@ -2,7 +2,8 @@
 storage writes them: profile `ros2`, `cdr` messages, each type's definition as its
 `ros2msg`/`ros2idl` schema, the channel's QoS and type hash as channel metadata, log and
 publish time the receive time; the CDR bytes untouched (inflated when the bag compressed
-each message)."""
+each message). A ROS1-encoded MCAP's topics keep their `ros1` messages, `ros1msg` schemas and
+the connection header their channel had (`ros1_encoded.py`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ def mcap_messages(
             )
         encoding, text = schemas[type_name]
         channel = {"offered_qos_profiles": topic.offered_qos_profiles if topic else ""}
-        if topic is not None and topic.type_description_hash:
+        if topic is not None and topic.ros1_connection:  # an MCAP written from a ROS1 bag
+            channel = dict(topic.ros1_connection)
+        elif topic is not None and topic.type_description_hash:
             channel["topic_type_hash"] = topic.type_description_hash
         time = recording.time_ns(number)
         yield McapRecord(

@@ -226,6 +226,27 @@ def test_synthetic_ros1_mcap_latched_and_decoded(tmp_path: Path) -> None:
         assert connection.md5sum == md5sum("pkg/Thing", text)
 
 
+def test_mcap_export_of_a_ros1_mcap_keeps_its_encoding_and_header(tmp_path: Path) -> None:
+    from mcap.reader import make_reader
+
+    text = "int32 a\n"
+    mcap = ros1_mcap(
+        tmp_path / "x.mcap",
+        (("/t", "pkg/Thing", text, i.to_bytes(4, "little"), 10**9 + i) for i in range(2)),
+    )
+    again = tmp_path / "again.mcap"
+    code, _, err = nanorec("export", mcap, "--format", "mcap", "-o", again)
+    assert code == 0, err
+    with again.open("rb") as stream:
+        reader = make_reader(stream)
+        assert reader.get_header().profile == "ros1"
+        found = [(s.encoding, s.data, c.message_encoding, c.metadata, m.data)
+                 for s, c, m in reader.iter_messages()]  # fmt: skip
+    header = {"callerid": "/talker", "latching": "1"}
+    assert found == [("ros1msg", text.encode(), "ros1", header, i.to_bytes(4, "little"))
+                     for i in range(2)]  # fmt: skip
+
+
 def test_undecodable_ros1_mcap_exports_nothing_and_says_why(tmp_path: Path) -> None:
     """A definition naming a type it does not hold: its messages stay bytes (said once), and
     an export to ROS1 would hold none of them: exit 2, one line, no file."""
