@@ -7,6 +7,14 @@ full `message_definition` text genmsg would write and its md5sum computed by ROS
 definition in the bag or cannot be expressed in ROS1 (`wstring`) is left out and said so. A
 transient-local topic (latched in ROS1 terms) is written latched.
 
+From an MCAP written from a ROS1 bag (`ros1msg` schemas, `ros1` messages: `mcap convert`,
+`nanorec export X.bag --format mcap`), the payloads are already ROS1: each is written verbatim,
+its connection gets the definition text as stored, the md5sum genmsg's rule gives it, and the
+`callerid` and `latching` the channel's metadata kept.
+
+An export that would write none of the selected messages is a `FormatError` saying why (no
+empty bag is left behind).
+
 From a recording of another format (CARLA, pbstream), its standard messages are encoded as
 their ROS 2 types, then transcoded the same way. The bag is written by `ros1/writer.py`:
 indexed, chunked as `rosbag record` does, uncompressed.
@@ -28,9 +36,10 @@ from ..ros1.md5 import md5sum
 from ..ros1.writer import BagWriter
 from ..ros2.msgdef import canonical
 from ..ros2.recording import Ros2Recording
+from ..ros2.ros1_encoded import ROS1_SCHEMA
 from ..ros2.stock import STOCK
 from .standard import StandardEncoder
-from .to_ros2 import RELEASE_BYTES, reporting
+from .to_ros2 import RELEASE_BYTES, nothing_written, reporting
 from .types import Crossing, Unmappable, ros2_to_ros1
 
 #: A message to write: (topic, ROS 2 type, time in ns, CDR data).
@@ -38,11 +47,18 @@ _Cdr = tuple[str, str, int, bytes]
 
 
 class _Connections:
-    """One ROS1 connection per topic, made on its first message from the topic's type."""
+    """One ROS1 connection per topic, made on its first message from the topic's type
+    (`headers`: a ROS1-encoded topic's connection header, as its MCAP channel kept it)."""
 
-    def __init__(self, definitions: Mapping[str, tuple[str, str]], latched: set[str]) -> None:
+    def __init__(
+        self,
+        definitions: Mapping[str, tuple[str, str]],
+        latched: set[str],
+        headers: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self.definitions = definitions
         self.latched = latched
+        self.headers = headers or {}
         self.ids: dict[str, int | None] = {}
         self.crossings: dict[int, Crossing] = {}
         self.left_out: list[str] = []
@@ -52,7 +68,7 @@ class _Connections:
         if topic in self.ids:
             return self.ids[topic]
         try:
-            crossing = ros2_to_ros1(type_name, self._definitions_of(type_name))
+            crossing = self._crossing(topic, type_name)
         except Unmappable as why:
             self.left_out.append(f"{topic} ({type_name}): {why}")
             self.ids[topic] = None
@@ -60,7 +76,9 @@ class _Connections:
         conn = self.ids[topic] = len(self.crossings)
         self.crossings[conn] = crossing
         self.notes.extend(note for note in crossing.notes if note not in self.notes)
+        callerid = self.headers.get(topic, {}).get("callerid")
         fields = (
+            *(() if callerid is None else ((b"callerid", callerid.encode()),)),
             (b"latching", b"1" if topic in self.latched else b"0"),
             (b"md5sum", md5sum(crossing.target_type, crossing.target_text).encode()),
             (b"message_definition", crossing.target_text.encode()),
@@ -69,6 +87,20 @@ class _Connections:
         )
         bag.add_connection(conn, topic, fields)
         return conn
+
+    def _crossing(self, topic: str, type_name: str) -> Crossing:
+        definition = self.definitions.get(type_name)
+        if definition is None or definition[0] != ROS1_SCHEMA:
+            return ros2_to_ros1(type_name, self._definitions_of(type_name))
+        text = definition[1]  # already ROS1: the payloads go as they are
+        try:
+            md5 = md5sum(type_name, text)
+        except FormatError as error:
+            raise Unmappable(f"its ROS1 definition gives no md5sum: {error.message}") from None
+        kept = self.headers.get(topic, {}).get("md5sum")
+        if kept is not None and kept != md5:
+            self.notes.append(f"{topic}: md5sum {md5} by genmsg's rule, the MCAP said {kept}")
+        return Crossing(type_name, type_name, text, bytes, ())
 
     def _definitions_of(self, type_name: str) -> Mapping[str, tuple[str, str]]:
         """The bag's definitions; for a type it carries none of (rosbag2 before Iron stored
@@ -92,15 +124,21 @@ def export(
     progress: Progress | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> ExportReport:
+    headers: dict[str, dict[str, str]] = {}
     if isinstance(recording, Ros2Recording):
         definitions = {t: (d.encoding, d.text) for t, d in recording.meta.definitions.items()}
         latched = _latched(recording)
+        for index in range(len(recording.meta.files)):
+            for declared in recording.meta.topics(index):
+                if declared.ros1_connection:
+                    headers.setdefault(declared.name, declared.ros1_connection)
         messages = _from_ros2(recording, selection or Selection())
     else:
         encoder = StandardEncoder()
         definitions, latched = encoder.definitions, set()
         messages = _from_standard(recording, selection, encoder)
-    connections = _Connections(definitions, latched)
+    connections = _Connections(definitions, latched, headers)
+    chosen = len((selection or Selection()).chosen(recording.reader.index))
     damaged = 0
     with atomic_output(output, overwrite=overwrite) as stream:
         bag = BagWriter(stream)
@@ -117,6 +155,8 @@ def export(
                     connections.left_out.append(f"a message of {topic} at {time} ns: {error}")
                 continue
             bag.write(conn, time, ros1)
+        if bag.messages == 0 and chosen:
+            raise FormatError(nothing_written(chosen, "ROS1", connections.left_out))
         bag.close()
         written = bag.messages
     if damaged > 10:
@@ -131,13 +171,15 @@ def export(
 
 
 def _latched(rec: Ros2Recording) -> set[str]:
-    """Topics offered with transient-local durability (rosbag2's QoS YAML `durability: 1`)."""
+    """Topics offered with transient-local durability (rosbag2's QoS YAML `durability: 1`),
+    or recorded from a latched ROS1 connection."""
     return {
         topic.name
         for index in range(len(rec.meta.files))
         for topic in rec.meta.topics(index)
         if "durability: 1" in topic.offered_qos_profiles
         or "durability: transient_local" in topic.offered_qos_profiles
+        or topic.ros1_connection.get("latching") == "1"  # a latched ROS1 connection's channel
     }
 
 

@@ -5,7 +5,8 @@ mapped (`types.ros1_to_ros2`) from the definitions the bag carries, and each typ
 definition is written into the bag (sqlite `message_definitions`, MCAP schemas). A topic whose
 type cannot be mapped is left out and said so, never silently; so is a message that does not
 transcode (a damaged payload). A latched ROS1 topic gets rosbag2's transient-local QoS, as
-`rosbags-convert` and the ROS1 bridge give it.
+`rosbags-convert` and the ROS1 bridge give it. An export that would write none of the selected
+messages is a `FormatError` saying why (no empty bag is left behind).
 
 From a recording of another format (CARLA, pbstream), its standard messages
 (`nanorec.standard`) are encoded as their ROS 2 types. Either way the bag is written by
@@ -72,6 +73,8 @@ def export(
         bag = NewBag(topics=[], definitions=[], storage=storage)
         messages = _from_standard(recording, selection, bag)
     total = len(recording.reader)
+    chosen = len((selection or Selection()).chosen(recording.reader.index))
+    messages = _not_none_of(messages, chosen, left_out)
     report = write_bag(
         output, bag, reporting(messages, progress, total), folder=single is None,
         overwrite=overwrite,
@@ -173,6 +176,27 @@ def _from_standard(rec: Any, selection: Selection | None, bag: NewBag) -> Iterat
                 text = ros2msg_text(message.type)
                 bag.definitions = [*bag.definitions, Definition(message.type, "ros2msg", text)]
         yield message.topic, message.time_ns, encoder.encode(message.type, message.value)
+
+
+def nothing_written(chosen: int, target: str, left_out: list[str]) -> str:
+    """Why an export of `chosen` messages to `target` would write none: the one-line
+    `FormatError` every ROS exporter raises rather than leave an empty bag."""
+    shown = "; ".join(left_out[:3]) + (
+        f"; and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+    )
+    why = f"no topic maps to {target} ({shown})" if left_out else "none is a standard message"
+    return f"0 of {chosen} messages: {why}"
+
+
+def _not_none_of(messages: Iterator[T], chosen: int, left_out: list[str]) -> Iterator[T]:
+    """`messages`, raising `FormatError` (inside the writer, which then keeps nothing) when
+    they end without one of the `chosen` messages written."""
+    written = 0
+    for entry in messages:
+        written += 1
+        yield entry
+    if written == 0 and chosen:
+        raise FormatError(nothing_written(chosen, "ROS 2", left_out))
 
 
 def reporting(messages: Iterator[T], progress: Progress | None, total: int) -> Iterator[T]:

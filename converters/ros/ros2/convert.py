@@ -34,7 +34,14 @@ from nanorec.errors import FormatError, NanorecError, OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
-from .storage import RELEASE_BYTES, StorageFile, open_storage, release_pages, storage_of
+from .storage import (
+    RELEASE_BYTES,
+    StorageFile,
+    Topic,
+    open_storage,
+    release_pages,
+    storage_of,
+)
 
 SOURCE_FORMAT: Final = "ros2"
 META_MEMBER: Final = "ros2.msgpack.zlib"
@@ -182,7 +189,7 @@ def _facts(stored: StorageFile) -> dict[str, Any]:
         if getattr(stored, name, None) is not None
     }
     return {
-        "topics": [asdict(topic) for topic in stored.topics],
+        "topics": [_topic_entry(topic) for topic in stored.topics],
         "definitions": [asdict(definition) for definition in stored.definitions],
         "stored_metadata": stored.stored_metadata,
         "ros_distro": stored.ros_distro,
@@ -191,6 +198,15 @@ def _facts(stored: StorageFile) -> dict[str, Any]:
         "notes": list(damage.notes),
         "extra": _plain(extra),
     }
+
+
+def _topic_entry(topic: Topic) -> dict[str, Any]:
+    """A topic as archived: the ROS1 connection header only for a `ros1` channel, so the
+    archives of ROS 2 bags stay as they were."""
+    entry = asdict(topic)
+    if not topic.ros1_connection:
+        del entry["ros1_connection"]
+    return entry
 
 
 def _plain(value: Any) -> Any:

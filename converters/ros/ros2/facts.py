@@ -53,6 +53,7 @@ def _span(rec: Ros2Recording, numbers: Any) -> tuple[int, int]:
 def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
     entry = rec.meta.files[0]
     counts = _counts(rec, 0)
+    shared = _per_channel(entry, rec.meta.topics(0))
     topics = [
         TopicFacts(
             name=t.name,
@@ -60,7 +61,7 @@ def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
             serialization_format=t.serialization_format,
             offered_qos_profiles=t.offered_qos_profiles,
             type_description_hash=t.type_description_hash,
-            message_count=counts.get(t.name, 0),
+            message_count=shared.get(t.key, counts.get(t.name, 0)),
         )
         for t in _plugin_order(entry["storage"], rec.meta.topics(0))
     ]
@@ -81,6 +82,19 @@ def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
         stored=stored,
         schema_ros_distro=entry["ros_distro"],
     )
+
+
+def _per_channel(entry: dict[str, Any], topics: list[Topic]) -> dict[int, int]:
+    """The message count of each MCAP channel whose topic name other channels share (an MCAP
+    written from a ROS1 bag has a channel per connection: three publishers of /rosout), from
+    the Statistics record as rosbag2's plugin takes it (0 when absent); the archive counts by
+    topic name, which would give each of them the topic's whole count."""
+    names = Counter(t.name for t in topics)
+    if entry["storage"] != "mcap" or all(n == 1 for n in names.values()):
+        return {}
+    statistics = entry.get("extra", {}).get("statistics") or {}
+    counted = statistics.get("channel_message_counts") or {}
+    return {t.key: int(counted.get(str(t.key), 0)) for t in topics if names[t.name] > 1}
 
 
 def _plugin_order(storage: str, topics: list[Topic]) -> list[Topic]:

@@ -3,7 +3,9 @@ storage writes them: profile `ros2`, `cdr` messages, each type's definition as i
 `ros2msg`/`ros2idl` schema, the channel's QoS and type hash as channel metadata, log and
 publish time the receive time; the CDR bytes untouched (inflated when the bag compressed
 each message). A topic the bag stores no type hash for gets the one of its definition
-(`typehash.py`), unless the bag is from before Iron (as that rosbag2 wrote it: none)."""
+(`typehash.py`), unless the bag is from before Iron (as that rosbag2 wrote it: none). A
+ROS1-encoded MCAP's topics keep their `ros1` messages, `ros1msg` schemas and the connection
+header their channel had (`ros1_encoded.py`)."""
 
 from __future__ import annotations
 
@@ -47,14 +49,17 @@ def mcap_messages(
             )
         encoding, text = schemas[type_name]
         channel = {"offered_qos_profiles": topic.offered_qos_profiles if topic else ""}
-        type_hash = topic.type_description_hash if topic is not None else ""
-        if topic is not None and not type_hash and iron:
-            if type_name not in hashes:
-                found = definition_for(meta.definitions, type_name)
-                hashes[type_name] = hash_of_definition(type_name, found)
-            type_hash = hashes[type_name]
-        if type_hash or (topic is not None and iron):  # Iron's plugin on writes it, even ""
-            channel["topic_type_hash"] = type_hash
+        if topic is not None and topic.ros1_connection:  # an MCAP written from a ROS1 bag
+            channel = dict(topic.ros1_connection)
+        else:
+            type_hash = topic.type_description_hash if topic is not None else ""
+            if topic is not None and not type_hash and iron:
+                if type_name not in hashes:
+                    found = definition_for(meta.definitions, type_name)
+                    hashes[type_name] = hash_of_definition(type_name, found)
+                type_hash = hashes[type_name]
+            if type_hash or (topic is not None and iron):  # Iron's plugin on writes it, even ""
+                channel["topic_type_hash"] = type_hash
         time = recording.time_ns(number)
         yield McapRecord(
             topic=name,

@@ -178,6 +178,9 @@ class McapFile:
                     serialization_format=channel.message_encoding,
                     offered_qos_profiles=channel.metadata.get("offered_qos_profiles", ""),
                     type_description_hash=channel.metadata.get("topic_type_hash", ""),
+                    ros1_connection=(
+                        dict(channel.metadata) if channel.message_encoding == "ros1" else {}
+                    ),
                 )
             )
         for schema in schemas.values():

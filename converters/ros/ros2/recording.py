@@ -24,6 +24,7 @@ from nanorec.selection import Selection
 
 from .export import data_of
 from .meta import Ros2Meta
+from .ros1_encoded import Ros1Decoders, is_ros1
 from .storage import ZSTD_MAGIC
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class Ros2Recording(ArchiveRecording):
     def serialized(self, number: int) -> bytes:
         """The message's CDR bytes (inflated when the bag compresses each message)."""
         data = self.raw(number)
+        if self.ros1_types and self.type_of(self.kind_of(number)) in self.ros1_types:
+            return data  # a ROS1 payload (`ros1_encoded.py`): never compressed, any first bytes
         # MESSAGE mode says so in metadata.yaml; a bag without it (crashed, reindexed) still
         # shows it by the zstd frame's magic, which no CDR payload starts with
         if self.meta.compression[1].upper() == "MESSAGE" or data[:4] == ZSTD_MAGIC:
@@ -90,11 +93,25 @@ class Ros2Recording(ArchiveRecording):
                     definitions[type_name] = from_msg_path(self.msg_path, type_name)
         return Decoder(definitions)
 
+    @cached_property
+    def ros1_types(self) -> frozenset[str]:
+        """The types whose messages are ROS1-serialized (a `ros1msg` definition: an MCAP
+        written from a ROS1 bag, see `ros1_encoded.py`)."""
+        return frozenset(t for t, d in self.meta.definitions.items() if is_ros1(d))
+
+    @cached_property
+    def ros1_decoders(self) -> Ros1Decoders:
+        return Ros1Decoders(self.meta.definitions)
+
+    def decoder_of(self, type_name: str) -> Decoder | Ros1Decoders:
+        """The decoder of `type_name`'s messages, by the encoding of its definition."""
+        return self.ros1_decoders if type_name in self.ros1_types else self.decoder
+
     def undefined(self, type_name: str) -> bool:
         """Whether no definition of `type_name` is known (its messages stay bytes)."""
         if type_name not in self._checked:
             try:
-                self.decoder.types(type_name)
+                self.decoder_of(type_name).types(type_name)
                 self._checked[type_name] = False
             except FormatError as error:
                 self._checked[type_name] = True
@@ -111,7 +128,7 @@ class Ros2Recording(ArchiveRecording):
         if self.undefined(self.type_of(topic)):
             return data
         try:
-            return self.decoder.decode(self.type_of(topic), data)
+            return self.decoder_of(self.type_of(topic)).decode(self.type_of(topic), data)
         except FormatError as error:
             where = "" if error.offset is None else f" at byte {error.offset} of its data"
             problem = FormatError(f"message {number} ({topic}): {error.message}{where}")

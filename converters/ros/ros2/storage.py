@@ -31,6 +31,9 @@ class Topic:
     serialization_format: str  # "cdr"
     offered_qos_profiles: str = ""  # YAML text, as stored
     type_description_hash: str = ""  # "RIHS01_<hex>" or ""
+    #: A `ros1` channel's metadata: the ROS1 connection header the MCAP kept (`callerid`,
+    #: `latching`, `md5sum`...); empty for any other channel, and then not archived.
+    ros1_connection: dict[str, str] = field(default_factory=dict, hash=False, kw_only=True)
 
 
 @dataclass(frozen=True)
