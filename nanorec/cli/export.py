@@ -118,6 +118,8 @@ def export_file(
         else "DIFFERS from the source"
     )
     typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256} ({verdict})")
+    for note in report.details.get("notes", []):  # why it is not what was asked (a new bag)
+        typer.echo(f"note: {note}")
     return EXIT_PROBLEM if report.identical is False else 0
 
 

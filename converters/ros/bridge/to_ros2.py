@@ -10,7 +10,8 @@ messages is a `FormatError` saying why (no empty bag is left behind).
 
 From a recording of another format (CARLA, pbstream), its standard messages
 (`nanorec.standard`) are encoded as their ROS 2 types. Either way the bag is written by
-`ros2/writer.py`: a folder (sqlite3 by default, `--storage mcap`) or one `.db3`/`.mcap` file.
+`ros2/writer.py`: a folder (sqlite3 by default, said in a note; `--storage mcap`) or one
+`.db3`/`.mcap` file (`writer.bag_target`, the rule of every ROS 2 output).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nanorec.contract import ExportReport, Progress
-from nanorec.errors import FormatError, UsageError
+from nanorec.errors import FormatError
 from nanorec.selection import Selection
 from nanorec.standard import standard_messages
 
@@ -28,7 +29,7 @@ from ..ros1.export import payload
 from ..ros1.meta import BagMeta
 from ..ros1.recording import BagRecording
 from ..ros2.storage import Definition, Topic
-from ..ros2.writer import Entry, NewBag, storage_of_output, write_bag
+from ..ros2.writer import Entry, NewBag, bag_target, write_bag
 from .standard import StandardEncoder, ros2msg_text
 from .types import Crossing, Unmappable, ros1_to_ros2
 
@@ -58,15 +59,10 @@ def export(
     options: Mapping[str, Any] | None = None,
 ) -> ExportReport:
     opts = dict(options or {})
-    single = storage_of_output(output)
-    storage = opts.get("storage") or single or "sqlite3"
-    if single is not None and storage != single:
-        raise UsageError(
-            f"--storage {storage} does not fit the output's name {output.name} (a {single} "
-            "file): name it for its storage, or give a folder"
-        )
+    target = bag_target(output, opts.get("storage"), source=None)
+    storage = target.storage
     left_out: list[str] = []
-    notes: list[str] = []
+    notes: list[str] = [] if target.note is None else [target.note]
     if isinstance(recording, BagRecording):
         bag, messages = _from_ros1(recording, selection or Selection(), storage, left_out, notes)
     else:
@@ -76,7 +72,7 @@ def export(
     chosen = len((selection or Selection()).chosen(recording.reader.index))
     messages = _not_none_of(messages, chosen, left_out)
     report = write_bag(
-        output, bag, reporting(messages, progress, total), folder=single is None,
+        output, bag, reporting(messages, progress, total), folder=target.folder,
         overwrite=overwrite,
     )  # fmt: skip
     report.details["left_out"] = left_out

@@ -10,6 +10,7 @@ input) the split number `_<N>` decides, as `ros2 bag reindex` does. SQLite sidec
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -143,6 +144,20 @@ def bagfile_information(metadata: bytes) -> dict[str, Any]:
     if not isinstance(info, dict):
         raise FormatError(f"no {METADATA_KEY.decode()} map")
     return info
+
+
+def compression_of(texts: Iterable[bytes | str | None]) -> tuple[str, str]:
+    """rosbag2's (compression_format, compression_mode) from the first of `texts` (metadata
+    YAML: metadata.yaml, then each file's stored copy) that parses; ("", "") without one."""
+    for text in texts:
+        if not text:
+            continue
+        try:
+            info = bagfile_information(text if isinstance(text, bytes) else text.encode())
+        except FormatError:
+            continue
+        return str(info.get("compression_format") or ""), str(info.get("compression_mode") or "")
+    return "", ""
 
 
 def extra(module: str) -> Any:

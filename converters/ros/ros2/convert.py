@@ -10,7 +10,9 @@ nanoseconds (the index keeps microseconds). The member `ros2.msgpack.zlib`
 holds the rest: `metadata.yaml` as it was, and per file its name, hash, topics,
 definitions and damage. A file compressed per file (`<file>.zstd`) is kept as it is
 (`ros2-zstd-<i>.bin`): zstd output differs between library versions, so it cannot be
-rebuilt from the inflated file.
+rebuilt from the inflated file. The first message of each topic also says what the topic
+is (`"topic"`) and the archive's first message what the bag was (`"bag"`), so the messages
+of a killed conversion still make a bag (`described.py`, `adopt.py`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from nanorec.errors import FormatError, NanorecError, OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
+from .described import BAG_KEY, TOPIC_KEY, bag_facts, declarations, firsts_of_topics
 from .storage import (
     RELEASE_BYTES,
     StorageFile,
@@ -290,6 +293,8 @@ def _write(
         packer = msgpack.Packer()
         view = memoryview(data)
         released = 0
+        firsts = firsts_of_topics(topic_of[order])
+        declared = declarations(entries)
         for first in range(0, len(order), _BLOCK):  # a block of rows at a time: no list of all
             block = order[first : first + _BLOCK]
             rows = zip(
@@ -299,14 +304,18 @@ def _write(
                 topic_of[block].tolist(),
                 strict=True,
             )
-            for time, at, size, topic_index in rows:
+            for number, (time, at, size, topic_index) in enumerate(rows, start=first):
                 released += size
                 if released > RELEASE_BYTES:
                     released = 0
                     writer.flush()
                     release_pages(data)
                 topic = topics[topic_index]
-                value = {"timestamp": time, "data": view[at : at + size]}
+                value: dict[str, Any] = {"timestamp": time, "data": view[at : at + size]}
+                if number in firsts:
+                    value[TOPIC_KEY] = declared.get(topic)
+                    if number == 0:
+                        value[BAG_KEY] = bag_facts(layout, entries)
                 writer.write_packed(
                     packer.pack({topic: value}), types=(topic,), timestamp_us=time // 1000
                 )

@@ -94,9 +94,10 @@ class Ros2Converter(ExportsFromAnyRecording):
         progress: Progress | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> ExportReport:
-        """The exact bag without a selection; else (or with `options={"format": "indexed"}`,
-        the repair of a crashed bag) a new bag of the selected messages. Option `storage`:
-        sqlite3 or mcap (default: the source's)."""
+        """The exact bag without a selection (a new bag when the output's storage or shape
+        differs, `export.py`); else (or with `options={"format": "indexed"}`, the repair of
+        a crashed bag) a new bag of the selected messages. Option `storage`: sqlite3 or mcap
+        (default: the output's name's, else the source's; `writer.bag_target`)."""
         opts = dict(options or {})
         form = opts.get("format") or "native"
         if form not in ("native", "indexed"):
@@ -104,12 +105,18 @@ class Ros2Converter(ExportsFromAnyRecording):
         if (selection is None or selection.everything) and form == "native":
             from .export import export_exact
 
-            return export_exact(reader, output, overwrite=overwrite)
+            return export_exact(reader, output, overwrite=overwrite, storage=opts.get("storage"))
         from .cut import export_selection
 
         return export_selection(
             reader, output, selection=selection, overwrite=overwrite, storage=opts.get("storage")
         )
+
+    def adopt(self, reader: ArchiveReader) -> dict[str, bytes] | None:
+        """The ROS 2 members of an archive recovered from a killed conversion (`adopt.py`)."""
+        from .adopt import rebuild_members
+
+        return rebuild_members(reader)
 
     def open_archive(self, reader: ArchiveReader) -> Ros2Recording:
         from .recording import Ros2Recording

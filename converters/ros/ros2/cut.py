@@ -2,8 +2,9 @@
 indexed`: the repair of a crashed bag, with the `metadata.yaml` reindex should have made).
 
 The messages keep their data as stored and their receive times; the new bag is written by
-`writer.py` (sqlite3 schema 4 or MCAP, as rosbag2 writes them). A bag folder gives a bag
-folder, one storage file gives one storage file.
+`writer.py` (sqlite3 schema 4 or MCAP, as rosbag2 writes them), stored and shaped as
+`writer.bag_target` says: a `.db3`/`.mcap` output is one storage file of that storage, any
+other name the bag's own shape and storage (or `--storage`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from nanorec.selection import Selection
 from .export import data_of
 from .recording import Ros2Recording
 from .storage import Definition, Topic, definition_for
-from .writer import Entry, NewBag, storage_of_output, write_bag
+from .writer import Entry, NewBag, bag_target, write_bag
 
 
 def export_selection(
@@ -33,17 +34,19 @@ def export_selection(
     storage: str | None = None,
 ) -> ExportReport:
     rec = Ros2Recording(reader)
+    source = rec.meta.files[0]["storage"]
+    target = bag_target(output, storage, source=source, source_folder=rec.meta.folder)
     numbers = (selection or Selection()).chosen(reader.index)
     topics = _topics(rec, numbers)
     bag = NewBag(
         topics=topics,
         definitions=_definitions(rec.meta.definitions, [topic.type for topic in topics]),
-        storage=storage or storage_of_output(output) or rec.meta.files[0]["storage"],
+        storage=target.storage,
         distro=next((e["ros_distro"] for e in rec.meta.files if e["ros_distro"]), "") or "",
         compression=rec.meta.compression,
     )
     return write_bag(
-        output, bag, _messages(rec, numbers), folder=rec.meta.folder, overwrite=overwrite
+        output, bag, _messages(rec, numbers), folder=target.folder, overwrite=overwrite
     )
 
 

@@ -1,4 +1,10 @@
-"""Archive -> ROS 2 bag: every file of the bag back byte for byte."""
+"""Archive -> ROS 2 bag: every file of the bag back byte for byte.
+
+Only when the output is what the bag was: its storage and shape (`writer.bag_target`: an
+output named `.mcap` for a sqlite3 bag, `--storage`, one `.db3` for a bag folder...) and its
+skeletons (an archive recovered from a killed conversion has none, `adopt.py`). Otherwise
+every message is written as a new bag (`cut.py`), and the report's note says why.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from .bag import METADATA
 from .convert import folder_sha256, skeleton_member, zstd_member
 from .meta import Ros2Meta
 from .storage import RELEASE_BYTES, join
+from .writer import Target, bag_target
 
 
 def data_of(reader: ArchiveReader, number: int) -> bytes | memoryview:
@@ -51,10 +58,23 @@ def _datas(reader: ArchiveReader, numbers: Any) -> Iterator[bytes | memoryview]:
         yield data
 
 
-def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> ExportReport:
+def export_exact(
+    reader: ArchiveReader, output: Path, *, overwrite: bool, storage: str | None = None
+) -> ExportReport:
     """The bag as it was: a folder again (metadata.yaml and every storage file), or the one
-    storage file it was."""
+    storage file it was; a new bag of every message when it cannot be (see the module).
+    `storage`: `--storage`, sqlite3 or mcap."""
     meta = Ros2Meta(reader)
+    why = _not_exact(meta, bag_target(output, storage, source=_storage(meta),
+                                      source_folder=meta.folder))  # fmt: skip
+    if why is not None:
+        from .cut import export_selection
+
+        report = export_selection(
+            reader, output, selection=None, overwrite=overwrite, storage=storage
+        )
+        report.details.setdefault("notes", []).append(why)
+        return report
     expected = reader.source_sha256
     if not meta.folder:
         size, sha = write_hashed(output, file_pieces(reader, meta, 0), overwrite=overwrite)
@@ -77,6 +97,30 @@ def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> Exp
     return ExportReport(
         output, total, sha, len(reader), _same(sha, expected), {"files": [n for n, _ in hashes]}
     )
+
+
+def _storage(meta: Ros2Meta) -> str:
+    """The bag's storage (its first file's: rosbag2 writes one storage per bag)."""
+    return str(meta.files[0]["storage"])
+
+
+def _not_exact(meta: Ros2Meta, target: Target) -> str | None:
+    """Why the export cannot be the bag's own bytes, or None when it can."""
+    count = f"{len(meta.reader)} messages"
+    if meta.adopted:
+        return (
+            f"recovered from a killed conversion: its {count} written as a new bag (the "
+            "storage files' layout is lost), not byte-exact"
+        )
+    storages = sorted({str(e["storage"]) for e in meta.files})
+    if storages != [target.storage]:
+        return (
+            f"the bag is {'+'.join(storages)}: its {count} written as a new {target.storage} "
+            "bag, not byte-exact"
+        )
+    if meta.folder and not target.folder:
+        return f"the bag is a folder: its {count} written as one new storage file, not byte-exact"
+    return None
 
 
 def _same(sha: str, expected: str | None) -> bool | None:

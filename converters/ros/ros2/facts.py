@@ -4,6 +4,18 @@ A bag folder is described by its `metadata.yaml`, as `ros2 bag info DIR` reads i
 storage file by the metadata its storage plugin builds (`info.plugin_metadata`); a folder
 without `metadata.yaml` (a crashed bag, which `ros2 bag info` refuses) by what
 `ros2 bag reindex` would write for it (`reindexed`).
+
+The `Files:` line. For a folder, `relative_file_paths` as metadata.yaml has it, whatever
+path was typed. For one storage file, rosbag2 prints the path as typed on its command line
+(`ros2 bag info x.db3`, `./x.db3`, `/abs/x.db3` as such: the plugins keep the uri they were
+opened with, `relative_path_`), except that jazzy's and rolling's sqlite3 plugin starts from
+the newest metadata the file stores, if any, whose `relative_file_paths` are the names the
+writer gave (`abc_0.db3`). So `nanorec info FILE` passes the path as typed (`uri`). An
+archive is no path rosbag2 could be given (it opens no archive, and the bag `export` writes
+is named by `-o`), so the archive does not remember the path typed at convert time (nor
+leak the converting machine's folders into archives, which stay byte-identical wherever
+they are made): `nanorec info x.db3.nanover.zip` prints what `ros2 bag info x.db3` prints
+when run beside the bag, its file name.
 """
 
 from __future__ import annotations
@@ -24,14 +36,17 @@ if TYPE_CHECKING:
     from .recording import Ros2Recording
 
 
-def bag_metadata(rec: Ros2Recording, layout: Layout = "rolling") -> tuple[BagMetadata, str]:
+def bag_metadata(
+    rec: Ros2Recording, layout: Layout = "rolling", *, uri: str | None = None
+) -> tuple[BagMetadata, str]:
     """The metadata `ros2 bag info` shows for the bag, and where it comes from
-    ("metadata.yaml", "storage", "reindexed")."""
+    ("metadata.yaml", "storage", "reindexed"). `uri`: the path of one storage file as typed
+    (None: an archive's, its file name; see the module)."""
     meta = rec.meta
     if meta.folder and meta.metadata is not None:
         return parse_metadata(meta.metadata.decode("utf-8", "replace")), "metadata.yaml"
     if not meta.folder:
-        return _plugin(rec, layout), "storage"
+        return _plugin(rec, layout, uri), "storage"
     return reindexed(rec), "reindexed"
 
 
@@ -50,7 +65,7 @@ def _span(rec: Ros2Recording, numbers: Any) -> tuple[int, int]:
     return (int(times.min()), int(times.max())) if len(times) else (0, 0)
 
 
-def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
+def _plugin(rec: Ros2Recording, layout: Layout, uri: str | None) -> BagMetadata:
     entry = rec.meta.files[0]
     counts = _counts(rec, 0)
     shared = _per_channel(entry, rec.meta.topics(0))
@@ -69,13 +84,13 @@ def _plugin(rec: Ros2Recording, layout: Layout) -> BagMetadata:
     stored = None
     if entry["stored_metadata"]:
         try:
-            stored = parse_metadata(entry["stored_metadata"])
+            stored = parse_metadata(entry["stored_metadata"], stored=True)
         except Exception:  # a stored copy that does not parse: the plugin's own facts
             stored = None
     return plugin_metadata(
         entry["storage"],
         layout=layout,
-        uri=entry["name"],
+        uri=entry["name"] if uri is None else uri,
         topics=topics,
         first_ns=first,
         last_ns=last,

@@ -346,8 +346,9 @@ def plugin_metadata(
     `stored` (jazzy, rolling): the newest metadata the file stores (sqlite `metadata` table
     (schema 3+), MCAP `rosbag2` record); the plugin starts from it and overwrites the counts,
     times and topics; sqlite then takes `ros_distro` from its `schema` table
-    (`schema_ros_distro`). `uri` is the path as given on the command line (sqlite without a
-    stored row, humble) or the file name (MCAP). Bag size is not part of BagMetadata here:
+    (`schema_ros_distro`). `uri` is the path as given on the command line, as the plugin
+    was opened with it (`relative_path_`): the `Files:` line of MCAP in every layout, and of
+    sqlite3 in humble or without a stored row. Bag size is not part of BagMetadata here:
     sqlite reports `page_size * page_count`, MCAP and humble sqlite the file size."""
     count = sum(t.message_count for t in topics)
     if storage == "sqlite3" and count == 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,14 +15,21 @@ from nanorec.cli.surface import check_choice, verb_command
 from nanorec.errors import UsageError
 from nanorec.timezones import parse_zone
 
-from .shared import BAG, app, ros2_recording
+from .shared import app, ros2_recording
 
 _LAYOUTS = ("humble", "jazzy", "rolling")
 
 
 @verb_command(app, "info", as_json="The facts as JSON (the metadata rosbag2 reads, the files).")
 def info_command(
-    file: BAG,
+    typed: Annotated[
+        str,
+        typer.Argument(
+            help="A ROS 2 bag (its folder, or one .db3/.mcap file) or its archive.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
     distro: Annotated[
         str,
         typer.Option(
@@ -57,10 +65,14 @@ def info_command(
 
     Example: nanorec info rosbag2_dir --distro humble --tz UTC
     """
+    from nanorec import registry
+
     from .bag import METADATA
     from .facts import bag_metadata, bag_size, facts_of_archive, services, topic_sizes
     from .info import info_text
     from .metadata import parse_metadata
+
+    file = Path(typed)  # `typed` as typed: one storage file's `Files:` line (facts.py)
 
     def action() -> None:
         check_choice("--distro", distro, _LAYOUTS)
@@ -92,7 +104,12 @@ def info_command(
             if as_json:
                 typer.echo(json.dumps(facts_of_archive(recording), indent=2))
                 return
-            metadata, origin = bag_metadata(recording, distro)  # type: ignore[arg-type]
+            native = file.is_file() and not registry.is_archive(registry.read_head(file))
+            metadata, origin = bag_metadata(
+                recording,
+                distro,  # type: ignore[arg-type]
+                uri=typed if native else None,
+            )
             text = info_text(
                 metadata,
                 bag_size=bag_size(recording),

@@ -38,6 +38,10 @@ class Ros2Meta:
         self.metadata: bytes | None = meta["metadata"]
         self.notes: list[str] = meta["notes"]
         self.files: list[dict[str, Any]] = meta["files"]
+        #: Rebuilt from a killed conversion's messages (`adopt.py`): no skeletons, so export
+        #: writes a new bag.
+        self.adopted: bool = bool(meta.get("adopted", False))
+        self._compression: Any = meta.get("compression")
 
     @cached_property
     def file(self) -> NDArray[Any]:
@@ -89,16 +93,9 @@ class Ros2Meta:
         """rosbag2's (compression_format, compression_mode), from metadata.yaml. Cached:
         `Ros2Recording.serialized` asks for every message, and parsing the YAML each time
         made decoding a 6000-message bag take minutes."""
-        from .bag import bagfile_information
+        from .bag import compression_of
 
-        for text in [self.metadata, *(f["stored_metadata"] for f in self.files)]:
-            if not text:
-                continue
-            try:
-                info = bagfile_information(text if isinstance(text, bytes) else text.encode())
-            except FormatError:
-                continue
-            return str(info.get("compression_format") or ""), str(
-                info.get("compression_mode") or ""
-            )
-        return "", ""
+        if self.adopted:  # no metadata YAML left: what the first message said
+            given = self._compression
+            return (str(given[0]), str(given[1])) if isinstance(given, list) else ("", "")
+        return compression_of([self.metadata, *(f["stored_metadata"] for f in self.files)])

@@ -164,8 +164,10 @@ def _file(value: YamlNode, where: str) -> FileInformation:
     )
 
 
-def parse_metadata(text: str) -> BagMetadata:
-    """Decode `metadata.yaml` text as rosbag2's `convert<BagMetadata>::decode` does.
+def parse_metadata(text: str, *, stored: bool = False) -> BagMetadata:
+    """Decode `metadata.yaml` text as rosbag2's `convert<BagMetadata>::decode` does;
+    `stored`: the metadata a storage file keeps (sqlite `metadata` table, MCAP `rosbag2`
+    record), the BagMetadata map itself, without metadata.yaml's top key.
 
     Raises FormatError (naming the key) for bad YAML, a missing key or a value of the wrong
     kind."""
@@ -177,7 +179,7 @@ def parse_metadata(text: str) -> BagMetadata:
     if not isinstance(document, dict):
         raise FormatError("metadata.yaml: the document is not a mapping", actual=document)
     top = "rosbag2_bagfile_information"
-    info = _map(_get(document, top, "the document"), top)
+    info = document if stored else _map(_get(document, top, "the document"), top)
     # in decode's order, so an error names the first key rosbag2 itself would miss
     version = _int(info, "version", top, unsigned=False)
     storage_identifier = _str(info, "storage_identifier", top)

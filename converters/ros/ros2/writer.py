@@ -40,6 +40,8 @@ SCHEMA = (
     "CREATE INDEX timestamp_idx ON messages (timestamp ASC);",
 )
 SUFFIX = {"sqlite3": ".db3", "mcap": ".mcap"}
+#: A bridged bag's storage when neither the output's name nor --storage says (rosbag2's).
+DEFAULT_STORAGE = "sqlite3"
 #: Messages inserted into sqlite at a time.
 _ROWS = 1024
 
@@ -108,6 +110,42 @@ def storage_of_output(output: Path) -> str | None:
         if output.name.lower().endswith(suffix):
             return storage
     return None
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a ROS 2 output is: its storage, whether it is a bag folder (else one storage
+    file), and a note when the storage is a default nobody asked for."""
+
+    storage: str
+    folder: bool
+    note: str | None = None
+
+
+def bag_target(
+    output: Path, requested: str | None, *, source: str | None, source_folder: bool = True
+) -> Target:
+    """The storage and shape of a ROS 2 output (the rule of the module). `requested` is
+    `--storage`; `source` the storage of the bag exported (None: bridged from another
+    format); `source_folder` whether it was a folder. UsageError when `requested` is not a
+    storage or contradicts the output's name."""
+    if requested is not None and requested not in SUFFIX:
+        raise UsageError(f"--storage takes {', '.join(SUFFIX)}; not {requested!r}")
+    named = storage_of_output(output)
+    if requested is not None and named is not None and requested != named:
+        raise UsageError(
+            f"--storage {requested} does not fit the output's name {output.name} (a {named} "
+            f"file): name it *{SUFFIX[requested]}, or give a folder"
+        )
+    folder = named is None and source_folder
+    storage = requested or named or source
+    if storage is not None:
+        return Target(storage, folder)
+    return Target(
+        DEFAULT_STORAGE,
+        folder,
+        f"stored as {DEFAULT_STORAGE}, rosbag2's default (--storage mcap or a .mcap name for MCAP)",
+    )
 
 
 def write_bag(
