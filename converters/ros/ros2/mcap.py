@@ -1,8 +1,9 @@
 """A ROS 2 bag's messages for MCAP (`nanorec export BAG --format mcap`), as rosbag2's MCAP
 storage writes them: profile `ros2`, `cdr` messages, each type's definition as its
-`ros2msg`/`ros2idl` schema, the channel's QoS and type hash as channel metadata, log and
-publish time the receive time; the CDR bytes untouched (inflated when the bag compressed
-each message)."""
+`ros2msg`/`ros2idl` schema (the bag's, else the recording's resolved one: a Humble bag's
+common types get their bundled definitions, so MCAP viewers decode them), the channel's QoS
+and type hash as channel metadata, log and publish time the receive time; the CDR bytes
+untouched (inflated when the bag compressed each message)."""
 
 from __future__ import annotations
 
@@ -35,11 +36,8 @@ def mcap_messages(
         topic = topics.get(name)
         type_name = topic.type if topic is not None else ""
         if type_name not in schemas:
-            definition = meta.definitions.get(type_name)
-            schemas[type_name] = (
-                definition.encoding if definition else "",
-                definition.text.encode() if definition else b"",
-            )
+            encoding, definition = recording.definitions.get(type_name, ("", ""))
+            schemas[type_name] = (encoding, definition.encode())
         encoding, text = schemas[type_name]
         channel = {"offered_qos_profiles": topic.offered_qos_profiles if topic else ""}
         if topic is not None and topic.type_description_hash:

@@ -102,3 +102,23 @@ class Ros2Meta:
                 info.get("compression_mode") or ""
             )
         return "", ""
+
+    @cached_property
+    def ros_distro(self) -> str:
+        """The distro the bag names: its storage's (the sqlite3 `schema` table, the MCAP
+        `rosbag2` record), else metadata.yaml's `ros_distro` (version 8 on); "" if none."""
+        from .bag import bagfile_information
+
+        for entry in self.files:
+            if entry["ros_distro"]:
+                return str(entry["ros_distro"])
+        for text in [self.metadata, *(f["stored_metadata"] for f in self.files)]:
+            if not text:
+                continue
+            try:
+                info = bagfile_information(text if isinstance(text, bytes) else text.encode())
+            except FormatError:
+                continue
+            if info.get("ros_distro"):
+                return str(info["ros_distro"])
+        return ""

@@ -1,14 +1,14 @@
 """`Ros2Recording`: a converted ROS 2 bag as a `nanorec.contract.Recording`.
 
 Message kinds are topics; `message(n).value` is the decoded message (a dict, numeric arrays
-as numpy arrays), decoded from the definitions the bag carries, or from `.msg` files found
-under `msg_path` for a bag without them; a message that cannot be decoded comes out as its
-bytes (`on_undecodable` is told). `raw(n)` gives the data exactly as stored.
+as numpy arrays), decoded from the definitions the bag carries, or for a bag without them
+from `.msg` files found under `msg_path`, else from the definitions nanorec bundles for the
+bag's distro (or `distro`: see `bundle.py`); a message that cannot be decoded comes out as
+its bytes (`on_undecodable` is told). `raw(n)` gives the data exactly as stored.
 """
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
@@ -22,6 +22,7 @@ from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
 
+from .bundle import bundled, check_distro, distro_of, resolve
 from .export import data_of
 from .meta import Ros2Meta
 from .storage import ZSTD_MAGIC
@@ -36,10 +37,15 @@ if TYPE_CHECKING:
 class Ros2Recording(ArchiveRecording):
     format = "ros2"
 
-    def __init__(self, reader: ArchiveReader, msg_path: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, reader: ArchiveReader, msg_path: Sequence[Path] = (), distro: str | None = None
+    ) -> None:
         super().__init__(reader)
         self.meta = Ros2Meta(reader)
         self.msg_path = list(msg_path)
+        #: Whose bundled definitions serve types the bag has none of (None: the bag's
+        #: `ros_distro`, else Humble); set it, like `msg_path`, before the first decode.
+        self.distro = None if distro is None else check_distro(distro)
         #: Told of each message that does not decode, which then comes out as its bytes
         #: (`cat` and `play` warn and go on); None: `decode` raises the `FormatError`.
         self.on_undecodable: Callable[[FormatError], None] | None = None
@@ -79,16 +85,46 @@ class Ros2Recording(ArchiveRecording):
         return self.meta.types.get(topic, "")
 
     @cached_property
+    def definitions(self) -> dict[str, tuple[str, str]]:
+        """Type -> (encoding, text) for every type of the bag that has a definition: the
+        bag's own, else from `msg_path`, else bundled (`bundle.resolve`). Everything that
+        reads messages (decoding, tables, MCAP and ROS1 export) takes them from here."""
+        stored = {t: (d.encoding, d.text) for t, d in self.meta.definitions.items()}
+        notes: list[str] = []
+        types = self.meta.types.values()
+        found = resolve(types, stored, self.msg_path, self.bundle_distro, self._sample, notes)
+        for note in notes:
+            warnings.warn(note, UserWarning, stacklevel=2)
+        return found
+
+    def _sample(self, type_name: str) -> bytes | None:
+        """The data of the first message of a topic of `type_name` (None if it has none)."""
+        for topic, topic_type in self.meta.types.items():
+            numbers = np.flatnonzero(self.reader.index.has_type(topic))
+            if topic_type == type_name and len(numbers):
+                return self.serialized(int(numbers[0]))
+        return None
+
+    @property
+    def bundle_distro(self) -> str:
+        """Whose bundled definitions serve this bag: `distro`, else the bag's own."""
+        return self.distro or distro_of(self.meta.ros_distro)
+
+    def sources(self) -> dict[str, str]:
+        """Type -> where its definition comes from, for each the bag carries none of."""
+        found: dict[str, str] = {}
+        for type_name in sorted(self.definitions.keys() - self.meta.definitions.keys()):
+            if self.definitions[type_name] == bundled(self.bundle_distro, type_name):
+                found[type_name] = f"ROS 2 {self.bundle_distro}'s, bundled with nanorec"
+            else:
+                found[type_name] = "from the .msg files under --msg-path"
+        return found
+
+    @cached_property
     def decoder(self) -> Decoder:
         from .cdr import Decoder
-        from .msgdef import from_msg_path
 
-        definitions = {t: (d.encoding, d.text) for t, d in self.meta.definitions.items()}
-        for type_name in sorted(set(self.meta.types.values()) - set(definitions)):
-            if self.msg_path:
-                with contextlib.suppress(UsageError):  # not there either: bytes, said once
-                    definitions[type_name] = from_msg_path(self.msg_path, type_name)
-        return Decoder(definitions)
+        return Decoder(self.definitions)
 
     def undefined(self, type_name: str) -> bool:
         """Whether no definition of `type_name` is known (its messages stay bytes)."""
