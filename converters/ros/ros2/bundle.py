@@ -128,11 +128,12 @@ def resolve(
     for type_name in sorted(set(types)):
         if type_name in stored and (sample is None or _decodes(stored, type_name, sample)):
             continue
-        found = None
+        found, origin = None, "the .msg files under --msg-path"
         if msg_path:
             with contextlib.suppress(UsageError):  # not there either: the bundle's
                 found = from_msg_path(msg_path, type_name, texts(distro))
-        found = found or bundled(distro, type_name)
+        if found is None:
+            found, origin = bundled(distro, type_name), f"ROS 2 {distro}'s bundled definition"
         if found is None:
             continue
         if type_name in stored:
@@ -142,7 +143,7 @@ def resolve(
             if notes is not None:
                 notes.append(
                     f"the bag's definition of {type_name} does not fit its messages; "
-                    f"decoded with {'--msg-path' if msg_path else f'ROS 2 {distro}'}'s instead"
+                    f"decoded with {origin} instead"
                 )
         definitions[type_name] = found
     return definitions

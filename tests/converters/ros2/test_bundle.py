@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("rosbags")
@@ -157,7 +158,7 @@ def _magnetic(distro: str, count: int) -> list[tuple[int, bytes]]:
             types["builtin_interfaces/msg/Time"](ns // 10**9, ns % 10**9), "imu"
         )
         vector = types["geometry_msgs/msg/Vector3"](i * 1e-6, -i * 2e-6, 4.5e-5)
-        covariance = __import__("numpy").arange(9, dtype="f8") * i
+        covariance = np.arange(9, dtype="f8") * i
         message = types[MAGNETIC](header, vector, covariance)
         out.append((ns, bytes(store.serialize_cdr(message, MAGNETIC))))
     return out
@@ -271,3 +272,53 @@ def test_a_stored_definition_and_msg_path_win_over_the_bundle(tmp_path: Path) ->
     )
     code, out, err = _run("cat", bag, "--msg-path", folder, "--topic", "/mag")
     assert code == 0 and '"renamed.x"' in out, err
+
+
+def test_mcap_export_writes_the_resolved_schema(tmp_path: Path) -> None:
+    """A Humble bag's MCAP export carries the bundled definition as the schema (rosbag2's
+    `ros2msg` text), so MCAP viewers decode it; each message as stored."""
+    from mcap.reader import make_reader
+
+    bag = write_bag(tmp_path / "bag", "humble", "sqlite3", count=5)
+    out = tmp_path / "out.mcap"
+    code, _, err = _run("export", bag, "--format", "mcap", "-o", out)
+    assert code == 0, err
+    with out.open("rb") as stream:
+        records = list(make_reader(stream).iter_messages())
+    assert len(records) == 5
+    schema = records[0][0]
+    assert schema is not None and schema.name == MAGNETIC and schema.encoding == "ros2msg"
+    expected = bundled("humble", MAGNETIC)
+    assert expected is not None and schema.data.decode() == expected[1]
+    assert [m.data for _, _, m in records] == [data for _, data in _magnetic("humble", 5)]
+
+
+def test_a_stored_definition_that_does_not_fit_gives_way(tmp_path: Path) -> None:
+    """rosbag2's own test bags store placeholders (`uint8 level` for a Log): a stored
+    definition that does not decode its type's first message gives way to the bundled one,
+    said once; a stored one that fits is kept."""
+    bag = write_bag(tmp_path / "bag", "humble", "sqlite3", count=3)
+    with sqlite3.connect(bag) as db:
+        db.execute(next(s for s in SCHEMA if "message_definitions" in s))
+        db.execute(
+            "INSERT INTO message_definitions (topic_type, encoding, encoded_message_definition,"
+            " type_description_hash) VALUES (?, 'ros2msg', 'uint8 level', '')",
+            (MAGNETIC,),
+        )
+    db.close()
+    code, out, err = _run("cat", bag)
+    assert code == 0 and '"magnetic_field"' in out, err
+    assert err.count("warning") == 1
+    assert "definition of sensor_msgs/msg/MagneticField does not fit its messages" in err
+    assert "ROS 2 humble's bundled definition" in err and "printed as bytes" not in err
+
+
+@pytest.mark.realdata
+def test_the_rolling_talkers_placeholder_log_decodes() -> None:
+    bag = ROS2 / "rosbag2_py_sqlite3_talker"
+    if not bag.is_dir():
+        pytest.skip(f"{bag} absent")
+    code, out, err = _run("cat", bag, "--topic", "/rosout")
+    assert code == 0 and "base64" not in out and "printed as bytes" not in err, err
+    assert "definition of rcl_interfaces/msg/Log does not fit" in err
+    assert '"name": "minimal_publisher"' in out
