@@ -44,12 +44,19 @@ class Ros2Recording(ArchiveRecording):
         self.meta = Ros2Meta(reader)
         self.msg_path = list(msg_path)
         #: Whose bundled definitions serve types the bag has none of (None: the bag's
-        #: `ros_distro`, else Humble); set it, like `msg_path`, before the first decode.
+        #: `ros_distro`, else Humble). Setting it or `msg_path` resolves definitions anew.
         self.distro = None if distro is None else check_distro(distro)
         #: Told of each message that does not decode, which then comes out as its bytes
         #: (`cat` and `play` warn and go on); None: `decode` raises the `FormatError`.
         self.on_undecodable: Callable[[FormatError], None] | None = None
         self._checked: dict[str, bool] = {}
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("msg_path", "distro"):  # what `definitions` was resolved from
+            for cached in ("definitions", "decoder"):
+                self.__dict__.pop(cached, None)
+            self.__dict__.get("_checked", {}).clear()
+        super().__setattr__(name, value)
 
     def close(self) -> None:
         for cached in ("time", "file", "rank"):  # views of the mapping

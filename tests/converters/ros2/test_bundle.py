@@ -240,6 +240,10 @@ def test_distro_option_and_keyword_override_the_bag(tmp_path: Path) -> None:
         assert other.definitions[MAGNETIC] == bundled("kilted", MAGNETIC)
         with pytest.raises(UsageError, match="foxy"):
             Ros2Recording(rec.reader, distro="foxy")
+        rec.decode(0)
+        rec.distro = "iron"  # after a decode too: resolved anew
+        assert rec.definitions[MAGNETIC] == bundled("iron", MAGNETIC)
+        assert rec.decoder.definitions[MAGNETIC] == bundled("iron", MAGNETIC)
     code, out, err = _run("cat", bag, "--distro", "iron")
     assert code == 0 and "warning" not in err and '"magnetic_field"' in out
     code, out, err = _run("cat", bag, "--distro", "foxy")
