@@ -108,25 +108,28 @@ def bundled(distro: str, type_name: str) -> tuple[str, str] | None:
         return None
 
 
+#: Whether a definition (`(encoding, text)`) decodes a message of the type the bag has.
+Fits = Callable[[str, tuple[str, str]], bool]
+
+
 def resolve(
     types: Iterable[str],
     stored: Mapping[str, tuple[str, str]],
     msg_path: Sequence[Path] = (),
     distro: str = DEFAULT,
-    sample: Callable[[str], bytes | None] | None = None,
+    fits: Fits | None = None,
     notes: list[str] | None = None,
 ) -> Definitions:
     """A definition for each of `types` that has one: the bag's (`stored`, kept whole),
     else one made of `.msg` files under `msg_path` (types they leave out taken from the
     bundle), else the bundle's of `distro`. A type none of them knows is left out.
 
-    With `sample` (type -> the data of one of its messages), a stored definition that does
-    not decode its sample (rosbag2's own test bags store placeholders, `uint8 level` for a
-    Log) gives way to the one `msg_path` or the bundle would give, if that one decodes it;
-    each such change is said in `notes`."""
+    With `fits`, a stored definition that does not fit the bag's messages (rosbag2's own
+    test bags store placeholders, `uint8 level` for a Log) gives way to the one `msg_path`
+    or the bundle would give, if that one fits; each such change is said in `notes`."""
     definitions = dict(stored)
     for type_name in sorted(set(types)):
-        if type_name in stored and (sample is None or _decodes(stored, type_name, sample)):
+        if type_name in stored and (fits is None or fits(type_name, stored[type_name])):
             continue
         found, origin = None, "the .msg files under --msg-path"
         if msg_path:
@@ -137,8 +140,7 @@ def resolve(
         if found is None:
             continue
         if type_name in stored:
-            assert sample is not None
-            if not _decodes({type_name: found}, type_name, sample):
+            if fits is None or not fits(type_name, found):
                 continue
             if notes is not None:
                 notes.append(
@@ -147,20 +149,3 @@ def resolve(
                 )
         definitions[type_name] = found
     return definitions
-
-
-def _decodes(
-    definitions: Mapping[str, tuple[str, str]],
-    type_name: str,
-    sample: Callable[[str], bytes | None],
-) -> bool:
-    """Whether `definitions` decode `type_name`'s sample message (True without one)."""
-    from .cdr import Decoder
-
-    try:
-        data = sample(type_name)
-        if data is not None:
-            Decoder(definitions).decode(type_name, data)
-    except FormatError:
-        return False
-    return True

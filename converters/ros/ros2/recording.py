@@ -53,7 +53,7 @@ class Ros2Recording(ArchiveRecording):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("msg_path", "distro"):  # what `definitions` was resolved from
-            for cached in ("definitions", "decoder"):
+            for cached in ("definitions", "decoder", "_trial"):
                 self.__dict__.pop(cached, None)
             self.__dict__.get("_checked", {}).clear()
         super().__setattr__(name, value)
@@ -96,21 +96,33 @@ class Ros2Recording(ArchiveRecording):
         """Type -> (encoding, text) for every type of the bag that has a definition: the
         bag's own, else from `msg_path`, else bundled (`bundle.resolve`). Everything that
         reads messages (decoding, tables, MCAP and ROS1 export) takes them from here."""
+        from .cdr import Decoder
+
         stored = {t: (d.encoding, d.text) for t, d in self.meta.definitions.items()}
+        self._trial = Decoder(stored)
         notes: list[str] = []
         types = self.meta.types.values()
-        found = resolve(types, stored, self.msg_path, self.bundle_distro, self._sample, notes)
+        found = resolve(types, stored, self.msg_path, self.bundle_distro, self._fits, notes)
         for note in notes:
             warnings.warn(note, UserWarning, stacklevel=2)
         return found
 
-    def _sample(self, type_name: str) -> bytes | None:
-        """The data of the first message of a topic of `type_name` (None if it has none)."""
+    def _fits(self, type_name: str, definition: tuple[str, str]) -> bool:
+        """Whether `definition` decodes the first message of a topic of `type_name`."""
+        from .cdr import Decoder
+
+        trial = self._trial
+        if trial.definitions.get(type_name) != definition:
+            trial = Decoder({type_name: definition})
         for topic, topic_type in self.meta.types.items():
             numbers = np.flatnonzero(self.reader.index.has_type(topic))
             if topic_type == type_name and len(numbers):
-                return self.serialized(int(numbers[0]))
-        return None
+                try:
+                    trial.decode(type_name, self.serialized(int(numbers[0])))
+                except FormatError:
+                    return False
+                break
+        return True
 
     @property
     def bundle_distro(self) -> str:
@@ -129,9 +141,8 @@ class Ros2Recording(ArchiveRecording):
 
     @cached_property
     def decoder(self) -> Decoder:
-        from .cdr import Decoder
-
-        return Decoder(self.definitions)
+        definitions = self.definitions  # the functions generated to check them are kept
+        return self._trial.with_definitions(definitions)
 
     def undefined(self, type_name: str) -> bool:
         """Whether no definition of `type_name` is known (its messages stay bytes)."""
