@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nanorec.errors import FormatError, UsageError
+from nanorec.errors import FormatError, NanorecError, UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
@@ -119,7 +119,7 @@ class Ros2Recording(ArchiveRecording):
             if topic_type == type_name and len(numbers):
                 try:
                     trial.decode(type_name, self.serialized(int(numbers[0])))
-                except FormatError:
+                except NanorecError:  # truncated, XCDR2...: decoding says so, message by message
                     return False
                 break
         return True

@@ -7,6 +7,7 @@ definitions) of each storage and distro decode and export to ROS1 with every mes
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from nanorec.converters.ros.ros2.generate import QOS
 from nanorec.converters.ros.ros2.make_bundle import STORES
 from nanorec.converters.ros.ros2.recording import Ros2Recording
 from nanorec.converters.ros.ros2.writer import SCHEMA
-from nanorec.errors import UsageError
+from nanorec.errors import NanorecError, UsageError
 from tests.conftest import REALDATA, make_runner
 from tests.converters.ros2.test_cdr import oracle, same
 
@@ -326,3 +327,27 @@ def test_the_rolling_talkers_placeholder_log_decodes() -> None:
     assert code == 0 and "base64" not in out and "printed as bytes" not in err, err
     assert "definition of rcl_interfaces/msg/Log does not fit" in err
     assert '"name": "minimal_publisher"' in out
+
+
+def test_a_damaged_first_message_keeps_the_stored_definition(tmp_path: Path) -> None:
+    """The fit check reads a type's first message: when that one is damaged, nothing fits
+    it, the bag's definition stays, and only that message fails to decode."""
+    bag = write_bag(tmp_path / "bag", "humble", "sqlite3", count=3)
+    definition = bundled("humble", MAGNETIC)
+    assert definition is not None
+    with sqlite3.connect(bag) as db:
+        db.execute(next(s for s in SCHEMA if "message_definitions" in s))
+        db.execute(
+            "INSERT INTO message_definitions (topic_type, encoding, encoded_message_definition,"
+            " type_description_hash) VALUES (?, 'ros2msg', ?, '')",
+            (MAGNETIC, definition[1]),
+        )
+        db.execute("UPDATE messages SET data = substr(data, 1, 10) WHERE id = 1")
+    db.close()
+    with registry.open(bag) as rec, warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "does not fit" note
+        assert isinstance(rec, Ros2Recording)
+        assert rec.definitions == {MAGNETIC: definition}
+        assert rec.decode(1)["magnetic_field"]["x"] == pytest.approx(1e-6)
+        with pytest.raises(NanorecError):
+            rec.decode(0)
