@@ -20,6 +20,7 @@ from nanorec.converters.ros.ros2 import bundle
 from nanorec.converters.ros.ros2.make_bundle import STORES, own_texts
 from nanorec.converters.ros.ros2.msgdef import EMPTY_FIELD, load, parse_definition, parse_msg
 from nanorec.errors import UsageError
+from tests.conftest import REPO
 
 CASES = [(d, t) for d in bundle.DISTROS for t in sorted(bundle.texts(d))]
 
@@ -127,3 +128,12 @@ def test_distros_named_and_unknown() -> None:
     assert bundle.distro_of("") == bundle.distro_of(None) == bundle.distro_of("foxy") == "humble"
     assert bundle.bundled("humble", "no_msgs/msg/Nothing") is None
     assert bundle.bundled("humble", "std_msgs/String") == ("ros2msg", "string data\n")
+
+
+def test_the_bundle_is_package_data() -> None:
+    """An installed wheel carries bundle.json (setuptools installs only what is listed)."""
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    data = config["tool"]["setuptools"]["package-data"]
+    assert "bundle.json" in data["nanorec.converters.ros.ros2"]
+    assert (REPO / "converters" / "ros" / "ros2" / "bundle.json").is_file()

@@ -139,6 +139,8 @@ def test_the_humble_talker_decodes() -> None:
     with _open(bag) as rec:
         assert rec.meta.definitions == {} and rec.bundle_distro == "humble"
         kinds = {rec.type_of(rec.kind_of(n)): rec.decode(n) for n in range(len(rec))}
+        rows = list(rec.rows("/topic"))  # what tables (Parquet, Arrow, CSV) are made of
+    assert rows and all(row["data"].startswith("Hello, world! ") for row in rows)
     assert kinds["std_msgs/msg/String"]["data"].startswith("Hello, world! ")
     log = kinds["rcl_interfaces/msg/Log"]
     assert log["level"] == 20 and log["name"] == "minimal_publisher"
