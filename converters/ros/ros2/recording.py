@@ -114,15 +114,24 @@ class Ros2Recording(ArchiveRecording):
         trial = self._trial
         if trial.definitions.get(type_name) != definition:
             trial = Decoder({type_name: definition})
-        for topic, topic_type in self.meta.types.items():
-            numbers = np.flatnonzero(self.reader.index.has_type(topic))
-            if topic_type == type_name and len(numbers):
-                try:
-                    trial.decode(type_name, self.serialized(int(numbers[0])))
-                except NanorecError:  # truncated, XCDR2...: decoding says so, message by message
-                    return False
-                break
+        number = self._first_of_type.get(type_name)
+        if number is None:
+            return True
+        try:
+            trial.decode(type_name, self.serialized(number))
+        except NanorecError:  # truncated, XCDR2...: decoding says so, message by message
+            return False
         return True
+
+    @cached_property
+    def _first_of_type(self) -> dict[str, int]:
+        """Type -> the number of its first message (one pass over the index's codes)."""
+        codes = self.reader.index.types_code
+        _, firsts = np.unique(codes, return_index=True)
+        found: dict[str, int] = {}
+        for number in sorted(firsts.tolist()):
+            found.setdefault(self.type_of(self.kind_of(number)), number)
+        return found
 
     @property
     def bundle_distro(self) -> str:
