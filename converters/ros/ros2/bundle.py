@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
+from types import MappingProxyType
 from typing import Final
 
 from nanorec.errors import FormatError, UsageError
@@ -49,14 +50,17 @@ def _bundle() -> dict[str, object]:
 
 
 @cache
-def texts(distro: str) -> dict[str, str]:
-    """`pkg/msg/Type` -> its own `.msg` text (no nested types) in `distro`."""
+def texts(distro: str) -> Mapping[str, str]:
+    """`pkg/msg/Type` -> its own `.msg` text (no nested types) in `distro` (read-only:
+    shared by every caller)."""
     bundle = _bundle()
     stores = bundle["distros"]
     types = bundle["types"]
     assert isinstance(stores, dict) and isinstance(types, dict)
     store = stores[check_distro(distro)]
-    return {name: text for name, variants in types.items() for text, of in variants if store in of}
+    return MappingProxyType(
+        {name: text for name, variants in types.items() for text, of in variants if store in of}
+    )
 
 
 def check_distro(name: str) -> str:
