@@ -22,7 +22,7 @@ from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
 
-from .bundle import bundled, check_distro, distro_of, resolve
+from .bundle import DISTROS, bundled, check_distro, distro_of, resolve
 from .export import data_of
 from .meta import Ros2Meta
 from .storage import ZSTD_MAGIC
@@ -161,7 +161,9 @@ class Ros2Recording(ArchiveRecording):
                 self._checked[type_name] = False
             except FormatError as error:
                 self._checked[type_name] = True
-                note = f"{error.message}: its messages come out as bytes (try --msg-path)"
+                elsewhere = [d for d in DISTROS if bundled(d, type_name) is not None]
+                hint = f"--distro {elsewhere[-1]}" if elsewhere else "--msg-path"
+                note = f"{error.message}: its messages come out as bytes (try {hint})"
                 if self.on_undecodable is not None:
                     self.on_undecodable(FormatError(note))
                 else:

@@ -353,3 +353,15 @@ def test_a_damaged_first_message_keeps_the_stored_definition(tmp_path: Path) -> 
         assert rec.decode(1)["magnetic_field"]["x"] == pytest.approx(1e-6)
         with pytest.raises(NanorecError):
             rec.decode(0)
+
+
+def test_a_type_bundled_for_another_distro_is_hinted(tmp_path: Path) -> None:
+    """actionlib_msgs left ROS 2 in Lyrical: a Lyrical bag's GoalID stays bytes, and the
+    warning names a distro that has it."""
+    bag = write_bag(tmp_path / "bag", "lyrical", "sqlite3", count=2)
+    with sqlite3.connect(bag) as db:
+        db.execute("UPDATE topics SET type = 'actionlib_msgs/msg/GoalID'")
+    db.close()
+    code, _, err = _run("cat", bag)
+    assert code == 0 and err.count("warning") == 1, err
+    assert "no definition for actionlib_msgs/msg/GoalID" in err and "(try --distro kilted)" in err
