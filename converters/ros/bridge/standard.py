@@ -1,7 +1,7 @@
 """The standard messages of other formats (`nanorec.standard`) as ROS 2 CDR.
 
 A CARLA recording or a pbstream hands over poses, transforms and maps as plain values of a
-few standard ROS 2 types; their definitions are Humble's, bundled (`ros2/stock.py`: no ROS
+few standard ROS 2 types; their definitions are Humble's, bundled (`ros2/bundle.py`: no ROS
 install needed), and this module encodes the values. The definition text written into the
 bag is rosbag2's `ros2msg` text: the root `.msg`, then each type it uses after 80 `=` and
 `MSG: pkg/Type`.
@@ -15,31 +15,16 @@ from typing import Any
 
 from nanorec.standard import TYPES
 
+from ..ros2.bundle import bundled
 from ..ros2.cdr_encode import Encoder
-from ..ros2.msgdef import canonical, dependencies, parse_msg
-from ..ros2.stock import STOCK
-
-
-def short(type_name: str) -> str:
-    """`pkg/Type` of `pkg/msg/Type`."""
-    package, _, name = type_name.rpartition("/")
-    return f"{package.split('/')[0]}/{name}"
 
 
 def ros2msg_text(type_name: str) -> str:
-    """rosbag2's `ros2msg` definition text of a bundled type: the root, then every type it
-    uses once, depth first in name order (as `local_message_definition_source.cpp`)."""
-    seen: set[str] = set()
-
-    def full(name: str) -> str:
-        text = STOCK[name]
-        for used in sorted(dependencies(parse_msg(name, text))):
-            if used not in seen:
-                seen.add(used)
-                text += f"\n{'=' * 80}\nMSG: {short(used)}\n" + full(used)
-        return text
-
-    return full(canonical(type_name))
+    """rosbag2's `ros2msg` definition text of a bundled Humble type (`bundle.bundled`)."""
+    found = bundled("humble", type_name)
+    if found is None:
+        raise KeyError(type_name)
+    return found[1]
 
 
 class StandardEncoder:

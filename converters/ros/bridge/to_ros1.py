@@ -3,8 +3,10 @@
 From a ROS 2 bag, every message is transcoded from CDR to ROS1 serialization with the types
 mapped (`types.ros2_to_ros1`) from the definitions the bag carries; each connection gets the
 full `message_definition` text genmsg would write and its md5sum computed by ROS's rule
-(`ros1/md5.py`), so ROS1 tools take the bag as if recorded. A topic whose type has no
-definition in the bag or cannot be expressed in ROS1 (`wstring`) is left out and said so. A
+(`ros1/md5.py`), so ROS1 tools take the bag as if recorded. A type the bag has no
+definition of takes the one its recording resolves (`--msg-path`, else nanorec's bundled
+definitions of the bag's distro: `ros2/bundle.py`), said in a note. A topic whose type has no
+definition at all or cannot be expressed in ROS1 (`wstring`) is left out and said so. A
 transient-local topic (latched in ROS1 terms) is written latched.
 
 From an MCAP written from a ROS1 bag (`ros1msg` schemas, `ros1` messages: `mcap convert`,
@@ -34,10 +36,8 @@ from nanorec.standard import standard_messages
 
 from ..ros1.md5 import md5sum
 from ..ros1.writer import BagWriter
-from ..ros2.msgdef import canonical
 from ..ros2.recording import Ros2Recording
 from ..ros2.ros1_encoded import ROS1_SCHEMA
-from ..ros2.stock import STOCK
 from .standard import StandardEncoder
 from .to_ros2 import RELEASE_BYTES, nothing_written, reporting
 from .types import Crossing, Unmappable, ros2_to_ros1
@@ -55,8 +55,11 @@ class _Connections:
         definitions: Mapping[str, tuple[str, str]],
         latched: set[str],
         headers: Mapping[str, Mapping[str, str]] | None = None,
+        sources: Mapping[str, str] | None = None,
     ) -> None:
         self.definitions = definitions
+        #: Type -> where its definition comes from, for a type the bag has none of.
+        self.sources = sources or {}
         self.latched = latched
         self.headers = headers or {}
         self.ids: dict[str, int | None] = {}
@@ -103,16 +106,17 @@ class _Connections:
         return Crossing(type_name, type_name, text, bytes, ())
 
     def _definitions_of(self, type_name: str) -> Mapping[str, tuple[str, str]]:
-        """The bag's definitions; for a type it carries none of (rosbag2 before Iron stored
-        none), the bundled Humble ones of the common packages, said in a note."""
-        if type_name in self.definitions:
-            return self.definitions
-        if canonical(type_name) not in STOCK:
-            raise Unmappable("the bag carries no definition of its type (nor is it a common one)")
-        note = f"{type_name}: the bag carries no definition; Humble's, bundled with nanorec"
-        self.notes.append(note)
-        stock = {name: ("ros2msg", text) for name, text in STOCK.items()}
-        return {**stock, **self.definitions, type_name: stock[canonical(type_name)]}
+        """The resolved definitions (`Ros2Recording.definitions`); a type the bag carries
+        none of (rosbag2 before Iron stored none) is said in a note with where its came from."""
+        if type_name not in self.definitions:
+            raise Unmappable(
+                "the bag carries no definition of its type (nor is it bundled: try --msg-path)"
+            )
+        if type_name in self.sources:
+            self.notes.append(
+                f"{type_name}: the bag carries no definition; {self.sources[type_name]}"
+            )
+        return self.definitions
 
 
 def export(
@@ -126,7 +130,7 @@ def export(
 ) -> ExportReport:
     headers: dict[str, dict[str, str]] = {}
     if isinstance(recording, Ros2Recording):
-        definitions = {t: (d.encoding, d.text) for t, d in recording.meta.definitions.items()}
+        definitions, sources = recording.definitions, recording.sources()
         latched = _latched(recording)
         for index in range(len(recording.meta.files)):
             for declared in recording.meta.topics(index):
@@ -135,9 +139,9 @@ def export(
         messages = _from_ros2(recording, selection or Selection())
     else:
         encoder = StandardEncoder()
-        definitions, latched = encoder.definitions, set()
+        definitions, latched, sources = encoder.definitions, set(), {}
         messages = _from_standard(recording, selection, encoder)
-    connections = _Connections(definitions, latched, headers)
+    connections = _Connections(definitions, latched, headers, sources)
     chosen = len((selection or Selection()).chosen(recording.reader.index))
     damaged = 0
     with atomic_output(output, overwrite=overwrite) as stream:

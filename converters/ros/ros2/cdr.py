@@ -301,6 +301,16 @@ class Decoder:
         self._types: dict[str, dict[str, MsgType]] = {}
         self._decoders: dict[tuple[str, str, bool], Decode] = {}
 
+    def with_definitions(self, definitions: Mapping[str, tuple[str, str]]) -> Decoder:
+        """A decoder of `definitions` keeping this one's generated functions for the types
+        whose definition is the same (a root's definition holds its nested types)."""
+        decoder = Decoder(definitions)
+        mine = {canonical(k): v for k, v in self.definitions.items()}
+        same = {canonical(k) for k, v in definitions.items() if mine.get(canonical(k)) == v}
+        decoder._types = {root: t for root, t in self._types.items() if root in same}
+        decoder._decoders = {key: f for key, f in self._decoders.items() if key[0] in same}
+        return decoder
+
     def types(self, type_name: str) -> dict[str, MsgType]:
         """Every type `type_name`'s definition holds (with the builtins)."""
         root = canonical(type_name)

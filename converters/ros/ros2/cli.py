@@ -33,7 +33,7 @@ from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
 from .info_command import info_command
-from .shared import BAG, MSG_PATH, app, ros2_recording
+from .shared import BAG, DISTRO, MSG_PATH, app, ros2_recording
 
 _KINDS = "Only this topic; repeatable."
 
@@ -48,6 +48,7 @@ def cat_command(
     duration: Duration = None,
     messages: Messages = None,
     msg_path: MSG_PATH = None,
+    distro: DISTRO = None,
 ) -> None:
     """One row per message: number, time (s from the start), time_ns, time_s (Unix), then
     the message's fields flattened. Every topic (NDJSON) when none is given.
@@ -62,7 +63,7 @@ def cat_command(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
         with opened(file) as opened_recording:
-            recording = ros2_recording(opened_recording, file, msg_path)
+            recording = ros2_recording(opened_recording, file, msg_path, distro)
             with Undecodable(recording):
                 chosen = kinds or recording.table_kinds()
                 unknown = sorted(set(chosen) - set(recording.table_kinds()))
@@ -144,6 +145,7 @@ def play_command(
     hz: Annotated[float, typer.Option("--hz", help="Clock lines per second.")] = 40.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No status line.")] = False,
     msg_path: MSG_PATH = None,
+    distro: DISTRO = None,
 ) -> None:
     """Play the bag as `ros2 bag play` would: one NDJSON line per message (topic, time, the
     decoded message) at its time on stdout, the status line on stderr; on a terminal,
@@ -160,7 +162,7 @@ def play_command(
         if until_sec is not None and until_nsec is not None:
             raise UsageError("give --playback-until-sec or --playback-until-nsec, not both")
         with opened(file) as opened_recording:
-            recording = ros2_recording(opened_recording, file, msg_path)
+            recording = ros2_recording(opened_recording, file, msg_path, distro)
             picked = chosen_topics(
                 recording.table_kinds(),
                 topics=[*(kinds or ()), *(topics or ())],
@@ -227,6 +229,7 @@ def plot_command(
     messages: Messages = None,
     kinds: Kinds = None,
     msg_path: MSG_PATH = None,
+    distro: DISTRO = None,
 ) -> None:
     """Draw what the bag's messages mean: NavSatFix tracks, odometry/pose/tf paths per
     frame, Imu and few-number topics as time series, a few frames of each Image topic, and
@@ -245,7 +248,7 @@ def plot_command(
             start=start, end=end, duration=duration, messages=messages, kinds=kinds
         )
         with opened(file) as opened_recording:
-            recording = ros2_recording(opened_recording, file, msg_path)
+            recording = ros2_recording(opened_recording, file, msg_path, distro)
             with Undecodable(recording):
                 report = plot(recording, output, selection=selection, overwrite=force)
         typer.echo(report.line())

@@ -1,11 +1,12 @@
 """A ROS 2 bag's messages for MCAP (`nanorec export BAG --format mcap`), as rosbag2's MCAP
 storage writes them: profile `ros2`, `cdr` messages, each type's definition as its
-`ros2msg`/`ros2idl` schema, the channel's QoS and type hash as channel metadata, log and
-publish time the receive time; the CDR bytes untouched (inflated when the bag compressed
-each message). A topic the bag stores no type hash for gets the one of its definition
-(`typehash.py`), unless the bag is from before Iron (as that rosbag2 wrote it: none). A
-ROS1-encoded MCAP's topics keep their `ros1` messages, `ros1msg` schemas and the connection
-header their channel had (`ros1_encoded.py`)."""
+`ros2msg`/`ros2idl` schema (the bag's, else the recording's resolved one: a Humble bag's
+common types get their bundled definitions, so MCAP viewers decode them), the channel's QoS
+and type hash as channel metadata, log and publish time the receive time; the CDR bytes
+untouched (inflated when the bag compressed each message). A topic the bag stores no type
+hash for gets the one of its definition (`typehash.py`), unless the bag is from before Iron
+(as that rosbag2 wrote it: none). A ROS1-encoded MCAP's topics keep their `ros1` messages,
+`ros1msg` schemas and the connection header their channel had (`ros1_encoded.py`)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,13 @@ def mcap_messages(
         topic = topics.get(name)
         type_name = topic.type if topic is not None else ""
         if type_name not in schemas:
-            definition = definition_for(meta.definitions, type_name)
-            schemas[type_name] = (
-                definition.encoding if definition else "",
-                definition.text.encode() if definition else b"",
+            stored = definition_for(meta.definitions, type_name)  # a service's for its events
+            encoding, definition = (
+                (stored.encoding, stored.text)
+                if stored is not None
+                else recording.definitions.get(type_name, ("", ""))
             )
+            schemas[type_name] = (encoding, definition.encode())
         encoding, text = schemas[type_name]
         channel = {"offered_qos_profiles": topic.offered_qos_profiles if topic else ""}
         if topic is not None and topic.ros1_connection:  # an MCAP written from a ROS1 bag

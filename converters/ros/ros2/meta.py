@@ -89,13 +89,36 @@ class Ros2Meta:
         return found
 
     @cached_property
-    def compression(self) -> tuple[str, str]:
-        """rosbag2's (compression_format, compression_mode), from metadata.yaml. Cached:
-        `Ros2Recording.serialized` asks for every message, and parsing the YAML each time
-        made decoding a 6000-message bag take minutes."""
-        from .bag import compression_of
+    def information(self) -> dict[str, Any]:
+        """rosbag2's `rosbag2_bagfile_information` map: metadata.yaml's, else the first
+        file's stored copy that parses; {} without one. Cached: `Ros2Recording.serialized`
+        asks for the compression of every message, and parsing the YAML each time made
+        decoding a 6000-message bag take minutes."""
+        from .bag import bagfile_information
 
+        for text in [self.metadata, *(f["stored_metadata"] for f in self.files)]:
+            if not text:
+                continue
+            try:
+                return bagfile_information(text if isinstance(text, bytes) else text.encode())
+            except FormatError:
+                continue
+        return {}
+
+    @cached_property
+    def compression(self) -> tuple[str, str]:
+        """rosbag2's (compression_format, compression_mode), from metadata.yaml."""
         if self.adopted:  # no metadata YAML left: what the first message said
             given = self._compression
             return (str(given[0]), str(given[1])) if isinstance(given, list) else ("", "")
-        return compression_of([self.metadata, *(f["stored_metadata"] for f in self.files)])
+        info = self.information
+        return str(info.get("compression_format") or ""), str(info.get("compression_mode") or "")
+
+    @cached_property
+    def ros_distro(self) -> str:
+        """The distro the bag names: its storage's (the sqlite3 `schema` table, the MCAP
+        `rosbag2` record), else metadata.yaml's `ros_distro` (version 8 on); "" if none."""
+        for entry in self.files:
+            if entry["ros_distro"]:
+                return str(entry["ros_distro"])
+        return str(self.information.get("ros_distro") or "")

@@ -371,11 +371,14 @@ def dependencies(msg: MsgType) -> list[str]:
     return list(dict.fromkeys(f.type for f in msg.fields if "/" in f.type))
 
 
-def from_msg_path(folders: Iterable[str | Path], type_name: str) -> tuple[str, str]:
+def from_msg_path(
+    folders: Iterable[str | Path], type_name: str, known: Mapping[str, str] | None = None
+) -> tuple[str, str]:
     """A definition for `type_name` written as rosbag2 writes one ("ros2msg", text), from
     `.msg`/`.srv` files laid out `<folder>/<pkg>/msg/<Type>.msg` (as a ROS `share/` folder
     is) or `<folder>/msg/<Type>.msg` in a folder named after the package: for bags that
-    carry no definitions."""
+    carry no definitions. A nested type the folders lack is taken from `known`
+    (`pkg/msg/Type` -> its `.msg` text) when there."""
     roots = [Path(f) for f in folders]
 
     def find(name: str, suffix: str) -> str:
@@ -412,9 +415,12 @@ def from_msg_path(folders: Iterable[str | Path], type_name: str) -> tuple[str, s
         try:
             text = find(name, ".msg")
         except UsageError:
-            if name in BUILTINS:
+            if known and name in known:
+                text = known[name]
+            elif name in BUILTINS:
                 continue
-            raise
+            else:
+                raise
         package, _, stem = name.split("/")
         out.append(f"\n{SEPARATOR}\nMSG: {package}/{stem}\n{text}")
         pending += dependencies(parse_msg(name, text))

@@ -1,14 +1,14 @@
 """`Ros2Recording`: a converted ROS 2 bag as a `nanorec.contract.Recording`.
 
 Message kinds are topics; `message(n).value` is the decoded message (a dict, numeric arrays
-as numpy arrays), decoded from the definitions the bag carries, or from `.msg` files found
-under `msg_path` for a bag without them; a message that cannot be decoded comes out as its
-bytes (`on_undecodable` is told). `raw(n)` gives the data exactly as stored.
+as numpy arrays), decoded from the definitions the bag carries, or for a bag without them
+from `.msg` files found under `msg_path`, else from the definitions nanorec bundles for the
+bag's distro (or `distro`: see `bundle.py`); a message that cannot be decoded comes out as
+its bytes (`on_undecodable` is told). `raw(n)` gives the data exactly as stored.
 """
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nanorec.errors import FormatError, UsageError
+from nanorec.errors import FormatError, NanorecError, UsageError
 from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
 
+from .bundle import DISTROS, bundled, check_distro, distro_of, resolve
 from .export import data_of
 from .meta import Ros2Meta
 from .ros1_encoded import Ros1Decoders, is_ros1
@@ -37,14 +38,26 @@ if TYPE_CHECKING:
 class Ros2Recording(ArchiveRecording):
     format = "ros2"
 
-    def __init__(self, reader: ArchiveReader, msg_path: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, reader: ArchiveReader, msg_path: Sequence[Path] = (), distro: str | None = None
+    ) -> None:
         super().__init__(reader)
         self.meta = Ros2Meta(reader)
         self.msg_path = list(msg_path)
+        #: Whose bundled definitions serve types the bag has none of (None: the bag's
+        #: `ros_distro`, else Humble). Setting it or `msg_path` resolves definitions anew.
+        self.distro = None if distro is None else check_distro(distro)
         #: Told of each message that does not decode, which then comes out as its bytes
         #: (`cat` and `play` warn and go on); None: `decode` raises the `FormatError`.
         self.on_undecodable: Callable[[FormatError], None] | None = None
         self._checked: dict[str, bool] = {}
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("msg_path", "distro"):  # what `definitions` was resolved from
+            for cached in ("definitions", "decoder", "_trial"):
+                self.__dict__.pop(cached, None)
+            self.__dict__.get("_checked", {}).clear()
+        super().__setattr__(name, value)
 
     def close(self) -> None:
         for cached in ("time", "file", "rank"):  # views of the mapping
@@ -82,16 +95,67 @@ class Ros2Recording(ArchiveRecording):
         return self.meta.types.get(topic, "")
 
     @cached_property
-    def decoder(self) -> Decoder:
+    def definitions(self) -> dict[str, tuple[str, str]]:
+        """Type -> (encoding, text) for every type of the bag that has a definition: the
+        bag's own, else from `msg_path`, else bundled (`bundle.resolve`). Everything that
+        reads messages (decoding, tables, MCAP and ROS1 export) takes them from here."""
         from .cdr import Decoder
-        from .msgdef import from_msg_path
 
-        definitions = {t: (d.encoding, d.text) for t, d in self.meta.definitions.items()}
-        for type_name in sorted(set(self.meta.types.values()) - set(definitions)):
-            if self.msg_path:
-                with contextlib.suppress(UsageError):  # not there either: bytes, said once
-                    definitions[type_name] = from_msg_path(self.msg_path, type_name)
-        return Decoder(definitions)
+        stored = {t: (d.encoding, d.text) for t, d in self.meta.definitions.items()}
+        ros1 = {t: stored.pop(t) for t in self.ros1_types}  # ROS1's own: nothing to resolve
+        self._trial = Decoder(stored)
+        notes: list[str] = []
+        types = [t for t in self.meta.types.values() if t not in ros1]
+        found = resolve(types, stored, self.msg_path, self.bundle_distro, self._fits, notes)
+        for note in notes:
+            warnings.warn(note, UserWarning, stacklevel=2)
+        return {**found, **ros1}
+
+    def _fits(self, type_name: str, definition: tuple[str, str]) -> bool:
+        """Whether `definition` decodes the first message of a topic of `type_name`."""
+        from .cdr import Decoder
+
+        trial = self._trial
+        if trial.definitions.get(type_name) != definition:
+            trial = Decoder({type_name: definition})
+        number = self._first_of_type.get(type_name)
+        if number is None:
+            return True
+        try:
+            trial.decode(type_name, self.serialized(number))
+        except NanorecError:  # truncated, XCDR2...: decoding says so, message by message
+            return False
+        return True
+
+    @cached_property
+    def _first_of_type(self) -> dict[str, int]:
+        """Type -> the number of its first message (one pass over the index's codes)."""
+        codes = self.reader.index.types_code
+        _, firsts = np.unique(codes, return_index=True)
+        found: dict[str, int] = {}
+        for number in sorted(firsts.tolist()):
+            found.setdefault(self.type_of(self.kind_of(number)), number)
+        return found
+
+    @property
+    def bundle_distro(self) -> str:
+        """Whose bundled definitions serve this bag: `distro`, else the bag's own."""
+        return self.distro or distro_of(self.meta.ros_distro)
+
+    def sources(self) -> dict[str, str]:
+        """Type -> where its definition comes from, for each the bag carries none of."""
+        found: dict[str, str] = {}
+        for type_name in sorted(self.definitions.keys() - self.meta.definitions.keys()):
+            if self.definitions[type_name] == bundled(self.bundle_distro, type_name):
+                found[type_name] = f"ROS 2 {self.bundle_distro}'s, bundled with nanorec"
+            else:
+                found[type_name] = "from the .msg files under --msg-path"
+        return found
+
+    @cached_property
+    def decoder(self) -> Decoder:
+        definitions = self.definitions  # the functions generated to check them are kept
+        return self._trial.with_definitions(definitions)
 
     @cached_property
     def ros1_types(self) -> frozenset[str]:
@@ -115,7 +179,9 @@ class Ros2Recording(ArchiveRecording):
                 self._checked[type_name] = False
             except FormatError as error:
                 self._checked[type_name] = True
-                note = f"{error.message}: its messages come out as bytes (try --msg-path)"
+                elsewhere = [d for d in DISTROS if bundled(d, type_name) is not None]
+                hint = f"--distro {elsewhere[-1]}" if elsewhere else "--msg-path"
+                note = f"{error.message}: its messages come out as bytes (try {hint})"
                 if self.on_undecodable is not None:
                     self.on_undecodable(FormatError(note))
                 else:

@@ -255,21 +255,16 @@ def test_cat_unknown_topic() -> None:
     assert stderr.count("\n") == 1 and "/nope" in stderr and "/odom" in stderr
 
 
-def _bag_without_definitions(path: Path) -> Path:
-    """A .db3 as rosbag2 humble wrote it: no message_definitions table."""
+def _bag_without_definitions(path: Path, odom: str, status: str) -> Path:
+    """A .db3 as rosbag2 humble wrote it: no message_definitions table; the two topics of
+    types `odom` (a PoseStamped) and `status` (a String)."""
     with sqlite3.connect(path) as db:
         for statement in SCHEMA:
             if "message_definitions" not in statement:
                 db.execute(statement)
         db.execute("INSERT INTO schema VALUES (3, 'humble')")
-        db.execute(
-            "INSERT INTO topics VALUES (1, '/odom', 'geometry_msgs/msg/PoseStamped', 'cdr', ?, '')",
-            (QOS,),
-        )
-        db.execute(
-            "INSERT INTO topics VALUES (2, '/status', 'std_msgs/msg/String', 'cdr', ?, '')",
-            (QOS,),
-        )
+        db.execute("INSERT INTO topics VALUES (1, '/odom', ?, 'cdr', ?, '')", (odom, QOS))
+        db.execute("INSERT INTO topics VALUES (2, '/status', ?, 'cdr', ?, '')", (status, QOS))
         db.executemany(
             "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)",
             ((ns, key, data) for key, ns, data in messages(2.0)),
@@ -287,6 +282,8 @@ def _msg_path(root: Path) -> Path:
         "geometry_msgs/msg/Pose.msg": "Point position\nQuaternion orientation\n",
         "geometry_msgs/msg/Point.msg": "float64 x\nfloat64 y\nfloat64 z\n",
         "geometry_msgs/msg/Quaternion.msg": "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n",
+        "robot_msgs/msg/Status.msg": "string data\n",
+        "robot_msgs/msg/Odom.msg": "std_msgs/Header header\ngeometry_msgs/Pose pose\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -302,14 +299,17 @@ def _payload(value: Any) -> bytes:
 
 
 def test_cat_without_definitions_and_msg_path(tmp_path: Path) -> None:
-    bag = _bag_without_definitions(tmp_path / "humble.db3")
+    """Types nanorec does not bundle (robot_msgs) come out as bytes until --msg-path."""
+    bag = _bag_without_definitions(
+        tmp_path / "humble.db3", "robot_msgs/msg/Odom", "robot_msgs/msg/Status"
+    )
     code, stdout, stderr = _run("cat", bag)
     assert code == 0, stderr
     lines = _lines(stdout)
     assert len(lines) == 42
     warnings = [line for line in stderr.splitlines() if "warning" in line]
     assert len(warnings) == 2  # one per type, not one per message
-    assert any("std_msgs/msg/String" in w for w in warnings)
+    assert any("robot_msgs/msg/Status" in w for w in warnings)
     assert all("--msg-path" in w for w in warnings)
     from converters.ros.ros2.generate import string
 
@@ -328,6 +328,21 @@ def test_cat_without_definitions_and_msg_path(tmp_path: Path) -> None:
         "lap 0: all systems nominal",
         "lap 1: all systems nominal",
     ]
+
+
+def test_cat_without_definitions_of_common_types(tmp_path: Path) -> None:
+    """Humble's std_msgs and geometry_msgs are bundled: decoded without --msg-path, no
+    warning, as with the .msg files."""
+    bag = _bag_without_definitions(
+        tmp_path / "humble.db3", "geometry_msgs/msg/PoseStamped", "std_msgs/msg/String"
+    )
+    code, stdout, stderr = _run("cat", bag)
+    assert code == 0 and "warning" not in stderr, stderr
+    lines = _lines(stdout)
+    assert lines[1]["message"] == {"data": "lap 0: all systems nominal"}
+    assert lines[0]["message"]["pose"]["position"]["x"] == 10.0
+    code, given, stderr = _run("cat", bag, "--msg-path", _msg_path(tmp_path / "msgs"))
+    assert code == 0 and given == stdout, stderr
 
 
 # -- info -----------------------------------------------------------------------------
