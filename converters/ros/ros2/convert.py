@@ -181,7 +181,7 @@ def _facts(stored: StorageFile) -> dict[str, Any]:
         )
         if getattr(stored, name, None) is not None
     }
-    return {
+    facts: dict[str, Any] = {
         "topics": [asdict(topic) for topic in stored.topics],
         "definitions": [asdict(definition) for definition in stored.definitions],
         "stored_metadata": stored.stored_metadata,
@@ -191,6 +191,11 @@ def _facts(stored: StorageFile) -> dict[str, Any]:
         "notes": list(damage.notes),
         "extra": _plain(extra),
     }
+    if damage.losses:  # only then: a whole file's facts (and archive) stay as they were
+        facts["losses"] = [asdict(region) for region in damage.losses]
+        facts["lost_messages"] = damage.lost_messages
+        facts["lost_bytes"] = damage.lost_bytes
+    return facts
 
 
 def _plain(value: Any) -> Any:
@@ -265,11 +270,13 @@ def _write(
         hashes.insert(0, ("metadata.yaml", hashlib.sha256(layout.metadata).hexdigest()))
     sha = folder_sha256(hashes) if layout.folder else entries[0]["sha256"]
     source_size = sum(e["size"] for e in entries) + len(layout.metadata or b"")
+    source: dict[str, Any] = {"name": layout.root.name, "size": source_size, "sha256": sha}
+    source.update(source_losses(entries))
     with ArchiveWriter(
         output,
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
-        source={"name": layout.root.name, "size": source_size, "sha256": sha},
+        source=source,
     ) as writer:
         packer = msgpack.Packer()
         view = memoryview(data)
@@ -342,22 +349,43 @@ def _chunks(path: Path) -> Iterator[bytes]:
             yield block
 
 
-def _report(
-    layout: BagLayout, entries: list[dict[str, Any]], count: int, size: int, sha: str
-) -> Converted:
-    done = Converted(count, size, sha, notes=list(layout.notes))
+def source_losses(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the description's `source` map says of a damaged input (`verify` of the archive
+    reports it): nothing for a whole or merely cut bag, whose archive stays as it was."""
+    damaged = _damaged(entries)
+    if not damaged:
+        return {}
+    return {
+        "messages_lost": sum(e.get("lost_messages", 0) for e in entries),
+        "damaged": [str(region) for region in damaged],
+    }
+
+
+def _damaged(entries: list[dict[str, Any]]) -> list[Region]:
+    """The damaged regions of the bag's files, as the report lists them."""
+    out: list[Region] = []
     last = len(entries) - 1
     for index, entry in enumerate(entries):
+        # parts that held messages not all read back: damage even past a cut
+        out += [_in(entry, region) for region in entry.get("losses", ())]
         end = entry["cut"]["offset"] if entry["cut"] is not None else entry["size"]
         for region in entry["damaged"]:
             if region["offset"] < end:  # what lay past a cut is the cut, not damage
-                done.damaged.append(_in(entry, region))
-        if entry["cut"] is not None:
-            cut = _in(entry, entry["cut"])
-            if index == last:
-                done.cut = cut
-            else:  # only the file being written when the writer died may end early
-                done.damaged.append(cut)
+                out.append(_in(entry, region))
+        if entry["cut"] is not None and index != last:
+            # only the file being written when the writer died may end early
+            out.append(_in(entry, entry["cut"]))
+    return out
+
+
+def _report(
+    layout: BagLayout, entries: list[dict[str, Any]], count: int, size: int, sha: str
+) -> Converted:
+    done = Converted(count, size, sha, notes=list(layout.notes), damaged=_damaged(entries))
+    last = entries[-1]
+    if last["cut"] is not None:
+        done.cut = _in(last, last["cut"])
+    for entry in entries:
         done.notes += [f"{entry['name']}: {note}" for note in entry["notes"]]
     done.details = {
         "storage": sorted({e["storage"] for e in entries}),
@@ -368,6 +396,8 @@ def _report(
         "kept_chunks": sum(e["extra"].get("kept_chunks", 0) for e in entries),
         "notes": done.notes,
     }
+    if done.damaged:  # messages the bag lost (at least: a cut stream hides how many)
+        done.details["messages_lost"] = sum(e.get("lost_messages", 0) for e in entries)
     return done
 
 

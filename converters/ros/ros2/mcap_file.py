@@ -14,8 +14,11 @@ never needed again.
 
 Damage: a file cut short (a killed writer: no summary, no footer, a partial record) keeps its
 tail as `damage.cut`; a chunk that does not decompress, does not match its CRC, or whose
-records do not parse, is a `damage.damaged` region and stays as it is. Either way the skeleton
-holds those bytes, so join still gives the damaged file back whole.
+records do not parse, stays as it is. Either way the skeleton holds those bytes, so join
+still gives the damaged file back whole. A chunk cut by the end of the file or damaged still
+gives back every complete message a streaming decompressor reaches (`mcap_salvage.py`): they
+are read like a kept chunk's (their datas dropped by join) and the chunk is a
+`damage.losses` region saying how many were recovered and what was lost.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
+from .mcap_salvage import Salvage, lost_text, salvage
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
 from .storage import RELEASE_BYTES, Damage, Definition, StoredMessage, Topic, release_pages
 
@@ -108,6 +112,8 @@ class McapFile:
         #: how many chunks each compressor (`REBUILDERS` description) rebuilt
         self.rebuilt_by: dict[str, int] = {}
         self._damaged: set[int] = set()  # offsets of records not to look into
+        #: offsets of damaged chunks (and of the chunk the file is cut in) giving messages
+        self._salvaged: set[int] = set()
         self._stop = 0  # end of the last complete record
         self._skeleton: bytes | None = None
         self._read = False
@@ -160,12 +166,14 @@ class McapFile:
                     self.profile, self.library = rec.parse_header(fields)
             except FormatError as exc:
                 self._damaged.add(pos)
-                self.damage.damaged.append(Region(pos, end - pos, exc.message))
+                if opcode != rec.CHUNK or not self._salvage(pos, end, schemas, channels, exc):
+                    self.damage.damaged.append(Region(pos, end - pos, exc.message))
         self._stop = stop
         tail = size - stop
         closed = last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC
         if tail and not closed:
             self.damage.cut = Region(stop, tail, "MCAP file cut inside a record")
+            self._cut_record(stop, schemas, channels)
         if not closed:
             self.damage.notes.append("no footer and closing magic: the writer did not finish")
         for channel in channels.values():
@@ -187,14 +195,98 @@ class McapFile:
             self.stored_metadata = rosbag2.get("serialized_metadata")
             self.ros_distro = rosbag2.get("ROS_DISTRO")
 
-    def _chunk_at(self, pos: int, end: int) -> _Chunk:
+    def _chunk_at(self, pos: int, end: int, whole: bool = True) -> _Chunk:
+        """The chunk record at `pos`, which ends at `end`; `whole` False: its records may
+        run past `end` (a cut chunk), `records_end` is then where they would end."""
         fields = rec.Fields(self._buf, pos + 9, end, pos)
         start = fields.take(rec.CHUNK_HEAD.size)
         _, _, usize, crc = rec.CHUNK_HEAD.unpack_from(self._buf, start)
         compression = fields.string()
         length = fields.u64()
-        records_start = fields.take(length)
+        records_start = fields.take(length) if whole else fields.pos
         return _Chunk(records_start, records_start + length, usize, crc, compression)
+
+    # --- cut and damaged chunks: what they still give --------------------------------------
+
+    def _salvage_at(self, pos: int, end: int) -> tuple[_Chunk, Salvage]:
+        """The salvage of the chunk at `pos` whose bytes on disk end at `end`."""
+        chunk = self._chunk_at(pos, end, whole=False)
+        data = self._buf[chunk.records_start : min(chunk.records_end, end)]
+        found = salvage(chunk.compression, data, chunk.uncompressed_size, chunk.uncompressed_crc)
+        return chunk, found
+
+    def _salvage(
+        self,
+        pos: int,
+        end: int,
+        schemas: dict[int, rec.SchemaRecord],
+        channels: dict[int, rec.ChannelRecord],
+        why: FormatError | None,
+    ) -> bool:
+        """Read what the damaged (`why`) or cut (None) chunk at `pos` still holds: its
+        schemas and channels join the file's, a loss region says what it gave back. False
+        when not even its head can be read (the caller reports it as before)."""
+        try:
+            chunk, found = self._salvage_at(pos, end)
+        except FormatError:
+            return False
+        view = memoryview(found.records)
+        for start, opcode, stop in found.walked:
+            fields = rec.Fields(view, start + 9, stop, pos)
+            try:
+                if opcode == rec.SCHEMA:
+                    schema = rec.parse_schema(fields)
+                    schemas.setdefault(schema.id, schema)
+                elif opcode == rec.CHANNEL:
+                    channel = rec.parse_channel(fields)
+                    channels.setdefault(channel.id, channel)
+            except FormatError:
+                pass  # a damaged schema or channel names nothing: its messages stay unnamed
+        self._salvaged.add(pos)
+        kind = f"{chunk.compression} chunk" if chunk.compression else "chunk"
+        what = "cut short" if why is None else f"damaged ({why.message})"
+        reason = (
+            f"MCAP {kind} {what}: {found.messages} messages recovered, {lost_text(found)} "
+            f"({found.lost_bytes} of its {chunk.uncompressed_size} record bytes not "
+            f"recovered: {found.why})"
+        )
+        damage = self.damage
+        # the chunk a file is cut in lies past the cut: a loss, so it is still reported
+        (damage.losses if why is None else damage.damaged).append(Region(pos, end - pos, reason))
+        damage.lost_messages += found.lost_messages
+        damage.lost_bytes += found.lost_bytes
+        return True
+
+    def _cut_record(
+        self,
+        pos: int,
+        schemas: dict[int, rec.SchemaRecord],
+        channels: dict[int, rec.ChannelRecord],
+    ) -> None:
+        """The record the file is cut in: a chunk gives what it can; a message is lost."""
+        opcode = self._buf[pos]
+        if opcode == rec.CHUNK and self._salvage(pos, len(self._buf), schemas, channels, None):
+            return
+        if opcode == rec.MESSAGE:
+            size = len(self._buf) - pos
+            self.damage.losses.append(
+                Region(pos, size, "MCAP message record cut short: 1 message lost")
+            )
+            self.damage.lost_messages += 1
+            self.damage.lost_bytes += size
+
+    def _salvaged_messages(self, ops: Ops, pos: int, end: int) -> Iterator[StoredMessage]:
+        """The messages a salvaged chunk gives (its bytes are kept as they are, so their
+        datas are dropped by join, as a kept chunk's)."""
+        _, found = self._salvage_at(pos, end)
+        view = memoryview(found.records)
+        head = _CHANNEL_TIME
+        for start, opcode, stop in found.walked:
+            if opcode == rec.MESSAGE:
+                channel, log_time = head.unpack_from(view, start + 9)
+                yield StoredMessage(channel, log_time, view[start + MESSAGE_HEAD : stop])
+        if found.messages:
+            ops.op(DROP, found.messages)
 
     def _records(self, pos: int, chunk: _Chunk) -> memoryview | bytes:
         """A chunk's records, decompressed and checked against its size and CRC."""
@@ -253,6 +345,8 @@ class McapFile:
                     break
                 if pos in self._damaged:
                     ops.raw(buf[pos:end])
+                    if pos in self._salvaged:
+                        yield from self._salvaged_messages(ops, pos, end)
                 elif opcode == rec.MESSAGE:
                     ops.raw(buf[pos : pos + MESSAGE_HEAD])
                     ops.op(DATA, 0)
@@ -263,6 +357,8 @@ class McapFile:
                 else:
                     ops.raw(buf[pos:end])
         ops.raw(buf[self._stop :])
+        if self._stop in self._salvaged:  # the chunk the file is cut in
+            yield from self._salvaged_messages(ops, self._stop, len(buf))
         self._skeleton = ops.skeleton(len(buf))
 
     def _chunk_messages(

@@ -184,7 +184,7 @@ MAX_CHUNK = 1 << 32
 MAX_RATIO = 1 << 16
 
 
-def _module(name: str) -> Any:
+def load(name: str) -> Any:
     """`zstandard` or `lz4.frame`, imported when a file needs it (why: both are optional
     dependencies, as for ROS 1 bags; most rosbag2 MCAP files have uncompressed chunks)."""
     try:
@@ -206,13 +206,13 @@ def decompress(compression: str, data: memoryview, size: int) -> bytes:
         raise FormatError("MCAP chunk declares an impossible uncompressed size", actual=size)
     try:
         if compression == "zstd":
-            zstandard = _module("zstandard")
+            zstandard = load("zstandard")
             declared = zstandard.frame_content_size(data)
             if declared not in (size, -1):
                 raise FormatError("zstd frame size differs from the chunk's", actual=declared)
             out = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
         elif compression == "lz4":
-            dec = _module("lz4.frame").LZ4FrameDecompressor()
+            dec = load("lz4.frame").LZ4FrameDecompressor()
             out = dec.decompress(data, max_length=size)
             if not dec.eof or dec.unused_data:
                 raise FormatError("lz4 frame does not end with the chunk")
@@ -232,7 +232,7 @@ def _zstd(level: int) -> Callable[[bytes], bytes]:
 
     def compress(data: bytes) -> bytes:
         if not compressors:
-            compressors.append(_module("zstandard").ZstdCompressor(level=level))
+            compressors.append(load("zstandard").ZstdCompressor(level=level))
         out: bytes = compressors[0].compress(data)
         return out
 
@@ -241,7 +241,7 @@ def _zstd(level: int) -> Callable[[bytes], bytes]:
 
 def _lz4(level: int, store_size: bool) -> Callable[[bytes], bytes]:
     def compress(data: bytes) -> bytes:
-        frame = _module("lz4.frame")
+        frame = load("lz4.frame")
         out: bytes = frame.compress(data, compression_level=level, store_size=store_size)
         return out
 

@@ -55,11 +55,20 @@ class StoredMessage:
 @dataclass
 class Damage:
     """What could not be read: `cut` is a crashed file's incomplete tail, `damaged` regions
-    inside it (skipped); both are kept in the skeleton, so the file still comes back whole."""
+    inside it (skipped); both are kept in the skeleton, so the file still comes back whole.
+
+    `losses` are the parts that held messages not all read back (a cut or damaged chunk,
+    pages cut off or unreadable), each saying in its reason how many were recovered and
+    lost: they are damage wherever they are, even inside the cut tail, since messages were
+    dropped. `lost_messages` is a lower bound (a cut stream hides how many it held),
+    `lost_bytes` the bytes of those parts not read back."""
 
     cut: Region | None = None
     damaged: list[Region] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    losses: list[Region] = field(default_factory=list)
+    lost_messages: int = 0
+    lost_bytes: int = 0
 
 
 class StorageFile(Protocol):
