@@ -267,12 +267,16 @@ class McapFile:
         opcode = self._buf[pos]
         if opcode == rec.CHUNK and self._salvage(pos, len(self._buf), schemas, channels, None):
             return
-        if opcode == rec.MESSAGE:
+        if opcode in (rec.CHUNK, rec.MESSAGE):
             size = len(self._buf) - pos
-            self.damage.losses.append(
-                Region(pos, size, "MCAP message record cut short: 1 message lost")
+            lost = int(opcode == rec.MESSAGE)
+            what = (
+                "message record cut short: 1 message lost"
+                if lost
+                else "chunk cut inside its head: an unknown number of messages lost"
             )
-            self.damage.lost_messages += 1
+            self.damage.losses.append(Region(pos, size, f"MCAP {what}"))
+            self.damage.lost_messages += lost
             self.damage.lost_bytes += size
 
     def _salvaged_messages(self, ops: Ops, pos: int, end: int) -> Iterator[StoredMessage]:
