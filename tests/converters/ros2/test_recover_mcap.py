@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mcap")
-zstandard = pytest.importorskip("zstandard")
-lz4_frame = pytest.importorskip("lz4.frame")
+pytest.importorskip("zstandard")
+pytest.importorskip("lz4")
 
+import lz4.frame as lz4_frame
+import zstandard
 from mcap.exceptions import McapError
 from mcap.records import Message as McapMessage
 from mcap.stream_reader import StreamReader
