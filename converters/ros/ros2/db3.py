@@ -151,7 +151,8 @@ class Db3File:
                 f"{p.header.pages - p.header.declared_pages} pages past the committed end "
                 "(a writer killed inside a transaction): their rows are read too"
             )
-        if root and not problems and not spilled:
+        partial = self.damage.cut is not None and self.damage.cut.length > 0
+        if root and not problems and not spilled and not partial:
             for n in leaves:
                 for row in self._leaf(n, layout, strict=True):
                     yield self._emit(row)
@@ -170,8 +171,71 @@ class Db3File:
             if n in leaves or p.view[p.offset(n)] == TABLE_LEAF:
                 for row in self._leaf(n, layout, strict=n in leaves):
                     seen.setdefault(row[0], row)
+        kept = 0
+        for row in self._partial_leaf(layout):
+            kept += seen.setdefault(row[0], row) is row
+        if self.damage.cut is not None:
+            self._loss(seen, kept)
         for rowid in sorted(seen):
             yield self._emit(seen[rowid])
+
+    def _partial_leaf(self, layout: tuple[int, int, int, int, int]) -> list[Row]:
+        """The rows of the page the file ends inside whose cells are whole on disk (why: a
+        leaf's cells fill it from its end, so the rows written last, nearest its header,
+        survive a cut through its middle; SQLite, which reads a short page as zeros past
+        the end, still finds them). [] when the page is no leaf of `messages`."""
+        p = self.pager
+        n = p.header.pages + 1
+        base = p.offset(n)
+        have = len(self.view) - base
+        if n == 1 or have < 8 or self.view[base] != TABLE_LEAF:
+            return []
+        page = bytes(self.view[base:]) + bytes(p.size - have)
+        try:
+            _, cells = p.cells(n, page, (TABLE_LEAF,))
+        except NanorecError:
+            return []
+        if 8 + 2 * len(cells) > have:
+            return []  # the cell pointers are cut: which bytes are cells cannot be told
+        rows: list[Row] = []
+        claimed: set[int] = set()
+        for c in cells:
+            try:
+                size, i = varint(page, c)
+                _, i = varint(page, i)
+                local = p.local_size(size)
+                if c >= have or i + local + (4 if local < size else 0) > have:
+                    continue  # cut: lost, never read from the zeros
+                row = self._cell(page, base, c, layout, claimed)
+            except (NanorecError, *_BAD):
+                continue
+            if row is None:
+                return []  # another table's page
+            rows.append(row)
+        if claimed & self._claimed:
+            return []
+        self._claimed |= claimed
+        return rows
+
+    def _loss(self, seen: dict[int, Row], kept: int) -> None:
+        """The cut as a loss: the rows read from its partial page, and the rowids missing
+        below the largest one read (rosbag2 numbers rows 1, 2, 3... and deletes none, so
+        each is a message lost; rows past the largest are lost too, uncounted)."""
+        cut = self.damage.cut
+        assert cut is not None
+        p = self.pager
+        present = len(self.view) - cut.offset
+        missing = max(0, max(seen, default=0) - len(seen))
+        lost = f"at least {missing}" if missing else "an unknown number of"
+        reason = (
+            f"SQLite file cut ({cut.reason}): {kept} rows read from the page it ends inside, "
+            f"{lost} messages lost ({missing} rowids missing below the largest one read)"
+        )
+        self.damage.losses.append(Region(cut.offset, cut.length, reason))
+        self.damage.lost_messages += missing
+        self.damage.lost_bytes += max(p.header.declared_pages, p.header.pages + 1) * p.size - (
+            cut.offset + present
+        )
 
     def _damaged(self, n: int, why: str) -> None:
         start = self.pager.offset(n)
