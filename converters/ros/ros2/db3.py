@@ -25,6 +25,7 @@ from .db3_skeleton import build_skeleton
 from .sqlite_btree import (
     TABLE_LEAF,
     Pager,
+    interior_keys,
     leaf_pages,
     record_header,
     schema,
@@ -175,7 +176,7 @@ class Db3File:
         for row in self._partial_leaf(layout):
             kept += seen.setdefault(row[0], row) is row
         if self.damage.cut is not None:
-            self._loss(seen, kept)
+            self._loss(seen, kept, max(interior_keys(p, visited), default=0))
         for rowid in sorted(seen):
             yield self._emit(seen[rowid])
 
@@ -217,19 +218,20 @@ class Db3File:
         self._claimed |= claimed
         return rows
 
-    def _loss(self, seen: dict[int, Row], kept: int) -> None:
+    def _loss(self, seen: dict[int, Row], kept: int, named: int) -> None:
         """The cut as a loss: the rows read from its partial page, and the rowids missing
-        below the largest one read (rosbag2 numbers rows 1, 2, 3... and deletes none, so
-        each is a message lost; rows past the largest are lost too, uncounted)."""
+        below the largest one read or `named` by an interior page of the tree (rosbag2
+        numbers rows 1, 2, 3... and deletes none, so each is a message lost; rows past the
+        largest are lost too, uncounted)."""
         cut = self.damage.cut
         assert cut is not None
         p = self.pager
         present = len(self.view) - cut.offset
-        missing = max(0, max(seen, default=0) - len(seen))
+        missing = max(0, max(named, max(seen, default=0)) - len(seen))
         lost = f"at least {missing}" if missing else "an unknown number of"
         reason = (
             f"SQLite file cut ({cut.reason}): {kept} rows read from the page it ends inside, "
-            f"{lost} messages lost ({missing} rowids missing below the largest one read)"
+            f"{lost} messages lost ({missing} rowids missing below the largest one known)"
         )
         self.damage.losses.append(Region(cut.offset, cut.length, reason))
         self.damage.lost_messages += missing

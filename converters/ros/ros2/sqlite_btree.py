@@ -297,6 +297,21 @@ def schema(pager: Pager) -> dict[str, tuple[int, list[tuple[str, bool]]]]:
     return tables
 
 
+def interior_keys(pager: Pager, pages: set[int]) -> list[int]:
+    """The keys (each the largest rowid of its left subtree) of the table-interior pages
+    among `pages`; pages that are not, or cannot be read, are skipped."""
+    keys: list[int] = []
+    for n in pages:
+        try:
+            page = pager.page(n)
+            kind, cells = pager.cells(n, page, (TABLE_INTERIOR, TABLE_LEAF))
+            if kind == TABLE_INTERIOR:
+                keys += [varint(page, c + 4)[0] for c in cells]
+        except (FormatError, TruncatedError, IndexError):
+            continue
+    return keys
+
+
 def leaf_pages(
     pager: Pager, root: int, visited: set[int]
 ) -> tuple[list[int], list[tuple[int, str]]]:
