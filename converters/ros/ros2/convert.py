@@ -124,13 +124,16 @@ def _scan_file(
     digest = _sha256(raw)
     size = len(raw)
     buf: Any = raw
+    wal: dict[str, Any] | None = None
     if bag_file.compressed:
         buf = _inflated(raw, bag_file, scratch("zstd"))
+    elif bag_file.wal is not None:
+        buf, wal = _with_wal(raw, bag_file.wal, scratch("wal"))
     storage = storage_of(bytes(buf[:16]))
     if storage is None:
         raise FormatError(f"{bag_file.name}: neither a sqlite3 nor an MCAP file", offset=0)
     try:
-        stored = open_storage(storage, buf)
+        stored = open_storage(storage, buf, None if wal is None else size)
     except NanorecError as error:
         raise type(error)(f"{bag_file.name}: {error.message}", offset=error.offset) from None
     names = {topic.key: topic.name for topic in stored.topics}
@@ -154,7 +157,7 @@ def _scan_file(
             written = 0
             release_pages(buf)
             release_pages(raw)
-    return {
+    entry = {
         "name": bag_file.name,
         "compressed": bag_file.compressed,
         "storage": storage,
@@ -164,6 +167,30 @@ def _scan_file(
         "skeleton": _spooled(stored.skeleton(), scratch("skeleton")),
         **_facts(stored),
     }
+    if wal is not None:  # only then: the archive of a bag without a WAL stays as it was
+        entry["wal"] = wal
+    return entry
+
+
+def _with_wal(raw: Any, wal: Path, target: IO[bytes]) -> tuple[Any, dict[str, Any]]:
+    """A .db3 file then its WAL, in one temporary file (mapped): the file SQLite would read
+    after a crash is the two together, and one skeleton holds what both are besides the
+    messages' data (export splits it at the file's size again)."""
+    target.write(raw)
+    digest = hashlib.sha256()
+    with wal.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+            target.write(block)
+    target.flush()
+    size = target.tell() - len(raw)
+    return _mapped(target), {"name": wal.name, "size": size, "sha256": digest.hexdigest()}
+
+
+def wal_hashes(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, sha256) of a bag file's WAL, when it came with one: part of the bag's hash."""
+    wal = entry.get("wal")
+    return [(wal["name"], wal["sha256"])] if wal else []
 
 
 def _facts(stored: StorageFile) -> dict[str, Any]:
@@ -265,11 +292,12 @@ def _write(
     topic_of = np.frombuffer(columns["topic"], np.int64)
     spool.flush()
     data: Any = _mapped(spool)
-    hashes = [(e["name"], e["sha256"]) for e in entries]
+    hashes = [pair for e in entries for pair in [(e["name"], e["sha256"]), *wal_hashes(e)]]
     if layout.metadata is not None:
         hashes.insert(0, ("metadata.yaml", hashlib.sha256(layout.metadata).hexdigest()))
-    sha = folder_sha256(hashes) if layout.folder else entries[0]["sha256"]
-    source_size = sum(e["size"] for e in entries) + len(layout.metadata or b"")
+    sha = folder_sha256(hashes) if layout.folder or len(hashes) > 1 else entries[0]["sha256"]
+    source_size = sum(e["size"] + e.get("wal", {}).get("size", 0) for e in entries)
+    source_size += len(layout.metadata or b"")
     source: dict[str, Any] = {"name": layout.root.name, "size": source_size, "sha256": sha}
     source.update(source_losses(entries))
     with ArchiveWriter(

@@ -32,6 +32,7 @@ from .sqlite_btree import (
     serial_size,
     varint,
 )
+from .sqlite_wal import wal_overlay
 from .storage import Damage, Definition, StoredMessage, Topic
 
 _U32 = struct.Struct(">I")
@@ -57,14 +58,17 @@ class Db3File:
 
     storage = "sqlite3"
 
-    def __init__(self, buf: bytes | mmap.mmap | memoryview) -> None:
+    def __init__(self, buf: bytes | mmap.mmap | memoryview, main_size: int | None = None) -> None:
         self.buf = buf
         self.view = memoryview(buf).cast("B") if isinstance(buf, memoryview) else memoryview(buf)
-        self.pager = p = Pager(self.view)
-        self.page_size = p.size
         self.damage = Damage()
+        overlay = None
+        if main_size is not None:  # `buf` is the file then its WAL
+            overlay = wal_overlay(self.view, main_size, self.damage)
+        self.pager = p = Pager(self.view if overlay else self.view[:main_size], overlay)
+        self.page_size = p.size
         h = p.header
-        tail = len(self.view) - h.pages * p.size
+        tail = 0 if overlay else len(p.view) - h.pages * p.size
         if tail or h.declared_pages > h.pages:
             why = (
                 f"file ends inside page {h.pages + 1}"
@@ -188,10 +192,10 @@ class Db3File:
         p = self.pager
         n = p.header.pages + 1
         base = p.offset(n)
-        have = len(self.view) - base
-        if n == 1 or have < 8 or self.view[base] != TABLE_LEAF:
+        have = len(p.view) - base
+        if n == 1 or have < 8 or p.overlay or p.view[base] != TABLE_LEAF:
             return []
-        page = bytes(self.view[base:]) + bytes(p.size - have)
+        page = bytes(p.view[base:]) + bytes(p.size - have)
         try:
             _, cells = p.cells(n, page, (TABLE_LEAF,))
         except NanorecError:
@@ -226,7 +230,7 @@ class Db3File:
         cut = self.damage.cut
         assert cut is not None
         p = self.pager
-        present = len(self.view) - cut.offset
+        present = len(p.view) - cut.offset
         missing = max(0, max(named, max(seen, default=0)) - len(seen))
         lost = f"at least {missing}" if missing else "an unknown number of"
         reason = (
@@ -376,9 +380,10 @@ def _layout(cols: list[tuple[str, bool]]) -> tuple[int, int, int, int, int] | No
     return alias, len(cols), names.index("topic_id"), names.index("timestamp"), names.index("data")
 
 
-def open_db3(buf: bytes | mmap.mmap | memoryview) -> Db3File:
-    """Open a `.db3` file's bytes (FormatError/TruncatedError when it is no SQLite file)."""
+def open_db3(buf: bytes | mmap.mmap | memoryview, main_size: int | None = None) -> Db3File:
+    """Open a `.db3` file's bytes (FormatError/TruncatedError when it is no SQLite file);
+    `main_size`: `buf` is the file's `main_size` bytes then its WAL, read as SQLite would."""
     try:
-        return Db3File(buf)
+        return Db3File(buf, main_size)
     except _BAD as exc:
         raise FormatError(f"malformed SQLite file: {exc}") from exc

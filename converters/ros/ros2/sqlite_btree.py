@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 
 from nanorec.errors import FormatError, TruncatedError
 
@@ -98,18 +98,43 @@ def read_header(buf: Buffer) -> Header:
     return Header(page_size, usable, pages, declared, trunk, count, encoding)
 
 
-class Pager:
-    """The file's pages, by number (1-based, as SQLite counts them)."""
+@dataclass(frozen=True)
+class Overlay:
+    """Pages found elsewhere in the buffer than at (n - 1) * page size: the committed frames
+    of a WAL appended after the database file's `main_size` bytes (see `sqlite_wal.py`)."""
 
-    def __init__(self, buf: Buffer) -> None:
+    main_size: int
+    pages: Mapping[int, int]  # page number -> offset of its bytes in the buffer
+    db_pages: int  # the database's size in pages after the WAL's last commit
+
+
+class Pager:
+    """The file's pages, by number (1-based, as SQLite counts them); with an `overlay`, as
+    SQLite sees them after replaying a WAL."""
+
+    def __init__(self, buf: Buffer, overlay: Overlay | None = None) -> None:
         self.buf = buf
         self.view = memoryview(buf)
-        self.header = h = read_header(buf)
+        self.overlay = overlay
+        if overlay is None:
+            self.header = h = read_header(buf)
+        else:
+            first = overlay.pages.get(1, 0)
+            h = read_header(self.view[first : first + 100])
+            limit = min(overlay.db_pages, overlay.main_size // h.page_size + len(overlay.pages))
+            n = 0
+            while n < limit and (
+                n + 1 in overlay.pages or (n + 1) * h.page_size <= overlay.main_size
+            ):
+                n += 1
+            self.header = h = replace(h, pages=n, declared_pages=max(overlay.db_pages, n))
         self.size, self.usable = h.page_size, h.usable
         self.max_local = h.usable - 35
         self.min_local = (h.usable - 12) * 32 // 255 - 23
 
     def offset(self, n: int) -> int:
+        if self.overlay is not None:
+            return self.overlay.pages.get(n, (n - 1) * self.size)
         return (n - 1) * self.size
 
     def page(self, n: int) -> bytes:
@@ -118,7 +143,7 @@ class Pager:
             if n >= 1 and n <= self.header.declared_pages:
                 raise TruncatedError(f"page {n} is past the end of the file", offset=len(self.buf))
             raise FormatError(f"page number {n} outside the file")
-        start = (n - 1) * self.size
+        start = self.offset(n)
         return bytes(self.buf[start : start + self.size])
 
     def cells(self, n: int, page: bytes, kinds: tuple[int, ...]) -> tuple[int, list[int]]:

@@ -118,12 +118,15 @@ def storage_of(head: bytes) -> str | None:
     return None
 
 
-def open_storage(storage: str, buf: bytes | memoryview) -> StorageFile:
-    """The storage file `buf` (a sqlite3 or MCAP file's bytes)."""
+def open_storage(
+    storage: str, buf: bytes | memoryview, main_size: int | None = None
+) -> StorageFile:
+    """The storage file `buf` (a sqlite3 or MCAP file's bytes; with `main_size`, a sqlite3
+    file's `main_size` bytes followed by its WAL's)."""
     if storage == "sqlite3":
         from .db3 import open_db3
 
-        return open_db3(buf)
+        return open_db3(buf, main_size)
     from .mcap_file import open_mcap
 
     return open_mcap(buf)
