@@ -10,7 +10,9 @@ nanoseconds (the index keeps microseconds). The member `ros2.msgpack.zlib`
 holds the rest: `metadata.yaml` as it was, and per file its name, hash, topics,
 definitions and damage. A file compressed per file (`<file>.zstd`) is kept as it is
 (`ros2-zstd-<i>.bin`): zstd output differs between library versions, so it cannot be
-rebuilt from the inflated file.
+rebuilt from the inflated file. A `.db3` with a non-empty WAL is read with it, as one buffer
+(the file, then the WAL): its skeleton holds both, its entry says the WAL's name, size and
+hash (`wal`), and export splits the joined bytes into the two files again.
 """
 
 from __future__ import annotations
@@ -22,18 +24,18 @@ import tempfile
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, Final
 
 import msgpack
 import numpy as np
 
-from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError, OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
+from .report import Converted, report, source_losses
 from .storage import RELEASE_BYTES, StorageFile, open_storage, release_pages, storage_of
 
 SOURCE_FORMAT: Final = "ros2"
@@ -55,17 +57,6 @@ def skeleton_member(index: int) -> str:
 
 def zstd_member(index: int) -> str:
     return f"ros2-zstd-{index}.bin"
-
-
-@dataclass
-class Converted:
-    messages: int
-    source_size: int
-    sha256: str
-    cut: Region | None = None
-    damaged: list[Region] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def folder_sha256(files: list[tuple[str, str]]) -> str:
@@ -351,7 +342,7 @@ def _write(
     if isinstance(data, mmap.mmap):
         with contextlib.suppress(BufferError):
             data.close()
-    return _report(layout, entries, len(order), source_size, sha)
+    return report(layout, entries, len(order), source_size, sha)
 
 
 def _column(values: array[int], order: Any, dtype: str) -> bytes:
@@ -375,59 +366,3 @@ def _chunks(path: Path) -> Iterator[bytes]:
     with path.open("rb") as handle:
         while block := handle.read(1 << 20):
             yield block
-
-
-def source_losses(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the description's `source` map says of a damaged input (`verify` of the archive
-    reports it): nothing for a whole or merely cut bag, whose archive stays as it was."""
-    damaged = _damaged(entries)
-    if not damaged:
-        return {}
-    return {
-        "messages_lost": sum(e.get("lost_messages", 0) for e in entries),
-        "damaged": [str(region) for region in damaged],
-    }
-
-
-def _damaged(entries: list[dict[str, Any]]) -> list[Region]:
-    """The damaged regions of the bag's files, as the report lists them."""
-    out: list[Region] = []
-    last = len(entries) - 1
-    for index, entry in enumerate(entries):
-        # parts that held messages not all read back: damage even past a cut
-        out += [_in(entry, region) for region in entry.get("losses", ())]
-        end = entry["cut"]["offset"] if entry["cut"] is not None else entry["size"]
-        for region in entry["damaged"]:
-            if region["offset"] < end:  # what lay past a cut is the cut, not damage
-                out.append(_in(entry, region))
-        if entry["cut"] is not None and index != last:
-            # only the file being written when the writer died may end early
-            out.append(_in(entry, entry["cut"]))
-    return out
-
-
-def _report(
-    layout: BagLayout, entries: list[dict[str, Any]], count: int, size: int, sha: str
-) -> Converted:
-    done = Converted(count, size, sha, notes=list(layout.notes), damaged=_damaged(entries))
-    last = entries[-1]
-    if last["cut"] is not None:
-        done.cut = _in(last, last["cut"])
-    for entry in entries:
-        done.notes += [f"{entry['name']}: {note}" for note in entry["notes"]]
-    done.details = {
-        "storage": sorted({e["storage"] for e in entries}),
-        "files": [e["name"] for e in entries],
-        "compressed_files": sum(1 for e in entries if e["compressed"]),
-        # MCAP chunks that do not compress back identically: kept as stored (their
-        # messages are held twice)
-        "kept_chunks": sum(e["extra"].get("kept_chunks", 0) for e in entries),
-        "notes": done.notes,
-    }
-    if done.damaged:  # messages the bag lost (at least: a cut stream hides how many)
-        done.details["messages_lost"] = sum(e.get("lost_messages", 0) for e in entries)
-    return done
-
-
-def _in(entry: dict[str, Any], region: dict[str, Any]) -> Region:
-    return Region(region["offset"], region["length"], f"{entry['name']}: {region['reason']}")

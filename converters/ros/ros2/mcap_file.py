@@ -27,30 +27,18 @@ import mmap
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
-from .mcap_salvage import Salvage, lost_text, salvage
+from .mcap_salvage import declare, describe, salvage_at
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
 from .storage import RELEASE_BYTES, Damage, Definition, StoredMessage, Topic, release_pages
 
 #: channel_id and log_time of a Message record, from its content start
 _CHANNEL_TIME = struct.Struct("<H4xQ")
 _COPY_DATA = bytes((COPY, DATA))
-
-
-@dataclass(frozen=True)
-class _Chunk:
-    """Where a Chunk record's parts are (file offsets) and what it declares."""
-
-    records_start: int
-    records_end: int
-    uncompressed_size: int
-    uncompressed_crc: int
-    compression: str
 
 
 def _walk(buf: memoryview, start: int) -> Iterator[tuple[int, int, int]]:
@@ -195,25 +183,7 @@ class McapFile:
             self.stored_metadata = rosbag2.get("serialized_metadata")
             self.ros_distro = rosbag2.get("ROS_DISTRO")
 
-    def _chunk_at(self, pos: int, end: int, whole: bool = True) -> _Chunk:
-        """The chunk record at `pos`, which ends at `end`; `whole` False: its records may
-        run past `end` (a cut chunk), `records_end` is then where they would end."""
-        fields = rec.Fields(self._buf, pos + 9, end, pos)
-        start = fields.take(rec.CHUNK_HEAD.size)
-        _, _, usize, crc = rec.CHUNK_HEAD.unpack_from(self._buf, start)
-        compression = fields.string()
-        length = fields.u64()
-        records_start = fields.take(length) if whole else fields.pos
-        return _Chunk(records_start, records_start + length, usize, crc, compression)
-
     # --- cut and damaged chunks: what they still give --------------------------------------
-
-    def _salvage_at(self, pos: int, end: int) -> tuple[_Chunk, Salvage]:
-        """The salvage of the chunk at `pos` whose bytes on disk end at `end`."""
-        chunk = self._chunk_at(pos, end, whole=False)
-        data = self._buf[chunk.records_start : min(chunk.records_end, end)]
-        found = salvage(chunk.compression, data, chunk.uncompressed_size, chunk.uncompressed_crc)
-        return chunk, found
 
     def _salvage(
         self,
@@ -227,29 +197,12 @@ class McapFile:
         schemas and channels join the file's, a loss region says what it gave back. False
         when not even its head can be read (the caller reports it as before)."""
         try:
-            chunk, found = self._salvage_at(pos, end)
+            chunk, found = salvage_at(self._buf, pos, end)
         except FormatError:
             return False
-        view = memoryview(found.records)
-        for start, opcode, stop in found.walked:
-            fields = rec.Fields(view, start + 9, stop, pos)
-            try:
-                if opcode == rec.SCHEMA:
-                    schema = rec.parse_schema(fields)
-                    schemas.setdefault(schema.id, schema)
-                elif opcode == rec.CHANNEL:
-                    channel = rec.parse_channel(fields)
-                    channels.setdefault(channel.id, channel)
-            except FormatError:
-                pass  # a damaged schema or channel names nothing: its messages stay unnamed
+        declare(found, pos, schemas, channels)
         self._salvaged.add(pos)
-        kind = f"{chunk.compression} chunk" if chunk.compression else "chunk"
-        what = "cut short" if why is None else f"damaged ({why.message})"
-        reason = (
-            f"MCAP {kind} {what}: {found.messages} messages recovered, {lost_text(found)} "
-            f"({found.lost_bytes} of its {chunk.uncompressed_size} record bytes not "
-            f"recovered: {found.why})"
-        )
+        reason = describe(chunk, found, why)
         damage = self.damage
         # the chunk a file is cut in lies past the cut: a loss, so it is still reported
         (damage.losses if why is None else damage.damaged).append(Region(pos, end - pos, reason))
@@ -282,7 +235,7 @@ class McapFile:
     def _salvaged_messages(self, ops: Ops, pos: int, end: int) -> Iterator[StoredMessage]:
         """The messages a salvaged chunk gives (its bytes are kept as they are, so their
         datas are dropped by join, as a kept chunk's)."""
-        _, found = self._salvage_at(pos, end)
+        _, found = salvage_at(self._buf, pos, end)
         view = memoryview(found.records)
         head = _CHANNEL_TIME
         for start, opcode, stop in found.walked:
@@ -292,7 +245,7 @@ class McapFile:
         if found.messages:
             ops.op(DROP, found.messages)
 
-    def _records(self, pos: int, chunk: _Chunk) -> memoryview | bytes:
+    def _records(self, pos: int, chunk: rec.ChunkHead) -> memoryview | bytes:
         """A chunk's records, decompressed and checked against its size and CRC."""
         data = self._buf[chunk.records_start : chunk.records_end]
         if chunk.compression == "":
@@ -315,7 +268,7 @@ class McapFile:
         schemas: dict[int, rec.SchemaRecord],
         channels: dict[int, rec.ChannelRecord],
     ) -> None:
-        chunk = self._chunk_at(pos, end)
+        chunk = rec.chunk_head(self._buf, pos, end)
         records = self._records(pos, chunk)
         found_schemas: list[rec.SchemaRecord] = []
         found_channels: list[rec.ChannelRecord] = []
@@ -369,7 +322,7 @@ class McapFile:
         self, ops: Ops, pos: int, end: int, order: list[int]
     ) -> Iterator[StoredMessage]:
         buf = self._buf
-        chunk = self._chunk_at(pos, end)
+        chunk = rec.chunk_head(self._buf, pos, end)
         records = self._records(pos, chunk)
         view = memoryview(records)
         method: int | None = 0

@@ -136,6 +136,29 @@ class McapStatistics:
     channel_message_counts: dict[int, int]
 
 
+@dataclass(frozen=True)
+class ChunkHead:
+    """Where a Chunk record's parts are (offsets in the buffer read) and what it declares."""
+
+    records_start: int
+    records_end: int
+    uncompressed_size: int
+    uncompressed_crc: int
+    compression: str
+
+
+def chunk_head(buf: memoryview, pos: int, end: int, whole: bool = True) -> ChunkHead:
+    """The chunk record at `pos`, which ends at `end`; `whole` False: its records may run
+    past `end` (a cut chunk), `records_end` is then where they would end."""
+    fields = Fields(buf, pos + 9, end, pos)
+    start = fields.take(CHUNK_HEAD.size)
+    _, _, usize, crc = CHUNK_HEAD.unpack_from(buf, start)
+    compression = fields.string()
+    length = fields.u64()
+    records_start = fields.take(length) if whole else fields.pos
+    return ChunkHead(records_start, records_start + length, usize, crc, compression)
+
+
 def parse_header(f: Fields) -> tuple[str, str]:
     """Header: (profile, library)."""
     return f.string(), f.string()

@@ -134,3 +134,44 @@ def lost_text(found: Salvage) -> str:
     if found.lost_messages:
         return f"at least {found.lost_messages} lost"
     return "an unknown number lost"
+
+
+def salvage_at(buf: memoryview, pos: int, end: int) -> tuple[rec.ChunkHead, Salvage]:
+    """The chunk record at `pos` of `buf`, whose bytes on disk end at `end`, and what it
+    gives back. Raises FormatError when not even its head can be read."""
+    chunk = rec.chunk_head(buf, pos, end, whole=False)
+    data = buf[chunk.records_start : min(chunk.records_end, end)]
+    found = salvage(chunk.compression, data, chunk.uncompressed_size, chunk.uncompressed_crc)
+    return chunk, found
+
+
+def declare(
+    found: Salvage,
+    pos: int,
+    schemas: dict[int, rec.SchemaRecord],
+    channels: dict[int, rec.ChannelRecord],
+) -> None:
+    """The schemas and channels a salvaged chunk (at `pos`) declares, added to the file's."""
+    view = memoryview(found.records)
+    for start, opcode, stop in found.walked:
+        fields = rec.Fields(view, start + 9, stop, pos)
+        try:
+            if opcode == rec.SCHEMA:
+                schema = rec.parse_schema(fields)
+                schemas.setdefault(schema.id, schema)
+            elif opcode == rec.CHANNEL:
+                channel = rec.parse_channel(fields)
+                channels.setdefault(channel.id, channel)
+        except FormatError:
+            pass  # a damaged schema or channel names nothing: its messages stay unnamed
+
+
+def describe(chunk: rec.ChunkHead, found: Salvage, why: FormatError | None) -> str:
+    """The damage region's reason for a chunk cut short (`why` None) or damaged."""
+    kind = f"{chunk.compression} chunk" if chunk.compression else "chunk"
+    what = "cut short" if why is None else f"damaged ({why.message})"
+    return (
+        f"MCAP {kind} {what}: {found.messages} messages recovered, {lost_text(found)} "
+        f"({found.lost_bytes} of its {chunk.uncompressed_size} record bytes not "
+        f"recovered: {found.why})"
+    )
