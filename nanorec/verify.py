@@ -470,10 +470,11 @@ class _Verifier:
             self.add(Problem("description", "source damage not recorded as expected"))
             return
         count = f"at least {lost}" if lost else "an unknown number of"
+        count += " message" if lost == 1 else " messages"
         self.add(
             Problem(
                 "source-damage",
-                f"the input it was converted from was damaged, {count} messages lost: "
+                f"the input it was converted from was damaged, {count} lost: "
                 + "; ".join(map(str, regions)),
                 member=DESCRIPTION_MEMBER,
             )
