@@ -14,11 +14,12 @@ never needed again.
 
 Damage: a file cut short (a killed writer: no summary, no footer, a partial record) keeps its
 tail as `damage.cut`; a chunk that does not decompress, does not match its CRC, or whose
-records do not parse, stays as it is. Either way the skeleton holds those bytes, so join
-still gives the damaged file back whole. A chunk cut by the end of the file or damaged still
-gives back every complete message a streaming decompressor reaches (`mcap_salvage.py`): they
-are read like a kept chunk's (their datas dropped by join) and the chunk is a
-`damage.losses` region saying how many were recovered and what was lost.
+records do not parse, stays as it is (its messages are lost: what a damaged stream
+decompresses to cannot be trusted). Either way the skeleton holds those bytes, so join
+still gives the damaged file back whole. The chunk a file is cut in still gives back every
+complete message a streaming decompressor reaches from its bytes on disk
+(`mcap_salvage.py`): they are read like a kept chunk's (their datas dropped by join) and
+the chunk is a `damage.losses` region saying how many were recovered and what was lost.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class McapFile:
         #: how many chunks each compressor (`REBUILDERS` description) rebuilt
         self.rebuilt_by: dict[str, int] = {}
         self._damaged: set[int] = set()  # offsets of records not to look into
-        #: offsets of damaged chunks (and of the chunk the file is cut in) giving messages
+        #: offset of the chunk the file is cut in, when it gives messages
         self._salvaged: set[int] = set()
         self._stop = 0  # end of the last complete record
         self._skeleton: bytes | None = None
@@ -154,8 +155,10 @@ class McapFile:
                     self.profile, self.library = rec.parse_header(fields)
             except FormatError as exc:
                 self._damaged.add(pos)
-                if opcode != rec.CHUNK or not self._salvage(pos, end, schemas, channels, exc):
-                    self.damage.damaged.append(Region(pos, end - pos, exc.message))
+                why = exc.message
+                if opcode == rec.CHUNK:  # what it decompresses to may be wrong anywhere
+                    why += ": its messages are lost (a damaged stream cannot be trusted)"
+                self.damage.damaged.append(Region(pos, end - pos, why))
         self._stop = stop
         tail = size - stop
         closed = last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC
@@ -191,21 +194,19 @@ class McapFile:
         end: int,
         schemas: dict[int, rec.SchemaRecord],
         channels: dict[int, rec.ChannelRecord],
-        why: FormatError | None,
     ) -> bool:
-        """Read what the damaged (`why`) or cut (None) chunk at `pos` still holds: its
-        schemas and channels join the file's, a loss region says what it gave back. False
-        when not even its head can be read (the caller reports it as before)."""
+        """Read what the chunk the file is cut in (at `pos`) still holds: its schemas and
+        channels join the file's, a loss region says what it gave back. False when not even
+        its head can be read."""
         try:
             chunk, found = salvage_at(self._buf, pos, end)
         except FormatError:
             return False
         declare(found, pos, schemas, channels)
         self._salvaged.add(pos)
-        reason = describe(chunk, found, why)
         damage = self.damage
-        # the chunk a file is cut in lies past the cut: a loss, so it is still reported
-        (damage.losses if why is None else damage.damaged).append(Region(pos, end - pos, reason))
+        # the chunk lies past the cut: a loss, reported as damage all the same
+        damage.losses.append(Region(pos, end - pos, describe(chunk, found)))
         damage.lost_messages += found.lost_messages
         damage.lost_bytes += found.lost_bytes
         return True
@@ -218,7 +219,7 @@ class McapFile:
     ) -> None:
         """The record the file is cut in: a chunk gives what it can; a message is lost."""
         opcode = self._buf[pos]
-        if opcode == rec.CHUNK and self._salvage(pos, len(self._buf), schemas, channels, None):
+        if opcode == rec.CHUNK and self._salvage(pos, len(self._buf), schemas, channels):
             return
         if opcode in (rec.CHUNK, rec.MESSAGE):
             size = len(self._buf) - pos
@@ -302,8 +303,6 @@ class McapFile:
                     break
                 if pos in self._damaged:
                     ops.raw(buf[pos:end])
-                    if pos in self._salvaged:
-                        yield from self._salvaged_messages(ops, pos, end)
                 elif opcode == rec.MESSAGE:
                     ops.raw(buf[pos : pos + MESSAGE_HEAD])
                     ops.op(DATA, 0)

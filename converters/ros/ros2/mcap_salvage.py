@@ -1,5 +1,5 @@
-"""The messages of an MCAP chunk that is cut short or damaged: as many of its records as a
-streaming decompressor still gives, and what is lost.
+"""The messages of an MCAP chunk cut short by a crash: as many of its records as a streaming
+decompressor still gives, and what is lost.
 
 Why: rosbag2's MCAP writer compresses each chunk, and a short bag is often one chunk. A
 writer killed inside its last chunk leaves a compressed stream without its end; read as a
@@ -10,8 +10,11 @@ complete records are kept (a record cut by the end of the decompressed prefix is
 patched), and the output is bounded by the chunk's declared size, by `MAX_CHUNK` and by the
 largest ratio zstd or lz4 can reach on the bytes at hand.
 
-A chunk that decompresses whole but fails its CRC gives nothing back: which of its bytes are
-wrong cannot be told, and a message is never invented.
+Only a cut chunk is salvaged, never a damaged one (a flipped byte, a failing CRC): its bytes
+on disk are a prefix of what the writer wrote, while a damaged stream decompresses to wrong
+bytes well before a zstd/lz4 decoder notices (measured: a byte flipped in a real bag's zstd
+chunk gave wrong messages), and a message is never invented. A prefix that somehow spans
+the whole chunk is still checked against the chunk's CRC.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from nanorec.errors import FormatError
 from . import mcap_records as rec
 
 #: Output asked of a decompressor at a time (why: a read is what bounds what it inflates).
-_STEP = 1 << 20
+_STEP = 1 << 16
 MESSAGE_HEAD = rec.RECORD_HEAD.size + rec.MESSAGE_HEAD.size
 
 
@@ -166,12 +169,11 @@ def declare(
             pass  # a damaged schema or channel names nothing: its messages stay unnamed
 
 
-def describe(chunk: rec.ChunkHead, found: Salvage, why: FormatError | None) -> str:
-    """The damage region's reason for a chunk cut short (`why` None) or damaged."""
+def describe(chunk: rec.ChunkHead, found: Salvage) -> str:
+    """The damage region's reason for a chunk cut short."""
     kind = f"{chunk.compression} chunk" if chunk.compression else "chunk"
-    what = "cut short" if why is None else f"damaged ({why.message})"
     return (
-        f"MCAP {kind} {what}: {found.messages} messages recovered, {lost_text(found)} "
+        f"MCAP {kind} cut short: {found.messages} messages recovered, {lost_text(found)} "
         f"({found.lost_bytes} of its {chunk.uncompressed_size} record bytes not "
         f"recovered: {found.why})"
     )

@@ -225,3 +225,26 @@ def test_real_bags_cut_in_their_last_chunk_convert_verify_export(
     assert count == len(streamed(source.read_bytes())) <= len(original)
     if count < len(original):  # messages lost: said by the archive's and the file's verify
         assert "source-damage" in problems and "messages recovered" in native
+
+
+def _flipped_late_in_chunk(data: bytes) -> bytes:
+    chunk = [s for s in starts(data) if data[s] == 0x06][-1]
+    name_size = struct.unpack_from("<I", data, chunk + 9 + 28)[0]
+    records = chunk + 9 + 32 + name_size + 8
+    end = chunk + 9 + _HEAD.unpack_from(data, chunk)[1]
+    bad = bytearray(data)
+    bad[records + (end - records) * 9 // 10] ^= 0xFF
+    return bytes(bad)
+
+
+@pytest.mark.parametrize("name", ["zstd", "lz4"])
+def test_a_damaged_chunk_gives_nothing(name: str) -> None:
+    """A byte flipped late in a whole chunk's stream: what it decompresses to may be wrong
+    well before the decoder (or only the chunk's CRC) notices, so none of its messages is
+    given back (never an invented one); the chunk is damaged, the file joins back whole."""
+    bad = _flipped_late_in_chunk(SYNTHETIC[name]())
+    f = open_mcap(bad)
+    assert not list(f.messages())
+    assert b"".join(join_mcap(f.skeleton(), [])) == bad
+    (region,) = f.damage.damaged
+    assert "messages are lost" in region.reason
