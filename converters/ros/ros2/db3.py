@@ -69,7 +69,10 @@ class Db3File:
         self.page_size = p.size
         h = p.header
         tail = 0 if overlay else len(p.view) - h.pages * p.size
-        if tail or h.declared_pages > h.pages:
+        if overlay and p.missing():
+            why = f"{p.missing()} of its {h.declared_pages} pages in neither the file nor its WAL"
+            self.damage.cut = Region(overlay.main_size, 0, why)
+        elif tail or h.declared_pages > h.pages:
             why = (
                 f"file ends inside page {h.pages + 1}"
                 if tail
@@ -171,7 +174,11 @@ class Db3File:
             if name != "messages" and other:
                 leaf_pages(p, other, skip)
         seen: dict[int, Row] = {}
-        stray = [n for n in range(2, p.header.pages + 1) if n not in visited and n not in skip]
+        stray = [
+            n
+            for n in range(2, p.header.pages + 1)
+            if n not in visited and n not in skip and p.has(n)
+        ]
         for n in leaves + stray:
             if n in leaves or p.view[p.offset(n)] == TABLE_LEAF:
                 for row in self._leaf(n, layout, strict=n in leaves):

@@ -121,16 +121,30 @@ class Pager:
         else:
             first = overlay.pages.get(1, 0)
             h = read_header(self.view[first : first + 100])
-            limit = min(overlay.db_pages, overlay.main_size // h.page_size + len(overlay.pages))
-            n = 0
-            while n < limit and (
-                n + 1 in overlay.pages or (n + 1) * h.page_size <= overlay.main_size
-            ):
-                n += 1
+            # pages: the last one present (in the file or the WAL) of the committed size;
+            # one missing before it (the file cut, the WAL holding later pages) is not `has`
+            present = max(overlay.main_size // h.page_size, max(overlay.pages, default=0))
+            n = min(overlay.db_pages, present)
             self.header = h = replace(h, pages=n, declared_pages=max(overlay.db_pages, n))
         self.size, self.usable = h.page_size, h.usable
         self.max_local = h.usable - 35
         self.min_local = (h.usable - 12) * 32 // 255 - 23
+
+    def has(self, n: int) -> bool:
+        """Whether page `n` is present whole (with an overlay: in the WAL or the file)."""
+        if n < 1 or n > self.header.pages:
+            return False
+        overlay = self.overlay
+        return overlay is None or n in overlay.pages or n * self.size <= overlay.main_size
+
+    def missing(self) -> int:
+        """How many of the database's committed pages are not present (`has`)."""
+        h, overlay = self.header, self.overlay
+        if overlay is None:
+            return h.declared_pages - h.pages
+        in_file = min(overlay.main_size // self.size, h.pages)
+        in_wal = sum(1 for n in overlay.pages if in_file < n <= h.pages)
+        return h.declared_pages - in_file - in_wal
 
     def offset(self, n: int) -> int:
         if self.overlay is not None:
@@ -139,7 +153,7 @@ class Pager:
 
     def page(self, n: int) -> bytes:
         """Page `n`'s bytes; TruncatedError when the file ends before it."""
-        if n < 1 or n > self.header.pages:
+        if not self.has(n):
             if n >= 1 and n <= self.header.declared_pages:
                 raise TruncatedError(f"page {n} is past the end of the file", offset=len(self.buf))
             raise FormatError(f"page number {n} outside the file")
@@ -183,7 +197,7 @@ class Pager:
         while remaining > 0:
             if n in seen or n < 2:
                 raise FormatError(f"overflow chain loops or points at page {n}")
-            if n > self.header.pages:
+            if not self.has(n):
                 self.page(n)  # raises: cut or out of range
             seen.add(n)
             start = self.offset(n)
