@@ -9,6 +9,11 @@ entries are contiguous and inside the messages member, that each entry decodes t
 msgpack map whose keys match its `types` and whose `"nanorec.t"` matches its timestamp, each
 message's CRC-32, and that `nanorec.msgpack` agrees with the index. Problems are collected, not
 raised: a report lists the first bad entry of each kind by number.
+
+An archive can be whole and still miss messages: a converter that read a damaged input (a
+chunk or pages cut by a crash) records in the description's `source` map `messages_lost` (a
+lower bound) and `damaged` (one line per region). `verify` reports them as `source-damage`,
+so it never says OK of an archive whose source dropped messages.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ class Problem:
     """One thing `verify` found wrong.
 
     `kind` is a short slug: truncated, zip, missing-member, member-crc, index, index-range,
-    not-contiguous, message, types, timestamp, checksum, description.
+    not-contiguous, message, types, timestamp, checksum, description, source-damage.
     """
 
     kind: str
@@ -405,6 +410,7 @@ class _Verifier:
             self.add(Problem("description", error.message, member=DESCRIPTION_MEMBER))
             return
         fields = description.fields
+        self.check_source(fields.get("source"))
         index_member = members[INDEX_MEMBER].header
         for key, actual in (
             ("index_size", index_member.uncompressed_size),
@@ -453,6 +459,26 @@ class _Verifier:
                         member=DESCRIPTION_MEMBER,
                     )
                 )
+
+    def check_source(self, source: Any) -> None:
+        """The messages the converter could not read from its input (see the docstring)."""
+        if type(source) is not dict or "messages_lost" not in source:
+            return
+        lost = source["messages_lost"]
+        regions = source.get("damaged")
+        if type(lost) is not int or type(regions) is not list:
+            self.add(Problem("description", "source damage not recorded as expected"))
+            return
+        count = f"at least {lost}" if lost else "an unknown number of"
+        count += " message" if lost == 1 else " messages"
+        self.add(
+            Problem(
+                "source-damage",
+                f"the input it was converted from was damaged, {count} lost: "
+                + "; ".join(map(str, regions)),
+                member=DESCRIPTION_MEMBER,
+            )
+        )
 
 
 def verify(

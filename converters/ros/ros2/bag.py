@@ -3,8 +3,10 @@
 A bag is a folder (rosbag2 writes `metadata.yaml` and `<name>_<N>.db3|.mcap`, each
 `<file>.zstd` when compressed per file), or one storage file given alone. The order is the
 one `metadata.yaml` lists (`relative_file_paths`); without it (a crashed bag, reindex's
-input) the split number `_<N>` decides, as `ros2 bag reindex` does. SQLite sidecars
-(`-shm`, `-wal`) are not part of a bag's content and are left out.
+input) the split number `_<N>` decides, as `ros2 bag reindex` does. A `.db3`'s WAL
+(`<file>.db3-wal`, rosbag2's `resilient` preset) holds the rows a writer committed since its
+last checkpoint: a non-empty one goes with its file (`BagFile.wal`). The `-shm` index, which
+SQLite rebuilds from the WAL, and empty WALs (SQLite recreates them) are left out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ METADATA: Final = "metadata.yaml"
 METADATA_KEY: Final = b"rosbag2_bagfile_information"
 SUFFIXES: Final = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
 ZSTD: Final = ".zstd"
+WAL: Final = "-wal"
 _SPLIT: Final = re.compile(r"_(\d+)\.(db3|mcap)(\.zstd)?$")
 
 
@@ -31,6 +34,14 @@ class BagFile:
     path: Path
     name: str  # as metadata.yaml names it (relative to the folder)
     compressed: bool  # rosbag2's per-file zstd compression (`<file>.zstd`)
+    wal: Path | None = None  # a non-empty `<file>-wal` beside a .db3
+
+
+def with_wal(path: Path, name: str, compressed: bool) -> BagFile:
+    """The bag file at `path`, with its WAL when it has a non-empty one."""
+    wal = path.with_name(path.name + WAL)
+    has = not compressed and path.name.lower().endswith(".db3") and wal.is_file()
+    return BagFile(path, name, compressed, wal if has and wal.stat().st_size else None)
 
 
 @dataclass
@@ -84,7 +95,7 @@ def locate(path: Path) -> BagLayout:
     """The bag at `path` (a folder or one storage file)."""
     if not path.is_dir():
         compressed = path.name.endswith(ZSTD) or _head(path).startswith(ZSTD_MAGIC)
-        return BagLayout(path, False, None, [BagFile(path, path.name, compressed)])
+        return BagLayout(path, False, None, [with_wal(path, path.name, compressed)])
     layout = BagLayout(path, True, None, [])
     meta_path = path / METADATA
     listed: list[str] = []
@@ -103,12 +114,12 @@ def locate(path: Path) -> BagLayout:
             layout.notes.append(f"{METADATA} lists {name}, which is not in the folder")
             continue
         seen.add(found)
-        layout.files.append(BagFile(found, found.name, name.endswith(ZSTD)))
+        layout.files.append(with_wal(found, found.name, name.endswith(ZSTD)))
     for extra in sorted(_storage_files(path), key=_split_order):
         if extra not in seen:
             if listed:
                 layout.notes.append(f"{extra.name} is not listed in {METADATA}")
-            layout.files.append(BagFile(extra, extra.name, extra.name.endswith(ZSTD)))
+            layout.files.append(with_wal(extra, extra.name, extra.name.endswith(ZSTD)))
     if not layout.files:
         raise FormatError(f"{path}: a bag folder without storage files (.db3, .mcap)")
     return layout

@@ -12,7 +12,10 @@ definitions and damage. A file compressed per file (`<file>.zstd`) is kept as it
 (`ros2-zstd-<i>.bin`): zstd output differs between library versions, so it cannot be
 rebuilt from the inflated file. The first message of each topic also says what the topic
 is (`"topic"`) and the archive's first message what the bag was (`"bag"`), so the messages
-of a killed conversion still make a bag (`described.py`, `adopt.py`).
+of a killed conversion still make a bag (`described.py`, `adopt.py`). A `.db3` with a
+non-empty WAL is read with it, as one buffer (the file, then the WAL): its skeleton holds
+both, its entry says the WAL's name, size and hash (`wal`), and export splits the joined
+bytes into the two files again.
 """
 
 from __future__ import annotations
@@ -24,19 +27,19 @@ import tempfile
 import zlib
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, Final
 
 import msgpack
 import numpy as np
 
-from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError, OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
 from .described import BAG_KEY, TOPIC_KEY, bag_facts, declarations, firsts_of_topics
+from .report import Converted, report, source_losses
 from .storage import (
     RELEASE_BYTES,
     StorageFile,
@@ -65,17 +68,6 @@ def skeleton_member(index: int) -> str:
 
 def zstd_member(index: int) -> str:
     return f"ros2-zstd-{index}.bin"
-
-
-@dataclass
-class Converted:
-    messages: int
-    source_size: int
-    sha256: str
-    cut: Region | None = None
-    damaged: list[Region] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def folder_sha256(files: list[tuple[str, str]]) -> str:
@@ -134,13 +126,16 @@ def _scan_file(
     digest = _sha256(raw)
     size = len(raw)
     buf: Any = raw
+    wal: dict[str, Any] | None = None
     if bag_file.compressed:
         buf = _inflated(raw, bag_file, scratch("zstd"))
+    elif bag_file.wal is not None:
+        buf, wal = _with_wal(raw, bag_file.wal, scratch("wal"))
     storage = storage_of(bytes(buf[:16]))
     if storage is None:
         raise FormatError(f"{bag_file.name}: neither a sqlite3 nor an MCAP file", offset=0)
     try:
-        stored = open_storage(storage, buf)
+        stored = open_storage(storage, buf, None if wal is None else size)
     except NanorecError as error:
         raise type(error)(f"{bag_file.name}: {error.message}", offset=error.offset) from None
     names = {topic.key: topic.name for topic in stored.topics}
@@ -164,7 +159,7 @@ def _scan_file(
             written = 0
             release_pages(buf)
             release_pages(raw)
-    return {
+    entry = {
         "name": bag_file.name,
         "compressed": bag_file.compressed,
         "storage": storage,
@@ -174,6 +169,30 @@ def _scan_file(
         "skeleton": _spooled(stored.skeleton(), scratch("skeleton")),
         **_facts(stored),
     }
+    if wal is not None:  # only then: the archive of a bag without a WAL stays as it was
+        entry["wal"] = wal
+    return entry
+
+
+def _with_wal(raw: Any, wal: Path, target: IO[bytes]) -> tuple[Any, dict[str, Any]]:
+    """A .db3 file then its WAL, in one temporary file (mapped): the file SQLite would read
+    after a crash is the two together, and one skeleton holds what both are besides the
+    messages' data (export splits it at the file's size again)."""
+    target.write(raw)
+    digest = hashlib.sha256()
+    with wal.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+            target.write(block)
+    target.flush()
+    size = target.tell() - len(raw)
+    return _mapped(target), {"name": wal.name, "size": size, "sha256": digest.hexdigest()}
+
+
+def wal_hashes(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """(name, sha256) of a bag file's WAL, when it came with one: part of the bag's hash."""
+    wal = entry.get("wal")
+    return [(wal["name"], wal["sha256"])] if wal else []
 
 
 def _facts(stored: StorageFile) -> dict[str, Any]:
@@ -191,7 +210,7 @@ def _facts(stored: StorageFile) -> dict[str, Any]:
         )
         if getattr(stored, name, None) is not None
     }
-    return {
+    facts: dict[str, Any] = {
         "topics": [_topic_entry(topic) for topic in stored.topics],
         "definitions": [asdict(definition) for definition in stored.definitions],
         "stored_metadata": stored.stored_metadata,
@@ -201,6 +220,11 @@ def _facts(stored: StorageFile) -> dict[str, Any]:
         "notes": list(damage.notes),
         "extra": _plain(extra),
     }
+    if damage.losses:  # only then: a whole file's facts (and archive) stay as they were
+        facts["losses"] = [asdict(region) for region in damage.losses]
+        facts["lost_messages"] = damage.lost_messages
+        facts["lost_bytes"] = damage.lost_bytes
+    return facts
 
 
 def _topic_entry(topic: Topic) -> dict[str, Any]:
@@ -279,16 +303,19 @@ def _write(
     topic_of = np.frombuffer(columns["topic"], np.int64)
     spool.flush()
     data: Any = _mapped(spool)
-    hashes = [(e["name"], e["sha256"]) for e in entries]
+    hashes = [pair for e in entries for pair in [(e["name"], e["sha256"]), *wal_hashes(e)]]
     if layout.metadata is not None:
         hashes.insert(0, ("metadata.yaml", hashlib.sha256(layout.metadata).hexdigest()))
-    sha = folder_sha256(hashes) if layout.folder else entries[0]["sha256"]
-    source_size = sum(e["size"] for e in entries) + len(layout.metadata or b"")
+    sha = folder_sha256(hashes) if layout.folder or len(hashes) > 1 else entries[0]["sha256"]
+    source_size = sum(e["size"] + e.get("wal", {}).get("size", 0) for e in entries)
+    source_size += len(layout.metadata or b"")
+    source: dict[str, Any] = {"name": layout.root.name, "size": source_size, "sha256": sha}
+    source.update(source_losses(entries))
     with ArchiveWriter(
         output,
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
-        source={"name": layout.root.name, "size": source_size, "sha256": sha},
+        source=source,
     ) as writer:
         packer = msgpack.Packer()
         view = memoryview(data)
@@ -341,7 +368,7 @@ def _write(
     if isinstance(data, mmap.mmap):
         with contextlib.suppress(BufferError):
             data.close()
-    return _report(layout, entries, len(order), source_size, sha)
+    return report(layout, entries, len(order), source_size, sha)
 
 
 def _column(values: array[int], order: Any, dtype: str) -> bytes:
@@ -365,36 +392,3 @@ def _chunks(path: Path) -> Iterator[bytes]:
     with path.open("rb") as handle:
         while block := handle.read(1 << 20):
             yield block
-
-
-def _report(
-    layout: BagLayout, entries: list[dict[str, Any]], count: int, size: int, sha: str
-) -> Converted:
-    done = Converted(count, size, sha, notes=list(layout.notes))
-    last = len(entries) - 1
-    for index, entry in enumerate(entries):
-        end = entry["cut"]["offset"] if entry["cut"] is not None else entry["size"]
-        for region in entry["damaged"]:
-            if region["offset"] < end:  # what lay past a cut is the cut, not damage
-                done.damaged.append(_in(entry, region))
-        if entry["cut"] is not None:
-            cut = _in(entry, entry["cut"])
-            if index == last:
-                done.cut = cut
-            else:  # only the file being written when the writer died may end early
-                done.damaged.append(cut)
-        done.notes += [f"{entry['name']}: {note}" for note in entry["notes"]]
-    done.details = {
-        "storage": sorted({e["storage"] for e in entries}),
-        "files": [e["name"] for e in entries],
-        "compressed_files": sum(1 for e in entries if e["compressed"]),
-        # MCAP chunks that do not compress back identically: kept as stored (their
-        # messages are held twice)
-        "kept_chunks": sum(e["extra"].get("kept_chunks", 0) for e in entries),
-        "notes": done.notes,
-    }
-    return done
-
-
-def _in(entry: dict[str, Any], region: dict[str, Any]) -> Region:
-    return Region(region["offset"], region["length"], f"{entry['name']}: {region['reason']}")

@@ -25,12 +25,14 @@ from .db3_skeleton import build_skeleton
 from .sqlite_btree import (
     TABLE_LEAF,
     Pager,
+    interior_keys,
     leaf_pages,
     record_header,
     schema,
     serial_size,
     varint,
 )
+from .sqlite_wal import wal_overlay
 from .storage import Damage, Definition, StoredMessage, Topic
 
 _U32 = struct.Struct(">I")
@@ -56,15 +58,21 @@ class Db3File:
 
     storage = "sqlite3"
 
-    def __init__(self, buf: bytes | mmap.mmap | memoryview) -> None:
+    def __init__(self, buf: bytes | mmap.mmap | memoryview, main_size: int | None = None) -> None:
         self.buf = buf
         self.view = memoryview(buf).cast("B") if isinstance(buf, memoryview) else memoryview(buf)
-        self.pager = p = Pager(self.view)
-        self.page_size = p.size
         self.damage = Damage()
+        overlay = None
+        if main_size is not None:  # `buf` is the file then its WAL
+            overlay = wal_overlay(self.view, main_size, self.damage)
+        self.pager = p = Pager(self.view if overlay else self.view[:main_size], overlay)
+        self.page_size = p.size
         h = p.header
-        tail = len(self.view) - h.pages * p.size
-        if tail or h.declared_pages > h.pages:
+        tail = 0 if overlay else len(p.view) - h.pages * p.size
+        if overlay and p.missing():
+            why = f"{p.missing()} of its {h.declared_pages} pages in neither the file nor its WAL"
+            self.damage.cut = Region(overlay.main_size, 0, why)
+        elif tail or h.declared_pages > h.pages:
             why = (
                 f"file ends inside page {h.pages + 1}"
                 if tail
@@ -151,7 +159,8 @@ class Db3File:
                 f"{p.header.pages - p.header.declared_pages} pages past the committed end "
                 "(a writer killed inside a transaction): their rows are read too"
             )
-        if root and not problems and not spilled:
+        partial = self.damage.cut is not None and self.damage.cut.length > 0
+        if root and not problems and not spilled and not partial:
             for n in leaves:
                 for row in self._leaf(n, layout, strict=True):
                     yield self._emit(row)
@@ -165,13 +174,81 @@ class Db3File:
             if name != "messages" and other:
                 leaf_pages(p, other, skip)
         seen: dict[int, Row] = {}
-        stray = [n for n in range(2, p.header.pages + 1) if n not in visited and n not in skip]
+        stray = [
+            n
+            for n in range(2, p.header.pages + 1)
+            if n not in visited and n not in skip and p.has(n)
+        ]
         for n in leaves + stray:
             if n in leaves or p.view[p.offset(n)] == TABLE_LEAF:
                 for row in self._leaf(n, layout, strict=n in leaves):
                     seen.setdefault(row[0], row)
+        kept = 0
+        for row in self._partial_leaf(layout):
+            kept += seen.setdefault(row[0], row) is row
+        if self.damage.cut is not None:
+            self._loss(seen, kept, max(interior_keys(p, visited), default=0))
         for rowid in sorted(seen):
             yield self._emit(seen[rowid])
+
+    def _partial_leaf(self, layout: tuple[int, int, int, int, int]) -> list[Row]:
+        """The rows of the page the file ends inside whose cells are whole on disk (why: a
+        leaf's cells fill it from its end, so the rows written last, nearest its header,
+        survive a cut through its middle; SQLite, which reads a short page as zeros past
+        the end, still finds them). [] when the page is no leaf of `messages`."""
+        p = self.pager
+        n = p.header.pages + 1
+        base = p.offset(n)
+        have = len(p.view) - base
+        if n == 1 or have < 8 or p.overlay or p.view[base] != TABLE_LEAF:
+            return []
+        page = bytes(p.view[base:]) + bytes(p.size - have)
+        try:
+            _, cells = p.cells(n, page, (TABLE_LEAF,))
+        except NanorecError:
+            return []
+        if 8 + 2 * len(cells) > have:
+            return []  # the cell pointers are cut: which bytes are cells cannot be told
+        rows: list[Row] = []
+        claimed: set[int] = set()
+        for c in cells:
+            try:
+                size, i = varint(page, c)
+                _, i = varint(page, i)
+                local = p.local_size(size)
+                if c >= have or i + local + (4 if local < size else 0) > have:
+                    continue  # cut: lost, never read from the zeros
+                row = self._cell(page, base, c, layout, claimed)
+            except (NanorecError, *_BAD):
+                continue
+            if row is None:
+                return []  # another table's page
+            rows.append(row)
+        if claimed & self._claimed:
+            return []
+        self._claimed |= claimed
+        return rows
+
+    def _loss(self, seen: dict[int, Row], kept: int, named: int) -> None:
+        """The cut as a loss: the rows read from its partial page, and the rowids missing
+        below the largest one read or `named` by an interior page of the tree (rosbag2
+        numbers rows 1, 2, 3... and deletes none, so each is a message lost; rows past the
+        largest are lost too, uncounted)."""
+        cut = self.damage.cut
+        assert cut is not None
+        p = self.pager
+        present = len(p.view) - cut.offset
+        missing = max(0, max(named, max(seen, default=0)) - len(seen))
+        lost = f"at least {missing}" if missing else "an unknown number of"
+        reason = (
+            f"SQLite file cut ({cut.reason}): {kept} rows read from the page it ends inside, "
+            f"{lost} messages lost ({missing} rowids missing below the largest one known)"
+        )
+        self.damage.losses.append(Region(cut.offset, cut.length, reason))
+        self.damage.lost_messages += missing
+        self.damage.lost_bytes += max(p.header.declared_pages, p.header.pages + 1) * p.size - (
+            cut.offset + present
+        )
 
     def _damaged(self, n: int, why: str) -> None:
         start = self.pager.offset(n)
@@ -310,9 +387,10 @@ def _layout(cols: list[tuple[str, bool]]) -> tuple[int, int, int, int, int] | No
     return alias, len(cols), names.index("topic_id"), names.index("timestamp"), names.index("data")
 
 
-def open_db3(buf: bytes | mmap.mmap | memoryview) -> Db3File:
-    """Open a `.db3` file's bytes (FormatError/TruncatedError when it is no SQLite file)."""
+def open_db3(buf: bytes | mmap.mmap | memoryview, main_size: int | None = None) -> Db3File:
+    """Open a `.db3` file's bytes (FormatError/TruncatedError when it is no SQLite file);
+    `main_size`: `buf` is the file's `main_size` bytes then its WAL, read as SQLite would."""
     try:
-        return Db3File(buf)
+        return Db3File(buf, main_size)
     except _BAD as exc:
         raise FormatError(f"malformed SQLite file: {exc}") from exc

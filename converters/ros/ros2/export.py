@@ -1,4 +1,5 @@
-"""Archive -> ROS 2 bag: every file of the bag back byte for byte.
+"""Archive -> ROS 2 bag: every file of the bag back byte for byte (a `.db3` that came
+with a WAL joins back as the file then its WAL, split here into the two files again).
 
 Only when the output is what the bag was: its storage and shape (`writer.bag_target`: an
 output named `.mcap` for a sqlite3 bag, `--storage`, one `.db3` for a bag folder...) and its
@@ -58,6 +59,50 @@ def _datas(reader: ArchiveReader, numbers: Any) -> Iterator[bytes | memoryview]:
         yield data
 
 
+class _Split:
+    """Pieces of one stream written as two files: the first `size` bytes, then the rest."""
+
+    def __init__(self, pieces: Iterator[bytes | memoryview], size: int) -> None:
+        self.pieces = pieces
+        self.size = size
+        self.rest: bytes | memoryview = b""
+
+    def head(self) -> Iterator[bytes | memoryview]:
+        left = self.size
+        for piece in self.pieces:
+            if len(piece) >= left:
+                yield piece[:left]
+                self.rest = piece[left:]
+                return
+            left -= len(piece)
+            yield piece
+        if left:
+            raise FormatError("a .db3 file joins back shorter than it was")
+
+    def tail(self) -> Iterator[bytes | memoryview]:
+        if self.rest:
+            yield self.rest
+        yield from self.pieces
+
+
+def _write_file(
+    reader: ArchiveReader, meta: Ros2Meta, index: int, target: Path, overwrite: bool = False
+) -> list[tuple[str, str, int]]:
+    """Bag file `index` written at `target` (and its WAL beside it): (name, sha256, size)
+    of each file written."""
+    entry = meta.files[index]
+    pieces = file_pieces(reader, meta, index)
+    wal = entry.get("wal")
+    if wal is None:
+        size, sha = write_hashed(target, pieces, overwrite=overwrite)
+        return [(entry["name"], sha, size)]
+    split = _Split(iter(pieces), entry["size"])
+    size, sha = write_hashed(target, split.head(), overwrite=overwrite)
+    wal_target = target.with_name(target.name + "-wal")
+    wal_size, wal_sha = write_hashed(wal_target, split.tail(), overwrite=overwrite)
+    return [(entry["name"], sha, size), (wal["name"], wal_sha, wal_size)]
+
+
 def export_exact(
     reader: ArchiveReader, output: Path, *, overwrite: bool, storage: str | None = None
 ) -> ExportReport:
@@ -77,7 +122,9 @@ def export_exact(
         return report
     expected = reader.source_sha256
     if not meta.folder:
-        size, sha = write_hashed(output, file_pieces(reader, meta, 0), overwrite=overwrite)
+        written = _write_file(reader, meta, 0, output, overwrite)
+        size = sum(n for _, _, n in written)
+        sha = written[0][1] if len(written) == 1 else folder_sha256([w[:2] for w in written])
         return ExportReport(output, size, sha, len(reader), _same(sha, expected))
     hashes: list[tuple[str, str]] = []
     total = 0
@@ -89,10 +136,9 @@ def export_exact(
         for index, entry in enumerate(meta.files):
             if Path(entry["name"]).name != entry["name"]:
                 raise FormatError(f"a bag file named {entry['name']!r} (not a plain name)")
-            target = folder / entry["name"]
-            size, sha = write_hashed(target, file_pieces(reader, meta, index))
-            hashes.append((entry["name"], sha))
-            total += size
+            for name, sha, size in _write_file(reader, meta, index, folder / entry["name"]):
+                hashes.append((name, sha))
+                total += size
     sha = folder_sha256(hashes)
     return ExportReport(
         output, total, sha, len(reader), _same(sha, expected), {"files": [n for n, _ in hashes]}

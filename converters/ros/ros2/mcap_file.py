@@ -14,8 +14,12 @@ never needed again.
 
 Damage: a file cut short (a killed writer: no summary, no footer, a partial record) keeps its
 tail as `damage.cut`; a chunk that does not decompress, does not match its CRC, or whose
-records do not parse, is a `damage.damaged` region and stays as it is. Either way the skeleton
-holds those bytes, so join still gives the damaged file back whole.
+records do not parse, stays as it is (its messages are lost: what a damaged stream
+decompresses to cannot be trusted). Either way the skeleton holds those bytes, so join
+still gives the damaged file back whole. The chunk a file is cut in still gives back every
+complete message a streaming decompressor reaches from its bytes on disk
+(`mcap_salvage.py`): they are read like a kept chunk's (their datas dropped by join) and
+the chunk is a `damage.losses` region saying how many were recovered and what was lost.
 """
 
 from __future__ import annotations
@@ -24,29 +28,18 @@ import mmap
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
+from .mcap_salvage import declare, describe, salvage_at
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
 from .storage import RELEASE_BYTES, Damage, Definition, StoredMessage, Topic, release_pages
 
 #: channel_id and log_time of a Message record, from its content start
 _CHANNEL_TIME = struct.Struct("<H4xQ")
 _COPY_DATA = bytes((COPY, DATA))
-
-
-@dataclass(frozen=True)
-class _Chunk:
-    """Where a Chunk record's parts are (file offsets) and what it declares."""
-
-    records_start: int
-    records_end: int
-    uncompressed_size: int
-    uncompressed_crc: int
-    compression: str
 
 
 def _walk(buf: memoryview, start: int) -> Iterator[tuple[int, int, int]]:
@@ -108,6 +101,8 @@ class McapFile:
         #: how many chunks each compressor (`REBUILDERS` description) rebuilt
         self.rebuilt_by: dict[str, int] = {}
         self._damaged: set[int] = set()  # offsets of records not to look into
+        #: offset of the chunk the file is cut in, when it gives messages
+        self._salvaged: set[int] = set()
         self._stop = 0  # end of the last complete record
         self._skeleton: bytes | None = None
         self._read = False
@@ -160,12 +155,16 @@ class McapFile:
                     self.profile, self.library = rec.parse_header(fields)
             except FormatError as exc:
                 self._damaged.add(pos)
-                self.damage.damaged.append(Region(pos, end - pos, exc.message))
+                why = exc.message
+                if opcode == rec.CHUNK:  # what it decompresses to may be wrong anywhere
+                    why += ": its messages are lost (a damaged stream cannot be trusted)"
+                self.damage.damaged.append(Region(pos, end - pos, why))
         self._stop = stop
         tail = size - stop
         closed = last_opcode == rec.FOOTER and bytes(buf[stop:]) == rec.MAGIC
         if tail and not closed:
             self.damage.cut = Region(stop, tail, "MCAP file cut inside a record")
+            self._cut_record(stop, schemas, channels)
         if not closed:
             self.damage.notes.append("no footer and closing magic: the writer did not finish")
         for channel in channels.values():
@@ -190,16 +189,67 @@ class McapFile:
             self.stored_metadata = rosbag2.get("serialized_metadata")
             self.ros_distro = rosbag2.get("ROS_DISTRO")
 
-    def _chunk_at(self, pos: int, end: int) -> _Chunk:
-        fields = rec.Fields(self._buf, pos + 9, end, pos)
-        start = fields.take(rec.CHUNK_HEAD.size)
-        _, _, usize, crc = rec.CHUNK_HEAD.unpack_from(self._buf, start)
-        compression = fields.string()
-        length = fields.u64()
-        records_start = fields.take(length)
-        return _Chunk(records_start, records_start + length, usize, crc, compression)
+    # --- cut and damaged chunks: what they still give --------------------------------------
 
-    def _records(self, pos: int, chunk: _Chunk) -> memoryview | bytes:
+    def _salvage(
+        self,
+        pos: int,
+        end: int,
+        schemas: dict[int, rec.SchemaRecord],
+        channels: dict[int, rec.ChannelRecord],
+    ) -> bool:
+        """Read what the chunk the file is cut in (at `pos`) still holds: its schemas and
+        channels join the file's, a loss region says what it gave back. False when not even
+        its head can be read."""
+        try:
+            chunk, found = salvage_at(self._buf, pos, end)
+        except FormatError:
+            return False
+        declare(found, pos, schemas, channels)
+        self._salvaged.add(pos)
+        damage = self.damage
+        # the chunk lies past the cut: a loss, reported as damage all the same
+        damage.losses.append(Region(pos, end - pos, describe(chunk, found)))
+        damage.lost_messages += found.lost_messages
+        damage.lost_bytes += found.lost_bytes
+        return True
+
+    def _cut_record(
+        self,
+        pos: int,
+        schemas: dict[int, rec.SchemaRecord],
+        channels: dict[int, rec.ChannelRecord],
+    ) -> None:
+        """The record the file is cut in: a chunk gives what it can; a message is lost."""
+        opcode = self._buf[pos]
+        if opcode == rec.CHUNK and self._salvage(pos, len(self._buf), schemas, channels):
+            return
+        if opcode in (rec.CHUNK, rec.MESSAGE):
+            size = len(self._buf) - pos
+            lost = int(opcode == rec.MESSAGE)
+            what = (
+                "message record cut short: 1 message lost"
+                if lost
+                else "chunk cut inside its head: an unknown number of messages lost"
+            )
+            self.damage.losses.append(Region(pos, size, f"MCAP {what}"))
+            self.damage.lost_messages += lost
+            self.damage.lost_bytes += size
+
+    def _salvaged_messages(self, ops: Ops, pos: int, end: int) -> Iterator[StoredMessage]:
+        """The messages a salvaged chunk gives (its bytes are kept as they are, so their
+        datas are dropped by join, as a kept chunk's)."""
+        _, found = salvage_at(self._buf, pos, end)
+        view = memoryview(found.records)
+        head = _CHANNEL_TIME
+        for start, opcode, stop in found.walked:
+            if opcode == rec.MESSAGE:
+                channel, log_time = head.unpack_from(view, start + 9)
+                yield StoredMessage(channel, log_time, view[start + MESSAGE_HEAD : stop])
+        if found.messages:
+            ops.op(DROP, found.messages)
+
+    def _records(self, pos: int, chunk: rec.ChunkHead) -> memoryview | bytes:
         """A chunk's records, decompressed and checked against its size and CRC."""
         data = self._buf[chunk.records_start : chunk.records_end]
         if chunk.compression == "":
@@ -222,7 +272,7 @@ class McapFile:
         schemas: dict[int, rec.SchemaRecord],
         channels: dict[int, rec.ChannelRecord],
     ) -> None:
-        chunk = self._chunk_at(pos, end)
+        chunk = rec.chunk_head(self._buf, pos, end)
         records = self._records(pos, chunk)
         found_schemas: list[rec.SchemaRecord] = []
         found_channels: list[rec.ChannelRecord] = []
@@ -266,13 +316,15 @@ class McapFile:
                 else:
                     ops.raw(buf[pos:end])
         ops.raw(buf[self._stop :])
+        if self._stop in self._salvaged:  # the chunk the file is cut in
+            yield from self._salvaged_messages(ops, self._stop, len(buf))
         self._skeleton = ops.skeleton(len(buf))
 
     def _chunk_messages(
         self, ops: Ops, pos: int, end: int, order: list[int]
     ) -> Iterator[StoredMessage]:
         buf = self._buf
-        chunk = self._chunk_at(pos, end)
+        chunk = rec.chunk_head(self._buf, pos, end)
         records = self._records(pos, chunk)
         view = memoryview(records)
         method: int | None = 0

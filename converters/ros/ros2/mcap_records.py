@@ -136,6 +136,29 @@ class McapStatistics:
     channel_message_counts: dict[int, int]
 
 
+@dataclass(frozen=True)
+class ChunkHead:
+    """Where a Chunk record's parts are (offsets in the buffer read) and what it declares."""
+
+    records_start: int
+    records_end: int
+    uncompressed_size: int
+    uncompressed_crc: int
+    compression: str
+
+
+def chunk_head(buf: memoryview, pos: int, end: int, whole: bool = True) -> ChunkHead:
+    """The chunk record at `pos`, which ends at `end`; `whole` False: its records may run
+    past `end` (a cut chunk), `records_end` is then where they would end."""
+    fields = Fields(buf, pos + 9, end, pos)
+    start = fields.take(CHUNK_HEAD.size)
+    _, _, usize, crc = CHUNK_HEAD.unpack_from(buf, start)
+    compression = fields.string()
+    length = fields.u64()
+    records_start = fields.take(length) if whole else fields.pos
+    return ChunkHead(records_start, records_start + length, usize, crc, compression)
+
+
 def parse_header(f: Fields) -> tuple[str, str]:
     """Header: (profile, library)."""
     return f.string(), f.string()
@@ -184,7 +207,7 @@ MAX_CHUNK = 1 << 32
 MAX_RATIO = 1 << 16
 
 
-def _module(name: str) -> Any:
+def load(name: str) -> Any:
     """`zstandard` or `lz4.frame`, imported when a file needs it (why: both are optional
     dependencies, as for ROS 1 bags; most rosbag2 MCAP files have uncompressed chunks)."""
     try:
@@ -206,13 +229,13 @@ def decompress(compression: str, data: memoryview, size: int) -> bytes:
         raise FormatError("MCAP chunk declares an impossible uncompressed size", actual=size)
     try:
         if compression == "zstd":
-            zstandard = _module("zstandard")
+            zstandard = load("zstandard")
             declared = zstandard.frame_content_size(data)
             if declared not in (size, -1):
                 raise FormatError("zstd frame size differs from the chunk's", actual=declared)
             out = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
         elif compression == "lz4":
-            dec = _module("lz4.frame").LZ4FrameDecompressor()
+            dec = load("lz4.frame").LZ4FrameDecompressor()
             out = dec.decompress(data, max_length=size)
             if not dec.eof or dec.unused_data:
                 raise FormatError("lz4 frame does not end with the chunk")
@@ -232,7 +255,7 @@ def _zstd(level: int) -> Callable[[bytes], bytes]:
 
     def compress(data: bytes) -> bytes:
         if not compressors:
-            compressors.append(_module("zstandard").ZstdCompressor(level=level))
+            compressors.append(load("zstandard").ZstdCompressor(level=level))
         out: bytes = compressors[0].compress(data)
         return out
 
@@ -241,7 +264,7 @@ def _zstd(level: int) -> Callable[[bytes], bytes]:
 
 def _lz4(level: int, store_size: bool) -> Callable[[bytes], bytes]:
     def compress(data: bytes) -> bytes:
-        frame = _module("lz4.frame")
+        frame = load("lz4.frame")
         out: bytes = frame.compress(data, compression_level=level, store_size=store_size)
         return out
 

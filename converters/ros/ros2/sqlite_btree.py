@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 
 from nanorec.errors import FormatError, TruncatedError
 
@@ -98,27 +98,66 @@ def read_header(buf: Buffer) -> Header:
     return Header(page_size, usable, pages, declared, trunk, count, encoding)
 
 
-class Pager:
-    """The file's pages, by number (1-based, as SQLite counts them)."""
+@dataclass(frozen=True)
+class Overlay:
+    """Pages found elsewhere in the buffer than at (n - 1) * page size: the committed frames
+    of a WAL appended after the database file's `main_size` bytes (see `sqlite_wal.py`)."""
 
-    def __init__(self, buf: Buffer) -> None:
+    main_size: int
+    pages: Mapping[int, int]  # page number -> offset of its bytes in the buffer
+    db_pages: int  # the database's size in pages after the WAL's last commit
+
+
+class Pager:
+    """The file's pages, by number (1-based, as SQLite counts them); with an `overlay`, as
+    SQLite sees them after replaying a WAL."""
+
+    def __init__(self, buf: Buffer, overlay: Overlay | None = None) -> None:
         self.buf = buf
         self.view = memoryview(buf)
-        self.header = h = read_header(buf)
+        self.overlay = overlay
+        if overlay is None:
+            self.header = h = read_header(buf)
+        else:
+            first = overlay.pages.get(1, 0)
+            h = read_header(self.view[first : first + 100])
+            # pages: the last one present (in the file or the WAL) of the committed size;
+            # one missing before it (the file cut, the WAL holding later pages) is not `has`
+            present = max(overlay.main_size // h.page_size, max(overlay.pages, default=0))
+            n = min(overlay.db_pages, present)
+            self.header = h = replace(h, pages=n, declared_pages=max(overlay.db_pages, n))
         self.size, self.usable = h.page_size, h.usable
         self.max_local = h.usable - 35
         self.min_local = (h.usable - 12) * 32 // 255 - 23
 
+    def has(self, n: int) -> bool:
+        """Whether page `n` is present whole (with an overlay: in the WAL or the file)."""
+        if n < 1 or n > self.header.pages:
+            return False
+        overlay = self.overlay
+        return overlay is None or n in overlay.pages or n * self.size <= overlay.main_size
+
+    def missing(self) -> int:
+        """How many of the database's committed pages are not present (`has`)."""
+        h, overlay = self.header, self.overlay
+        if overlay is None:
+            return h.declared_pages - h.pages
+        in_file = min(overlay.main_size // self.size, h.pages)
+        in_wal = sum(1 for n in overlay.pages if in_file < n <= h.pages)
+        return h.declared_pages - in_file - in_wal
+
     def offset(self, n: int) -> int:
+        if self.overlay is not None:
+            return self.overlay.pages.get(n, (n - 1) * self.size)
         return (n - 1) * self.size
 
     def page(self, n: int) -> bytes:
         """Page `n`'s bytes; TruncatedError when the file ends before it."""
-        if n < 1 or n > self.header.pages:
+        if not self.has(n):
             if n >= 1 and n <= self.header.declared_pages:
                 raise TruncatedError(f"page {n} is past the end of the file", offset=len(self.buf))
             raise FormatError(f"page number {n} outside the file")
-        start = (n - 1) * self.size
+        start = self.offset(n)
         return bytes(self.buf[start : start + self.size])
 
     def cells(self, n: int, page: bytes, kinds: tuple[int, ...]) -> tuple[int, list[int]]:
@@ -158,7 +197,7 @@ class Pager:
         while remaining > 0:
             if n in seen or n < 2:
                 raise FormatError(f"overflow chain loops or points at page {n}")
-            if n > self.header.pages:
+            if not self.has(n):
                 self.page(n)  # raises: cut or out of range
             seen.add(n)
             start = self.offset(n)
@@ -295,6 +334,21 @@ def schema(pager: Pager) -> dict[str, tuple[int, list[tuple[str, bool]]]]:
             if isinstance(root, int) and isinstance(sql, str):
                 tables[values[1]] = (root, columns(sql))
     return tables
+
+
+def interior_keys(pager: Pager, pages: set[int]) -> list[int]:
+    """The keys (each the largest rowid of its left subtree) of the table-interior pages
+    among `pages`; pages that are not, or cannot be read, are skipped."""
+    keys: list[int] = []
+    for n in pages:
+        try:
+            page = pager.page(n)
+            kind, cells = pager.cells(n, page, (TABLE_INTERIOR, TABLE_LEAF))
+            if kind == TABLE_INTERIOR:
+                keys += [varint(page, c + 4)[0] for c in cells]
+        except (FormatError, TruncatedError, IndexError):
+            continue
+    return keys
 
 
 def leaf_pages(

@@ -70,11 +70,20 @@ class StoredMessage:
 @dataclass
 class Damage:
     """What could not be read: `cut` is a crashed file's incomplete tail, `damaged` regions
-    inside it (skipped); both are kept in the skeleton, so the file still comes back whole."""
+    inside it (skipped); both are kept in the skeleton, so the file still comes back whole.
+
+    `losses` are the parts that held messages not all read back (a cut or damaged chunk,
+    pages cut off or unreadable), each saying in its reason how many were recovered and
+    lost: they are damage wherever they are, even inside the cut tail, since messages were
+    dropped. `lost_messages` is a lower bound (a cut stream hides how many it held),
+    `lost_bytes` the bytes of those parts not read back."""
 
     cut: Region | None = None
     damaged: list[Region] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    losses: list[Region] = field(default_factory=list)
+    lost_messages: int = 0
+    lost_bytes: int = 0
 
 
 class StorageFile(Protocol):
@@ -124,12 +133,15 @@ def storage_of(head: bytes) -> str | None:
     return None
 
 
-def open_storage(storage: str, buf: bytes | memoryview) -> StorageFile:
-    """The storage file `buf` (a sqlite3 or MCAP file's bytes)."""
+def open_storage(
+    storage: str, buf: bytes | memoryview, main_size: int | None = None
+) -> StorageFile:
+    """The storage file `buf` (a sqlite3 or MCAP file's bytes; with `main_size`, a sqlite3
+    file's `main_size` bytes followed by its WAL's)."""
     if storage == "sqlite3":
         from .db3 import open_db3
 
-        return open_db3(buf)
+        return open_db3(buf, main_size)
     from .mcap_file import open_mcap
 
     return open_mcap(buf)

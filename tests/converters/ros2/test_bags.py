@@ -117,7 +117,9 @@ def test_crashed_folder_converts_and_repairs(tmp_path: Path) -> None:
     code, _, err = _run("info", crashed, "--tz", "UTC")
     assert code == 0 and "reindex" in err
     archive = tmp_path / "a.nanover.zip"
-    assert _run("convert", crashed, "-o", archive)[0] == 0
+    # messages were lost with the cut pages: converted, but reported (exit 1)
+    code, out, err = _run("convert", crashed, "-o", archive)
+    assert code == 1 and "messages lost" in out + err
     back, repaired = tmp_path / "back", tmp_path / "repaired"
     assert _run("export", archive, "-o", back)[0] == 0
     assert _tree(back) == _tree(crashed)
