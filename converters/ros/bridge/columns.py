@@ -1,5 +1,5 @@
 """A `tf2_msgs/msg/TFMessage` given as columns (`nanorec.standard.Transforms`) -> its CDR
-payload, every number laid in at once.
+payload, or its ROS1 one, every number laid in at once.
 
 A CARLA frame's `/tf` holds a transform per actor, and the frames of a run name the same
 frames in the same order: only the stamp and the poses change. So the payload's layout is
@@ -12,7 +12,9 @@ index arrays: no Python per transform.
 Each `TransformStamped` starts 4-aligned (the sequence's count, then transforms ending on
 their 8-aligned float64s); its stamp is two 4-byte integers, its names are strings (a uint32
 length counting a NUL, the bytes, the NUL), then padding to 8 and the seven float64s of
-translation and rotation.
+translation and rotation. In ROS1 (`tf2_msgs/TFMessage`) nothing is aligned, strings have no
+NUL and the header starts with a `seq`, zero as the CDR -> ROS1 transcoder writes it
+(`transcode.py`): there the stamps and poses are laid in byte by byte.
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ _INT32 = range(-(1 << 31), 1 << 31)
 
 @dataclass(frozen=True)
 class _Layout:
+    """CDR: `stamps` the 32-bit word of each stamp's `sec` (`nanosec` follows), `poses` the
+    64-bit words (counted from byte 4) of each pose's 7 numbers; ROS1: both byte indexes,
+    8 and 56 per transform."""
+
     template: npt.NDArray[np.uint8]
-    stamps: npt.NDArray[np.intp]  # 32-bit word of each stamp's `sec` (`nanosec` follows)
-    poses: npt.NDArray[np.intp]  # 64-bit word (from byte 4) of each pose's 7 numbers, (n*7)
+    stamps: npt.NDArray[np.intp]
+    poses: npt.NDArray[np.intp]
 
 
 def _layout(parents: tuple[str, ...], children: tuple[str, ...]) -> _Layout:
@@ -61,31 +67,43 @@ def _layout(parents: tuple[str, ...], children: tuple[str, ...]) -> _Layout:
     )
 
 
+def _ros1_layout(parents: tuple[str, ...], children: tuple[str, ...]) -> _Layout:
+    out = bytearray(struct.pack("<I", len(parents)))
+    stamps: list[int] = []
+    poses: list[int] = []
+    for parent, child in zip(parents, children, strict=True):
+        out += bytes(4)  # seq
+        stamps.append(len(out))
+        out += bytes(8)
+        for name in (parent, child):
+            data = name.encode()
+            out += struct.pack("<I", len(data)) + data
+        poses.append(len(out))
+        out += bytes(56)
+    return _Layout(
+        np.frombuffer(bytes(out), np.uint8),
+        (np.asarray(stamps, np.intp)[:, None] + np.arange(8)).reshape(-1),
+        (np.asarray(poses, np.intp)[:, None] + np.arange(56)).reshape(-1),
+    )
+
+
+Key = tuple[tuple[str, ...], tuple[str, ...]]
+
+
 class TransformsEncoder:
-    """CDR payloads of `Transforms` values, a layout per list of names."""
+    """CDR (or ROS1) payloads of `Transforms` values, a layout per list of names."""
 
     def __init__(self) -> None:
-        self._layouts: dict[tuple[tuple[str, ...], tuple[str, ...]], _Layout] = {}
+        self._layouts: dict[Key, _Layout] = {}
+        self._ros1_layouts: dict[Key, _Layout] = {}
 
     def encode(self, value: Transforms) -> bytes | None:
-        """The payload, None for what the plain path must judge (a stamp out of range,
+        """The CDR payload, None for what the plain path must judge (a stamp out of range,
         arrays of the wrong shape)."""
-        n = len(value.parents)
-        sec, nanosec = divmod(int(value.time_ns), 1_000_000_000)
-        if (
-            not n
-            or sec not in _INT32
-            or len(value.children) != n
-            or value.position.shape != (n, 3)
-            or value.orientation.shape != (n, 4)
-        ):
+        if not _takes(value):
             return None
-        key = (value.parents, value.children)
-        layout = self._layouts.get(key)
-        if layout is None:
-            if len(self._layouts) >= _KEEP:
-                self._layouts.clear()
-            layout = self._layouts[key] = _layout(*key)
+        sec, nanosec = divmod(int(value.time_ns), 1_000_000_000)
+        layout = _get(self._layouts, (value.parents, value.children), _layout)
         out = layout.template.copy()
         words: Any = out.view("<u4")
         words[layout.stamps] = sec & 0xFFFFFFFF
@@ -95,6 +113,39 @@ class TransformsEncoder:
             [value.position, value.orientation], axis=1, dtype=np.float64
         ).reshape(-1)
         return bytes(out.data)
+
+    def encode_ros1(self, value: Transforms) -> bytes | None:
+        """The ROS1 payload (what `transcode` makes of the CDR one), None as `encode`."""
+        if not _takes(value):
+            return None
+        layout = _get(self._ros1_layouts, (value.parents, value.children), _ros1_layout)
+        out = layout.template.copy()
+        sec, nanosec = divmod(int(value.time_ns), 1_000_000_000)
+        stamp = np.frombuffer(struct.pack("<iI", sec, nanosec), np.uint8)
+        out[layout.stamps] = np.tile(stamp, len(value.parents))
+        numbers = np.concatenate([value.position, value.orientation], axis=1, dtype="<f8")
+        out[layout.poses] = numbers.view(np.uint8).reshape(-1)
+        return bytes(out.data)
+
+
+def _takes(value: Transforms) -> bool:
+    n = len(value.parents)
+    return (
+        n > 0
+        and int(value.time_ns) // 1_000_000_000 in _INT32
+        and len(value.children) == n
+        and value.position.shape == (n, 3)
+        and value.orientation.shape == (n, 4)
+    )
+
+
+def _get(layouts: dict[Key, _Layout], key: Key, build: Any) -> _Layout:
+    layout = layouts.get(key)
+    if layout is None:
+        if len(layouts) >= _KEEP:
+            layouts.clear()
+        layout = layouts[key] = build(*key)
+    return layout
 
 
 __all__ = ["TransformsEncoder"]

@@ -68,3 +68,10 @@ class StandardEncoder:
             if data is not None:
                 return data
         return self._packer.encode(type_name, value)
+
+    def encode_ros1(self, type_name: str, value: Mapping[str, Any]) -> bytes | None:
+        """The ROS1 payload of a value given as columns (what transcoding its CDR payload
+        gives), None for any other: its CDR payload is then transcoded."""
+        if isinstance(value, Transforms) and type_name == _TF:
+            return self._transforms.encode_ros1(value)
+        return None

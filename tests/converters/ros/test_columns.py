@@ -1,7 +1,7 @@
 """A `TFMessage` given as columns (`nanorec.standard.Transforms`) laid out at once
 (`bridge/columns.py`): the plain encoder's bytes for any names (every padding), stamps and
-numbers, read back by `rosbags` as the values; what the layout does not take goes through
-the plain path."""
+numbers, read back by `rosbags` as the values, and in ROS1 the transcoder's bytes; what the
+layout does not take goes through the plain path."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from nanorec.converters.ros.bridge.columns import TransformsEncoder
 from nanorec.converters.ros.bridge.standard import StandardEncoder
+from nanorec.converters.ros.bridge.types import ros2_to_ros1
 from nanorec.converters.ros.ros2.cdr_encode import Encoder
 from nanorec.standard import Transforms
 
@@ -53,6 +54,9 @@ def test_layout_is_the_plain_encoding(
     assert data is not None
     assert data == Encoder(encoder.definitions).encode(TF, dict(value))
     assert encoder.encode(TF, value) == data
+    ros1 = ros2_to_ros1(TF, encoder.definitions).transcode(data)
+    assert TransformsEncoder().encode_ros1(value) == ros1
+    assert encoder.encode_ros1(TF, value) == ros1
     back = HUMBLE.deserialize_cdr(data, TF)
     assert [(t.header.frame_id, t.child_frame_id) for t in back.transforms] == names
     sec, nanosec = divmod(time_ns, 1_000_000_000)
@@ -84,6 +88,7 @@ def test_a_layout_serves_every_message_with_the_same_names() -> None:
 )
 def test_what_the_layout_does_not_take(value: Transforms) -> None:
     assert TransformsEncoder().encode(value) is None
+    assert TransformsEncoder().encode_ros1(value) is None
 
 
 def test_the_plain_path_then_judges() -> None:
