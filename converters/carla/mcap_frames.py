@@ -12,6 +12,8 @@ byte for byte (`tests/mcap/test_carla_fast.py`).
 
 A frame with something this path does not draw (spawns, destructions, collisions, an
 actor whose pose is in an earlier frame, repeated ids) goes through `mcap.frame_records`.
+The runs and their poses (`FrameDrawer.runs`, `run_poses`) also feed the ROS bag export
+(`standard_runs.py`).
 """
 
 from __future__ import annotations
