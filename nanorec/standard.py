@@ -4,7 +4,9 @@ A ROS 2 bag written from a CARLA recording or a Cartographer pbstream (`nanorec 
 run.log --format ros2`) needs the recording's content as messages ROS tools understand. A
 recording offers them through an optional method `recording.standard_messages(selection)`
 yielding `StandardMessage`s, each one of `TYPES`, its value a plain mapping with ROS 2's field
-names (times as `{"sec", "nanosec"}`, numeric arrays as numpy arrays). The writers (see
+names (times as `{"sec", "nanosec"}`, numeric arrays as numpy arrays). A `TFMessage` of many
+transforms may instead be a `Transforms`: the same mapping, its numbers held as arrays, so a
+writer can lay them out at once rather than read a dict per transform. The writers (see
 `nanorec.contract.FOREIGN_FORMATS`) hold these types' definitions; the core only names them,
 so a format never depends on another.
 """
@@ -14,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from nanorec.errors import UnsupportedError
 from nanorec.selection import Selection
@@ -80,3 +85,37 @@ def transform(
         "child_frame_id": child,
         "transform": {"translation": placed["position"], "rotation": placed["orientation"]},
     }
+
+
+@dataclass(frozen=True, eq=False)
+class Transforms(Mapping[str, Any]):
+    """A `tf2_msgs/msg/TFMessage` as columns: transform i goes from frame `parents[i]` to
+    `children[i]`, at `time_ns` (every one), translated by `position[i]` (x, y, z) and
+    rotated by `orientation[i]` (x, y, z, w), both float64. As a mapping it is the plain
+    value, `{"transforms": [transform(...), ...]}`, built on each lookup."""
+
+    time_ns: int
+    parents: tuple[str, ...]
+    children: tuple[str, ...]
+    position: npt.NDArray[np.float64]
+    orientation: npt.NDArray[np.float64]
+
+    def __getitem__(self, key: str) -> Any:
+        if key != "transforms":
+            raise KeyError(key)
+        return [
+            transform(self.time_ns, parent, child, p, q)
+            for parent, child, p, q in zip(
+                self.parents,
+                self.children,
+                self.position.tolist(),
+                self.orientation.tolist(),
+                strict=True,
+            )
+        ]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("transforms",))
+
+    def __len__(self) -> int:
+        return 1

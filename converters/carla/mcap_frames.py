@@ -12,12 +12,15 @@ byte for byte (`tests/mcap/test_carla_fast.py`).
 
 A frame with something this path does not draw (spawns, destructions, collisions, an
 actor whose pose is in an earlier frame, repeated ids) goes through `mcap.frame_records`.
+The runs and their poses (`FrameDrawer.runs`, `run_poses`) also feed the ROS bag export
+(`standard_runs.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +53,28 @@ _START, _POSITION = kind_key(Kind.FRAME_START), kind_key(Kind.POSITION)
 _CM_TO_M = np.array([0.01, -0.01, 0.01])
 
 Drawn = list[McapRecord] | None
+T = TypeVar("T")
+#: What a run of frames gives, per frame: (numbers, times, frame maps, Position records).
+Run = Callable[[list[int], list[int], list[Any], Any], list[T | None]]
+
+
+@dataclass(frozen=True)
+class RunPoses:
+    """The live actors of a run of frames and their poses, as the reference path sees them:
+    `rows` (spawn rows) and `ids` (n), `pose` (frames, n, 6: location cm, pitch/yaw/roll
+    degrees), `at_spawn` (frames, n: still at the spawn transform, unmoved since),
+    `parent` (n: the parent's id, -1 for none) and `earlier` (frames: an actor's pose is
+    in an earlier frame, which this path does not look for)."""
+
+    rows: npt.NDArray[np.intp]
+    ids: npt.NDArray[np.int64]
+    pose: npt.NDArray[np.float64]
+    at_spawn: npt.NDArray[np.bool_]
+    parent: npt.NDArray[np.int64]
+    earlier: npt.NDArray[np.bool_]
+
+    def fields(self) -> tuple[Any, ...]:
+        return self.rows, self.ids, self.pose, self.at_spawn, self.parent, self.earlier
 
 
 class _Latest:
@@ -108,6 +133,12 @@ class FrameDrawer:
 
     def draw(self, numbers: list[int], times: list[int]) -> list[Drawn]:
         """The records of frames `numbers` logged at `times` (ns), a run at a time."""
+        return self.runs(numbers, times, self._run)
+
+    def runs(self, numbers: list[int], times: list[int], run: Run[T]) -> list[T | None]:
+        """`run` of each run of frames `numbers` (logged at `times`, ns) that share their
+        live actors and the order of their Position records: its values, one per frame
+        (None for a frame this path leaves to the reference path)."""
         frames = [self._frame(number) for number in numbers]
         index = np.asarray(numbers, np.int64)
         tables = self.tables
@@ -129,12 +160,12 @@ class FrameDrawer:
             ],
             axis=1,
         )
-        out: list[Drawn] = [None] * len(numbers)
+        out: list[T | None] = [None] * len(numbers)
         lo = 0
         while lo < len(numbers):
             hi = lo + same_rows(keys[lo:])
             if simple[lo]:
-                out[lo:hi] = self._group(numbers[lo:hi], times[lo:hi], frames[lo:hi])
+                out[lo:hi] = self._group(numbers[lo:hi], times[lo:hi], frames[lo:hi], run)
             lo = hi
         return out
 
@@ -152,34 +183,35 @@ class FrameDrawer:
         start = frame.get(_START)
         return frame if start is None or len(start) == self.sizes[0][1] else None
 
-    def _group(self, numbers: list[int], times: list[int], frames: list[Any]) -> list[Drawn]:
+    def _group(
+        self, numbers: list[int], times: list[int], frames: list[Any], run: Run[T]
+    ) -> list[T | None]:
         """Frames of one live set: split where the order of Position records changes."""
         contents = [frame.get(_POSITION, b"") for frame in frames]
         poses = np.frombuffer(b"".join(contents), records({}, Kind.POSITION, self.engine).dtype)
         poses = poses.reshape(len(frames), -1)
-        out: list[Drawn] = []
+        out: list[T | None] = []
         lo = 0
         while lo < len(frames):
             hi = lo + (same_rows(poses["id"][lo:]) if poses.shape[1] else len(frames) - lo)
-            out += self._run(numbers[lo:hi], times[lo:hi], frames[lo:hi], poses[lo:hi])
+            out += run(numbers[lo:hi], times[lo:hi], frames[lo:hi], poses[lo:hi])
             lo = hi
         return out
 
-    def _run(
-        self, numbers: list[int], times: list[int], frames: list[Any], poses: Any
-    ) -> list[Drawn]:
-        """Frames of one live set whose Position records name the same ids in order."""
+    def run_poses(self, numbers: list[int], poses: Any) -> RunPoses | None:
+        """The poses of a run's frames (their live actors, in the reference path's order),
+        None when this path cannot draw them (an id there twice)."""
         tables = self.tables
         count = len(numbers)
         index = np.asarray(numbers, np.int64)
         rows, ids = self._alive(numbers[0])
         if ids is None:
-            return [None] * count
+            return None
         pose_ids = poses["id"][0].astype(np.int64)
         order = np.argsort(pose_ids, kind="stable")
         sorted_ids = pose_ids[order]
         if len(sorted_ids) > 1 and not (sorted_ids[1:] != sorted_ids[:-1]).all():
-            return [None] * count  # one actor twice: `World` keeps the last
+            return None  # one actor twice: `World` keeps the last
         at, posed = match(sorted_ids, ids)
         first_pose = tables.spawn_first_pose[rows[~posed]]
         earlier = (first_pose[None, :] < index[:, None]).any(axis=1)  # posed before only
@@ -192,6 +224,17 @@ class FrameDrawer:
         spawned_here = ~posed[None, :] | (tables.spawn_start[rows][None, :] == index[:, None])
         at_spawn = spawned_here & (pose == spawn[None]).all(axis=2)
         parent = self._parent(numbers[0], rows, ids)
+        return RunPoses(rows, ids, pose, at_spawn, parent, earlier)
+
+    def _run(
+        self, numbers: list[int], times: list[int], frames: list[Any], poses: Any
+    ) -> list[Drawn]:
+        """Frames of one live set whose Position records name the same ids in order."""
+        count = len(numbers)
+        got = self.run_poses(numbers, poses)
+        if got is None:
+            return [None] * count
+        rows, ids, pose, at_spawn, parent, earlier = got.fields()
         finite = np.isfinite(pose).all(axis=2)
         if not finite.all() and count > 1:  # frame by frame, each its own actors
             return [
@@ -375,4 +418,4 @@ def drawn_records(
         yield from zip(run, drawn, strict=True)
 
 
-__all__ = ["RUN_FRAMES", "FrameDrawer", "drawn_records"]
+__all__ = ["RUN_FRAMES", "FrameDrawer", "RunPoses", "drawn_records"]

@@ -26,7 +26,9 @@ whole seconds, too coarse for a clock), so messages carry the recording's own cl
 frame's elapsed seconds as nanoseconds (the archive index's microseconds), as the MCAP export
 and `nanorec.standard` say for formats without Unix time.
 
-Frames are read one at a time, so memory stays bounded whatever the recording's length.
+Frames are read a run of at most `mcap_frames.RUN_FRAMES` at a time (`standard_runs.py`: a
+run's poses as arrays; `frame_messages` here is the reference, for the frames it does not
+take), so memory stays bounded whatever the recording's length.
 """
 
 from __future__ import annotations
@@ -105,9 +107,9 @@ def standard_messages(
 def _frames(
     recording: CarlaRecording, numbers: list[int], topics: frozenset[str]
 ) -> Iterator[standard.StandardMessage]:
-    stamps = recording.reader.index.timestamp_us
-    for number in numbers:
-        yield from frame_messages(recording.frame(number), int(stamps[number]) * 1000, topics)
+    from .standard_runs import run_messages  # it reads this module's names
+
+    yield from run_messages(recording, numbers, topics)
 
 
 def frame_messages(

@@ -18,8 +18,9 @@ An export that would write none of the selected messages is a `FormatError` sayi
 empty bag is left behind).
 
 From a recording of another format (CARLA, pbstream), its standard messages are encoded as
-their ROS 2 types, then transcoded the same way. The bag is written by `ros1/writer.py`:
-indexed, chunked as `rosbag record` does, uncompressed.
+their ROS 2 types, then transcoded the same way (a `/tf` given as columns, a CARLA frame's, is
+laid out in ROS1 straight away: the same bytes, `columns.py`). The bag is written by
+`ros1/writer.py`: indexed, chunked as `rosbag record` does, uncompressed.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ from .standard import StandardEncoder
 from .to_ros2 import RELEASE_BYTES, nothing_written, reporting
 from .types import Crossing, Unmappable, ros2_to_ros1
 
-#: A message to write: (topic, ROS 2 type, time in ns, CDR data).
-_Cdr = tuple[str, str, int, bytes]
+#: A message to write: (topic, ROS 2 type, time in ns, CDR data, its ROS1 data when it was
+#: made straight from the value: a CARLA frame's `/tf`, whose CDR data is then empty).
+_Cdr = tuple[str, str, int, bytes, bytes | None]
 
 
 class _Connections:
@@ -147,12 +149,12 @@ def export(
     with atomic_output(output, overwrite=overwrite) as stream:
         bag = BagWriter(stream)
         total = len(recording.reader)
-        for topic, type_name, time, data in reporting(messages, progress, total):
+        for topic, type_name, time, data, made in reporting(messages, progress, total):
             conn = connections.of(bag, topic, type_name)
             if conn is None:
                 continue
             try:
-                ros1 = connections.crossings[conn].transcode(data)
+                ros1 = made if made is not None else connections.crossings[conn].transcode(data)
             except FormatError as error:
                 damaged += 1
                 if damaged <= 10:
@@ -197,12 +199,13 @@ def _from_ros2(rec: Ros2Recording, selection: Selection) -> Iterator[_Cdr]:
         if read >= RELEASE_BYTES:  # a pass over a big archive keeps its pages out of RSS
             rec.reader.release_pages()
             read = 0
-        yield topic, rec.type_of(topic), rec.time_ns(number), data
+        yield topic, rec.type_of(topic), rec.time_ns(number), data, None
 
 
 def _from_standard(
     rec: Any, selection: Selection | None, encoder: StandardEncoder
 ) -> Iterator[_Cdr]:
     for message in standard_messages(rec, selection):
-        data = encoder.encode(message.type, message.value)
-        yield message.topic, message.type, message.time_ns, data
+        made = encoder.encode_ros1(message.type, message.value)
+        data = encoder.encode(message.type, message.value) if made is None else b""
+        yield message.topic, message.type, message.time_ns, data, made
