@@ -10,11 +10,15 @@ included), as a bag folder with `metadata.yaml` or one storage file.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import random
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from nanorec.errors import UsageError
 
 from .storage import Definition, Topic
 
@@ -118,7 +122,22 @@ def messages(seconds: float, width: int = 0) -> Iterator[tuple[int, int, bytes]]
             yield 3, ns + 2_000, image(ns, width, pixels)
 
 
-def write_db3(path: Path, seconds: float, width: int = 0) -> int:
+#: Humble's sqlite3 schema (version 3): no type hashes, no message definitions.
+HUMBLE_SCHEMA = (
+    "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY,ros_distro TEXT NOT NULL);",
+    "CREATE TABLE metadata(id INTEGER PRIMARY KEY,metadata_version INTEGER NOT NULL,"
+    "metadata TEXT NOT NULL);",
+    "CREATE TABLE topics(id INTEGER PRIMARY KEY,name TEXT NOT NULL,type TEXT NOT NULL,"
+    "serialization_format TEXT NOT NULL,offered_qos_profiles TEXT NOT NULL);",
+    "CREATE TABLE messages(id INTEGER PRIMARY KEY,topic_id INTEGER NOT NULL,"
+    "timestamp INTEGER NOT NULL, data BLOB NOT NULL);",
+    "CREATE INDEX timestamp_idx ON messages (timestamp ASC);",
+)
+
+
+def write_db3(path: Path, seconds: float, width: int = 0, *, humble: bool = False) -> int:
+    """A sqlite3 storage file as Jazzy's rosbag2 writes it (schema 4, definitions), or as
+    Humble's (`humble`: schema 3, the types named only)."""
     import sqlite3
 
     from .writer import SCHEMA
@@ -126,15 +145,17 @@ def write_db3(path: Path, seconds: float, width: int = 0) -> int:
     path.unlink(missing_ok=True)
     count = 0
     with sqlite3.connect(path) as db:
-        for statement in SCHEMA:
+        for statement in HUMBLE_SCHEMA if humble else SCHEMA:
             db.execute(statement)
-        db.execute("INSERT INTO schema (schema_version, ros_distro) VALUES (4, 'jazzy')")
+        schema = (3, "humble") if humble else (4, "jazzy")
+        db.execute("INSERT INTO schema (schema_version, ros_distro) VALUES (?, ?)", schema)
+        columns = "?, ?, ?, ?, ?" if humble else "?, ?, ?, ?, ?, ''"  # Humble: no type hash
         for t in TOPICS[: 3 if width else 2]:
             db.execute(
-                "INSERT INTO topics VALUES (?, ?, ?, ?, ?, '')",
+                f"INSERT INTO topics VALUES ({columns})",
                 (t.key, t.name, t.type, t.serialization_format, t.offered_qos_profiles),
             )
-        for d in DEFINITIONS[: 3 if width else 2]:
+        for d in [] if humble else DEFINITIONS[: 3 if width else 2]:
             db.execute(
                 "INSERT INTO message_definitions (topic_type, encoding, "
                 "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, '')",
@@ -175,9 +196,13 @@ def generate(
     storage: str = "mcap",
     folder: bool = True,
     image: int = 0,
+    humble: bool = False,
 ) -> Path:
-    """Write a bag at `output` (a folder with metadata.yaml, or one storage file)."""
-    write = write_mcap if storage == "mcap" else write_db3
+    """Write a bag at `output` (a folder with metadata.yaml, or one storage file); `humble`:
+    as Humble's rosbag2 wrote it (sqlite3 only: no definitions, metadata.yaml version 5)."""
+    if humble and storage != "sqlite3":
+        raise UsageError("a Humble-era bag is sqlite3 here (its MCAP plugin stored schemas)")
+    write: Any = write_mcap if storage == "mcap" else functools.partial(write_db3, humble=humble)
     if not folder:
         write(output, seconds, image)
         return output
@@ -195,7 +220,7 @@ def generate(
         for t in TOPICS[: 3 if image else 2]
     )
     meta = BagMetadata(
-        version=8,
+        version=5 if humble else 8,
         storage_identifier=storage,
         duration_ns=last - first,
         starting_time_ns=first,
@@ -203,9 +228,10 @@ def generate(
         topics_with_message_count=infos,
         relative_file_paths=(name,),
         files=(FileInformation(name, first, last - first, len(stamps)),),
-        ros_distro="jazzy",
+        ros_distro="" if humble else "jazzy",
     )
-    (output / "metadata.yaml").write_text(metadata_yaml(meta, version=8), encoding="utf-8")
+    version = 5 if humble else 8
+    (output / "metadata.yaml").write_text(metadata_yaml(meta, version=version), encoding="utf-8")
     return output
 
 
@@ -216,6 +242,7 @@ def main() -> None:
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap")
     parser.add_argument("--file", action="store_true", help="one storage file, no folder")
     parser.add_argument("--image", type=int, default=0, help="camera image width (0: none)")
+    parser.add_argument("--humble", action="store_true", help="as Humble wrote it (sqlite3)")
     args = parser.parse_args()
     generate(
         args.output,
@@ -223,6 +250,7 @@ def main() -> None:
         storage=args.storage,
         folder=not args.file,
         image=args.image,
+        humble=args.humble,
     )
 
 

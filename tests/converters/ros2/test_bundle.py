@@ -6,6 +6,7 @@ definitions) of each storage and distro decode and export to ROS1 with every mes
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import warnings
 from pathlib import Path
@@ -29,7 +30,7 @@ from nanorec.converters.ros.ros2.make_bundle import STORES
 from nanorec.converters.ros.ros2.recording import Ros2Recording
 from nanorec.converters.ros.ros2.writer import SCHEMA
 from nanorec.errors import NanorecError, UsageError
-from tests.conftest import REALDATA, make_runner
+from tests.conftest import REALDATA, REPO, make_runner
 from tests.converters.ros2.test_cdr import oracle, same
 
 ROS2 = REALDATA / "ros2"
@@ -365,3 +366,16 @@ def test_a_type_bundled_for_another_distro_is_hinted(tmp_path: Path) -> None:
     code, _, err = _run("cat", bag)
     assert code == 0 and err.count("warning") == 1, err
     assert "no definition for actionlib_msgs/msg/GoalID" in err and "(try --distro kilted)" in err
+
+
+def test_the_humble_sample_decodes_from_the_bundle_without_a_warning() -> None:
+    """`samples/ros2-humble-robot` (the README's example): Humble's rosbag2 stored no
+    definitions, so every message decodes from the bundled Humble ones, with no warning."""
+    code, out, err = _run("cat", REPO / "samples" / "ros2-humble-robot", "--format", "ndjson")
+    assert code == 0 and "warning" not in err, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == 210
+    status = [m for m in lines if m["topic"] == "/status"]
+    assert status[0]["message"] == {"data": "lap 0: all systems nominal"}
+    odom = next(m for m in lines if m["topic"] == "/odom")["message"]
+    assert odom["header"]["frame_id"] and set(odom["pose"]) == {"position", "orientation"}
