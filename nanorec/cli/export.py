@@ -111,7 +111,11 @@ def export_file(
             reader, output, selection=selection, overwrite=force, options=options or None
         )
     verdict = (
-        f"a cut of {report.messages} messages"
+        (
+            f"a cut of {report.messages} messages"
+            if not selection.everything
+            else f"{report.messages} messages, written anew"
+        )
         if report.identical is None
         else "identical to the source"
         if report.identical
