@@ -31,7 +31,7 @@ def test_a_double_block_refuses_the_wrong_number_of_columns() -> None:
 
 def test_a_fixed_ros1_array_of_the_wrong_length_is_a_usage_error() -> None:
     types = parse_definition("test/Fixed", "float64[3] values\n")
-    with pytest.raises(UsageError, match="3 elements") as caught:
+    with pytest.raises(UsageError, match="holds 3 elements") as caught:
         serialize.encode(types, "test/Fixed", {"values": [1.0, 2.0]})
     assert isinstance(caught.value, ValueError) and isinstance(caught.value, NanorecError)
 

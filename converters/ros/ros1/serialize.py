@@ -40,9 +40,7 @@ def _message(
         if f.array < 0:
             out += _U32.pack(len(item))
         elif len(item) != f.array:
-            raise UsageError(
-                f"{type_name}.{f.name} is an array of {f.array} elements; the value has {len(item)}"
-            )
+            raise UsageError(f"{type_name}.{f.name} holds {f.array} elements, not {len(item)}")
         if f.type in SCALARS:
             out += np.asarray(item, dtype=SCALARS[f.type][1]).tobytes()
         else:
