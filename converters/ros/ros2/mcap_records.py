@@ -192,7 +192,8 @@ def _module(name: str) -> Any:
     except ImportError:
         package = name.split(".")[0]
         raise UnsupportedError(
-            f"this MCAP file has {package} chunks: install the {package} package"
+            f"this MCAP file has {package} chunks: install the {package} package "
+            "(pip install 'nanorec[ros]')"
         ) from None
 
 
