@@ -168,6 +168,7 @@ class ConverterContract:
             with pytest.raises(NanorecError):
                 converter.convert(source, tmp_path / f"{name}.nanover.zip")
 
+    @pytest.mark.slow
     def test_every_verb_on_damaged_input_is_one_line(
         self, samples: list[Path], tmp_path: Path
     ) -> None:
@@ -206,6 +207,7 @@ class ConverterContract:
 
     # -- fuzz ---------------------------------------------------------------------------------
 
+    @pytest.mark.slow
     def test_fuzz_every_verb(
         self, converter: Converter, samples: list[Path], tmp_path: Path
     ) -> None:

@@ -602,6 +602,7 @@ def test_edge_case(case: str, name: str, tmp_path: Path) -> None:
     check_pipeline(EDGE_CASES[case](FAMILIES[name]), tmp_path, clips=4)
 
 
+@pytest.mark.slow
 def test_edge_cases_through_the_cli(tmp_path: Path) -> None:
     family = FAMILIES["0.9.16"]
     for case, build in EDGE_CASES.items():
@@ -749,6 +750,7 @@ def _cut_params() -> list[Any]:
     return [pytest.param(name, None, id=f"{name}-hand-built") for name in ("0.9.16", "ue5-0.10")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "additional"), _cut_params())
 def test_cut_at_every_byte_of_the_last_frames(
     name: str, additional: bool | None, tmp_path: Path

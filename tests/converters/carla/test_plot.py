@@ -52,6 +52,7 @@ def rec() -> Iterator[CarlaRecording]:
         yield opened
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_every_sample_renders(path: Path, tmp_path: Path) -> None:
     out = tmp_path / "view.png"
