@@ -139,6 +139,7 @@ class ConverterContract:
 
     # -- damaged input -----------------------------------------------------------------------
 
+    @pytest.mark.slow
     def test_cut_input_converts_what_is_complete(
         self, converter: Converter, samples: list[Path], tmp_path: Path
     ) -> None:
@@ -251,6 +252,7 @@ class ConverterContract:
                 missing = common_spellings(verb) - option_names(command)
                 assert not missing, f"{self.name} {verb} lacks {sorted(missing)}"
 
+    @pytest.mark.slow
     def test_common_options_mean_the_same(self, samples: list[Path], tmp_path: Path) -> None:
         """The same command lines give the same kind of answer on every format."""
         check_common_options(min(samples, key=lambda p: p.stat().st_size), tmp_path)

@@ -48,6 +48,9 @@ from tests.converters.carla import carla_bytes as cb
 from tests.converters.carla.replay_reference import Snapshot, replay
 from tests.converters.carla.test_convert import _state_key
 
+#: The whole module is the stress lane (see its docstring): `pytest -m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 STRESS = os.environ.get("NANOREC_STRESS") == "1"
 
 Vec = tuple[float, float, float]
@@ -602,7 +605,6 @@ def test_edge_case(case: str, name: str, tmp_path: Path) -> None:
     check_pipeline(EDGE_CASES[case](FAMILIES[name]), tmp_path, clips=4)
 
 
-@pytest.mark.slow
 def test_edge_cases_through_the_cli(tmp_path: Path) -> None:
     family = FAMILIES["0.9.16"]
     for case, build in EDGE_CASES.items():
@@ -750,7 +752,6 @@ def _cut_params() -> list[Any]:
     return [pytest.param(name, None, id=f"{name}-hand-built") for name in ("0.9.16", "ue5-0.10")]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("name", "additional"), _cut_params())
 def test_cut_at_every_byte_of_the_last_frames(
     name: str, additional: bool | None, tmp_path: Path
