@@ -37,7 +37,6 @@ import msgpack
 from nanorec.archive_file import MSGPACK_ERRORS
 from nanorec.errors import (
     ArchiveError,
-    BadMagicError,
     NanorecError,
     TruncatedError,
     UnsupportedError,
@@ -102,7 +101,7 @@ def _locate_messages(mm: mmap.mmap, name: str) -> tuple[int, int, bool]:
     # No usable central directory: the writer put messages.msgpack first, at offset 0.
     if mm[:4] != _ZIP_LOCAL_MAGIC:
         # A native recording given by mistake: what the user wants is convert, not recover.
-        raise BadMagicError(
+        raise ArchiveError(
             f"{name} is not a nanorec archive nor the .partial file of one (no zip header "
             f"at its start); to make an archive of a recording run `nanorec convert {name}`",
             expected=_ZIP_LOCAL_MAGIC,
@@ -179,7 +178,7 @@ def recover(
     `flags_of(message)` recomputes each message's flags (they are otherwise 0).
     `progress(done_bytes, total_bytes)` is called now and then.
 
-    Raises `BadMagicError` when `source` is no zip at all (a native recording: it wants
+    Raises `ArchiveError` when `source` is no zip at all (a native recording: it wants
     `convert`), `TruncatedError`/`ArchiveError` when it holds no messages member at all,
     `UnsupportedError` for another compression, `OutputExistsError` if `output` exists and
     `overwrite` is false, `UsageError` if `output` is `source`; `OSError` passes through.
