@@ -148,6 +148,7 @@ def test_play_start_offset_and_duration() -> None:
         assert _played(BAG, "--start", offset, "--duration", duration) == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bag", [BAG, DB3, MCAP], ids=lambda p: p.name)
 def test_play_until_nanoseconds(bag: Path) -> None:
     """rosbag2 plays every message stamped <= the until time, to the nanosecond."""
