@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.atomic import atomic_output
-from nanorec.errors import EmptySelectionError, UnsupportedError, UsageError
+from nanorec.errors import UnsupportedError, UsageError
 from nanorec.selection import Selection, index_span_s
 
 from .ids import TrafficLightState
@@ -45,6 +44,7 @@ from .plot_data import (
     collisions,
     footprint,
     frame_view,
+    nothing_drawn,
     tracks,
     traffic_lights,
     wanted_actors,
@@ -148,7 +148,7 @@ def plot(
     kinds = actor_kinds(rec)
     wanted = wanted_actors(kinds, actors, types)
     if not wanted and follow is None and (actors is not None or types):
-        raise _nothing_drawn(kinds, actors, types)
+        raise nothing_drawn(kinds, actors, types)
     if follow is not None:
         if follow not in kinds:
             raise UsageError(f"actor {follow} never appears in the recording (--follow)")
@@ -229,20 +229,6 @@ def plot(
         heroes=tuple(sorted(track.actor_id for track in paths if track.hero)),
         lights=len(lights),
         follow=follow,
-    )
-
-
-def _nothing_drawn(
-    kinds: Mapping[int, str], actors: Collection[int] | None, types: Collection[str] | None
-) -> EmptySelectionError:
-    """The error of `--type`/`--actor` selecting no actor, saying what the recording has
-    (without it the picture would show only traffic lights, as if nothing were wrong)."""
-    asked = [f"--type {kind}" for kind in sorted(set(types or ()))]
-    asked += [f"--actor {actor}" for actor in sorted(set(actors or ()))]
-    counts = Counter(kinds.values())
-    there = ", ".join(f"{counts[kind]} {kind}" for kind in ACTOR_KINDS if counts[kind]) or "none"
-    return EmptySelectionError(
-        f"{' '.join(asked)} selects no actor to draw (the recording's actors by kind: {there})"
     )
 
 
