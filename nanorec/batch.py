@@ -243,6 +243,7 @@ def _in_pool(
 ) -> Iterator[tuple[Job, Outcome | None]]:
     """(job, outcome) as each finishes; outcome None when the pool broke under it."""
     pool = futures.ProcessPoolExecutor(max_workers=workers)
+    finished = False
     try:
         pending = {pool.submit(convert_one, job, options, fmt, layout): job for job in jobs}
         for future in futures.as_completed(pending):
@@ -252,8 +253,15 @@ def _in_pool(
             except futures.process.BrokenProcessPool:
                 _remove_partial(job)
                 yield job, None
+        finished = True
     finally:
-        _stop(pool)
+        if finished:
+            # Every job is done: each worker takes its end sentinel and exits by itself. A
+            # signal now could stop one in the middle of reading the queue it shares with the
+            # others, which then read half a message ("EOFError: Ran out of input").
+            pool.shutdown(wait=True)
+        else:
+            _stop(pool)
 
 
 def _remove_partial(job: Job) -> None:

@@ -145,15 +145,15 @@ def created_utc() -> str | None:
     value = os.environ.get("SOURCE_DATE_EPOCH", "")
     if not value:
         return None
+    bad = UsageError(
+        f"SOURCE_DATE_EPOCH must be whole seconds since 1970 (as `date +%s` prints), not {value!r}"
+    )
+    if not re.fullmatch(r"[0-9]+", value):
+        raise bad
     try:
-        if not re.fullmatch(r"[0-9]+", value):
-            raise ValueError(value)
         when = _dt.datetime.fromtimestamp(int(value), _dt.timezone.utc)
-    except (ValueError, OverflowError, OSError):
-        raise UsageError(
-            f"SOURCE_DATE_EPOCH must be whole seconds since 1970 (as `date +%s` prints), "
-            f"not {value!r}"
-        ) from None
+    except (ValueError, OverflowError, OSError):  # beyond the years datetime holds
+        raise bad from None
     return when.isoformat(timespec="seconds")
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.errors import UnknownNameError, UsageError
 from nanorec.mcap import McapRecord
 
 #: The Foxglove types the bundled descriptor set holds.
@@ -44,7 +45,9 @@ def record(
 ) -> McapRecord:
     """An `McapRecord` of Foxglove type `type_name` (one of `TYPES`), already encoded."""
     if type_name not in TYPES:
-        raise KeyError(type_name)
+        raise UnknownNameError(
+            f"{type_name!r} is not a bundled Foxglove protobuf type (there are {', '.join(TYPES)})"
+        )
     return McapRecord(
         topic=topic,
         schema_name=type_name,
@@ -145,7 +148,7 @@ class DoubleBlock:
         """(rows, width) bytes: the layout with `columns[i]` in slot i."""
         names = self.dtype.names or ()
         if len(columns) != len(names):
-            raise ValueError(f"{len(columns)} columns for {len(names)} slots")
+            raise UsageError(f"{len(columns)} columns for a layout of {len(names)} doubles")
         count = len(columns[0]) if columns else 0
         out = np.empty((count, self.width), np.uint8)
         out[:] = self.template

@@ -51,6 +51,8 @@ _READ_SIZE: Final = 1 << 20
 #: The largest single message recover will buffer (msgpack's Unpacker limit).
 _MAX_MESSAGE: Final = 2**31 - 1
 _PROGRESS_EVERY: Final = 65536
+#: What every zip (and so every archive, partial or not) starts with: a local file header.
+_ZIP_LOCAL_MAGIC: Final = b"PK\x03\x04"
 
 
 @dataclass(frozen=True)
@@ -86,9 +88,9 @@ class _Window:
         return data
 
 
-def _locate_messages(mm: mmap.mmap) -> tuple[int, int, bool]:
+def _locate_messages(mm: mmap.mmap, name: str) -> tuple[int, int, bool]:
     """`(data_start, data_size, deflated)` of `messages.msgpack`, with or without a central
-    directory."""
+    directory (`name`, the file's, for the error of a file that is no zip at all)."""
     try:
         _, members = open_members(mm)
     except NanorecError:
@@ -97,6 +99,14 @@ def _locate_messages(mm: mmap.mmap) -> tuple[int, int, bool]:
     if member is not None:
         return member.data_start, member.size, not member.stored
     # No usable central directory: the writer put messages.msgpack first, at offset 0.
+    if mm[:4] != _ZIP_LOCAL_MAGIC:
+        # A native recording given by mistake: what the user wants is convert, not recover.
+        raise ArchiveError(
+            f"{name} is not a nanorec archive nor the .partial file of one (no zip header "
+            f"at its start); to make an archive of a recording run `nanorec convert {name}`",
+            expected=_ZIP_LOCAL_MAGIC,
+            actual=bytes(mm[:4]),
+        )
     if len(mm) < LOCAL_HEADER.size:
         raise TruncatedError(
             "the file is shorter than one zip local header",
@@ -168,7 +178,8 @@ def recover(
     `flags_of(message)` recomputes each message's flags (they are otherwise 0).
     `progress(done_bytes, total_bytes)` is called now and then.
 
-    Raises `TruncatedError`/`ArchiveError` when `source` holds no messages member at all,
+    Raises `ArchiveError` when `source` is no zip at all (a native recording: it wants
+    `convert`), `TruncatedError`/`ArchiveError` when it holds no messages member at all,
     `UnsupportedError` for another compression, `OutputExistsError` if `output` exists and
     `overwrite` is false, `UsageError` if `output` is `source`; `OSError` passes through.
     """
@@ -182,7 +193,7 @@ def recover(
             raise TruncatedError(f"{source_path} is empty", offset=0, actual=0)
         with contextlib.ExitStack() as stack:
             mm = stack.enter_context(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
-            start, size, deflated = _locate_messages(mm)
+            start, size, deflated = _locate_messages(mm, str(source_path))
             if deflated:
                 mm, size = stack.enter_context(_inflated(mm, start, size))
                 start = 0

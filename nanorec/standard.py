@@ -47,9 +47,14 @@ def standard_messages(recording: Any, selection: Selection | None) -> Iterator[S
     that has none to give)."""
     method = getattr(recording, "standard_messages", None)
     if method is None:
+        what = (
+            "a plain archive (a NanoVer recording: messages nanorec cannot interpret)"
+            if recording.format == "archive"
+            else f"a {recording.format} recording"
+        )
         raise UnsupportedError(
-            f"a {recording.format} recording has no standard messages to write in another "
-            "format (only ROS bags, CARLA recordings and pbstreams do)"
+            f"{what} has no standard messages (poses, transforms, images...) to write as a ROS "
+            "bag: only ROS bags, CARLA recordings and pbstreams export to ros1 and ros2"
         )
     yield from method(selection)
 

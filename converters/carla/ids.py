@@ -365,6 +365,11 @@ class TrafficLightState(enum.IntEnum):
     OFF = 3
     UNKNOWN = 4
 
+    def __str__(self) -> str:
+        # Python >= 3.11 prints an IntEnum as its number; `print(light.state)` should say
+        # which state (format(), JSON and int() still give the number).
+        return f"{type(self).__name__}.{self.name}"
+
 
 VEHICLE_LIGHT_BITS: Mapping[str, int] = MappingProxyType(
     {

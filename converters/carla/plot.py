@@ -44,6 +44,7 @@ from .plot_data import (
     collisions,
     footprint,
     frame_view,
+    nothing_drawn,
     tracks,
     traffic_lights,
     wanted_actors,
@@ -146,6 +147,8 @@ def plot(
         frame = span[-1]
     kinds = actor_kinds(rec)
     wanted = wanted_actors(kinds, actors, types)
+    if not wanted and follow is None and (actors is not None or types):
+        raise nothing_drawn(kinds, actors, types)
     if follow is not None:
         if follow not in kinds:
             raise UsageError(f"actor {follow} never appears in the recording (--follow)")

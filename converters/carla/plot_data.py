@@ -8,6 +8,7 @@ without reading the image.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.errors import UsageError
+from nanorec.errors import EmptySelectionError, UsageError
 
 from .ids import ActorType, Kind, TrafficLightState
 from .message import records
@@ -98,6 +99,20 @@ def wanted_actors(
     if missing:
         raise UsageError(f"actor {missing[0]} never appears in the recording")
     return {actor_id for actor_id in actors if types is None or kinds[actor_id] in types}
+
+
+def nothing_drawn(
+    kinds: Mapping[int, str], actors: Collection[int] | None, types: Collection[str] | None
+) -> EmptySelectionError:
+    """The error of `--type`/`--actor` selecting no actor, saying what the recording has
+    (without it the picture would show only traffic lights, as if nothing were wrong)."""
+    asked = [f"--type {kind}" for kind in sorted(set(types or ()))]
+    asked += [f"--actor {actor}" for actor in sorted(set(actors or ()))]
+    counts = Counter(kinds.values())
+    there = ", ".join(f"{counts[kind]} {kind}" for kind in ACTOR_KINDS if counts[kind]) or "none"
+    return EmptySelectionError(
+        f"{' '.join(asked)} selects no actor to draw (the recording's actors by kind: {there})"
+    )
 
 
 def heroes(rec: CarlaRecording) -> set[int]:

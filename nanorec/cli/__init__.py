@@ -296,8 +296,11 @@ def main(argv: Sequence[str] | None = None) -> Any:
     """Console-script entry point: usage mistakes too get one line and exit status 2.
 
     SIGTERM unwinds like Ctrl-C; whenever either lands, even before the block that would
-    clean up after it, the partial files still being written are removed on the way out."""
+    clean up after it, the partial files still being written are removed on the way out.
+    Ctrl-C becomes KeyboardInterrupt again here: the console script (`_nanorec_entry`) made
+    it a quiet exit while the command loaded."""
     try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _terminate)
         warnings.showwarning = _warning_line  # also for commands that do not go through `run`
         _register()

@@ -97,7 +97,10 @@ def export_file(
         if converter is None:
             check_choice("--format", to, COMMON_FORMS)
             report = write_archive_cut(reader, output, selection, overwrite=force)
-            typer.echo(f"{report.output}: {report.size} bytes, {report.messages} messages")
+            typer.echo(
+                f"{report.output}: {report.size} bytes, {report.messages} messages (a new "
+                "archive of them, not the original's bytes: a plain archive has no native file)"
+            )
             return 0
         if to in foreign_forms(converter):
             to = "native"  # a ROS 2 bag "exported as ros2": itself

@@ -21,6 +21,7 @@ FILES = sorted(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.skipif(not FILES, reason="../shared/realdata absent")
 @pytest.mark.parametrize("source", FILES, ids=lambda p: p.name)

@@ -46,6 +46,7 @@ def test_help_reads_like_one_tool() -> None:
     assert not [x for x in rows if x.rstrip().endswith("...")]  # whole sentences, wrapped
 
 
+@pytest.mark.slow
 def test_bare_nanorec_and_h_print_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
     from nanorec.cli import main
 
@@ -164,6 +165,7 @@ def test_plain_archives_are_first_class(tmp_path: Path) -> None:
     assert "--start 1000 selects no message" in err
 
 
+@pytest.mark.slow
 def test_sigterm_during_convert_leaves_nothing(tmp_path: Path) -> None:
     from nanorec.converters.carla.generate import generate_to
 
@@ -199,6 +201,7 @@ def test_sigterm_during_convert_leaves_nothing(tmp_path: Path) -> None:
         assert left == ["big.log"]
 
 
+@pytest.mark.slow
 def test_one_wording_for_missing_and_empty_files(tmp_path: Path) -> None:
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")

@@ -24,6 +24,7 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@pytest.mark.slow
 def test_a_deflated_member_that_claims_too_much_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "bomb.nanover.zip"
     index = msgpack.packb([{"offset": 0, "length": 1, "metadata": {"types": [], "timestamp": 0}}])
@@ -45,6 +46,7 @@ def test_a_deflated_member_that_claims_too_much_is_refused(tmp_path: Path) -> No
     assert _rss_mb() - before < 200
 
 
+@pytest.mark.slow
 def test_a_bomb_in_a_format_member_is_refused(tmp_path: Path) -> None:
     good = tmp_path / "good.nanover.zip"
     convert(SAMPLES / "carla-0.9.16-town03.log", good)

@@ -63,3 +63,19 @@ def test_recover_nothing_to_recover(tmp_path: Path) -> None:
     result = runner.invoke(app, ["recover", str(junk), "-o", str(tmp_path / "o.zip")])
     assert result.exit_code == 2
     assert result.stderr.startswith("nanorec: ")
+
+
+def test_recover_a_native_recording_says_to_convert(tmp_path: Path) -> None:
+    """A recording that was never an archive (a CARLA log, a ROS bag) is not something to
+    recover: the one line says so and names the command that makes an archive of it."""
+    from tests.conftest import SAMPLES
+
+    for name in ("carla-0.9.16-town03.log", "rosbag-robot.bag", "pbstream-small.pbstream"):
+        result = runner.invoke(app, ["recover", str(SAMPLES / name), "-o", str(tmp_path / "o")])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, result.stderr
+        assert "not a nanorec archive" in lines[0]
+        assert "nanorec convert" in lines[0]
+        assert "central directory" not in lines[0]
+        assert not (tmp_path / "o").exists()

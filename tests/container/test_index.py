@@ -58,6 +58,7 @@ rows_strategy = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(rows=rows_strategy)
 def test_encode_entries_decodes_to_the_entries(rows: list[dict[str, Any]]) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from unittest import mock
 
 import msgpack
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,6 +90,7 @@ def _check(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+@pytest.mark.slow
 @given(stream=streams, chunk_rows=st.sampled_from([3, 65536]), data=st.data())
 def test_random_streams_round_trip(
     stream: list[tuple[dict[str, Any], int, int, bool, dict[str, int] | None]],

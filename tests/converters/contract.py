@@ -139,6 +139,7 @@ class ConverterContract:
 
     # -- damaged input -----------------------------------------------------------------------
 
+    @pytest.mark.slow
     def test_cut_input_converts_what_is_complete(
         self, converter: Converter, samples: list[Path], tmp_path: Path
     ) -> None:
@@ -168,6 +169,7 @@ class ConverterContract:
             with pytest.raises(NanorecError):
                 converter.convert(source, tmp_path / f"{name}.nanover.zip")
 
+    @pytest.mark.slow
     def test_every_verb_on_damaged_input_is_one_line(
         self, samples: list[Path], tmp_path: Path
     ) -> None:
@@ -206,6 +208,7 @@ class ConverterContract:
 
     # -- fuzz ---------------------------------------------------------------------------------
 
+    @pytest.mark.slow
     def test_fuzz_every_verb(
         self, converter: Converter, samples: list[Path], tmp_path: Path
     ) -> None:
@@ -249,6 +252,7 @@ class ConverterContract:
                 missing = common_spellings(verb) - option_names(command)
                 assert not missing, f"{self.name} {verb} lacks {sorted(missing)}"
 
+    @pytest.mark.slow
     def test_common_options_mean_the_same(self, samples: list[Path], tmp_path: Path) -> None:
         """The same command lines give the same kind of answer on every format."""
         check_common_options(min(samples, key=lambda p: p.stat().st_size), tmp_path)

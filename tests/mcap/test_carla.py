@@ -90,6 +90,7 @@ def test_messages_follow_foxglove_schemas(exported: dict[str, Any], name: str) -
             assert isinstance(decode(checked, message), dict)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ids(FILES))
 def test_actors_poses_and_deletions(exported: dict[str, Any], name: str) -> None:
     """Each frame: one transform per live actor, one cube per live actor but the spectator,
@@ -214,6 +215,7 @@ def cut_points(size: int) -> list[int]:
     return sorted({*range(0, 200, 7), *range(200, size, max(1, size // 25)), size - 1})
 
 
+@pytest.mark.slow
 def test_cut_recordings_export_or_fail_cleanly(tmp_path: Path) -> None:
     """A native file cut anywhere: the converter keeps every complete frame, and the export
     of what it kept is valid MCAP; or a NanorecError, never another exception."""

@@ -51,6 +51,7 @@ def assert_same_messages(recording: CarlaRecording, numbers: list[int]) -> int:
     return from_arrays
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_posed_actors_draw_the_same(path: Path) -> None:
     with CarlaRecording.open(path) as recording:
@@ -59,6 +60,7 @@ def test_posed_actors_draw_the_same(path: Path) -> None:
         assert_same_messages(recording, list(range(min(len(recording), 150))))  # whole runs
 
 
+@pytest.mark.slow
 def test_a_busy_town_draws_the_same(tmp_path: Path) -> None:
     town = tmp_path / "town.log"
     town.write_bytes(

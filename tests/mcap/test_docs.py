@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 from tests.docs import run_examples
 from tests.mcap.doctor import doctor
 
 
+@pytest.mark.slow
 def test_examples_run(tmp_path: Path) -> None:
     outputs = run_examples(REPO / "docs" / "mcap.md", tmp_path)
     assert outputs and all("/carla/scene" in out for out in outputs)

@@ -36,6 +36,7 @@ def info_yaml(path: Path) -> tuple[float, float, dict[str, int]]:
     return start, end, {topic: int(count) for topic, count in topics.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("bag", BAGS, ids=[b.name for b in BAGS])
 def test_real_bag_to_mcap(bag: Path, tmp_path: Path) -> None:

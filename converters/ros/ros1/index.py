@@ -60,7 +60,8 @@ class BagIndex:
     size: int
     connections: dict[int, Connection]
     chunks: list[ChunkInfo]
-    #: Per connection, its messages' times in ns (read only when asked: `--freq`).
+    #: Per connection, its messages' times in ns as the index lists them, chunk after chunk
+    #: (read only when asked: `--freq`).
     times: dict[int, NDArray[np.int64]] = field(default_factory=dict)
     #: What is damaged inside the chunks (uncompressed ones: their records are walked).
     damaged: list[str] = field(default_factory=list)
@@ -156,7 +157,7 @@ def _read(buf: Any, size: int, entries: bool) -> BagIndex:
         size,
         connections,
         chunks,
-        {conn: np.sort(np.concatenate(parts)) for conn, parts in times.items()},
+        {conn: np.concatenate(parts) for conn, parts in times.items()},  # ROS's order
         damaged,
     )
 

@@ -11,6 +11,7 @@ written out of order by the Python API). JSON gives the true first and last mess
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,8 @@ class Facts:
     #: The true first and last message times (JSON).
     start_ns: int | None
     end_ns: int | None
-    #: Per connection, message times in ns (for frequencies); None when not read.
+    #: Per connection, message times in ns in ROS's index order (chunk after chunk in file
+    #: order, as each chunk's index data lists them), for frequencies; None when not read.
     times: dict[int, NDArray[np.int64]] | None = None
     indexed: bool = True
     notes: list[str] = field(default_factory=list)
@@ -67,11 +69,18 @@ class Facts:
         return sorted(seen.items())
 
     def frequency(self, connections: list[Connection]) -> float | None:
-        """1 / the median gap between the topic's messages (ROS's `_median`, in floats)."""
+        """1 / the median gap between the topic's messages (ROS's `_median`, in floats), the
+        messages in the order ROS takes them: `heapq.merge` of its connections' index lists,
+        which are in file order, so chunks out of time order give negative gaps (and no rate
+        when the median is not positive), not the gaps of the sorted stamps."""
         if self.times is None:
             return None
-        parts = [self.times.get(c.id, np.zeros(0, np.int64)) for c in connections]
-        stamps = np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        parts = [self.times[c.id] for c in connections if len(self.times.get(c.id, ()))]
+        if len(parts) > 1:  # exactly ROS's merge (its inputs need not be sorted)
+            merged = heapq.merge(*(part.tolist() for part in parts))
+            stamps = np.fromiter(merged, np.int64, sum(len(part) for part in parts))
+        else:
+            stamps = parts[0] if parts else np.zeros(0, np.int64)
         if len(stamps) < 2:
             return None
         seconds = _to_sec(stamps)
@@ -159,7 +168,7 @@ def facts_of_archive(recording: BagRecording, path: str | None = None) -> Facts:
     meta = recording.meta
     source = (recording.reader.description or {}).get("source") or {}
     conns, counts = np.unique(meta.conn, return_counts=True)
-    times = {int(c): meta.time[meta.conn == c] for c in conns.tolist()}
+    times = _index_order(recording)
     notes = []
     if meta.unindexed:
         notes.append(
@@ -185,6 +194,23 @@ def facts_of_archive(recording: BagRecording, path: str | None = None) -> Facts:
         notes=notes,
         chunk_span=_chunk_span(recording),
     )
+
+
+def _index_order(recording: BagRecording) -> dict[int, NDArray[np.int64]]:
+    """Per connection, its message times as ROS's index lists them: in file order, each
+    chunk's messages in time order (how rosbag writes and reindexes a chunk's index data);
+    messages outside chunks (an unindexed bag's) in file order."""
+    meta = recording.meta
+    order = np.asarray(meta.rank, dtype=np.int64)  # archive numbers in file order
+    times, conns = meta.time[order], meta.conn[order]
+    group = np.arange(len(order), dtype=np.int64)  # a chunk's messages share its first's
+    for segment in meta.segments:
+        if segment[0] == "chunk":
+            first, runs = segment[4], np.frombuffer(segment[5], dtype="<i8")
+            group[first : first + int(runs[runs > 0].sum())] = first
+    ranked = np.lexsort((times, group))  # stable: equal times keep their file order
+    times, conns = times[ranked], conns[ranked]
+    return {int(c): times[conns == c] for c in np.unique(conns).tolist()}
 
 
 def _chunk_span(recording: BagRecording) -> tuple[int, int] | None:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from nanorec.errors import UsageError
+
 from .msgdef import SCALARS, Field
 
 _U32 = struct.Struct("<I")
@@ -38,7 +40,7 @@ def _message(
         if f.array < 0:
             out += _U32.pack(len(item))
         elif len(item) != f.array:
-            raise ValueError(f"{type_name}.{f.name} holds {f.array} elements, not {len(item)}")
+            raise UsageError(f"{type_name}.{f.name} holds {f.array} elements, not {len(item)}")
         if f.type in SCALARS:
             out += np.asarray(item, dtype=SCALARS[f.type][1]).tobytes()
         else:

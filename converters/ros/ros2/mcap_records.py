@@ -215,7 +215,8 @@ def load(name: str) -> Any:
     except ImportError:
         package = name.split(".")[0]
         raise UnsupportedError(
-            f"this MCAP file has {package} chunks: install the {package} package"
+            f"this MCAP file has {package} chunks: install the {package} package "
+            "(pip install 'nanorec[ros]')"
         ) from None
 
 

@@ -19,6 +19,7 @@ from nanorec.converters.carla.recording import CarlaRecording
 from tests.conftest import make_runner
 
 
+@pytest.mark.slow
 def test_killed_convert_recovers_as_carla(tmp_path: Path) -> None:
     source = tmp_path / "run.log"
     generate_to(source, "0.9.15", target_bytes=60_000_000)

@@ -112,6 +112,7 @@ def test_collisions_and_frames_match_the_bytes(
     ]
 
 
+@pytest.mark.slow
 def test_every_kind_tabulates_on_every_sample(recordings: dict[str, CarlaRecording]) -> None:
     for rec in recordings.values():
         for kind in table_kinds():
@@ -280,6 +281,7 @@ def test_real_positions_match_the_bytes(path: Path, realdata_dir: Path) -> None:
     assert got == [(*e[:4], e[8]) for e in expected]
 
 
+@pytest.mark.slow
 def test_cat_writes_non_utf8_strings_back_as_found(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -34,6 +34,7 @@ def _small() -> tuple[bytes, list[int]]:
     return bytes(data), starts
 
 
+@pytest.mark.slow
 def test_cut_at_every_offset() -> None:
     data, starts = _small()
     header_size = len(cb.header())
@@ -129,6 +130,7 @@ def test_size_too_small_for_the_kind_is_carried_raw() -> None:
     assert error.value.offset == len(cb.header())  # the first misfit: FrameStart
 
 
+@pytest.mark.slow
 def test_random_byte_flips_never_raise_anything_else() -> None:
     data, _ = _small()
     header_size = len(cb.header())

@@ -44,6 +44,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_a_wrong_value_is_one_line(trial: int, base: dict[str, Any], tmp_path: Path) -> None:
     rng = random.Random(trial)

@@ -34,6 +34,7 @@ def _strict(text: str) -> object:
     ],
     ids=" ".join,
 )
+@pytest.mark.slow
 def test_valid_json_on_real_files(path: Path, command: list[str]) -> None:
     _register()
     result = make_runner().invoke(app, [command[0], str(path), *command[1:]])

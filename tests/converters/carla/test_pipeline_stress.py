@@ -48,6 +48,9 @@ from tests.converters.carla import carla_bytes as cb
 from tests.converters.carla.replay_reference import Snapshot, replay
 from tests.converters.carla.test_convert import _state_key
 
+#: The whole module is the stress lane (see its docstring): `pytest -m "not slow"` skips it.
+pytestmark = pytest.mark.slow
+
 STRESS = os.environ.get("NANOREC_STRESS") == "1"
 
 Vec = tuple[float, float, float]

@@ -181,6 +181,7 @@ def test_world_dict_is_compact_json(rec: CarlaRecording) -> None:
     assert set(later) == {"index", "frame", "time", "visual_time"}  # no events, no parts
 
 
+@pytest.mark.slow
 def test_every_sample_plays(tmp_path: Path) -> None:
     for path in sorted(SAMPLES.glob("*.log")):
         with CarlaRecording.open(path) as rec:

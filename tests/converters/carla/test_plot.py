@@ -52,6 +52,7 @@ def rec() -> Iterator[CarlaRecording]:
         yield opened
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_every_sample_renders(path: Path, tmp_path: Path) -> None:
     out = tmp_path / "view.png"
@@ -62,6 +63,7 @@ def test_every_sample_renders(path: Path, tmp_path: Path) -> None:
     assert_readable_png(out)
 
 
+@pytest.mark.slow
 def test_options(rec: CarlaRecording, tmp_path: Path) -> None:
     report = plot(rec, tmp_path / "a.png", frame=10)
     assert (report.start, report.stop, report.frame) == (0, len(rec), 10)
@@ -72,6 +74,7 @@ def test_options(rec: CarlaRecording, tmp_path: Path) -> None:
     assert (tmp_path / "c.svg").read_bytes().lstrip().startswith(b"<?xml")
 
 
+@pytest.mark.slow
 def test_errors(rec: CarlaRecording, tmp_path: Path) -> None:
     out = tmp_path / "a.png"
     out.write_bytes(b"mine")
@@ -114,6 +117,7 @@ def runner() -> CliRunner:
     return make_runner()
 
 
+@pytest.mark.slow
 def test_cli(runner: CliRunner, tmp_path: Path) -> None:
     out = tmp_path / "view.png"
     args = ["plot", str(SAMPLE), "-o", str(out), "--start", "1", "--end", "5", "-a", "6", "-a", "7"]
@@ -136,6 +140,7 @@ def test_cli(runner: CliRunner, tmp_path: Path) -> None:
     assert result.exit_code == 0 and "Example: nanorec plot" in result.stdout
 
 
+@pytest.mark.slow
 def test_cli_takes_the_common_selection(runner: CliRunner, tmp_path: Path) -> None:
     """--messages/--frames, --duration and --type (actor kinds) pick what is drawn; an empty
     selection is the one error naming the option, and writes nothing."""

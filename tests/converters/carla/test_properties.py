@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from nanorec.converters.carla.codec import decode, encode
@@ -144,6 +145,7 @@ def _raw_ids(recording: Any) -> list[int]:
     return [int(pid) for batch in recording.batches for pid in batch.packet_ids[batch.raw.index]]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(recordings())
 def test_random_recordings_round_trip(case: tuple[Family, bytes, bool]) -> None:

@@ -751,6 +751,7 @@ def _all_queries(
     return compared
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_recordings_match_the_reference(name: str) -> None:
@@ -813,6 +814,7 @@ def _cuts(data: bytes, start: int, count: int) -> list[int]:
     ],
     ids=lambda v: str(v),
 )
+@pytest.mark.slow
 def test_files_cut_anywhere_match_the_reference(
     tmp_path: Path, family: str, options: dict[str, object]
 ) -> None:

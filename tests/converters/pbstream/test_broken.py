@@ -272,6 +272,7 @@ def _bomb(size: int, declared: int | None = None) -> bytes:
     return b"".join([*parts, deflater.flush(), trailer])
 
 
+@pytest.mark.slow
 def test_a_record_inflating_to_a_gibibyte_is_never_held(tmp_path: Path) -> None:
     """1 GiB records (honest size, or a size that lies low) are kept compressed as damaged
     records: the conversion's peak memory (VmHWM, in a child) stays a few hundred MB."""

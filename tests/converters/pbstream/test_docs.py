@@ -13,6 +13,7 @@ from tests.docs import blocks, commands, run_examples
 DOC = REPO / "docs" / "pbstream.md"
 
 
+@pytest.mark.slow
 def test_examples_run(tmp_path: Path) -> None:
     for extra in ("matplotlib", "mcap"):
         pytest.importorskip(extra)

@@ -42,6 +42,7 @@ def _everything(rec: PbstreamRecording, folder: Path) -> None:
             step()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("FUZZ", "40"))))
 def test_flipped_payload_bytes(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)

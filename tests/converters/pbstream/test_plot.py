@@ -61,6 +61,7 @@ def test_selection_draws_fewer(tmp_path: Path) -> None:
         "nerovalerius_arti_navigation_map.pbstream",
     ],
 )
+@pytest.mark.slow
 def test_every_real_pbstream_renders(name: str, tmp_path: Path, realdata_dir: Path) -> None:
     with opened(REALDATA / "pbstream" / name) as rec:
         report = plot(rec, tmp_path / "map.png")

@@ -148,6 +148,7 @@ def test_ros_map_matches_cartographers_own(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_ros_map_agrees_with_cartographers_occupancy_grid(tmp_path: Path) -> None:
     """artelrobotics/camel_robot publishes, beside unfinished.pbstream, the map that
     `map_saver` saved from Cartographer's /map topic (maps/unfinished_map.pgm/.yaml

@@ -93,6 +93,7 @@ def _per_record(monkeypatch: pytest.MonkeyPatch, *, describe: bool) -> None:
         monkeypatch.setattr(runs, "describe_run", nothing_read)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["stored", "compact"])
 def test_runs_write_what_the_per_record_path_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str

@@ -72,6 +72,7 @@ def _stable(rows: list[tuple[str, int, str, Any]]) -> list[tuple[str, int, Any]]
     return sorted(out)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
 @pytest.mark.parametrize("bag", REAL_BAGS, ids=[p.name for p in REAL_BAGS])

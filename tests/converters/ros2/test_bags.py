@@ -54,6 +54,7 @@ def test_folder_exports_byte_for_byte(bag: Path, tmp_path: Path) -> None:
     assert report.sha256 == exported.sha256
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bag", [BAG, *REAL[:8]], ids=lambda p: p.name)
 def test_info_is_the_same_from_folder_and_archive(bag: Path, tmp_path: Path) -> None:
     archive = tmp_path / "a.nanover.zip"

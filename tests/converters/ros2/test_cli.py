@@ -135,6 +135,7 @@ def test_play_bad_regex(option: str) -> None:
     assert stderr.count("\n") == 1 and "regular expression" in stderr
 
 
+@pytest.mark.slow
 def test_play_start_offset_and_duration() -> None:
     stored = _stored(BAG)
     times = sorted(t for _, t in stored)
@@ -148,6 +149,7 @@ def test_play_start_offset_and_duration() -> None:
         assert _played(BAG, "--start", offset, "--duration", duration) == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bag", [BAG, DB3, MCAP], ids=lambda p: p.name)
 def test_play_until_nanoseconds(bag: Path) -> None:
     """rosbag2 plays every message stamped <= the until time, to the nanosecond."""
@@ -373,6 +375,7 @@ def test_info_distros_from_folder_and_archive(distro: str, tmp_path: Path) -> No
     assert "Messages:          630" in native[1]
 
 
+@pytest.mark.slow
 def test_info_options_refused() -> None:
     for distro in ("humble", "jazzy"):
         code, stdout, stderr = _run("info", BAG, "--distro", distro, "--sort", "name")

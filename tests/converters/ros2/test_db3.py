@@ -245,6 +245,7 @@ def test_cut_keeps_rows_of_full_pages(tmp_path: Path) -> None:
     assert len(msgs) > 100
 
 
+@pytest.mark.slow
 def test_flipped_header_bytes(crash_files: list[Path]) -> None:
     for path in crash_files:
         raw = path.read_bytes()

@@ -238,6 +238,7 @@ def crash_inputs() -> list[tuple[str, bytes]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,data", crash_inputs(), ids=lambda v: v if isinstance(v, str) else "")
 def test_cut_anywhere(name: str, data: bytes) -> None:
     real = oracle(data) if "killed" not in name else found_in_finished(name)

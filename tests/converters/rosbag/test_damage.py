@@ -74,6 +74,7 @@ def test_crashed_bag_repairs_into_a_bag_rosbags_reads(tmp_path: Path) -> None:
         assert sorted(raw for _, _, raw in bag.messages()) == payloads
 
 
+@pytest.mark.slow
 def test_every_cut_converts_its_complete_prefix(tmp_path: Path) -> None:
     data = make_bag(tmp_path, seconds=0.3, chunk_threshold=4096).read_bytes()
     previous = 0
