@@ -146,7 +146,8 @@ def unpack_varints(data: bytes | memoryview, base: int = 0) -> NDArray[np.uint64
         group = low[np.minimum(starts + k, last)]
         group[lengths <= k] = 0
         result |= group << low.dtype.type(7 * k)
-    return result.astype(np.uint64)
+    decoded: NDArray[np.uint64] = result.astype(np.uint64)
+    return decoded
 
 
 def as_int32(values: NDArray[np.uint64]) -> NDArray[np.int32]:
