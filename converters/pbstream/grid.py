@@ -128,10 +128,8 @@ def texture_of(
     crop &= 0x7FFF
     low = float(grid.get("min_correspondence_cost", 0.1)) or 0.1
     high = float(grid.get("max_correspondence_cost", 0.9)) or 0.9
-    p = np.clip(probability(crop, low, high), MIN_PROBABILITY, MAX_PROBABILITY)
-    value, alpha = _log_odds_delta(np.where(crop > 0, p, np.float32(0.5)).astype(np.float32))
-    unknown = crop == 0
-    value[unknown], alpha[unknown] = 0, 0
+    value_of, alpha_of = _cell_tables(low, high)
+    value, alpha = value_of[crop], alpha_of[crop]
     max_vec = limits.get("max") or {}
     corner_x = float(max_vec.get("x", 0.0)) - resolution * off_y
     corner_y = float(max_vec.get("y", 0.0)) - resolution * off_x
@@ -139,6 +137,16 @@ def texture_of(
     corner[:2, 3] = (corner_x, corner_y)
     to_world = rigid(global_pose) @ inverse(rigid(local_pose)) @ corner
     return Texture(value, alpha, resolution, to_world)
+
+
+def _cell_tables(low: float, high: float) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
+    """(value, alpha) of each of the 32768 cell values (0: unknown, transparent): a texture
+    is two lookups instead of the float32 arithmetic per cell."""
+    codes = np.arange(1 << 15, dtype=np.int32)
+    p = np.clip(probability(codes, low, high), MIN_PROBABILITY, MAX_PROBABILITY)
+    value, alpha = _log_odds_delta(np.where(codes > 0, p, np.float32(0.5)).astype(np.float32))
+    value[0], alpha[0] = 0, 0
+    return value, alpha
 
 
 def _round(values: Any) -> Any:

@@ -147,23 +147,36 @@ def _paint(
     vy = np.arange(y0, y1, dtype=np.int64)[:, None] * 65536 + 0x8000
     sx = ((fixed[0, 0] * vx + (fixed[0, 1] * vy + (fixed[0, 2] * 65536 + 0x8000))) >> 16) - 0x8000
     sy = ((fixed[1, 0] * vx + (fixed[1, 1] * vy + (fixed[1, 2] * 65536 + 0x8000))) >> 16) - 0x8000
-    dx, dy = ((sx >> 9) & 0x7F) << 1, ((sy >> 9) & 0x7F) << 1
     height, width = texture.value.shape
     # Value and alpha in one int64 (alpha 32 bits up: no sum reaches 2**32), with a border of
     # two transparent texels: a texel outside the texture reads 0, whatever its distance.
     packed = np.zeros((height + 4, width + 4), np.int64)
     packed[2:-2, 2:-2] = texture.value.astype(np.int64) | texture.alpha.astype(np.int64) << 32
-    flat = packed.reshape(-1)
     stride = width + 4
     at = (np.clip(sy >> 16, -2, height) + 2) * stride + np.clip(sx >> 16, -2, width) + 2
+    # A pixel whose four texels are all transparent leaves the canvas as it is (OVER of 0 with
+    # alpha 0 gives back every value 0...255): only the others are blended.
+    known = packed != 0
+    touched = known.copy()
+    touched[:-1] |= known[1:]
+    touched[:, :-1] |= touched[:, 1:]
+    chosen = np.flatnonzero(touched.reshape(-1)[at.reshape(-1)])
+    if not len(chosen):
+        return
+    at = at.reshape(-1)[chosen]
+    sx, sy = sx.reshape(-1)[chosen], sy.reshape(-1)[chosen]
+    dx, dy = ((sx >> 9) & 0x7F) << 1, ((sy >> 9) & 0x7F) << 1
+    flat = packed.reshape(-1)
     # Bilinear in two steps: the same exact integer sum as the four weighted texels.
     top = flat[at] * (256 - dx) + flat[at + 1] * dx
     bottom = flat[at + stride] * (256 - dx) + flat[at + stride + 1] * dx
     total = top * (256 - dy) + bottom * dy
     value, alpha = (total & 0xFFFFFFFF) >> 16, total >> 48
-    region = canvas[y0:y1, x0:x1]
-    product = region * (255 - alpha) + 0x80
-    region[...] = np.minimum(value + (((product >> 8) + product) >> 8), 255)
+    columns = x1 - x0
+    where = (chosen // columns + y0) * canvas.shape[1] + chosen % columns + x0
+    pixels = canvas.reshape(-1)
+    product = pixels[where] * (255 - alpha) + 0x80
+    pixels[where] = np.minimum(value + (((product >> 8) + product) >> 8), 255)
 
 
 @dataclass(frozen=True)

@@ -137,12 +137,38 @@ def unpack_varints(data: bytes | memoryview, base: int = 0) -> NDArray[np.uint64
         raise FormatError("a packed varint is longer than 10 bytes", offset=base)
     if longest == 1:
         return raw[ends].astype(np.uint64)
-    result = np.zeros(len(ends), np.uint64)
-    for k in range(longest):
-        rows = np.flatnonzero(lengths > k)
-        groups = (raw[starts[rows] + k] & 0x7F).astype(np.uint64)
-        result[rows] |= groups << np.uint64(7 * k)
-    return result
+    if longest <= 3:
+        return _short_varints(raw, ends)
+    # Byte k of every varint at once (a shorter varint's read past its end is masked out);
+    # uint32 holds the 28 bits of varints up to 4 bytes (grid cells: 3 at most).
+    low = (raw & np.uint8(0x7F)).astype(np.uint32 if longest <= 4 else np.uint64)
+    result = low[starts]
+    last = len(raw) - 1
+    for k in range(1, longest):
+        group = low[np.minimum(starts + k, last)]
+        group[lengths <= k] = 0
+        result |= group << low.dtype.type(7 * k)
+    decoded: NDArray[np.uint64] = result.astype(np.uint64)
+    return decoded
+
+
+def _short_varints(raw: NDArray[np.uint8], ends: NDArray[np.intp]) -> NDArray[np.uint64]:
+    """Varints of at most 3 bytes (grid cells) without an index per byte: each byte's 7 bits
+    shifted by its place (how many continuation bytes precede it), then the one or two bytes
+    before each last byte added."""
+    cont = (raw >> 7).astype(np.uint32)
+    low = (raw & np.uint8(0x7F)).astype(np.uint32)
+    after_one = np.zeros_like(cont)  # the byte before continues this varint
+    after_one[1:] = cont[:-1]
+    after_two = np.zeros_like(cont)  # ... and so does the one before it
+    after_two[2:] = cont[:-2]
+    after_two &= after_one
+    shifted = low << (np.uint32(7) * (after_one + after_two))
+    total = shifted.copy()
+    total[1:] += after_one[1:] * shifted[:-1]
+    total[2:] += after_two[2:] * shifted[:-2]
+    decoded: NDArray[np.uint64] = total[ends].astype(np.uint64)
+    return decoded
 
 
 def as_int32(values: NDArray[np.uint64]) -> NDArray[np.int32]:

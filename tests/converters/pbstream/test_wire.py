@@ -70,6 +70,18 @@ def test_packed_varints_decode_in_bulk() -> None:
         unpack_varints(b"\x01\x80")
 
 
+@pytest.mark.parametrize("longest", [1, 2, 3, 4])
+def test_packed_varints_of_each_length(longest: int) -> None:
+    """Runs whose varints are at most 1, 2, 3 (grid cells: the shift-and-add path) and 4
+    bytes, lengths mixed, against the one-at-a-time reader."""
+    rng = np.random.default_rng(longest)
+    values = rng.integers(0, 1 << (7 * longest), 2000)
+    values[rng.random(2000) < 0.5] = 0
+    data = b"".join(varint(int(v)) for v in values)
+    assert unpack_varints(data).tolist() == values.tolist()
+    assert unpack_varints(data[: len(varint(int(values[0])))]).tolist() == values[:1].tolist()
+
+
 def test_errors_name_the_offset() -> None:
     with pytest.raises(FormatError) as error:
         list(iter_fields(b"\x08\x01\x12\x05ab", base=100))
