@@ -33,6 +33,8 @@ from typing import Any, Final
 
 from nanorec.errors import FormatError, NanorecError, UnsupportedError
 
+from ..ros2.cdr import State, after, join_states
+
 #: Wire size and CDR alignment of the fixed-size ROS1/ROS 2 primitives (time and duration are
 #: two 4-byte integers on both sides: ROS1 secs/nsecs, builtin_interfaces sec/nanosec).
 SIZE: Final = {
@@ -49,7 +51,6 @@ MAX_EMPTY: Final = 1 << 16
 CDR_LE: Final = b"\x00\x01\x00\x00"
 
 Transcode = Callable[[bytes | memoryview], bytes]
-State = tuple[int, int]  # (m, r): the CDR position minus the origin is r modulo m
 
 
 @dataclass(frozen=True)
@@ -78,17 +79,6 @@ class _Leaf:
     level: bool = False
     body: tuple[_Leaf, ...] = ()  # loop: one element
     least: int = 0  # loop: the fewest input bytes of one element
-
-
-def _join(a: State, b: State) -> State:
-    m = min(a[0], b[0])
-    while a[1] % m != b[1] % m:
-        m //= 2
-    return m, a[1] % m
-
-
-def _after(state: State, size: int) -> State:
-    return state[0], (state[1] + size) % state[0]
 
 
 class _Generator:
@@ -200,10 +190,10 @@ class _Generator:
                     run.skip(1)
                 else:
                     run.copy(size)
-                state = _after(state, size)
+                state = after(state, size)
             elif leaf.kind == "dummy":
                 run.code("o.append(0)")
-                state = _after(state, 1)
+                state = after(state, 1)
             elif leaf.kind == "string":
                 run.flush()
                 body.append(f"{ind}n, = U32(b, p)")
@@ -239,7 +229,7 @@ class _Generator:
         if leaf.ros2:
             state = self.pad_out(state, 4, _adder(body, ind))
             body.append(f"{ind}o += P32(n)")
-            state = _after(state, 4)
+            state = after(state, 4)
         if leaf.kind == "seq":
             align = ALIGN[leaf.type]
             if leaf.ros2:
@@ -269,10 +259,10 @@ class _Generator:
                     run.skip(1)
                 else:
                     run.copy(size)
-                state = _after(state, size)
+                state = after(state, size)
             elif leaf.kind == "dummy":
                 run.skip(1)
-                state = _after(state, 1)
+                state = after(state, 1)
             elif not leaf.ros2:  # a string or an array ROS 2 does not have: empty in ROS1
                 if leaf.kind == "loop" and leaf.count >= 0:
                     run.flush()
@@ -300,7 +290,7 @@ class _Generator:
                 state = self.pad_in(state, 4, run)
                 run.flush()
                 body += [f"{ind}n, = U32(b, p)", f"{ind}p += 4", f"{ind}o += P32(n)"]
-                state = _after(state, 4)
+                state = after(state, 4)
                 if leaf.kind == "loop":
                     body += [
                         f"{ind}if n * {leaf.least} > L - p: many(n, {leaf.least}, L - p, p)",
@@ -337,7 +327,7 @@ class _Generator:
         while True:
             lines: list[str] = []
             after = generate(list(leaf.body), state, lines, ind + "    ")
-            joined = _join(state, after)
+            joined = join_states(state, after)
             if joined == state:
                 body += lines or [f"{ind}    pass"]
                 return state

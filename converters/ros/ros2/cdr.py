@@ -48,12 +48,18 @@ State = tuple[int, int]  # (m, r): the position minus the origin is r modulo m
 Decode = Callable[[Any, int, Any], tuple[Any, int]]
 
 
-def _join(a: State, b: State) -> State:
-    """What is known of the position when it is either `a` or `b`."""
+def join_states(a: State, b: State) -> State:
+    """What is known of the position when it is either `a` or `b` (the generated decoders,
+    `cdr_pack`'s encoders and the ROS1 transcoder all track alignment this way)."""
     m = min(a[0], b[0])
     while a[1] % m != b[1] % m:
         m //= 2
     return m, a[1] % m
+
+
+def after(state: State, size: int) -> State:
+    """What is known of the position `size` bytes further on."""
+    return state[0], (state[1] + size) % state[0]
 
 
 def _short(n: int, what: str, size: int, left: int, at: int, where: str) -> None:
@@ -243,7 +249,7 @@ class _Generator:
         while True:  # the state every iteration starts at: a fixed point
             lines: list[str] = []
             after = self.single(name, state, "v", lines, "        ", where)
-            joined = _join(state, after)
+            joined = join_states(state, after)
             if joined == state:
                 body += [*lines, "        a.append(v)"]
                 return state

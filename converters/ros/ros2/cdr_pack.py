@@ -26,6 +26,7 @@ import numpy as np
 
 from nanorec.errors import UsageError
 
+from .cdr import State, after, join_states
 from .cdr_encode import Encoder
 from .msgdef import EMPTY_FIELD, SIZES, MsgType, canonical, load
 
@@ -42,20 +43,7 @@ _DTYPES: Final = {
 #: Problems the generated code may meet in a value; the plain encoder then decides.
 _VALUE_ERRORS: Final = (KeyError, TypeError, ValueError, AttributeError, IndexError, struct.error)
 
-State = tuple[int, int]  # (m, r): the position minus the origin is r modulo m
 Pack = Callable[[Any, bytearray], None]
-
-
-def _join(a: State, b: State) -> State:
-    """What is known of the position when it is either `a` or `b`."""
-    m = min(a[0], b[0])
-    while a[1] % m != b[1] % m:
-        m //= 2
-    return m, a[1] % m
-
-
-def _after(state: State, size: int) -> State:
-    return state[0], (state[1] + size) % state[0]
 
 
 def _numbers(items: Any, type_name: str, order: str) -> bytes:
@@ -195,19 +183,19 @@ class _Generator:
         else:
             state = self.align(state, 4, body, ind)
             body.append(f"{ind}o += P32(len({a}))")
-            state = _after(state, 4)
+            state = after(state, 4)
         if name in SIZES:
             k = SIZES[name]
             if size > 0:  # never empty: constant padding where known
                 state = self.align(state, k, body, ind)
                 body.append(f"{ind}o += numbers({a}, {name!r}, {self.order!r})")
-                return _after(state, size * k)
+                return after(state, size * k)
             lines: list[str] = []
             aligned = self.align(state, k, lines, ind + "    ")
             body.append(f"{ind}if len({a}):")
             body += lines
             body.append(f"{ind}    o += numbers({a}, {name!r}, {self.order!r})")
-            return _join(state, (k, 0) if aligned[0] >= k else aligned)
+            return join_states(state, (k, 0) if aligned[0] >= k else aligned)
         if name in ("string", "wstring"):
             e = self.fresh("x")
             body.append(f"{ind}for {e} in {a}:")
@@ -232,7 +220,7 @@ class _Generator:
         while True:
             lines: list[str] = []
             after = one(state, lines)
-            joined = _join(state, after)
+            joined = join_states(state, after)
             if joined == state:
                 body += lines or ["        pass"]
                 return state
@@ -255,10 +243,10 @@ class _Run:
             state = self.generator.align(state, k, self.body, "    ")
         elif -r % k:
             self.codes.append(f"{-r % k}x")
-            state = _after(state, -r % k)
+            state = after(state, -r % k)
         self.codes.append(_CODES[type_name])
         self.items.append(item)
-        return _after(state, k)
+        return after(state, k)
 
     def flush(self, ind: str) -> None:
         if not self.codes:
