@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from nanorec.errors import FormatError, UnsupportedError
 
+from .metadata import BagMetadata, parse_metadata
 from .storage import SQLITE_MAGIC, ZSTD_MAGIC, storage_of
 
 METADATA: Final = "metadata.yaml"
@@ -26,6 +27,8 @@ METADATA_KEY: Final = b"rosbag2_bagfile_information"
 SUFFIXES: Final = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
 ZSTD: Final = ".zstd"
 WAL: Final = "-wal"
+#: What stands for a metadata.yaml that cannot be read.
+REINDEXED: Final = "files found by name, described as `ros2 bag reindex` would"
 _SPLIT: Final = re.compile(r"_(\d+)\.(db3|mcap)(\.zstd)?$")
 
 
@@ -147,10 +150,11 @@ def locate(path: Path) -> BagLayout:
         layout.problems.append(f"{METADATA} leads outside the bag's folder: not read")
     elif meta_path.is_file():
         layout.metadata = meta_path.read_bytes()
-        try:
-            listed = listed_files(layout.metadata)
-        except FormatError as error:
-            layout.notes.append(f"{METADATA} unreadable ({error.message}): files found by name")
+        parsed, why = read_metadata(layout.metadata)
+        if parsed is None:
+            layout.problems.append(f"{METADATA} unreadable ({why}): {REINDEXED}")
+        else:
+            listed = list(parsed.relative_file_paths)
     if layout.metadata is None:
         layout.notes.append(f"no {METADATA} (a crashed bag?): files found by name")
     seen: set[Path] = set()
@@ -203,13 +207,14 @@ def _listed(folder: Path, name: str, problems: list[str]) -> Path | None:
     return None
 
 
-def listed_files(metadata: bytes) -> list[str]:
-    """`relative_file_paths` of a metadata.yaml."""
-    info = bagfile_information(metadata)
-    paths = info.get("relative_file_paths") or []
-    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        raise FormatError("relative_file_paths is not a list of names")
-    return paths
+def read_metadata(text: bytes) -> tuple[BagMetadata | None, str]:
+    """metadata.yaml as rosbag2 reads it (strictly: `metadata.parse_metadata`), or None and
+    what was wrong. The one reading `convert` and `info` share: a metadata.yaml convert
+    takes, info never refuses; one it cannot read, both replace by the storage files."""
+    try:
+        return parse_metadata(text.decode("utf-8", "replace")), ""
+    except (FormatError, UnsupportedError) as error:
+        return None, error.message.removeprefix(f"{METADATA}: ").splitlines()[0]
 
 
 def bagfile_information(metadata: bytes) -> dict[str, Any]:
