@@ -158,8 +158,9 @@ def locate(path: Path) -> BagLayout:
     if layout.metadata is None:
         layout.notes.append(f"no {METADATA} (a crashed bag?): files found by name")
     seen: set[Path] = set()
+    refused: set[Path] = set()  # listed links leading out, said once
     for name in listed:
-        found = _listed(path, name, layout.problems)
+        found = _listed(path, name, layout.problems, refused)
         if found is None:
             continue
         if found in seen:
@@ -170,7 +171,7 @@ def locate(path: Path) -> BagLayout:
     links: list[Path] = []
     by_name = _storage_files(path, links)
     for link in links:
-        if not any(link.name in problem for problem in layout.problems):  # said once
+        if link not in refused:
             layout.problems.append(f"{link.name} leads outside the bag's folder: not read")
     for extra in sorted(by_name, key=_split_order):
         if extra not in seen:
@@ -185,10 +186,10 @@ def locate(path: Path) -> BagLayout:
     return layout
 
 
-def _listed(folder: Path, name: str, problems: list[str]) -> Path | None:
+def _listed(folder: Path, name: str, problems: list[str], refused: set[Path]) -> Path | None:
     """A listed file: relative to the folder, or (older writers named the folder too) by
     its last component; None, with a problem naming it, when it is not a storage file
-    inside the folder."""
+    inside the folder (`refused`: the links found leading out)."""
     outside = f"{METADATA} lists {name}, outside the bag's folder: not read"
     if Path(name).is_absolute() or ".." in Path(name).parts:
         problems.append(outside)
@@ -198,6 +199,7 @@ def _listed(folder: Path, name: str, problems: list[str]) -> Path | None:
             continue
         if not within(candidate, folder):
             problems.append(outside)
+            refused.add(candidate)
             return None
         if not is_storage_head(_head(candidate)):
             problems.append(f"{METADATA} lists {name}, not a sqlite3 or MCAP file: left out")
