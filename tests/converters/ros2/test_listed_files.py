@@ -161,3 +161,19 @@ def test_a_listed_file_missing_or_not_storage_is_a_note(kind: str, tmp_path: Pat
     assert code == 1 and "ros2-robot_1.mcap" in out + err, out + err
     with ArchiveReader(archive) as reader:
         assert len(reader) == 630
+
+
+def test_a_metadata_link_leading_out_is_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "outside.yaml"
+    secret.write_text(
+        (BAG / "metadata.yaml").read_text().replace("ros_distro: jazzy", "ros_distro: MARKER")
+    )
+    bag = _bag(tmp_path)
+    (bag / "metadata.yaml").unlink()
+    (bag / "metadata.yaml").symlink_to(secret)
+    archive = tmp_path / "a.nanover.zip"
+    code, out, err = _run("convert", bag, "-o", archive)
+    assert code == 1 and "metadata.yaml leads outside the bag's folder" in out, out + err
+    assert not any(b"MARKER" in blob for blob in _archive_bytes(archive))
+    with ArchiveReader(archive) as reader:
+        assert len(reader) == 630
