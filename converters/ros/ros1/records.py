@@ -200,4 +200,9 @@ def pack_u64(value: int) -> bytes:
 
 
 def pack_time(ns: int) -> bytes:
-    return _TIME.pack(*divmod(ns, 1_000_000_000))
+    """A ROS1 `time` (two uint32: seconds, nanoseconds); a time it cannot hold (before 1970,
+    or 2^32 s on) is a FormatError saying so, not a struct.error."""
+    secs, nsecs = divmod(ns, 1_000_000_000)
+    if not 0 <= secs < 1 << 32:
+        raise FormatError(f"time {ns} ns is outside what a ROS1 bag holds (0 to 2^32 s)")
+    return _TIME.pack(secs, nsecs)

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from nanorec.errors import FormatError, UnsupportedError
 
+from .metadata import BagMetadata, parse_metadata
 from .storage import SQLITE_MAGIC, ZSTD_MAGIC, storage_of
 
 METADATA: Final = "metadata.yaml"
@@ -26,6 +27,8 @@ METADATA_KEY: Final = b"rosbag2_bagfile_information"
 SUFFIXES: Final = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
 ZSTD: Final = ".zstd"
 WAL: Final = "-wal"
+#: What stands for a metadata.yaml that cannot be read.
+REINDEXED: Final = "files found by name, described as `ros2 bag reindex` would"
 _SPLIT: Final = re.compile(r"_(\d+)\.(db3|mcap)(\.zstd)?$")
 
 
@@ -37,11 +40,24 @@ class BagFile:
     wal: Path | None = None  # a non-empty `<file>-wal` beside a .db3
 
 
-def with_wal(path: Path, name: str, compressed: bool) -> BagFile:
-    """The bag file at `path`, with its WAL when it has a non-empty one."""
+def with_wal(path: Path, name: str, compressed: bool, problems: list[str]) -> BagFile:
+    """The bag file at `path`, with its WAL when it has a non-empty one (one that leads out
+    of the file's folder is a problem, never opened)."""
     wal = path.with_name(path.name + WAL)
     has = not compressed and path.name.lower().endswith(".db3") and wal.is_file()
+    if has and not within(wal, path.parent):
+        problems.append(f"{wal.name} leads outside the bag's folder: not read")
+        has = False
     return BagFile(path, name, compressed, wal if has and wal.stat().st_size else None)
+
+
+def within(path: Path, folder: Path) -> bool:
+    """`path`, its links followed, is inside `folder` (its links followed too): found
+    without opening either."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop
+        return False
 
 
 @dataclass
@@ -51,6 +67,9 @@ class BagLayout:
     metadata: bytes | None  # metadata.yaml as it is
     files: list[BagFile]
     notes: list[str] = field(default_factory=list)
+    #: Listed or found files left out (outside the folder, listed twice, missing, not a
+    #: storage file): the report's warnings, exit status 1 as for damage.
+    problems: list[str] = field(default_factory=list)
 
 
 def _head(path: Path, size: int = 64) -> bytes:
@@ -67,21 +86,44 @@ def is_storage_head(head: bytes) -> bool:
 
 
 def is_bag_folder(path: Path) -> bool:
-    """A folder holding a rosbag2 `metadata.yaml`, or storage files and no folder (a bag
-    whose writer died before writing `metadata.yaml`; a folder holding folders too is a
-    folder of recordings)."""
+    """A folder holding a rosbag2 `metadata.yaml`, or storage files directly (a bag whose
+    writer died before writing `metadata.yaml`, whatever other folders it holds), unless
+    one of its folders is a bag too: then it is a folder of recordings."""
     if not path.is_dir():
         return False
-    if METADATA_KEY in _head(path / METADATA, 4096):
+    if _has_metadata(path):
         return True
-    return not any(p.is_dir() for p in path.iterdir()) and any(_storage_files(path))
+    if not any(_storage_files(path)):
+        return False
+    return not any(p.is_dir() and within(p, path) and _holds_a_bag(p) for p in path.iterdir())
 
 
-def _storage_files(folder: Path) -> list[Path]:
+def _has_metadata(folder: Path) -> bool:
+    meta = folder / METADATA
+    return within(meta, folder) and METADATA_KEY in _head(meta, 4096)
+
+
+def _holds_a_bag(folder: Path) -> bool:
+    """A sub-folder that is a bag: a metadata.yaml or storage files (one level only)."""
+    try:
+        return _has_metadata(folder) or any(_storage_files(folder))
+    except OSError:  # unreadable: not a bag of ours
+        return False
+
+
+def _storage_files(folder: Path, outside: list[Path] | None = None) -> list[Path]:
+    """The folder's storage files by name and first bytes; a link leading out of the folder
+    is never opened (collected in `outside`)."""
     found = []
     for path in folder.iterdir():
         name = path.name.lower()
-        if path.is_file() and name.endswith(SUFFIXES) and is_storage_head(_head(path)):
+        if not (name.endswith(SUFFIXES) and path.is_file()):
+            continue
+        if not within(path, folder):
+            if outside is not None:
+                outside.append(path)
+            continue
+        if is_storage_head(_head(path)):
             found.append(path)
     return found
 
@@ -92,55 +134,89 @@ def _split_order(path: Path) -> tuple[int, str]:
 
 
 def locate(path: Path) -> BagLayout:
-    """The bag at `path` (a folder or one storage file)."""
+    """The bag at `path` (a folder or one storage file). Of a folder, only files inside it
+    are read: a listed name with `..`, an absolute one, or one whose links lead out of the
+    folder is a problem naming it and is never opened; so are a name listed twice, a
+    missing one and one that is not a storage file (the rest converts)."""
     if not path.is_dir():
         compressed = path.name.endswith(ZSTD) or _head(path).startswith(ZSTD_MAGIC)
-        return BagLayout(path, False, None, [with_wal(path, path.name, compressed)])
+        layout = BagLayout(path, False, None, [])
+        layout.files.append(with_wal(path, path.name, compressed, layout.problems))
+        return layout
     layout = BagLayout(path, True, None, [])
     meta_path = path / METADATA
     listed: list[str] = []
-    if meta_path.is_file():
+    if meta_path.is_file() and not within(meta_path, path):
+        layout.problems.append(f"{METADATA} leads outside the bag's folder: not read")
+    elif meta_path.is_file():
         layout.metadata = meta_path.read_bytes()
-        try:
-            listed = listed_files(layout.metadata)
-        except FormatError as error:
-            layout.notes.append(f"{METADATA} unreadable ({error.message}): files found by name")
-    else:
+        parsed, why = read_metadata(layout.metadata)
+        if parsed is None:
+            layout.problems.append(f"{METADATA} unreadable ({why}): {REINDEXED}")
+        else:
+            listed = list(parsed.relative_file_paths)
+    if layout.metadata is None:
         layout.notes.append(f"no {METADATA} (a crashed bag?): files found by name")
     seen: set[Path] = set()
+    refused: set[Path] = set()  # listed links leading out, said once
     for name in listed:
-        found = _resolve(path, name)
+        found = _listed(path, name, layout.problems, refused)
         if found is None:
-            layout.notes.append(f"{METADATA} lists {name}, which is not in the folder")
+            continue
+        if found in seen:
+            layout.problems.append(f"{METADATA} lists {name} twice: converted once")
             continue
         seen.add(found)
-        layout.files.append(with_wal(found, found.name, name.endswith(ZSTD)))
-    for extra in sorted(_storage_files(path), key=_split_order):
+        layout.files.append(with_wal(found, found.name, name.endswith(ZSTD), layout.problems))
+    links: list[Path] = []
+    by_name = _storage_files(path, links)
+    for link in links:
+        if link not in refused:
+            layout.problems.append(f"{link.name} leads outside the bag's folder: not read")
+    for extra in sorted(by_name, key=_split_order):
         if extra not in seen:
             if listed:
                 layout.notes.append(f"{extra.name} is not listed in {METADATA}")
-            layout.files.append(with_wal(extra, extra.name, extra.name.endswith(ZSTD)))
+            layout.files.append(
+                with_wal(extra, extra.name, extra.name.endswith(ZSTD), layout.problems)
+            )
     if not layout.files:
-        raise FormatError(f"{path}: a bag folder without storage files (.db3, .mcap)")
+        why = "".join(f"; {problem}" for problem in layout.problems)
+        raise FormatError(f"{path}: a bag folder without storage files (.db3, .mcap){why}")
     return layout
 
 
-def _resolve(folder: Path, name: str) -> Path | None:
+def _listed(folder: Path, name: str, problems: list[str], refused: set[Path]) -> Path | None:
     """A listed file: relative to the folder, or (older writers named the folder too) by
-    its last component."""
+    its last component; None, with a problem naming it, when it is not a storage file
+    inside the folder (`refused`: the links found leading out)."""
+    outside = f"{METADATA} lists {name}, outside the bag's folder: not read"
+    if Path(name).is_absolute() or ".." in Path(name).parts:
+        problems.append(outside)
+        return None
     for candidate in (folder / name, folder / Path(name).name):
-        if candidate.is_file():
-            return candidate
+        if not candidate.is_file():
+            continue
+        if not within(candidate, folder):
+            problems.append(outside)
+            refused.add(candidate)
+            return None
+        if not is_storage_head(_head(candidate)):
+            problems.append(f"{METADATA} lists {name}, not a sqlite3 or MCAP file: left out")
+            return None
+        return candidate
+    problems.append(f"{METADATA} lists {name}, which is not in the folder")
     return None
 
 
-def listed_files(metadata: bytes) -> list[str]:
-    """`relative_file_paths` of a metadata.yaml."""
-    info = bagfile_information(metadata)
-    paths = info.get("relative_file_paths") or []
-    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        raise FormatError("relative_file_paths is not a list of names")
-    return paths
+def read_metadata(text: bytes) -> tuple[BagMetadata | None, str]:
+    """metadata.yaml as rosbag2 reads it (strictly: `metadata.parse_metadata`), or None and
+    what was wrong. The one reading `convert` and `info` share: a metadata.yaml convert
+    takes, info never refuses; one it cannot read, both replace by the storage files."""
+    try:
+        return parse_metadata(text.decode("utf-8", "replace")), ""
+    except (FormatError, UnsupportedError) as error:
+        return None, error.message.removeprefix(f"{METADATA}: ").splitlines()[0]
 
 
 def bagfile_information(metadata: bytes) -> dict[str, Any]:

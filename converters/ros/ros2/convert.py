@@ -361,7 +361,7 @@ def _write(
             "version": META_VERSION,
             "folder": layout.folder,
             "metadata": layout.metadata,
-            "notes": layout.notes,
+            "notes": layout.notes + layout.problems,
             "files": entries,
         }
         writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))

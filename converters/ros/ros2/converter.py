@@ -81,6 +81,7 @@ class Ros2Converter(ExportsFromAnyRecording):
             sha256=done.sha256,
             cut=done.cut,
             damaged=done.damaged,
+            warnings=done.warnings,
             details=done.details,
         )
 

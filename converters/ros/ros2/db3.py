@@ -116,6 +116,7 @@ class Db3File:
         self._pos = array("q")
         self._len = array("q")
         self._claimed: set[int] = set()  # leaf and overflow pages whose blob bytes are cut
+        self._dropped: dict[int, list[int]] = {}  # leaf page -> rowids of rows not messages
         self._read = False
 
     def _rows(self, table: str) -> list[dict[str, object]]:
@@ -164,6 +165,7 @@ class Db3File:
             for n in leaves:
                 for row in self._leaf(n, layout, strict=True):
                     yield self._emit(row)
+            self._report_dropped()
             return
         # A crashed or damaged file: the readable part of the tree, then stray leaf pages.
         try:
@@ -188,8 +190,26 @@ class Db3File:
             kept += seen.setdefault(row[0], row) is row
         if self.damage.cut is not None:
             self._loss(seen, kept, max(interior_keys(p, visited), default=0))
+        self._report_dropped()
         for rowid in sorted(seen):
             yield self._emit(seen[rowid])
+
+    def _report_dropped(self) -> None:
+        """Rows of `messages` that are no message (a NULL, or no integer, topic_id or
+        timestamp; a NULL, or no blob, data: rosbag2 declares all three NOT NULL): lost
+        messages, each page holding some a loss, and a note of how many and which."""
+        if not self._dropped:
+            return
+        why = "a NULL or mistyped topic_id, timestamp or data (declared NOT NULL)"
+        rowids = sorted(r for rows in self._dropped.values() for r in rows)
+        shown = ", ".join(map(str, rowids[:10])) + (", ..." if len(rowids) > 10 else "")
+        self.damage.notes.append(f"{len(rowids)} rows of messages dropped, {why}: rowids {shown}")
+        for n, rows in sorted(self._dropped.items()):
+            start = self.pager.offset(n)
+            self.damage.losses.append(
+                Region(start, self.pager.size, f"page {n}: {len(rows)} rows dropped, {why}")
+            )
+        self.damage.lost_messages += len(rowids)
 
     def _partial_leaf(self, layout: tuple[int, int, int, int, int]) -> list[Row]:
         """The rows of the page the file ends inside whose cells are whole on disk (why: a
@@ -291,6 +311,9 @@ class Db3File:
             except (NanorecError, *_BAD) as exc:
                 row = None
                 self.damage.notes.append(f"page {n} cell at {c}: {exc}")
+            else:
+                if row is None and strict:  # a whole record, but no message
+                    self._dropped.setdefault(n, []).append(_rowid(page, c))
             if row is None:
                 if not strict:
                     return []
@@ -367,6 +390,14 @@ class Db3File:
             for _ in self.messages():
                 pass
         return build_skeleton(self.view, self._counts, self._pos, self._len)
+
+
+def _rowid(page: bytes, c: int) -> int:
+    """The rowid of the cell at `c` (-1 when it cannot be read)."""
+    try:
+        return _varint2(page, _varint2(page, c)[1])[0]
+    except _BAD:
+        return -1
 
 
 def _varint2(b: bytes, i: int) -> tuple[int, int]:

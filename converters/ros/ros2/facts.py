@@ -21,13 +21,14 @@ when run beside the bag, its file name.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nanorec.hashorder import LibstdcxxOrder
 
+from .bag import read_metadata
 from .info import Layout, ServiceInfo, TopicFacts, is_service_event_topic, plugin_metadata
 from .metadata import BagMetadata, FileInformation, TopicInformation, parse_metadata
 from .storage import Topic
@@ -44,10 +45,26 @@ def bag_metadata(
     (None: an archive's, its file name; see the module)."""
     meta = rec.meta
     if meta.folder and meta.metadata is not None:
-        return parse_metadata(meta.metadata.decode("utf-8", "replace")), "metadata.yaml"
+        parsed, _ = read_metadata(meta.metadata)  # unreadable: as convert took it, reindexed
+        if parsed is not None:
+            return parsed, "metadata.yaml"
     if not meta.folder:
         return _plugin(rec, layout, uri), "storage"
     return reindexed(rec), "reindexed"
+
+
+def as_held(rec: Ros2Recording, metadata: BagMetadata) -> tuple[BagMetadata, list[str]]:
+    """metadata.yaml's message counts where the archive holds another number (a damaged
+    bag, or a metadata.yaml that lies): the counts held, and a note of the claim."""
+    held = len(rec)
+    if metadata.message_count == held:
+        return metadata, []
+    counts = _counts(rec)
+    topics = tuple(
+        replace(t, message_count=counts.get(t.name, 0)) for t in metadata.topics_with_message_count
+    )
+    note = f"metadata.yaml says {metadata.message_count} messages, the bag holds {held}"
+    return replace(metadata, message_count=held, topics_with_message_count=topics), [note]
 
 
 def _counts(rec: Ros2Recording, index: int | None = None) -> Counter[str]:
@@ -212,6 +229,7 @@ def _key(value: Any) -> Any:
 def facts_of_archive(rec: Ros2Recording) -> dict[str, Any]:
     """The JSON summary: the metadata (as rosbag2 reads it), its source, and the files."""
     metadata, origin = bag_metadata(rec)
+    metadata, claims = as_held(rec, metadata)
     return {
         "bag": _plain(asdict(metadata)),
         "metadata_from": origin,
@@ -220,7 +238,7 @@ def facts_of_archive(rec: Ros2Recording) -> dict[str, Any]:
             {k: e[k] for k in ("name", "storage", "size", "sha256", "messages", "compressed")}
             for e in rec.meta.files
         ],
-        "notes": list(rec.meta.notes),
+        "notes": list(rec.meta.notes) + claims,
     }
 
 

@@ -68,7 +68,7 @@ def info_command(
     from nanorec import registry
 
     from .bag import METADATA
-    from .facts import bag_metadata, bag_size, facts_of_archive, services, topic_sizes
+    from .facts import as_held, bag_metadata, bag_size, facts_of_archive, services, topic_sizes
     from .info import info_text
     from .metadata import parse_metadata
 
@@ -110,6 +110,7 @@ def info_command(
                 distro,  # type: ignore[arg-type]
                 uri=typed if native else None,
             )
+            metadata, claims = as_held(recording, metadata)
             text = info_text(
                 metadata,
                 bag_size=bag_size(recording),
@@ -123,11 +124,12 @@ def info_command(
             )
             typer.echo(text, nl=False)
             if origin == "reindexed":
+                what = "no" if recording.meta.metadata is None else "an unreadable"
                 typer.echo(
-                    "nanorec: no metadata.yaml: shown as `ros2 bag reindex` would write it",
+                    f"nanorec: {what} metadata.yaml: shown as `ros2 bag reindex` would write it",
                     err=True,
                 )
-            for note in recording.meta.notes:
+            for note in [*recording.meta.notes, *claims]:
                 typer.echo(f"nanorec: {note}", err=True)
 
     run(action)

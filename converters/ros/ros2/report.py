@@ -25,6 +25,7 @@ class Converted:
     cut: Region | None = None
     damaged: list[Region] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # files left out (`BagLayout.problems`)
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -62,6 +63,7 @@ def report(
 ) -> Converted:
     """The report of a bag converted into `count` messages (`entries`: each file's facts)."""
     done = Converted(count, size, sha, notes=list(layout.notes), damaged=_damaged(entries))
+    done.warnings = list(layout.problems)
     last = entries[-1]
     if last["cut"] is not None:
         done.cut = region_in(last, last["cut"])

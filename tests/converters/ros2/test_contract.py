@@ -1,8 +1,12 @@
 """ROS 2 bags pass the converter contract: the bundled single-file samples (sqlite3, MCAP)
-and, when ../shared is present, every real storage file."""
+and, when ../shared is present, every real storage file. The hostile inputs are bag folders
+(issue #39) and .db3 rows (#34) whose own tests are test_listed_files.py,
+test_crashed_folder.py, test_damaged_metadata.py and test_hostile_rows.py."""
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,52 @@ class TestRos2Contract(ConverterContract):
     @pytest.fixture
     def samples(self) -> list[Path]:
         return [SAMPLES / "ros2-robot.db3", SAMPLES / "ros2-robot.mcap"]
+
+    def hostile_inputs(self, folder: Path) -> list[Path]:
+        outside = folder / "outside.sqlite"
+        shutil.copy(SAMPLES / "ros2-robot.db3", outside)
+        text = (SAMPLES / "ros2-robot" / "metadata.yaml").read_text()
+        listed = "    - ros2-robot_0.mcap\n"
+        made = []
+        for name, extra in {
+            "bag-dotdot": ["../outside.sqlite"],
+            "bag-absolute": [str(outside)],
+            "bag-link": ["ros2-robot_1.db3"],
+            "bag-twice": ["ros2-robot_0.mcap"],
+            "bag-missing": ["ros2-robot_9.mcap"],
+            "bag-not-storage": ["notes.mcap"],
+        }.items():
+            bag = folder / name
+            shutil.copytree(SAMPLES / "ros2-robot", bag)
+            more = "".join(f"    - {e}\n" for e in extra)
+            (bag / "metadata.yaml").write_text(text.replace(listed, listed + more, 1))
+            made.append(bag)
+        (folder / "bag-link" / "ros2-robot_1.db3").symlink_to(outside)
+        (folder / "bag-not-storage" / "notes.mcap").write_text("not a bag\n")
+        for name, cut in {
+            "bag-cut-yaml": 900,
+            "bag-cut-key": text.index("  relative_file"),
+        }.items():
+            shutil.copytree(SAMPLES / "ros2-robot", folder / name)
+            (folder / name / "metadata.yaml").write_text(text[:cut])
+            made.append(folder / name)
+        crashed = folder / "crashed"  # no metadata.yaml, a sub-folder
+        (crashed / "logs").mkdir(parents=True)
+        shutil.copy(SAMPLES / "ros2-robot.db3", crashed / "crashed_0.db3")
+        nulls, late = folder / "nulls.db3", folder / "late.db3"
+        for path in (nulls, late):
+            shutil.copy(SAMPLES / "ros2-robot.db3", path)
+        with sqlite3.connect(nulls) as db:
+            db.execute("PRAGMA writable_schema = ON")
+            db.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '')")
+        db.close()
+        with sqlite3.connect(nulls) as db:
+            db.execute("UPDATE messages SET timestamp = NULL, data = NULL WHERE id % 3 = 0")
+        db.close()
+        with sqlite3.connect(late) as db:  # 2^32 s and later: no ROS1 time
+            db.execute("UPDATE messages SET timestamp = timestamp + (1 << 62) WHERE id > 5")
+        db.close()
+        return [*made, crashed, nulls, late]
 
 
 @pytest.mark.realdata
