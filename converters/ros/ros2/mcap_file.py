@@ -42,16 +42,15 @@ _CHANNEL_TIME = struct.Struct("<H4xQ")
 _COPY_DATA = bytes((COPY, DATA))
 
 
-#: Empty records of opcode 0 in a row past which a stretch is zeros, not MCAP (why: 9 zero
-#: bytes parse as such a record, so a file of zeros walked 119 M of them for over a minute;
-#: opcode 0 is reserved, and no writer emits it, let alone in runs).
+#: Empty opcode-0 records in a row that are zeros, not MCAP (why: 9 zero bytes parse as one,
+#: and a file of zeros walked 119 M of them for minutes; no writer emits reserved opcode 0).
 EMPTY_RUN = 64
 
 
 def _walk(buf: memoryview, start: int) -> Iterator[tuple[int, int, int]]:
     """(offset, opcode, end) of each complete record from `start` on; stops at the first one
-    that runs past the buffer (a cut file), leaving the caller to look at the tail.
-    FormatError at a run of `EMPTY_RUN` empty records of opcode 0 (zeros)."""
+    that runs past the buffer (a cut file), leaving the caller to look at the tail;
+    FormatError at `EMPTY_RUN` empty records of opcode 0 in a row (zeros)."""
     size = len(buf)
     head = rec.RECORD_HEAD
     pos = start
