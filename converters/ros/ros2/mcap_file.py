@@ -68,17 +68,18 @@ def _walk(buf: memoryview, start: int) -> Iterator[tuple[int, int, int]]:
         pos = end
 
 
-def _walk_records(records: memoryview | bytes, base: int) -> list[tuple[int, int, int]]:
-    """The records of a chunk, all of them complete, or FormatError (why a list: a damaged
-    chunk must be known before any of its messages is yielded)."""
-    out = list(_walk(memoryview(records), 0))
-    end = out[-1][2] if out else 0
-    if end != len(records):
-        raise FormatError("MCAP chunk records do not fill the chunk", offset=base)
-    for pos, opcode, stop in out:
+def _walk_records(records: memoryview | bytes, base: int) -> Iterator[tuple[int, int, int]]:
+    """The records of a chunk, FormatError at the end when they do not fill it or one is a
+    message too short. Lazy (why: a list of a 64 MiB chunk's records cost a tuple each,
+    ~100 MB); `_scan_chunk` keeps what it found only once the walk ended without error."""
+    end = 0
+    for pos, opcode, stop in _walk(memoryview(records), 0):
         if opcode == rec.MESSAGE and stop - pos < MESSAGE_HEAD:
             raise FormatError("MCAP message record too short", offset=base)
-    return out
+        end = stop
+        yield pos, opcode, stop
+    if end != len(records):
+        raise FormatError("MCAP chunk records do not fill the chunk", offset=base)
 
 
 class McapFile:
