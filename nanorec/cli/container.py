@@ -21,6 +21,7 @@ from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
 from nanorec.cli.inputs import check_input, check_output
 from nanorec.cli.options import Force, Json, Output, Stored
+from nanorec.errors import NanorecError
 from nanorec.layout import COMPACT, STORED, use_layout
 from nanorec.recover import recover as recover_archive
 from nanorec.verify import verify as verify_archive
@@ -72,14 +73,32 @@ def _verify_archive(path: Path, quiet: bool) -> dict[str, Any]:
 
         report = verify_archive(path, progress=progress)
     kind = "nanorec" if report.has_description else "NanoVer"
+    problems = [str(problem) for problem in report.problems]
+    if report.ok and report.has_description:
+        problems += _format_problems(path)
     return {
         "file": str(path),
         "kind": "archive",
-        "ok": report.ok,
+        "ok": not problems,
         "messages": report.message_count,
-        "problems": [str(problem) for problem in report.problems],
+        "problems": problems,
         "summary": f"{report.message_count} messages, {kind} archive",
     }
+
+
+def _format_problems(path: Path) -> list[str]:
+    """What the archive's format finds wrong in its own members (why: a whole zip with a
+    short or hostile side member would pass every check above, then fail on first read).
+    The archive is opened as its format's recording, and a recording offering
+    `check_members()` reads each of its side members once."""
+    try:
+        with registry.open(path) as recording:
+            check = getattr(recording, "check_members", None)
+            if callable(check):
+                check()
+    except NanorecError as error:
+        return [f"format: {error.message}"]
+    return []
 
 
 def _verify_native(path: Path) -> dict[str, Any]:

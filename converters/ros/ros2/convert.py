@@ -48,6 +48,7 @@ from .storage import (
     release_pages,
     storage_of,
 )
+from .zstd_bound import inflate_file
 
 SOURCE_FORMAT: Final = "ros2"
 META_MEMBER: Final = "ros2.msgpack.zlib"
@@ -58,8 +59,6 @@ FILE_DTYPE: Final = "<u2"
 RANK_DTYPE: Final = "<u4"
 META_VERSION: Final = 1
 _BLOCK: Final = 1 << 16
-#: A per-file compressed storage file inflates to at most this many times its size.
-MAX_INFLATE: Final = 1 << 40
 
 
 def skeleton_member(index: int) -> str:
@@ -272,17 +271,8 @@ def _mapped(handle: IO[bytes]) -> Any:
 
 def _inflated(raw: Any, bag_file: BagFile, target: IO[bytes]) -> Any:
     """A per-file compressed storage file, inflated into a temporary file (streamed: a big
-    bag never sits in memory)."""
-    zstandard = extra("zstandard")
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(memoryview(raw)) as reader:
-            while block := reader.read(1 << 20):
-                target.write(block)
-                if target.tell() > MAX_INFLATE:
-                    raise FormatError(f"{bag_file.name} inflates past {MAX_INFLATE} bytes")
-    except zstandard.ZstdError as error:
-        raise FormatError(f"{bag_file.name}: zstd: {error}", offset=0) from None
-    target.flush()
+    bag never sits in memory; bounded: see `zstd_bound.inflate_file`)."""
+    inflate_file(extra("zstandard"), raw, bag_file.name, target)
     return _mapped(target)
 
 

@@ -202,9 +202,18 @@ def parse_statistics(f: Fields) -> McapStatistics:
 #: Largest chunk we decompress, whatever it declares (why: `uncompressed_size` comes from the
 #: file; rosbag2 chunks are ~1 MiB, libmcap's default 768 KiB).
 MAX_CHUNK = 1 << 32
-#: zstd and lz4 cannot expand more than this (zstd's RLE blocks come closest, ~32000x on
-#: 128 KiB blocks of 4 bytes); a larger declared ratio is damage, not data.
+#: zstd cannot expand more than this (its RLE blocks come closest, 32768x on 128 KiB blocks
+#: of 4 bytes); a larger declared ratio is damage, not data.
 MAX_RATIO = 1 << 16
+#: Nor can lz4 (a match's length grows by 255 per extra byte: ~255x), so a 256 MiB lz4 chunk
+#: needs a MiB of input, not a few KB.
+MAX_RATIO_LZ4 = 1 << 8
+
+
+def chunk_limit(compression: str, compressed: int) -> int:
+    """The most a chunk of `compressed` bytes can decompress to."""
+    ratio = MAX_RATIO_LZ4 if compression == "lz4" else MAX_RATIO
+    return min(MAX_CHUNK, ratio * (compressed + 64))
 
 
 def load(name: str) -> Any:
@@ -226,7 +235,7 @@ def decompress(compression: str, data: memoryview, size: int) -> bytes:
     Raises FormatError when the declared size is beyond reason or the stream does not give
     exactly that many bytes; the size is checked before any output is allocated.
     """
-    if size > MAX_CHUNK or size > MAX_RATIO * (len(data) + 64):
+    if size > chunk_limit(compression, len(data)):
         raise FormatError("MCAP chunk declares an impossible uncompressed size", actual=size)
     try:
         if compression == "zstd":

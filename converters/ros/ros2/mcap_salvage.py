@@ -84,7 +84,7 @@ def _lz4(data: memoryview, limit: int) -> tuple[bytes, str]:
 def inflate_prefix(compression: str, data: memoryview, declared: int) -> tuple[bytes, str]:
     """The decompressed prefix of a chunk's (cut or damaged) compressed bytes `data`, at most
     `declared` bytes, and why it stops. Raises FormatError for an unknown compression."""
-    limit = min(declared, rec.MAX_CHUNK, rec.MAX_RATIO * (len(data) + 64))
+    limit = min(declared, rec.chunk_limit(compression, len(data)))
     if compression == "":
         return bytes(data[:limit]), "chunk cut short"
     if compression == "zstd":

@@ -1,4 +1,9 @@
-"""`Ros2Meta`: what a ROS 2 archive holds beside its messages (see `convert.py`)."""
+"""`Ros2Meta`: what a ROS 2 archive holds beside its messages (see `convert.py`).
+
+Every side member is read bounded (why: an archive is input too, and a hostile one must fail
+with a `FormatError`, not a traceback or a bomb): the metadata map inflates to at most its
+source's size plus slack, as ROS1's and CARLA's do, and each per-message array must hold
+exactly one entry per message of the index."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from numpy.typing import NDArray
 
 from nanorec.errors import FormatError
 from nanorec.reader import ArchiveReader
+from nanorec.wire import inflate_bounded
 
 from .convert import (
     FILE_DTYPE,
@@ -25,19 +31,34 @@ from .convert import (
 from .storage import Definition, Topic
 
 
+def side_limit(reader: ArchiveReader) -> int:
+    """The most a ROS 2 side member may inflate to: its source bag's size plus slack (the
+    metadata map holds less than the bag's own metadata and definitions)."""
+    source = (reader.description or {}).get("source") or {}
+    size = source.get("size")
+    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
+    return known + (64 << 20)
+
+
 class Ros2Meta:
     def __init__(self, reader: ArchiveReader) -> None:
         self.reader = reader
         try:
-            meta = msgpack.unpackb(zlib.decompress(reader.member(META_MEMBER)))
+            packed = inflate_bounded(reader.member(META_MEMBER), side_limit(reader), META_MEMBER)
+            meta = msgpack.unpackb(packed)
         except (KeyError, zlib.error, ValueError, msgpack.UnpackException) as error:
             raise FormatError(f"not a ROS 2 archive: {META_MEMBER} unreadable ({error})") from None
         if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
             raise FormatError(f"{META_MEMBER}: unknown layout version")
-        self.folder: bool = bool(meta["folder"])
-        self.metadata: bytes | None = meta["metadata"]
-        self.notes: list[str] = meta["notes"]
-        self.files: list[dict[str, Any]] = meta["files"]
+        try:
+            self.folder: bool = bool(meta["folder"])
+            self.metadata: bytes | None = meta["metadata"]
+            self.notes: list[str] = meta["notes"]
+            self.files: list[dict[str, Any]] = meta["files"]
+        except KeyError as error:
+            raise FormatError(f"damaged {META_MEMBER} member: no {error}") from None
+        if not isinstance(self.files, list) or not self.files:
+            raise FormatError(f"damaged {META_MEMBER} member: no list of bag files")
         #: Rebuilt from a killed conversion's messages (`adopt.py`): no skeletons, so export
         #: writes a new bag.
         self.adopted: bool = bool(meta.get("adopted", False))
@@ -48,17 +69,40 @@ class Ros2Meta:
         """Per archive message, the index of the bag file holding it."""
         if len(self.files) == 1:
             return np.zeros(len(self.reader), FILE_DTYPE)
-        return np.frombuffer(self.reader.member(FILE_MEMBER), FILE_DTYPE)
+        file = self._array(FILE_MEMBER, FILE_DTYPE)
+        if len(file) and int(file.max()) >= len(self.files):
+            raise FormatError(
+                f"{FILE_MEMBER} names bag file {int(file.max())} of {len(self.files)}"
+            )
+        return file
 
     @cached_property
     def time(self) -> NDArray[np.int64]:
         """Per archive message, its receive time in ns since the epoch."""
-        return np.frombuffer(self.reader.member(TIME_MEMBER), "<i8")
+        return self._array(TIME_MEMBER, "<i8")
 
     @cached_property
     def rank(self) -> NDArray[Any]:
         """Per archive message, its place in its file's order."""
-        return np.frombuffer(self.reader.member(RANK_MEMBER), RANK_DTYPE)
+        return self._array(RANK_MEMBER, RANK_DTYPE)
+
+    def _array(self, name: str, dtype: Any) -> NDArray[Any]:
+        """Side member `name` as one `dtype` per message; FormatError if it holds another
+        number of bytes (a short or hostile member would index past its end later)."""
+        if name not in self.reader.member_names:
+            raise FormatError(f"not a ROS 2 archive: no {name} member")
+        data = self.reader.member_view(name)
+        kind = np.dtype(dtype)
+        if len(data) != len(self.reader) * kind.itemsize:
+            raise FormatError(
+                f"{name} holds {len(data)} bytes, not {kind.itemsize} per message for "
+                f"{len(self.reader)} messages"
+            )
+        return np.frombuffer(data, kind) if len(data) else np.zeros(0, kind)
+
+    def check(self) -> None:
+        """Read every side member once (`verify`): FormatError for the first bad one."""
+        _ = (self.time, self.file, self.rank)
 
     def numbers_of_file(self, index: int) -> NDArray[np.int64]:
         """The archive messages of bag file `index`, in that file's order."""

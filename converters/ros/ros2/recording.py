@@ -64,6 +64,10 @@ class Ros2Recording(ArchiveRecording):
             self.meta.__dict__.pop(cached, None)
         super().close()
 
+    def check_members(self) -> None:
+        """Read each side member once (`nanorec verify`): FormatError for a bad one."""
+        self.meta.check()
+
     # -- messages ------------------------------------------------------------------------
 
     def time_ns(self, number: int) -> int:
@@ -83,12 +87,9 @@ class Ros2Recording(ArchiveRecording):
         # shows it by the zstd frame's magic, which no CDR payload starts with
         if self.meta.compression[1].upper() == "MESSAGE" or data[:4] == ZSTD_MAGIC:
             from .bag import extra
+            from .zstd_bound import inflate_message
 
-            zstandard = extra("zstandard")
-            try:
-                return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
-            except zstandard.ZstdError as error:
-                raise FormatError(f"message {number}: zstd: {error}") from None
+            return inflate_message(extra("zstandard"), data, number)
         return data
 
     def type_of(self, topic: str) -> str:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from nanorec import registry
 from tests.conftest import REALDATA, SAMPLES
 from tests.converters.contract import ConverterContract
+from tests.converters.ros2 import hostile
 
 pytest.importorskip("yaml")
 pytest.importorskip("zstandard")
@@ -27,6 +29,10 @@ class TestRos2Contract(ConverterContract):
         return [SAMPLES / "ros2-robot.db3", SAMPLES / "ros2-robot.mcap"]
 
     def hostile_inputs(self, folder: Path) -> list[Path]:
+        """Issue #39's bag folders reaching outside themselves, listing files twice or
+        missing, damaged metadata.yaml, a crashed folder with a sub-folder, NULL and late
+        rows; issue #34's round 4 (`hostile.py`): chunk, file and message bombs, runs of
+        zeros, and archives whose side members are short or a zlib bomb."""
         outside = folder / "outside.sqlite"
         shutil.copy(SAMPLES / "ros2-robot.db3", outside)
         text = (SAMPLES / "ros2-robot" / "metadata.yaml").read_text()
@@ -70,7 +76,18 @@ class TestRos2Contract(ConverterContract):
         with sqlite3.connect(late) as db:  # 2^32 s and later: no ROS1 time
             db.execute("UPDATE messages SET timestamp = timestamp + (1 << 62) WHERE id > 5")
         db.close()
-        return [*made, crashed, nulls, late]
+        files = hostile.write_all(folder)
+        archive = folder / "sample.nanover.zip"
+        registry.for_native(hostile.SAMPLE_DB3).convert(hostile.SAMPLE_DB3, archive)
+        for member, data in [
+            ("ros2-time.bin", bytes(12)),
+            ("ros2-rank.bin", b""),
+            ("ros2.msgpack.zlib", hostile.zlib_bomb()),
+        ]:
+            name = f"{member.split('.')[0]}-hostile.nanover.zip"
+            files.append(hostile.with_member(archive, folder / name, member, data))
+        archive.unlink()
+        return [*made, crashed, nulls, late, *files]
 
 
 @pytest.mark.realdata

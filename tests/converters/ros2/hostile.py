@@ -1,0 +1,121 @@
+"""Hostile ROS 2 inputs of issue #34's round 4, each a few KB, made in the test: bombs
+(compressed chunks, files and messages claiming or holding far more than they can), runs
+of zeros where records should be, and archives whose side members are short or hostile.
+Used by `test_bombs.py` and the contract's fuzz ladder (`test_contract.py`)."""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+import zipfile
+from pathlib import Path
+
+from nanorec.converters.ros.ros2.generate import write_db3
+from nanorec.converters.ros.ros2.storage import MCAP_MAGIC, SQLITE_MAGIC
+from tests.conftest import SAMPLES
+
+
+def _record(opcode: int, body: bytes) -> bytes:
+    return struct.pack("<BQ", opcode, len(body)) + body
+
+
+def _string(text: str) -> bytes:
+    return struct.pack("<I", len(text)) + text.encode()
+
+
+def chunk_mcap(compression: str, compressed: bytes, declared: int) -> bytes:
+    """A closed MCAP whose one chunk holds `compressed` and declares `declared` bytes."""
+    header = _record(0x01, _string("ros2") + _string("hostile"))
+    chunk = struct.pack("<QQQI", 0, 0, declared, 0) + _string(compression)
+    chunk += struct.pack("<Q", len(compressed)) + compressed
+    footer = _record(0x0F, struct.pack("<I", 0)) + _record(0x02, struct.pack("<QQI", 0, 0, 0))
+    return MCAP_MAGIC + header + _record(0x06, chunk) + footer + MCAP_MAGIC
+
+
+def lz4_chunk_lie() -> bytes:
+    """An lz4 chunk of 64 KiB of zeros (~300 bytes) declaring 16 MiB (within zstd's ratio)."""
+    import lz4.frame
+
+    return chunk_mcap("lz4", lz4.frame.compress(bytes(1 << 16)), 16 << 20)
+
+
+def sqlite_head(page_size: int = 4096, pages: int = 1) -> bytes:
+    """An SQLite header: `pages` pages of `page_size` bytes, its counts current."""
+    head = bytearray(100)
+    head[:16] = SQLITE_MAGIC
+    struct.pack_into(">H", head, 16, page_size)
+    struct.pack_into(">I", head, 24, 7)  # change counter
+    struct.pack_into(">I", head, 28, pages)
+    struct.pack_into(">I", head, 92, 7)  # version-valid-for: the page count is current
+    return bytes(head)
+
+
+def zstd_of(data: bytes) -> bytes:
+    import zstandard
+
+    out: bytes = zstandard.ZstdCompressor(level=3).compress(data)
+    return out
+
+
+def zeros_after(head: bytes, size: int = 64 << 20) -> bytes:
+    """`head` then zeros up to `size` bytes, compressed whole (a few KB)."""
+    return zstd_of(head + bytes(size - len(head)))
+
+
+def lying_frame(declared: int = 1 << 30) -> bytes:
+    """A zstd frame declaring `declared` bytes and holding 100 (one RLE block)."""
+    descriptor = 0xE0  # 8-byte content size, single segment, no checksum
+    block = (100 << 3) | (1 << 1) | 1  # last block, RLE, 100 bytes
+    return (
+        b"\x28\xb5\x2f\xfd"
+        + bytes([descriptor])
+        + struct.pack("<Q", declared)
+        + (struct.pack("<I", block)[:3] + b"\x00")
+    )
+
+
+def lying_message_db3(path: Path) -> Path:
+    """A sqlite3 bag whose first message is a zstd frame declaring 1 GiB."""
+    write_db3(path, 0.5)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE messages SET data = ? WHERE id = 1", (lying_frame(),))
+    db.close()
+    return path
+
+
+def with_member(archive: Path, out: Path, name: str, data: bytes) -> Path:
+    """A copy of `archive` with member `name`'s bytes replaced by `data`."""
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, data if info.filename == name else source.read(info))
+    return out
+
+
+def write_all(folder: Path) -> list[Path]:
+    """Every hostile native file above, written into `folder`."""
+    files = {
+        "lz4-chunk-lie.mcap": lz4_chunk_lie(),
+        "zeros.mcap": MCAP_MAGIC + bytes(1 << 15),
+        "zeros.db3.zstd": zeros_after(sqlite_head()),
+        "page0.db3.zstd": zeros_after(SQLITE_MAGIC),
+        "zeros.mcap.zstd": zeros_after(MCAP_MAGIC),
+    }
+    paths = []
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+        paths.append(folder / name)
+    paths.append(lying_message_db3(folder / "lying-message.db3"))
+    return paths
+
+
+SAMPLE_DB3 = SAMPLES / "ros2-robot.db3"
+
+
+def zlib_bomb(size: int = 128 << 20) -> bytes:
+    """A zlib stream of `size` zeros (~128 KB for 128 MiB: deflate's ratio is ~1000x)."""
+    import zlib
+
+    compressor = zlib.compressobj(9)
+    block = bytes(1 << 20)
+    out = b"".join(compressor.compress(block) for _ in range(size >> 20))
+    return out + compressor.flush()
