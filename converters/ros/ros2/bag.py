@@ -235,13 +235,15 @@ def bagfile_information(metadata: bytes) -> dict[str, Any]:
 
 def compression_of(texts: Iterable[bytes | str | None]) -> tuple[str, str]:
     """rosbag2's (compression_format, compression_mode) from the first of `texts` (metadata
-    YAML: metadata.yaml, then each file's stored copy) that parses; ("", "") without one."""
+    YAML: metadata.yaml, then each file's stored copy) that parses; ("", "") without one, or
+    without PyYAML (a single storage file converts without the `ros` extra's YAML reader, and
+    a compressed message still shows by its zstd magic)."""
     for text in texts:
         if not text:
             continue
         try:
             info = bagfile_information(text if isinstance(text, bytes) else text.encode())
-        except FormatError:
+        except (FormatError, UnsupportedError):
             continue
         return str(info.get("compression_format") or ""), str(info.get("compression_mode") or "")
     return "", ""

@@ -15,7 +15,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.errors import FormatError
+from nanorec.errors import FormatError, UnsupportedError
 from nanorec.reader import ArchiveReader
 from nanorec.wire import inflate_bounded
 
@@ -145,7 +145,7 @@ class Ros2Meta:
                 continue
             try:
                 return bagfile_information(text if isinstance(text, bytes) else text.encode())
-            except FormatError:
+            except (FormatError, UnsupportedError):  # unreadable, or no PyYAML: as compression_of
                 continue
         return {}
 
