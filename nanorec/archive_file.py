@@ -31,6 +31,7 @@ from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.describe import parse_description
 from nanorec.errors import (
     ArchiveError,
+    FormatError,
     IndexMismatchError,
     NanorecError,
     TruncatedError,
@@ -274,6 +275,20 @@ class ArchiveFile:
         source = (self.description or {}).get("source")
         sha = source.get("sha256") if isinstance(source, dict) else None
         return sha if isinstance(sha, str) else None
+
+    def member_array(self, name: str, dtype: Any) -> NDArray[Any]:
+        """Member `name` as one `dtype` value per message (a format's side column), without
+        copying a stored one; FormatError if it holds another number of bytes (a short or
+        hostile member would be indexed past its end later)."""
+        data = self.member_view(name)
+        kind = np.dtype(dtype)
+        count = self._count
+        if len(data) != count * kind.itemsize:
+            raise FormatError(
+                f"{name} holds {len(data)} bytes, not {kind.itemsize} per message for "
+                f"{count} messages"
+            )
+        return np.frombuffer(data, kind) if len(data) else np.zeros(0, kind)
 
     def member_view(self, name: str) -> memoryview:
         """Member `name` without copying it: a read-only view of the mapped archive for a

@@ -65,14 +65,7 @@ class BagMeta:
             raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
 
     def _array(self, name: str, dtype: Any) -> NDArray[Any]:
-        data = self.reader.member_view(name)
-        dtype = np.dtype(dtype)
-        if len(data) != len(self.reader) * dtype.itemsize:
-            raise FormatError(
-                f"{name} holds {len(data)} bytes, not {dtype.itemsize} per message "
-                f"for {len(self.reader)} messages"
-            )
-        return np.frombuffer(data, dtype) if len(data) else np.zeros(0, dtype)
+        return self.reader.member_array(name, dtype)
 
     @cached_property
     def time(self) -> NDArray[np.int64]:

@@ -91,14 +91,7 @@ class Ros2Meta:
         number of bytes (a short or hostile member would index past its end later)."""
         if name not in self.reader.member_names:
             raise FormatError(f"not a ROS 2 archive: no {name} member")
-        data = self.reader.member_view(name)
-        kind = np.dtype(dtype)
-        if len(data) != len(self.reader) * kind.itemsize:
-            raise FormatError(
-                f"{name} holds {len(data)} bytes, not {kind.itemsize} per message for "
-                f"{len(self.reader)} messages"
-            )
-        return np.frombuffer(data, kind) if len(data) else np.zeros(0, kind)
+        return self.reader.member_array(name, dtype)
 
     def check(self) -> None:
         """Read every side member once (`verify`): FormatError for the first bad one."""
