@@ -31,7 +31,7 @@ import numpy as np
 
 from nanorec import blockcut
 from nanorec.crc import joined_crc, pieces_crc
-from nanorec.deflate import LEVEL, THREADS, isal_zlib, raw_compressor, shared_pool
+from nanorec.deflate import LEVEL, THREADS, isal_deflate, raw_compressor, shared_pool
 
 #: A block ends before the message that would take it past this many uncompressed bytes.
 BLOCK_BYTES: Final = 16 << 10
@@ -311,7 +311,7 @@ def _middle(data: bytes | memoryview) -> bytes | memoryview | None:
 
 #: zlib's `compress` sets up a compressor per call: ~80 us for a 1 KiB sample, more than
 #: deflating a block of small messages; ISA-L's level 1 gives about the same size in ~10 us.
-_sample_deflate: Any = zlib.compress if isal_zlib is None else isal_zlib.compress
+_sample_deflate: Any = zlib.compress if isal_deflate is None else isal_deflate.compress
 
 
 def _compress_blocks(batch: list[tuple[Block, bool, bool, bool]]) -> list[tuple[Pieces, int]]:
@@ -332,7 +332,7 @@ def _compress_block(data: Block, fast: bool, precompressed: bool = False) -> Pie
     it cost ~5 % of a compact conversion). The sample comes from the block's largest piece."""
     size = sum(map(len, data))
     largest = max(data, key=len)
-    small = fast and isal_zlib is not None and size <= _SMALL_BLOCK
+    small = fast and isal_deflate is not None and size <= _SMALL_BLOCK
     if small and precompressed and _sample_expands(largest):
         return _stored(data)
     if not small and _level(largest) == 0:

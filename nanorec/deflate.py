@@ -1,7 +1,10 @@
 """The deflate compressors every compact member uses, and the threads that run them.
 
-zlib's level 6 (`LEVEL`) or, with the `fast` extra, ISA-L's level 2 (`ISAL_LEVEL`): the same
-format (zlib, Python's `zipfile` and NanoVer inflate it) ~12x faster, a few percent larger.
+zlib's level 6 (`LEVEL`) or, asked for with `NANOREC_DEFLATE=isal` and the `fast` extra
+installed, ISA-L's level 2 (`ISAL_LEVEL`): the same format (zlib, Python's `zipfile` and
+NanoVer inflate it) ~12x faster, a few percent larger, but other bytes. So ISA-L deflates
+only when asked: the same input gives the same archive whatever is installed. Inflating and
+CRCs, which give the same results either way, use ISA-L whenever it is installed.
 Both release the GIL, so the process's two deflating threads (`shared_pool`) run beside the
 converter on the other core. `MemberDeflater` deflates a whole member (`index.msgpack`...)
 in pieces on those threads; `nanorec.blocks` deflates the messages in blocks on them.
@@ -33,6 +36,8 @@ def _load_isal() -> Any:
 
 #: ISA-L's zlib-compatible module, or None.
 isal_zlib: Any = _load_isal()
+#: ISA-L's module when it deflates too (`NANOREC_DEFLATE=isal`), else None: zlib deflates.
+isal_deflate: Any = isal_zlib if os.environ.get("NANOREC_DEFLATE", "").lower() == "isal" else None
 #: Threads deflating blocks and member pieces, shared by every writer of the process.
 THREADS: Final = 2
 _WBITS: Final = -zlib.MAX_WBITS
@@ -56,7 +61,7 @@ def shared_pool() -> ThreadPoolExecutor:
 def deflater(*, fast: bool = False) -> Any:
     """A raw-deflate compressor as every compact member uses (zip method 8).
 
-    `fast`: ISA-L's when the `isal` package is there (the `fast` extra). Deflate at zlib's
+    `fast`: ISA-L's when it deflates (`isal_deflate`). Deflate at zlib's
     level 6 runs at ~20 MB/s a core, most of a compact conversion and a tenth of what an
     MCAP writer's zstd chunks take; ISA-L's level 2 makes the same format (zlib and NanoVer
     inflate it) ~12x faster, 2-6 % larger on CARLA frames, but ~11 % larger on blocks of
@@ -72,16 +77,16 @@ def deflater(*, fast: bool = False) -> Any:
 
 def zlib_compressor(*, fast: bool) -> Any:
     """A compressor of the zlib format (header and Adler-32, as `zlib.compress`): ISA-L's
-    when `fast` and installed, else zlib's level 6."""
-    if fast and isal_zlib is not None:
-        return isal_zlib.compressobj(ISAL_LEVEL)
+    when `fast` and it deflates (`isal_deflate`), else zlib's level 6."""
+    if fast and isal_deflate is not None:
+        return isal_deflate.compressobj(ISAL_LEVEL)
     return zlib.compressobj(LEVEL)
 
 
 def raw_compressor(*, fast: bool) -> Any:
-    """A raw-deflate compressor (zip method 8): ISA-L's when `fast` and installed."""
-    if fast and isal_zlib is not None:
-        return isal_zlib.compressobj(ISAL_LEVEL, zlib.DEFLATED, _WBITS)
+    """A raw-deflate compressor (zip method 8): ISA-L's when `fast` and it deflates."""
+    if fast and isal_deflate is not None:
+        return isal_deflate.compressobj(ISAL_LEVEL, zlib.DEFLATED, _WBITS)
     return zlib.compressobj(LEVEL, zlib.DEFLATED, _WBITS)
 
 
@@ -170,6 +175,7 @@ __all__ = [
     "THREADS",
     "MemberDeflater",
     "deflater",
+    "isal_deflate",
     "isal_zlib",
     "raw_compressor",
     "shared_pool",

@@ -6,6 +6,8 @@ user-facing extra."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,6 +16,7 @@ import pytest
 
 from nanorec import ArchiveReader, registry
 from nanorec.errors import UsageError
+from nanorec.verify import verify
 from nanorec.writer import ArchiveWriter, partial_path
 from tests.conftest import REPO, SAMPLES
 
@@ -46,6 +49,46 @@ def test_converting_twice_gives_the_same_bytes(
         assert reader.description["created_utc"] is None  # no wall clock in the bytes
     with zipfile.ZipFile(first) as archive:
         assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+#: Converts argv[1] to argv[2] in a process where the `isal` package cannot be imported
+#: when argv[3] says "hidden" (as on a plain install without the `fast` extra).
+_CONVERT = """
+import sys
+class Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "isal" and sys.argv[3] == "hidden":
+            raise ImportError(f"No module named {name!r}")
+sys.meta_path.insert(0, Hidden())
+from pathlib import Path
+from nanorec import deflate, registry
+assert (deflate.isal_zlib is None) == (sys.argv[3] == "hidden")
+source = Path(sys.argv[1])
+registry.for_native(source).convert(source, Path(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("name", ["carla-0.9.16-town03.log", "pbstream-small.pbstream"])
+def test_the_same_bytes_whatever_is_installed(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ISA-L (the `fast` extra) deflates other bytes than zlib: it is only used to inflate
+    unless `NANOREC_DEFLATE=isal` asks for it, so installing it changes no archive."""
+    pytest.importorskip("isal")
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    monkeypatch.delenv("NANOREC_DEFLATE", raising=False)
+    outputs = {}
+    for state in ("installed", "hidden"):
+        outputs[state] = tmp_path / f"{state}.nanover.zip"
+        command = [sys.executable, "-c", _CONVERT, str(SAMPLES / name), str(outputs[state])]
+        subprocess.run([*command, state], cwd=REPO, check=True, timeout=300)
+    assert outputs["installed"].read_bytes() == outputs["hidden"].read_bytes()
+    asked = tmp_path / "asked.nanover.zip"
+    monkeypatch.setenv("NANOREC_DEFLATE", "isal")
+    command = [sys.executable, "-c", _CONVERT, str(SAMPLES / name), str(asked), "installed"]
+    subprocess.run(command, cwd=REPO, check=True, timeout=300)
+    assert asked.read_bytes() != outputs["hidden"].read_bytes()  # asked for: ISA-L's bytes
+    assert verify(asked).ok
 
 
 @pytest.mark.parametrize("name", FORMAT_SAMPLES)
