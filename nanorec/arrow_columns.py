@@ -1,0 +1,120 @@
+"""Arrow columns from row values, the part of the Parquet export that touches every cell.
+
+Byte strings (`bytes`, and the 1-D `uint8` numpy arrays the ROS decoders give for `uint8[]`
+fields: image, point cloud and map data) become one Arrow `binary` column built from offsets
+and a single joined buffer, so a 1 MB image is one copy instead of a million Python ints in
+JSON text. Every other value keeps its old form: scalars as they are, maps, lists and other
+arrays as JSON text (numeric arrays dumped straight from `tolist` when finite, the same text
+`nanorec.tables.dumps` gives, without its per-element walk).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from nanorec.errors import UnsupportedError
+from nanorec.tables import dumps
+
+#: The most bytes one Arrow `binary` column (32-bit offsets) holds; Parquet pages cannot
+#: hold a larger value either.
+MAX_BINARY = 2**31 - 1
+
+_BYTES = (bytes, bytearray, memoryview)
+#: The types of values a column passes to Arrow untouched.
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+#: The types of values that may make a binary column.
+_BINARY = frozenset({*_BYTES, np.ndarray})
+
+
+def cell(value: Any) -> Any:
+    """A value as Arrow infers it: maps, lists and arrays as JSON text (`dumps`)."""
+    if isinstance(value, dict | list | tuple):
+        return dumps(value)
+    if isinstance(value, np.ndarray):
+        return _array_text(value)
+    if hasattr(value, "tolist"):  # numpy scalars
+        value = value.tolist()
+        return dumps(value) if isinstance(value, list) else value
+    return value
+
+
+def _array_text(value: np.ndarray[Any, Any]) -> str:
+    """`dumps(value.tolist())` for numbers: the same text, without the per-element walk
+    when there is no NaN or infinity to turn into null."""
+    kind = value.dtype.kind
+    if kind in "biu" or (kind == "f" and bool(np.isfinite(value).all())):
+        return json.dumps(value.tolist(), ensure_ascii=False)
+    return dumps(value.tolist())
+
+
+def is_bytes(value: Any) -> bool:
+    """Whether `value` goes into a binary column: bytes, or a 1-D `uint8` array."""
+    if isinstance(value, np.ndarray):
+        return value.dtype == np.uint8 and value.ndim == 1
+    return isinstance(value, _BYTES)
+
+
+def payload_size(row: dict[str, Any]) -> int:
+    """The bytes of the arrays and byte strings of `row` (what bounds a batch's memory)."""
+    size = 0
+    for value in row.values():
+        kind = type(value)
+        if kind is np.ndarray:
+            size += value.nbytes
+        elif kind in _BINARY:
+            size += len(value)
+    return size
+
+
+def column(pa: Any, values: list[Any]) -> Any:
+    """One Arrow column of a batch from its row values (None: a null cell)."""
+    types = set(map(type, values))
+    if types <= _PLAIN:  # Arrow takes them as they are: no call a cell
+        return pa.array(values)
+    if types & _BINARY:
+        binary = binary_column(pa, values)
+        if binary is not None:
+            return binary
+    return pa.array([cell(value) for value in values])
+
+
+def binary_column(pa: Any, values: list[Any]) -> Any:
+    """`values` as an Arrow `binary` array (offsets + one buffer), or None when one of them
+    is not a byte string or all are None (such a column keeps its old type)."""
+    parts: list[Any] = []
+    lengths = np.zeros(len(values), np.int64)
+    valid = np.ones(len(values), np.bool_)
+    for row, value in enumerate(values):
+        if value is None:
+            valid[row] = False
+            continue
+        if not is_bytes(value):
+            return None
+        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
+        parts.append(value)
+        lengths[row] = len(value)
+    if not parts:
+        return None
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > MAX_BINARY:
+        raise UnsupportedError(
+            f"byte strings of {int(offsets[-1])} bytes in a batch of {len(values)} rows: one "
+            f"binary column holds at most {MAX_BINARY} bytes (batches end at far less, so one "
+            "cell is that large, more than Parquet stores)"
+        )
+    data = pa.py_buffer(b"".join(parts))
+    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.binary(),
+        len(values),
+        [mask, pa.py_buffer(offsets.astype(np.int32)), data],
+        null_count=int(len(values) - valid.sum()),
+    )
+
+
+__all__ = ["MAX_BINARY", "binary_column", "cell", "column", "is_bytes", "payload_size"]

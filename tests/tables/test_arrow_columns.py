@@ -1,0 +1,64 @@
+"""`nanorec.arrow_columns`: binary columns from offsets and one buffer, JSON text as
+`nanorec.tables.dumps` writes it, and what no column can hold."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nanorec import arrow_columns
+from nanorec.arrow_columns import binary_column, cell, column, payload_size
+from nanorec.errors import UnsupportedError
+from nanorec.tables import dumps
+
+pa = pytest.importorskip("pyarrow")
+
+
+def test_byte_strings_and_uint8_arrays_make_one_binary_column() -> None:
+    image = np.arange(12, dtype=np.uint8)
+    values = [image, None, b"abc", image[::2], bytearray(b""), memoryview(b"xy")]
+    array = column(pa, values)
+    assert array.type == pa.binary() and array.null_count == 1
+    assert array.to_pylist() == [image.tobytes(), None, b"abc", image[::2].tobytes(), b"", b"xy"]
+
+
+def test_other_columns_keep_their_old_form() -> None:
+    assert column(pa, [1, None, 3]).type == pa.int64()
+    assert column(pa, [None, None]).type == pa.null()  # the schema makes it text
+    floats = column(pa, [np.array([1.5, np.nan]), np.zeros(2, np.float32)])
+    assert floats.to_pylist() == ["[1.5, null]", "[0.0, 0.0]"]
+    mixed = column(pa, [np.arange(3, dtype=np.uint8), "text"])  # not all bytes: JSON text
+    assert mixed.to_pylist() == ["[0, 1, 2]", "text"]
+    assert column(pa, [np.int16(4), None]).to_pylist() == [4, None]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array([1.0, float("inf"), -0.0]),
+        np.arange(6, dtype=np.int64).reshape(2, 3),
+        np.array([True, False]),
+        np.array([1e300, 2.5e-8], np.float64),
+        np.array([0.1], np.float32),
+        np.arange(4, dtype=np.uint8).reshape(2, 2),
+        np.zeros(0),
+    ],
+)
+def test_array_text_is_dumps_text(value: np.ndarray[Any, Any]) -> None:
+    assert cell(value) == dumps(value.tolist())
+    json.loads(cell(value))
+
+
+def test_payload_size_counts_arrays_and_bytes() -> None:
+    row = {"a": np.zeros(10, np.float64), "b": b"1234", "c": "text", "d": 7}
+    assert payload_size(row) == 84
+
+
+def test_a_binary_column_over_2_gib_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(arrow_columns, "MAX_BINARY", 10)
+    assert binary_column(pa, [b"x" * 10]) is not None
+    with pytest.raises(UnsupportedError, match="at most 10 bytes"):
+        binary_column(pa, [b"x" * 6, b"y" * 5])
