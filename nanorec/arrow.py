@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nanorec.arrow_columns import column, payload_size
+from nanorec.arrow_columns import column, payload_size, retyped
 from nanorec.errors import OutputExistsError, UnsupportedError
 from nanorec.selection import Selection
 
@@ -79,7 +79,7 @@ def iter_batches(
                 ]
             )
         return pa.RecordBatch.from_arrays(
-            [_typed(pa, arrays.get(f.name), f.type, len(rows)) for f in schema], schema=schema
+            [retyped(pa, arrays.get(f.name), f, len(rows), kind) for f in schema], schema=schema
         )
 
     size = 0
@@ -134,7 +134,7 @@ def column_batches(
         yield (
             kind,
             pa.RecordBatch.from_arrays(
-                [_typed(pa, arrays.get(f.name), f.type, rows) for f in schema], schema=schema
+                [retyped(pa, arrays.get(f.name), f, rows, kind) for f in schema], schema=schema
             ),
         )
 
@@ -147,12 +147,6 @@ def _array(pa: Any, values: Any) -> Any:
     if isinstance(values, np.ndarray):  # numbers, or text and None (object arrays)
         return pa.array(values)
     return column(pa, list(values))
-
-
-def _typed(pa: Any, array: Any, kind: Any, rows: int) -> Any:
-    if array is None:
-        return pa.nulls(rows, kind)
-    return array if array.type == kind else array.cast(kind)
 
 
 def export_parquet(

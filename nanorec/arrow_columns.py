@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from nanorec.errors import UnsupportedError
-from nanorec.tables import dumps
+from nanorec.tables import dumps, json_safe
 
 #: The most bytes one Arrow `binary` column (32-bit offsets) holds; Parquet pages cannot
 #: hold a larger value either.
@@ -119,4 +119,39 @@ def binary_column(pa: Any, values: list[Any]) -> Any:
     )
 
 
-__all__ = ["MAX_BINARY", "binary_column", "cell", "column", "is_bytes", "payload_size"]
+def retyped(pa: Any, array: Any, field: Any, rows: int, table: str) -> Any:
+    """`array` (None: absent from the batch) as `field`'s type, which the table's first
+    batch fixed. Byte strings where the first rows held text (a string that was not UTF-8
+    in the file) become text as NDJSON writes them; any other clash is an
+    `UnsupportedError` naming the table and the column, not Arrow's exception."""
+    if array is None:
+        return pa.nulls(rows, field.type)
+    if array.type == field.type:
+        return array
+    try:
+        return array.cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if not pa.types.is_string(field.type):
+            raise UnsupportedError(
+                f"table {table!r}, column {field.name!r}: {array.type} values where its first "
+                f"rows held {field.type} (a Parquet column has one type)"
+            ) from None
+    return pa.array([None if v is None else _text(v) for v in array.to_pylist()], pa.string())
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    safe = json_safe(value)  # UTF-8 bytes as their text, others {"base64": ...}
+    return safe if isinstance(safe, str) else dumps(safe)
+
+
+__all__ = [
+    "MAX_BINARY",
+    "binary_column",
+    "cell",
+    "column",
+    "is_bytes",
+    "payload_size",
+    "retyped",
+]

@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from nanorec import arrow_columns
+from nanorec import arrow, arrow_columns
 from nanorec.arrow_columns import binary_column, cell, column, payload_size
 from nanorec.errors import UnsupportedError
 from nanorec.tables import dumps
 
 pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
 
 
 def test_byte_strings_and_uint8_arrays_make_one_binary_column() -> None:
@@ -62,3 +66,40 @@ def test_a_binary_column_over_2_gib_is_refused(monkeypatch: pytest.MonkeyPatch) 
     assert binary_column(pa, [b"x" * 10]) is not None
     with pytest.raises(UnsupportedError, match="at most 10 bytes"):
         binary_column(pa, [b"x" * 6, b"y" * 5])
+
+
+class _Rows:
+    """A recording as `nanorec.arrow` sees it: named rows of one kind."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.reader = SimpleNamespace(description={}, path=Path("fake.log"))
+        self._rows = rows
+
+    def table_kinds(self) -> list[str]:
+        return ["kind"]
+
+    def rows(self, kind: str, selection: object = None) -> Iterator[dict[str, Any]]:
+        return iter(self._rows)
+
+
+def test_bytes_after_text_in_a_later_batch_become_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A string column whose later batch holds a string that was not UTF-8 (bytes): text as
+    NDJSON writes it, not Arrow's "Invalid UTF8" traceback."""
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 2)
+    rows = [{"name": "a"}, {"name": "b"}, {"name": b"caf\xe9"}, {"name": b"ok"}, {"name": None}]
+    arrow.export_parquet(_Rows(rows), tmp_path / "out")  # type: ignore[arg-type]
+    table = pq.read_table(tmp_path / "out" / "kind.parquet")
+    assert table.schema.field("name").type == pa.string()
+    assert table.column("name").to_pylist() == ["a", "b", '{"base64": "Y2Fm6Q=="}', "ok", None]
+
+
+def test_a_type_clash_between_batches_is_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(arrow, "BATCH_ROWS", 2)
+    rows = [{"n": 1}, {"n": 2}, {"n": 2.5}]
+    with pytest.raises(UnsupportedError, match="table 'kind', column 'n': double values"):
+        arrow.export_parquet(_Rows(rows), tmp_path / "out")  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()
