@@ -1,10 +1,10 @@
 """Benchmark `nanorec export --format parquet` in MB/s of source, every format (issue 39
 item 9's aim: >= 25 MB/s, binary payloads as Arrow binary).
 
-Generates (or reuses, in bench/out/) a ROS 2 bag with 640x480 mono8 images (sqlite3), a ROS1
-bag with 640x480 rgb8 images, a synthetic CARLA log and a synthetic pbstream, converts each
-once, then measures `export_parquet` from the archive, alternating A B A B with an anchor
-in the same run:
+Generates (or reuses, in bench/out/) a ROS 2 bag with 640x480 mono8 images (sqlite3), one of
+small messages only, a ROS1 bag with 640x480 rgb8 images, a synthetic CARLA log and a
+synthetic pbstream, converts each once, then measures `export_parquet` from the archive,
+alternating A B A B with an anchor in the same run:
 - ROS bags: `rosbags` reading every message of the native bag and
   `pyarrow.parquet.write_table` of (topic, time, raw payload as binary): the least a
   Parquet of the payloads costs, without decoding a field;
@@ -62,6 +62,17 @@ def ros2_bag(mb: int) -> Path:
     if not path.exists():
         OUT.mkdir(exist_ok=True)
         generate(path, seconds=mb / 3.1, storage="sqlite3", image=640)  # ~3.1 MB a second
+    return path
+
+
+def ros2_small(seconds: int) -> Path:
+    """Small messages only (poses at 20 Hz, a status at 1 Hz): the per-message path."""
+    from nanorec.converters.ros.ros2.generate import generate
+
+    path = OUT / f"parquet-ros2-small-{seconds}s"
+    if not path.exists():
+        OUT.mkdir(exist_ok=True)
+        generate(path, seconds=seconds, storage="sqlite3")
     return path
 
 
@@ -213,6 +224,7 @@ def main() -> None:
 
     sources: list[tuple[str, Callable[[], Path], str]] = [
         ("ros2", lambda: ros2_bag(args.mb), "rosbags"),
+        ("ros2-small", lambda: ros2_small(1500), "rosbags"),
         ("ros1", lambda: ros1_bag(args.mb), "rosbags"),
         ("carla", lambda: carla_log(args.mb), "archive"),
         ("pbstream", lambda: pbstream(2000), "archive"),
