@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nanorec.arrow_columns import column, payload_size, retyped
+from nanorec.arrow_columns import column, payload_size, retyped, transpose
 from nanorec.errors import OutputExistsError, UnsupportedError
 from nanorec.selection import Selection
 
@@ -65,12 +65,10 @@ def iter_batches(
 
     def batch() -> Any:
         nonlocal schema
-        keys: dict[str, None] = {}
-        for row in rows:
-            keys.update(dict.fromkeys(row))
-        keys.pop("recording", None)  # the recording's own column comes first, always
+        columns = transpose(rows)
+        columns.pop("recording", None)  # the recording's own column comes first, always
         arrays = {"recording": pa.repeat(pa.scalar(name, pa.string()), len(rows))}
-        arrays.update((key, column(pa, [row.get(key) for row in rows])) for key in keys)
+        arrays.update((key, column(pa, values)) for key, values in columns.items())
         if schema is None:
             schema = pa.schema(
                 [

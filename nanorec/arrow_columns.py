@@ -11,6 +11,7 @@ arrays as JSON text (numeric arrays dumped straight from `tolist` when finite, t
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any
 
 import numpy as np
@@ -69,6 +70,21 @@ def payload_size(row: dict[str, Any]) -> int:
         elif kind in _BINARY:
             size += len(value)
     return size
+
+
+def transpose(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Row dicts as column lists, keys in first-seen order (None where a row lacks one).
+    Rows of one shape (most tables) are taken apart by `itemgetter` and `zip` in C, not a
+    `row.get` a cell."""
+    first = rows[0].keys() if rows else {}.keys()
+    if len(first) > 1 and all(map(first.__eq__, map(dict.keys, rows))):
+        names = list(first)
+        cells = zip(*map(operator.itemgetter(*names), rows), strict=True)
+        return {name: list(values) for name, values in zip(names, cells, strict=True)}
+    keys: dict[str, Any] = {}
+    for row in rows:
+        keys.update(row)
+    return {name: [row.get(name) for row in rows] for name in keys}
 
 
 def column(pa: Any, values: list[Any]) -> Any:
@@ -154,4 +170,5 @@ __all__ = [
     "is_bytes",
     "payload_size",
     "retyped",
+    "transpose",
 ]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nanorec import arrow, arrow_columns
-from nanorec.arrow_columns import binary_column, cell, column, payload_size
+from nanorec.arrow_columns import binary_column, cell, column, payload_size, transpose
 from nanorec.errors import UnsupportedError
 from nanorec.tables import dumps
 
@@ -103,3 +103,12 @@ def test_a_type_clash_between_batches_is_one_error(
     with pytest.raises(UnsupportedError, match="table 'kind', column 'n': double values"):
         arrow.export_parquet(_Rows(rows), tmp_path / "out")  # type: ignore[arg-type]
     assert not (tmp_path / "out").exists()
+
+
+def test_transpose_keeps_first_seen_order_and_fills_missing_cells() -> None:
+    same = [{"a": 1, "b": "x"}, {"b": "y", "a": 2}]  # one shape, keys in another order
+    assert transpose(same) == {"a": [1, 2], "b": ["x", "y"]}
+    ragged = [{"a": 1}, {"b": 2, "a": 3}, {"c": None}]
+    assert transpose(ragged) == {"a": [1, 3, None], "b": [None, 2, None], "c": [None] * 3}
+    assert list(transpose(ragged)) == ["a", "b", "c"]
+    assert transpose([{"only": 5}]) == {"only": [5]} and transpose([]) == {}
