@@ -65,7 +65,7 @@ def payload_size(row: dict[str, Any]) -> int:
     size = 0
     for value in row.values():
         kind = type(value)
-        if kind is np.ndarray:
+        if kind is np.ndarray or kind is memoryview:
             size += value.nbytes
         elif kind in _BINARY:
             size += len(value)
@@ -113,6 +113,8 @@ def binary_column(pa: Any, values: list[Any]) -> Any:
             return None
         if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
             value = np.ascontiguousarray(value)
+        elif isinstance(value, memoryview):  # its bytes, whatever its format and shape
+            value = value.cast("B") if value.c_contiguous else value.tobytes()
         parts.append(value)
         lengths[row] = len(value)
     if not parts:

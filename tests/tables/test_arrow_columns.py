@@ -29,6 +29,14 @@ def test_byte_strings_and_uint8_arrays_make_one_binary_column() -> None:
     assert array.to_pylist() == [image.tobytes(), None, b"abc", image[::2].tobytes(), b"", b"xy"]
 
 
+def test_a_memoryview_is_its_bytes_whatever_its_format() -> None:
+    floats = np.arange(3, dtype="<f8")
+    strided = memoryview(np.arange(8, dtype=np.uint8))[::2]
+    array = column(pa, [memoryview(floats), strided])
+    assert array.to_pylist() == [floats.tobytes(), bytes([0, 2, 4, 6])]
+    assert payload_size({"a": memoryview(floats)}) == 24
+
+
 def test_other_columns_keep_their_old_form() -> None:
     assert column(pa, [1, None, 3]).type == pa.int64()
     assert column(pa, [None, None]).type == pa.null()  # the schema makes it text
