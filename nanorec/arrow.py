@@ -4,8 +4,10 @@ A recording's `rows(kind, selection)` become Arrow record batches of `BATCH_ROWS
 table of any size streams into Parquet with bounded memory, one file per record kind, each
 with a `recording` column (the source file's name) so tables of many recordings can be read
 as one by DuckDB, Polars, pandas or Dask. Scalars keep their types (integers, floats, bools,
-strings, bytes as binary); nested values (maps, lists) are stored as JSON text, which every
-one of those tools can unpack.
+strings); byte strings and `uint8[]` arrays (image data) are Arrow binary (`arrow_columns`);
+nested values (maps, lists, other arrays) are stored as JSON text, which every one of those
+tools can unpack. A batch and a row group end at `BATCH_ROWS` rows or `BATCH_BYTES` bytes of
+payload, whichever comes first: a table of large images streams too.
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nanorec.arrow_columns import column, payload_size, retyped, transpose
 from nanorec.errors import OutputExistsError, UnsupportedError
 from nanorec.selection import Selection
-from nanorec.tables import dumps
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 #: Rows per Arrow record batch of `iter_batches`; the least rows of a Parquet row group.
 BATCH_ROWS = 65536
+#: Bytes of arrays and byte strings that end a batch (and a row group) before `BATCH_ROWS`.
+BATCH_BYTES = 64 * 2**20
 
 #: `progress(done, total)`: how far an export is (`nanorec.cli.inputs.progress_bar`).
 Progress = Callable[[int, int], None]
@@ -49,15 +53,6 @@ def recording_name(recording: Any) -> str:
     return str(name) if name else recording.reader.path.name
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, dict | list | tuple):
-        return dumps(value)
-    if hasattr(value, "tolist"):  # numpy scalars and arrays
-        value = value.tolist()
-        return dumps(value) if isinstance(value, list) else value
-    return value
-
-
 def iter_batches(
     recording: Any, kind: str, selection: Selection | None = None
 ) -> Iterator[pa.RecordBatch]:
@@ -70,29 +65,28 @@ def iter_batches(
 
     def batch() -> Any:
         nonlocal schema
-        columns: dict[str, list[Any]] = {"recording": [name] * len(rows)}
-        for row in rows:
-            for key in row:
-                columns.setdefault(key, [])
-        for key in list(columns)[1:]:
-            columns[key] = [_cell(row.get(key)) for row in rows]
+        columns = transpose(rows)
+        columns.pop("recording", None)  # the recording's own column comes first, always
+        arrays = {"recording": pa.repeat(pa.scalar(name, pa.string()), len(rows))}
+        arrays.update((key, column(pa, values)) for key, values in columns.items())
         if schema is None:
-            table = pa.Table.from_pydict(columns)
             schema = pa.schema(
                 [
-                    field.with_type(pa.string()) if pa.types.is_null(field.type) else field
-                    for field in table.schema
+                    pa.field(key, pa.string() if pa.types.is_null(a.type) else a.type)
+                    for key, a in arrays.items()
                 ]
             )
-        return pa.RecordBatch.from_pydict(
-            {key: columns.get(key, [None] * len(rows)) for key in schema.names}, schema=schema
+        return pa.RecordBatch.from_arrays(
+            [retyped(pa, arrays.get(f.name), f, len(rows), kind) for f in schema], schema=schema
         )
 
+    size = 0
     for row in recording.rows(kind, selection):
         rows.append(row)
-        if len(rows) >= BATCH_ROWS:
+        size += payload_size(row)
+        if len(rows) >= BATCH_ROWS or size >= BATCH_BYTES:
             yield batch()
-            rows = []
+            rows, size = [], 0
     if rows or schema is None:
         yield batch()
 
@@ -138,7 +132,7 @@ def column_batches(
         yield (
             kind,
             pa.RecordBatch.from_arrays(
-                [_typed(pa, arrays.get(f.name), f.type, rows) for f in schema], schema=schema
+                [retyped(pa, arrays.get(f.name), f, rows, kind) for f in schema], schema=schema
             ),
         )
 
@@ -150,13 +144,7 @@ def _array(pa: Any, values: Any) -> Any:
         return pa.array(values.data, mask=np.ma.getmaskarray(values))
     if isinstance(values, np.ndarray):  # numbers, or text and None (object arrays)
         return pa.array(values)
-    return pa.array([_cell(value) for value in values])
-
-
-def _typed(pa: Any, array: Any, kind: Any, rows: int) -> Any:
-    if array is None:
-        return pa.nulls(rows, kind)
-    return array if array.type == kind else array.cast(kind)
+    return column(pa, list(values))
 
 
 def export_parquet(
@@ -172,8 +160,9 @@ def export_parquet(
 
     A recording with `table_columns` (CARLA) is read once for all its tables, column-wise
     (`column_batches`); any other one kind after kind through `rows`. Row groups hold at
-    least `BATCH_ROWS` rows (the last of a table fewer). `progress(done, total)` is called
-    as the export goes (in the producer's units: frames, else tables)."""
+    least `BATCH_ROWS` rows or `BATCH_BYTES` bytes (the last of a table less).
+    `progress(done, total)` is called as the export goes (in the producer's units: frames,
+    else tables)."""
     pa = _pyarrow()
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
@@ -208,26 +197,31 @@ def export_parquet(
 
 
 class _Tables:
-    """One open `ParquetWriter` per kind with rows; batches wait until `BATCH_ROWS` rows
-    are there and are written as one row group (large writes, whatever the runs)."""
+    """One open `ParquetWriter` per kind with rows; batches wait until `BATCH_ROWS` rows or
+    `BATCH_BYTES` bytes are there and are written as one row group (large writes, whatever
+    the runs; bounded memory, whatever the rows)."""
 
     def __init__(self, pa: Any, folder: Path) -> None:
         self.pa = pa
         self.folder = folder
         self.writers: dict[str, Any] = {}
         self.pending: dict[str, list[Any]] = {}
+        self.sizes: dict[str, tuple[int, int]] = {}  # kind -> pending (rows, bytes)
         self.counts: dict[str, int] = {}
 
     def add(self, kind: str, batch: Any) -> None:
         if not batch.num_rows:
             return
-        pending = self.pending.setdefault(kind, [])
-        pending.append(batch)
+        self.pending.setdefault(kind, []).append(batch)
         self.counts[kind] = self.counts.get(kind, 0) + batch.num_rows
-        if sum(b.num_rows for b in pending) >= BATCH_ROWS:
+        rows, size = self.sizes.get(kind, (0, 0))
+        rows, size = rows + batch.num_rows, size + batch.nbytes
+        self.sizes[kind] = rows, size
+        if rows >= BATCH_ROWS or size >= BATCH_BYTES:
             self.flush(kind)
 
     def flush(self, kind: str) -> None:
+        self.sizes.pop(kind, None)
         pending = self.pending.pop(kind, [])
         if not pending:
             return
@@ -278,6 +272,7 @@ def _publish(partial: Path, output: Path) -> None:
 
 
 __all__ = [
+    "BATCH_BYTES",
     "BATCH_ROWS",
     "Progress",
     "column_batches",

@@ -3,7 +3,9 @@
 Singular fields: the last occurrence wins; repeated messages become lists; packed scalars
 become numpy arrays (also accepted unpacked). Absent fields are absent (proto3: read them
 as zero). Fields the tables do not know, or whose wire type does not match, are kept under
-`_unknown` as `[number, wire type, value]`, so nothing in the bytes is lost from view.
+`_unknown` as `[number, wire type, value]`, so nothing in the bytes is lost from view. With
+`packed=False` packed fields are left out (flat tables, which hold none of those arrays, skip
+the varint unpacking that is most of a node's or submap's decoding).
 """
 
 from __future__ import annotations
@@ -69,7 +71,13 @@ def _packed(kind: str, buf: bytes, a: int, b: int, base: int) -> np.ndarray[Any,
 
 
 def decode_message(
-    buf: bytes, message: str, start: int = 0, end: int | None = None, base: int = 0
+    buf: bytes,
+    message: str,
+    start: int = 0,
+    end: int | None = None,
+    base: int = 0,
+    *,
+    packed: bool = True,
 ) -> dict[str, Any]:
     """The message of type `message` in `buf[start:end]` as a dict (see the module doc)."""
     spec = SCHEMA[message]
@@ -82,6 +90,8 @@ def decode_message(
             continue
         name, kind, repeated = known
         if kind.startswith("packed_"):
+            if not packed:
+                continue
             if wire == LEN:
                 packed_parts.setdefault(name, []).append(_packed(kind, buf, a, b, base))
                 continue
@@ -104,7 +114,7 @@ def decode_message(
                 _store(out, name, value, repeated)
                 continue
         elif wire == LEN:
-            _store(out, name, decode_message(buf, kind, a, b, base), repeated)
+            _store(out, name, decode_message(buf, kind, a, b, base, packed=packed), repeated)
             continue
         out.setdefault("_unknown", []).append(_unknown(buf, number, wire, a, b))
     for name, parts in packed_parts.items():
@@ -125,20 +135,20 @@ def _unknown(buf: bytes, number: int, wire: int, a: int, b: int) -> list[Any]:
     return [number, wire, buf[a:b]]
 
 
-def decode_record(kind: str, entry: dict[str, Any]) -> dict[str, Any]:
+def decode_record(kind: str, entry: dict[str, Any], *, packed: bool = True) -> dict[str, Any]:
     """The decoded body of an archive record entry (its inner message), or the raw payload
-    for unknown and damaged records."""
+    for unknown and damaged records; `packed=False` leaves packed fields out."""
     message = KIND_MESSAGES.get(kind)
     payload = None if message is None else entry_payload(entry)
     if payload is None or message is None:
         return {}
     if kind == "header" or entry.get("bare"):
-        return decode_message(payload, message)
+        return decode_message(payload, message, packed=packed)
     fields = list(iter_fields(payload))
     if len(fields) != 1 or fields[0][1] != LEN:
         raise FormatError(f"a {kind} record is not one SerializedData field")
     _, _, start, end = fields[0]
-    return decode_message(payload, message, start, end)
+    return decode_message(payload, message, start, end, packed=packed)
 
 
 __all__ = ["decode_message", "decode_record"]

@@ -129,7 +129,7 @@ def _record_rows(kind: str) -> Callable[[PbstreamRecording, Selection | None], I
         origin_ns = round(rec.start_time * 1e6) * 1000
         for number in selected(rec, kind, selection):
             _, entry = rec.entry(number)
-            body = decode_record(kind, entry)
+            body = decode_record(kind, entry, packed=False)  # no table holds them
             base: Row = {"number": number, "time": rec.time_of(number)}
             if "trajectory_id" in entry:
                 base["trajectory_id"] = entry["trajectory_id"]

@@ -82,3 +82,18 @@ def test_text_that_was_not_utf8_is_valid_json_as_key_and_value() -> None:
 
     line = dumps({"map\udce9": "name\udce9"})
     assert json.loads(line.encode("utf-8")) == {"map\\xe9": {"base64": "bmFtZek="}}
+
+
+def test_flatten_takes_any_mapping_and_keeps_empty_maps_as_values() -> None:
+    """`flatten` tests common leaf types before `Mapping` (speed): any mapping still nests."""
+    from types import MappingProxyType
+
+    import numpy as np
+
+    from nanorec.tables import flatten
+
+    data = np.arange(3)
+    row = {"a": MappingProxyType({"b": 1, "c": {"d": None}}), "e": {}, "f": [1], "g": data}
+    flat = flatten(row, "x.")
+    assert list(flat) == ["x.a.b", "x.a.c.d", "x.e", "x.f", "x.g"]
+    assert flat["x.e"] == {} and flat["x.g"] is data

@@ -102,6 +102,25 @@ def test_last_singular_wins_and_unpacked_is_accepted() -> None:
     assert decode_message(cloud, "CompressedPointCloud")["point_data"].tolist() == [2, 4, 6]
 
 
+def test_packed_false_leaves_out_only_the_packed_fields() -> None:
+    """Flat tables decode with `packed=False`: the same body less its packed arrays (point
+    clouds, grid cells), which no table holds."""
+    cloud = b"\x08\x03\x18\x02\x1a\x01\x06"  # num_points 3, point_data unpacked and packed
+    assert decode_message(cloud, "CompressedPointCloud", packed=False) == {"num_points": 3}
+
+    def without_packed(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: without_packed(v) for k, v in value.items() if not hasattr(v, "dtype")}
+        if isinstance(value, list):
+            return [without_packed(v) for v in value]
+        return value
+
+    for payload in list(iter_payloads(Plan(trajectories=1, nodes=6, dims=3)))[1:]:
+        kind = describe(payload, V2_KINDS).kind
+        full = decode_record(kind, {"payload": payload})
+        assert decode_record(kind, {"payload": payload}, packed=False) == without_packed(full)
+
+
 @pytest.mark.parametrize("layout", ["2", "1"])
 def test_generated_records_match_protobuf(layout: str) -> None:
     message_class, ours, plain = protobuf()
