@@ -92,6 +92,22 @@ def with_member(archive: Path, out: Path, name: str, data: bytes) -> Path:
     return out
 
 
+def without_member(archive: Path, out: Path, name: str, *, twice: bool = False) -> Path:
+    """A copy of `archive` without member `name` (`twice`: with it written twice)."""
+    import warnings
+
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)  # before writestr moves info's header offset
+            if info.filename != name or twice:
+                target.writestr(info, data)
+            if info.filename == name and twice:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # zipfile warns of the duplicate
+                    target.writestr(info, data)
+    return out
+
+
 def write_all(folder: Path) -> list[Path]:
     """Every hostile native file above, written into `folder`."""
     files = {

@@ -100,6 +100,9 @@ class TestRos2Contract(ConverterContract):
         ]:
             name = f"{member.split('.')[0]}-hostile.nanover.zip"
             files.append(hostile.with_member(archive, folder / name, member, data))
+        for name, twice in {"no-skeleton": False, "two-skeletons": True}.items():  # #39 item 6
+            out = folder / f"{name}.nanover.zip"
+            files.append(hostile.without_member(archive, out, "ros2-skeleton-0.bin", twice=twice))
         archive.unlink()
         return [*made, crashed, nulls, late, *files]
 
