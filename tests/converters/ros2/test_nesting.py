@@ -97,3 +97,17 @@ def test_a_deep_metadata_yaml_is_one_line(depth: int, tmp_path: Path) -> None:
     assert code == 1 and "metadata.yaml" in out and "Traceback" not in out, out
     code, out = _run("info", bag)
     assert code == 2 and out.count("\n") == 1 and out.startswith("nanorec: metadata.yaml"), out
+
+
+def test_a_deep_ros1_chain_has_no_md5sum() -> None:
+    from nanorec.converters.ros.ros1.md5 import full_text, md5sum
+
+    chain = "T1 next\n" + "".join(
+        f"{SEPARATOR}\nMSG: p/T{i}\n" + (f"T{i + 1} next\n" if i < 3000 else "int32 x")
+        for i in range(1, 3001)
+    )
+    with pytest.raises(FormatError, match="more than 100 deep"):
+        md5sum("p/A", chain)
+    texts = {"p/A": "T1 next\n", **{f"p/T{i}": f"T{i + 1} next\n" for i in range(1, 3000)}}
+    with pytest.raises(FormatError, match="more than 100 deep"):
+        full_text("p/A", {**texts, "p/T3000": "int32 x\n"})
