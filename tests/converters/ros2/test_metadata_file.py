@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,26 @@ pytest.importorskip("zstandard")
 pytest.importorskip("mcap")
 
 _register()
+
+
+@pytest.fixture
+def no_hang() -> Iterator[None]:
+    """A test that would wait on a FIFO forever (as the code before the fix did) fails
+    instead, as the contract's fuzz run does with its alarm; not a measure of speed."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("still waiting on a FIFO after 120 s: it was opened")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(120)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _run(*args: object) -> tuple[int, str, str]:
@@ -42,7 +64,7 @@ def _bag(tmp_path: Path, kind: str) -> Path:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
-def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
+def test_a_fifo_is_never_opened(tmp_path: Path, no_hang: None) -> None:
     bag = _bag(tmp_path, "fifo")
     with pytest.raises(FormatError, match="not a regular file"):
         read_regular(bag / "metadata.yaml", MAX_METADATA)
@@ -50,7 +72,7 @@ def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "huge"])
-def test_convert_describes_the_files_instead(kind: str, tmp_path: Path) -> None:
+def test_convert_describes_the_files_instead(kind: str, tmp_path: Path, no_hang: None) -> None:
     bag = _bag(tmp_path, kind)
     archive = tmp_path / "a.nanover.zip"
     code, out, err = _run("convert", bag, "-o", archive)
@@ -73,3 +95,14 @@ def test_a_file_growing_past_the_limit_is_refused(tmp_path: Path) -> None:
     assert read_regular(path, 10, whole=False) == b"x" * 10
     with pytest.raises(FormatError, match="more than the 99"):
         read_regular(path, 99)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("verb", ["info", "cat", "verify", "convert"])
+def test_a_fifo_given_as_the_input_is_one_line(verb: str, tmp_path: Path, no_hang: None) -> None:
+    """Sniffing the format opened it first, and waited for a writer forever."""
+    fifo = tmp_path / "bag.db3"
+    os.mkfifo(fifo)
+    more = ["-o", str(tmp_path / "a.nanover.zip")] if verb == "convert" else []
+    code, out, err = _run(verb, fifo, *more)
+    assert code == 2 and err == f"nanorec: {fifo}: not a regular file\n", out + err
