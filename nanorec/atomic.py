@@ -6,6 +6,11 @@ fsynced and renamed over the target only on success; on any error it is removed.
 file left by a killed process (SIGKILL, power loss) has that same name, so the next run
 names it instead of silently adding another.
 
+A partial file (or folder) is locked (`flock`) while it is written: a second writer of the
+same output finds it locked and is told another nanorec is writing it, whatever `overwrite`
+says, instead of taking a live file for a killed one's. An output that exists is said one
+way everywhere (`output_exists`).
+
 A signal can end the process between any two steps, even between a partial file's creation
 and the `try` that would remove it, so every partial file being written is also listed
 (`claim` just before it is created, `release` once it is published, removed or deliberately
@@ -24,6 +29,11 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from nanorec.errors import OutputExistsError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; a live partial file is taken for a left one
+    fcntl = None  # type: ignore[assignment]
 
 #: Partial files this process is writing (see the module docstring).
 _UNFINISHED: set[Path] = set()
@@ -49,6 +59,55 @@ def remove_unfinished() -> None:
         release(partial)
 
 
+def output_exists(path: object, more: str = "") -> OutputExistsError:
+    """The one wording of an output that is already there (the command line says --force
+    where the library says overwrite=True); `more`: what else the caller must say."""
+    return OutputExistsError(f"{path} exists; pass overwrite=True to replace it{more}")
+
+
+def lock(fd: int) -> None:
+    """Hold an exclusive lock on the partial file (or folder) open as `fd` while it is
+    written (released when `fd` is closed, or the process ends however it ends)."""
+    if fcntl is not None:
+        with contextlib.suppress(OSError):  # a file system without locks: written unlocked
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def is_locked(partial: Path) -> bool:
+    """Whether another process holds `partial`'s lock: it is being written now."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(partial, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+def check_partial(partial: Path, *, overwrite: bool, left: str) -> None:
+    """Before writing through `partial`: refuse when another nanorec is writing it (its
+    lock is held), or when one left by an interrupted write is there and `overwrite` is
+    false (`left`: what to do with it); with `overwrite`, remove the left one."""
+    if not (partial.exists() or partial.is_symlink()):
+        return
+    if is_locked(partial):
+        raise OutputExistsError(
+            f"{partial} is being written by another nanorec now: wait for it, or write "
+            "another output"
+        )
+    if not overwrite:
+        raise OutputExistsError(f"{partial} exists, left by an interrupted write: {left}")
+    _remove(partial)
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
@@ -65,17 +124,11 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
     """
     target = Path(path)
     if target.exists() and not overwrite:
-        raise OutputExistsError(f"{target} exists; pass overwrite=True to replace it")
+        raise output_exists(target)
     if not target.parent.is_dir():
         raise FileNotFoundError(errno.ENOENT, "no such directory", str(target.parent))
     temp = target.with_name(f".{target.name}.partial")
-    if temp.exists():
-        if not overwrite:
-            raise OutputExistsError(
-                f"{temp} exists, left by an interrupted write: remove it "
-                "(overwrite=True removes it)"
-            )
-        temp.unlink()
+    check_partial(temp, overwrite=overwrite, left="remove it (overwrite=True removes it)")
     claim(temp)
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies
@@ -83,12 +136,13 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
         release(temp)  # not created by us (another writer's, or no permission)
         raise
     try:
+        lock(fd)
         with os.fdopen(fd, "wb") as stream:
             yield stream
             stream.flush()
             os.fsync(stream.fileno())
         if target.exists() and not overwrite:  # appeared while we were writing
-            raise OutputExistsError(f"{target} exists (use --force to overwrite it)")
+            raise output_exists(target)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -104,29 +158,29 @@ def atomic_folder(path: str | os.PathLike[str], *, overwrite: bool = False) -> I
     replaces `path` when the block ends without error (a folder replaced whole)."""
     target = Path(path)
     if target.exists() and not overwrite:
-        raise OutputExistsError(f"{target} exists (use --force to overwrite it)")
+        raise output_exists(target)
     if not target.parent.is_dir():
         raise FileNotFoundError(errno.ENOENT, "no such directory", str(target.parent))
     temp = target.with_name(f".{target.name}.partial")
-    if temp.exists():
-        if not overwrite:
-            raise OutputExistsError(
-                f"{temp} exists, left by an interrupted write: remove it (--force removes it)"
-            )
-        _remove(temp)
+    check_partial(temp, overwrite=overwrite, left="remove it (overwrite=True removes it)")
     claim(temp)
+    held = -1
     try:
         temp.mkdir()
+        held = os.open(temp, os.O_RDONLY)
+        lock(held)
         yield temp
         if target.exists():
             if not overwrite:  # appeared while we were writing
-                raise OutputExistsError(f"{target} exists (use --force to overwrite it)")
+                raise output_exists(target)
             _remove(target)
         os.replace(temp, target)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
     finally:
+        if held >= 0:
+            os.close(held)
         release(temp)
 
 

@@ -42,13 +42,20 @@ class Member:
 def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
     """Parse the end records, central directory and local headers of a zip in `buf`.
 
-    Later members of the same name win (as in `zipfile`). Raises `TruncatedError` when a
-    structure or a member's data runs past the file, `ArchiveError` when records disagree,
+    Raises `TruncatedError` when a structure or a member's data runs past the file,
+    `ArchiveError` when records disagree or two members have one name (zipfile takes the
+    later one, another reader the first: which bytes it holds would depend on the reader),
     `UnsupportedError` for encrypted members or compression other than stored/deflated.
     """
     end = EndRecords.parse(buf)
     members: dict[str, Member] = {}
     for header in parse_central_directory(buf, end):
+        if header.name in members:
+            raise ArchiveError(
+                f"two members are named {header.name!r}: which one the archive holds is "
+                "the reader's guess",
+                offset=header.local_header_offset,
+            )
         if header.flags & FLAG_ENCRYPTED:
             raise UnsupportedError(f"member {header.name!r} is encrypted")
         if header.method not in (ZIP_STORED, ZIP_DEFLATED):

@@ -63,8 +63,9 @@ def get(name: str) -> Converter:
 
 
 def read_head(path: Path) -> bytes:
-    """The first `SNIFF_BYTES` bytes of a file (nothing for a folder)."""
-    if path.is_dir():
+    """The first `SNIFF_BYTES` bytes of a file (nothing for a folder, nor for a FIFO or
+    device, which opening would wait on: `check_input` refuses them)."""
+    if path.is_dir() or (path.exists() and not path.is_file()):
         return b""
     with path.open("rb") as handle:
         return handle.read(SNIFF_BYTES)

@@ -23,7 +23,6 @@ from zipfile import ZIP_DEFLATED, ZIP_STORED
 from nanorec import atomic
 from nanorec.crc import crc32
 from nanorec.deflate import deflater
-from nanorec.errors import OutputExistsError
 from nanorec.wire import inflates_acceptably
 from nanorec.writebehind import WriteBehind, write_all
 from nanorec.zipdirectory import CentralHeader, EndRecords
@@ -66,23 +65,21 @@ class ZipOutput:
         #: Build zip64 central headers and end records even when not needed (tests).
         self.force_zip64 = False
         self._fd = -1
-        if not overwrite:
-            if path.exists():
-                raise OutputExistsError(f"{path} exists; pass overwrite=True to replace it")
-            if partial.exists():
-                raise OutputExistsError(
-                    f"{partial} exists, left by an interrupted write: recover it with "
-                    f"`nanorec recover {partial} -o OUT` or remove it "
-                    "(overwrite=True removes it)"
-                )
-        elif partial.exists():
-            partial.unlink()
+        if not overwrite and path.exists():
+            raise atomic.output_exists(path)
+        atomic.check_partial(
+            partial,
+            overwrite=overwrite,
+            left=f"recover it with `nanorec recover {partial} -o OUT` or remove it "
+            "(overwrite=True removes it)",
+        )
         atomic.claim(partial)  # before it exists: see nanorec.atomic
         try:
             self._fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError:
             atomic.release(partial)  # not ours
             raise
+        atomic.lock(self._fd)  # held until the file is closed: see nanorec.atomic
         # buffered output, written at flush with writev (no joining copy)
         self.parts: list[bytes | memoryview] = []
         self.pending = 0  # bytes in parts
@@ -284,6 +281,9 @@ class ZipOutput:
 
     # -- the final name --------------------------------------------------------------------
 
+    def _left_at(self) -> str:
+        return f" (it appeared while writing: the archive is left at {self.partial_path})"
+
     def publish(self) -> None:
         """Move the finished partial file to its final name, atomically."""
         if self.overwrite:
@@ -293,17 +293,11 @@ class ZipOutput:
                 # link() fails if the target exists, so nothing can be clobbered in between.
                 os.link(self.partial_path, self.path)
             except FileExistsError:
-                raise OutputExistsError(
-                    f"{self.path} appeared while writing; the archive is left at "
-                    f"{self.partial_path}"
-                ) from None
+                raise atomic.output_exists(self.path, self._left_at()) from None
             except OSError:
                 # File systems without hard links: check, then rename.
                 if self.path.exists():
-                    raise OutputExistsError(
-                        f"{self.path} appeared while writing; the archive is left at "
-                        f"{self.partial_path}"
-                    ) from None
+                    raise atomic.output_exists(self.path, self._left_at()) from None
                 os.replace(self.partial_path, self.path)
             else:
                 self.partial_path.unlink()

@@ -58,3 +58,34 @@ def test_a_bad_source_date_epoch_on_the_command_line(
     assert result.stderr.count("\n") == 1 and "SOURCE_DATE_EPOCH" in result.stderr
     assert "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_ros2_info_options_a_layout_lacks_are_usage_errors() -> None:
+    """ros2 info.py raised bare ValueErrors (issue 34, item 19, the rest)."""
+    pytest.importorskip("yaml")
+    from nanorec.converters.ros.ros2.info import info_text, topic_names_text
+    from nanorec.converters.ros.ros2.metadata import parse_metadata
+
+    meta = parse_metadata((SAMPLES / "ros2-robot" / "metadata.yaml").read_text())
+    for call in (
+        lambda: info_text(meta, bag_size=1, layout="humble", sort="name"),
+        lambda: info_text(meta, bag_size=1, layout="humble", verbose=True),
+        lambda: info_text(meta, bag_size=1, sort="size"),  # type: ignore[arg-type]
+        lambda: topic_names_text(meta, layout="humble"),
+    ):
+        with pytest.raises(UsageError) as caught:
+            call()
+        assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [({}, "no type or field 'values'"), ({"values": [1.0, 2.0, 3.0], "n": 1 << 40}, "fit")],
+)
+def test_a_ros1_value_that_does_not_fit_is_a_usage_error(
+    value: dict[str, object], words: str
+) -> None:
+    types = parse_definition("test/Fixed", "float64[3] values\nint32 n\n")
+    with pytest.raises(UsageError, match=words) as caught:
+        serialize.encode(types, "test/Fixed", value)
+    assert isinstance(caught.value, ValueError)  # as before, for callers catching that

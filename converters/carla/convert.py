@@ -102,7 +102,7 @@ def convert(
     source = Path(source)
     out = Path(output) if output is not None else source.with_name(source.name + ".nanover.zip")
     if out.exists() and not overwrite:
-        raise OutputExistsError(f"{out} exists (use --force to overwrite it)")
+        raise OutputExistsError(f"{out} exists; pass overwrite=True to replace it")
     with source.open("rb") as handle, paused_gc():
         size = os.fstat(handle.fileno()).st_size
         buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""

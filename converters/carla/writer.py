@@ -627,12 +627,15 @@ class RecordingWriter:
         except FileExistsError:
             self._tmp.unlink()
             raise OutputExistsError(
-                f"{self._path} appeared while writing; pass overwrite=True to replace it"
+                f"{self._path} exists; pass overwrite=True to replace it "
+                "(it appeared while writing)"
             ) from None
         except OSError:  # file systems without hard links
             if self._path.exists():
                 self._tmp.unlink()
-                raise OutputExistsError(f"{self._path} exists") from None
+                raise OutputExistsError(
+                    f"{self._path} exists; pass overwrite=True to replace it"
+                ) from None
             os.replace(self._tmp, self._path)
             return
         self._tmp.unlink()

@@ -109,7 +109,7 @@ def convert(
     source = Path(source)
     out = Path(output)
     if out.exists() and not overwrite:
-        raise OutputExistsError(f"{out} exists (use --force to overwrite it)")
+        raise OutputExistsError(f"{out} exists; pass overwrite=True to replace it")
     with source.open("rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:

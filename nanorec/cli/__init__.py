@@ -152,9 +152,32 @@ def _root(
     """
 
 
+#: Whether the running command has printed a line on stderr besides its error (a warning, a
+#: note, the player's status line): an error after one exits 1, a problem among the others
+#: said; exit status 2 is always the one line on stderr (#34 item 10).
+_SAID: list[bool] = [False]
+
+
+def one_line(message: str) -> str:
+    """`message` in one line: a library's multi-line text (PyYAML's problem, context and
+    mark; an OS error's) joined by spaces."""
+    return " ".join(message.split())
+
+
+def say(line: str) -> None:
+    """Print one line to stderr that is not the command's error (a warning, a note)."""
+    _SAID[0] = True
+    typer.echo(one_line(line), err=True)
+
+
+def said() -> None:
+    """Record that stderr holds something besides the error to come (a status line)."""
+    _SAID[0] = True
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     """Print one line to stderr and exit with `code`."""
-    typer.echo(f"nanorec: {message}", err=True)
+    typer.echo(f"nanorec: {one_line(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -167,27 +190,33 @@ def _warning_line(
     line: str | None = None,
 ) -> None:
     """A warning as the command line shows it: one line, no Python source location."""
-    typer.echo(f"nanorec: warning: {message}", err=True)
+    say(f"nanorec: warning: {message}")
 
 
 def run(action: Callable[[], T]) -> T:
-    """Run `action`, turning library and OS errors into one line and exit status 2, library
+    """Run `action`, turning library and OS errors into one line and exit status 2 (1 when
+    the command had already printed warnings or a status line: see `_SAID`), library
     warnings into one line each, and a closed stdout (`nanorec cat ... | head`) into a quiet
     exit."""
+    _SAID[0] = False
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warning_line
             return action()
     except NanorecError as error:
         # The library names its keyword; on the command line the same switch is --force.
-        fail(str(error).replace("overwrite=True", "--force"))
+        fail(str(error).replace("overwrite=True", "--force"), _error_code())
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(0) from None
     except OSError as error:
         where = f": {error.filename}" if error.filename else ""
-        fail(f"{error.strerror or error}{where}")
+        fail(f"{error.strerror or error}{where}", _error_code())
+
+
+def _error_code() -> int:
+    return EXIT_PROBLEM if _SAID[0] else EXIT_BAD_INPUT
 
 
 @functools.cache
@@ -311,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> Any:
         typer.echo(getattr(shown, "format_message", str)())  # click >= 8.2: ours to print
         sys.exit(0)
     except click.ClickException as error:
-        typer.echo(f"nanorec: {error.format_message()} (see --help)", err=True)
+        typer.echo(f"nanorec: {one_line(error.format_message())} (see --help)", err=True)
         sys.exit(error.exit_code)
     except typer.Abort:
         sys.exit(1)

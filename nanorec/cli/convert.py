@@ -10,7 +10,7 @@ import typer
 
 from nanorec import registry
 from nanorec.atomic import file_sha256
-from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, run
+from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, one_line, run
 from nanorec.cli.inputs import (
     check_input,
     check_output,
@@ -164,7 +164,7 @@ def roundtrip(
         results.append(result)
         if not as_json:
             if "error" in result:
-                typer.echo(f"nanorec: {path}: {result['error']}", err=True)
+                typer.echo(f"nanorec: {path}: {one_line(str(result['error']))}", err=True)
             else:
                 verdict = "identical" if result["identical"] else "NOT IDENTICAL"
                 typer.echo(

@@ -10,8 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import typer
-
+from nanorec.cli import said, say
 from nanorec.errors import FormatError
 
 
@@ -31,15 +30,12 @@ class Undecodable:
     def __exit__(self, *exc: object) -> None:
         self.recording.on_undecodable = None
         if self.count > self.SHOWN:
-            typer.echo(
-                f"nanorec: warning: {self.count} messages did not decode (printed as bytes)",
-                err=True,
-            )
+            say(f"nanorec: warning: {self.count} messages did not decode (printed as bytes)")
 
     def __call__(self, error: FormatError) -> None:
         self.count += 1
         if self.count <= self.SHOWN:
-            typer.echo(f"nanorec: warning: {error}; printed as bytes", err=True)
+            say(f"nanorec: warning: {error}; printed as bytes")
 
 
 def decoded_line(recording: Any) -> Callable[[int], dict[str, Any]]:
@@ -75,6 +71,7 @@ def play_lines(recording: Any, player: Any, *, immediate: bool, quiet: bool) -> 
                 status = time.monotonic()
                 state = "PAUSED " if player.paused else "RUNNING"
                 elapsed = row["time_s"] - origin
+                said()
                 sys.stderr.write(
                     f"\r [{state}]  Bag Time: {row['time_s']:13.6f}   "
                     f"Duration: {elapsed:.6f} / {total:.6f}               \r"

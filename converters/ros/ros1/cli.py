@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from nanorec import registry
-from nanorec.cli import run
+from nanorec.cli import run, say
 from nanorec.cli.inputs import check_input, opened
 from nanorec.cli.options import (
     Duration,
@@ -63,7 +63,7 @@ def facts(file: Path, freq: bool) -> Facts:
         try:
             return facts_of_index(str(file), read_index(file, entries=freq))
         except NanorecError as error:
-            typer.echo(f"nanorec: {file}: {error}; reading its records instead", err=True)
+            say(f"nanorec: {file}: {error}; reading its records instead")
     with opened(file) as recording:
         from .recording import BagRecording
 
@@ -105,7 +105,7 @@ def info_command(
         else:
             typer.echo(text(found, zone))
         for note in found.notes:
-            typer.echo(f"nanorec: {note}", err=True)
+            say(f"nanorec: {note}")
 
     run(action)
 
@@ -228,7 +228,7 @@ def play_command(
                 ) as player,
             ):
                 if recording.meta.unindexed:
-                    typer.echo("nanorec: unindexed bag: playing what was recovered", err=True)
+                    say("nanorec: unindexed bag: playing what was recovered")
                 play_lines(recording, player, immediate=immediate, quiet=quiet)
         sys.stdout.flush()
 

@@ -94,7 +94,7 @@ def convert(
 ) -> Converted:
     """Convert the bag `source` into a new archive `output` (see the module docstring)."""
     if output.exists() and not overwrite:
-        raise OutputExistsError(f"{output} exists (use --force to overwrite it)")
+        raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
     with contextlib.ExitStack() as stack:
         handle = stack.enter_context(source.open("rb"))
         size = os.fstat(handle.fileno()).st_size

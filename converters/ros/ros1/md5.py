@@ -26,6 +26,8 @@ from typing import Final
 
 from nanorec.errors import FormatError
 
+from ..depth import check_depth
+
 SEPARATOR: Final = "=" * 80
 #: genmsg's BUILTIN_TYPES: what md5 texts write as they are.
 BUILTINS: Final = frozenset(
@@ -157,15 +159,28 @@ class _Types:
                 self.depends(full, seen)
 
 
+def _bounded(types: _Types, root: str) -> _Types:
+    """`types`, once `root`'s types are known to hold each other at most `MAX_DEPTH` deep
+    (md5 and depends recurse a level a frame: #34 item 5); FormatError otherwise."""
+
+    def children(name: str) -> list[str]:
+        if name not in types.texts:
+            return []
+        return [full for _, _, full in types.uses(name) if full is not None and full in types.texts]
+
+    check_depth(root, children)
+    return types
+
+
 def md5sum(type_name: str, full_text: str) -> str:
     """The md5sum ROS gives `type_name`, from its connection's `message_definition`."""
-    return _Types(split(type_name, full_text)).md5(type_name)
+    return _bounded(_Types(split(type_name, full_text)), type_name).md5(type_name)
 
 
 def full_text(type_name: str, texts: Mapping[str, str]) -> str:
     """The `message_definition` genmsg writes for `type_name`, from each type's own `.msg`
     text (`texts` must hold `type_name` and every type it depends on: `FormatError`)."""
-    types = _Types(texts)
+    types = _bounded(_Types(texts), type_name)
     order: list[str] = []
     types.depends(type_name, order)
     parts = [types.texts[type_name] + "\n"]

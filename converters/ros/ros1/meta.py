@@ -67,6 +67,22 @@ class BagMeta:
     def _array(self, name: str, dtype: Any) -> NDArray[Any]:
         return self.reader.member_array(name, dtype)
 
+    def check(self) -> None:
+        """Read every side member once (`verify`): an archive it passes has what export
+        needs (an adopted one has no template or rank: export writes a new bag)."""
+        _ = (self.time, self.conn, self.raw)
+        if not self.adopted:
+            _ = (self.template, self.rank)
+            size = len(self.raw)
+            for segment in self.segments:
+                spans = [segment[1:3]] if segment[0] == "raw" else [segment[1], *segment[6]]
+                for start, length in spans:
+                    if start < 0 or length < 0 or start + length > size:
+                        raise FormatError(
+                            f"{META_MEMBER}: kept bytes {start}..{start + length} are past "
+                            f"the {size} bytes of {RAW_MEMBER}"
+                        )
+
     @cached_property
     def time(self) -> NDArray[np.int64]:
         """Per archive message: its ROS time in ns."""

@@ -26,6 +26,8 @@ import numpy as np
 
 from nanorec.errors import FormatError
 
+from ..depth import check_depth
+
 #: Builtin scalar -> (struct code, numpy dtype).
 SCALARS: Final = {
     "bool": ("?", "?"),
@@ -88,6 +90,7 @@ def parse_definition(type_name: str, text: str) -> dict[str, list[Field]]:
             array = None if bracket is None else (int(count) if count else -1)
             fields.append(Field(_resolve(base, package, known), field_name, array))
         types[name] = fields
+    check_depth(type_name, lambda name: [f.type for f in types.get(name, ()) if f.type in types])
     return types
 
 

@@ -39,6 +39,10 @@ class BagRecording(ArchiveRecording):
         #: (`cat` and `play` warn and go on); None: `decode` raises the `FormatError`.
         self.on_undecodable: Callable[[FormatError], None] | None = None
 
+    def check_members(self) -> None:
+        """Read each side member once (`nanorec verify`): FormatError for a bad one."""
+        self.meta.check()
+
     def close(self) -> None:
         for cached in ("time", "conn", "template", "rank", "raw"):  # views of the mapping
             self.meta.__dict__.pop(cached, None)

@@ -23,9 +23,20 @@ _U32 = struct.Struct("<I")
 
 
 def encode(types: Mapping[str, list[Field]], type_name: str, value: Mapping[str, Any]) -> bytes:
-    """ROS1-serialize `value` as `type_name`, `types` as `msgdef.parse_definition` gives."""
+    """ROS1-serialize `value` as `type_name`, `types` as `msgdef.parse_definition` gives.
+    Raises `UsageError` (a ValueError) naming the type for a value that does not fit it: a
+    missing type or field, a number out of its field's range, a value of the wrong kind."""
     out = bytearray()
-    _message(types, type_name, value, out)
+    try:
+        _message(types, type_name, value, out)
+    except KeyError as error:
+        raise UsageError(f"{type_name}: no type or field {error} to serialize") from None
+    except (struct.error, TypeError, ValueError, OverflowError) as error:
+        if isinstance(error, UsageError):
+            raise
+        raise UsageError(f"{type_name}: a value does not fit its field ({error})") from None
+    except RecursionError:
+        raise UsageError(f"{type_name}: its types nest too deep to serialize") from None
     return bytes(out)
 
 

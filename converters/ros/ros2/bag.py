@@ -11,7 +11,9 @@ SQLite rebuilds from the WAL, and empty WALs (SQLite recreates them) are left ou
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any, Final
 
 from nanorec.errors import FormatError, UnsupportedError
 
-from .metadata import BagMetadata, parse_metadata
+from .metadata import BagMetadata, load_yaml, parse_metadata
 from .storage import SQLITE_MAGIC, ZSTD_MAGIC, storage_of
 
 METADATA: Final = "metadata.yaml"
@@ -27,6 +29,8 @@ METADATA_KEY: Final = b"rosbag2_bagfile_information"
 SUFFIXES: Final = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
 ZSTD: Final = ".zstd"
 WAL: Final = "-wal"
+#: The largest metadata.yaml read (rosbag2's are a few KB; 10,000 split files take ~2 MB).
+MAX_METADATA: Final = 16 << 20
 #: What stands for a metadata.yaml that cannot be read.
 REINDEXED: Final = "files found by name, described as `ros2 bag reindex` would"
 _SPLIT: Final = re.compile(r"_(\d+)\.(db3|mcap)(\.zstd)?$")
@@ -74,10 +78,29 @@ class BagLayout:
 
 def _head(path: Path, size: int = 64) -> bytes:
     try:
-        with path.open("rb") as handle:
-            return handle.read(size)
-    except OSError:
+        return read_regular(path, size, whole=False)
+    except (OSError, FormatError):
         return b""
+
+
+def read_regular(path: Path, limit: int, *, whole: bool = True) -> bytes:
+    """The bytes of `path` (`whole`: all of them, else the first `limit`), read only when it
+    is a regular file: checked before opening and again once open, and opened non-blocking,
+    so a FIFO or device in its place never hangs a reader. FormatError for anything else, and
+    (`whole`) for a file of more than `limit` bytes, never read into memory."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise FormatError(f"{path.name} is not a regular file (a FIFO, device or folder)")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FormatError(f"{path.name} is not a regular file (a FIFO, device or folder)")
+        if whole and size > limit:
+            raise FormatError(f"{path.name} is {size} bytes, more than the {limit} read of it")
+        data = handle.read(limit + whole)
+    if whole and len(data) > limit:  # grew since
+        raise FormatError(f"{path.name} is more than the {limit} bytes read of it")
+    return data
 
 
 def is_storage_head(head: bytes) -> bool:
@@ -146,16 +169,22 @@ def locate(path: Path) -> BagLayout:
     layout = BagLayout(path, True, None, [])
     meta_path = path / METADATA
     listed: list[str] = []
+    unread = False
     if meta_path.is_file() and not within(meta_path, path):
         layout.problems.append(f"{METADATA} leads outside the bag's folder: not read")
-    elif meta_path.is_file():
-        layout.metadata = meta_path.read_bytes()
-        parsed, why = read_metadata(layout.metadata)
-        if parsed is None:
-            layout.problems.append(f"{METADATA} unreadable ({why}): {REINDEXED}")
+    elif meta_path.exists():
+        try:
+            layout.metadata = read_regular(meta_path, MAX_METADATA)
+        except FormatError as error:  # a FIFO, a device, a huge file: never read
+            layout.problems.append(f"{error.message}: not read; {REINDEXED}")
+            unread = True
         else:
-            listed = list(parsed.relative_file_paths)
-    if layout.metadata is None:
+            parsed, why = read_metadata(layout.metadata)
+            if parsed is None:
+                layout.problems.append(f"{METADATA} unreadable ({why}): {REINDEXED}")
+            else:
+                listed = list(parsed.relative_file_paths)
+    if layout.metadata is None and not unread:
         layout.notes.append(f"no {METADATA} (a crashed bag?): files found by name")
     seen: set[Path] = set()
     refused: set[Path] = set()  # listed links leading out, said once
@@ -221,12 +250,10 @@ def read_metadata(text: bytes) -> tuple[BagMetadata | None, str]:
 
 def bagfile_information(metadata: bytes) -> dict[str, Any]:
     """The `rosbag2_bagfile_information` map of a metadata.yaml."""
-    yaml = extra("yaml")
-
     try:
-        document = yaml.safe_load(metadata.decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise FormatError(f"not YAML: {str(error).splitlines()[0]}") from None
+        document = load_yaml(metadata.decode("utf-8"), safe=True)
+    except UnicodeDecodeError as error:
+        raise FormatError(f"not YAML: {error}") from None
     info = document.get(METADATA_KEY.decode()) if isinstance(document, dict) else None
     if not isinstance(info, dict):
         raise FormatError(f"no {METADATA_KEY.decode()} map")

@@ -86,7 +86,7 @@ def convert(
 ) -> Converted:
     """Convert the bag at `source` (a folder or one storage file) into `output`."""
     if output.exists() and not overwrite:
-        raise OutputExistsError(f"{output} exists (use --force to overwrite it)")
+        raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
     layout = locate(source)
     with contextlib.ExitStack() as stack:
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from nanorec.cxxsort import cxx_sort
+from nanorec.errors import UsageError
 
 from .metadata import BagMetadata, TopicInformation
 
@@ -157,11 +158,11 @@ def _lines(first: str, rest: Sequence[str], indent: int) -> str:
 
 def _check_sort(layout: Layout, sort: SortMethod | None) -> SortMethod | None:
     if sort is not None and sort not in SORT_METHODS:
-        raise ValueError(
+        raise UsageError(
             f"--sort: invalid choice: {sort!r} (choose from {', '.join(SORT_METHODS)})"
         )
     if layout == "humble" and sort is not None:
-        raise ValueError("humble's `ros2 bag info` has no --sort")
+        raise UsageError("humble's `ros2 bag info` has no --sort")
     return "name" if sort is None and layout == "rolling" else sort
 
 
@@ -183,11 +184,11 @@ def info_text(
     rolling). `verbose` (jazzy, rolling): the services block comes from `services` (request and
     response counts, which need the event messages; give them in the order rosbag2 found them)
     and, for rolling, each topic and service gets `Size Contribution:` from `sizes` (bytes of
-    serialized data per topic name, 0 when missing). Raises ValueError for an option the layout
-    does not have."""
+    serialized data per topic name, 0 when missing). Raises UsageError (a ValueError) for an
+    option the layout does not have."""
     method = _check_sort(layout, sort)
     if verbose and layout == "humble":
-        raise ValueError("humble's `ros2 bag info` has no -v")
+        raise UsageError("humble's `ros2 bag info` has no -v")
     show_sizes = verbose and layout == "rolling"
     size_of = sizes or {}
     start = meta.starting_time_ns
@@ -293,7 +294,7 @@ def topic_names_text(
     """`ros2 bag info -t` (jazzy, rolling): one topic name a line, service-event topics left
     out; rolling sorts (default by name), jazzy keeps metadata order."""
     if layout == "humble":
-        raise ValueError("humble's `ros2 bag info` has no -t")
+        raise UsageError("humble's `ros2 bag info` has no -t")
     method = _check_sort(layout, sort)
     topics = list(meta.topics_with_message_count)
     ordered = cxx_sort(topics, _topic_less(method)) if method else topics

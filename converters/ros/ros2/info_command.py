@@ -67,7 +67,7 @@ def info_command(
     """
     from nanorec import registry
 
-    from .bag import METADATA
+    from .bag import MAX_METADATA, METADATA, read_regular
     from .facts import as_held, bag_metadata, bag_size, facts_of_archive, services, topic_sizes
     from .info import info_text
     from .metadata import parse_metadata
@@ -85,7 +85,8 @@ def info_command(
         zone = None if tz is None else parse_zone(tz)
         if not (as_json or verbose) and (file / METADATA).is_file():
             # As `ros2 bag info DIR`: metadata.yaml and the folder's size, nothing converted.
-            metadata = parse_metadata((file / METADATA).read_text("utf-8", "replace"))
+            text = read_regular(file / METADATA, MAX_METADATA).decode("utf-8", "replace")
+            metadata = parse_metadata(text)
             size = sum(p.stat().st_size for p in file.iterdir() if p.is_file())
             typer.echo(
                 info_text(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from nanorec.errors import FormatError, UnsupportedError
 
@@ -164,6 +164,36 @@ def _file(value: YamlNode, where: str) -> FileInformation:
     )
 
 
+#: The deepest YAML nesting read (rosbag2 writes 4 levels): PyYAML's composer takes one
+#: Python frame a level, so deeper documents are refused from the parser's events first.
+MAX_YAML_DEPTH: Final = 64
+
+
+def load_yaml(text: str, *, safe: bool = False) -> Any:
+    """`text` as PyYAML's BaseLoader reads it (every scalar text; `safe`: SafeLoader's
+    types), libyaml's when installed. Raises FormatError, in one line, for bad YAML or
+    nesting deeper than `MAX_YAML_DEPTH` (found without recursion, before loading)."""
+    yaml = _yaml()
+    base = "SafeLoader" if safe else "BaseLoader"
+    loader = getattr(yaml, "C" + base, getattr(yaml, base))
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise FormatError(
+                        f"metadata.yaml nests more than {MAX_YAML_DEPTH} levels deep (line {line})"
+                    )
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        detail = " ".join(str(exc).split())  # PyYAML's problem, context and mark lines
+        raise FormatError(f"metadata.yaml is not valid YAML: {detail}") from None
+
+
 def parse_metadata(text: str, *, stored: bool = False) -> BagMetadata:
     """Decode `metadata.yaml` text as rosbag2's `convert<BagMetadata>::decode` does;
     `stored`: the metadata a storage file keeps (sqlite `metadata` table, MCAP `rosbag2`
@@ -171,11 +201,7 @@ def parse_metadata(text: str, *, stored: bool = False) -> BagMetadata:
 
     Raises FormatError (naming the key) for bad YAML, a missing key or a value of the wrong
     kind."""
-    yaml = _yaml()
-    try:
-        document = yaml.load(text, Loader=getattr(yaml, "CBaseLoader", yaml.BaseLoader))
-    except yaml.YAMLError as exc:
-        raise FormatError(f"metadata.yaml is not valid YAML: {exc}") from exc
+    document = load_yaml(text)
     if not isinstance(document, dict):
         raise FormatError("metadata.yaml: the document is not a mapping", actual=document)
     top = "rosbag2_bagfile_information"

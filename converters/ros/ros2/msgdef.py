@@ -19,6 +19,8 @@ from typing import Final
 
 from nanorec.errors import FormatError, UsageError
 
+from ..depth import MAX_DEPTH, check_depth
+
 #: Wire size of every fixed-size builtin (`wchar` is one UTF-16 code unit, as Fast-CDR 2 has it).
 SIZES: Final = {
     "bool": 1, "byte": 1, "char": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2,
@@ -204,6 +206,7 @@ def parse_definition(type_name: str, encoding: str, text: str) -> dict[str, MsgT
             found = {msg.name: msg}
         for key, value in found.items():
             types.setdefault(key, value)
+    check_depth(root, lambda name: dependencies(types[name]) if name in types else ())
     return types
 
 
@@ -265,6 +268,9 @@ class _Idl:
             keyword = self.take()
             if keyword == "module":
                 name = self.take()
+                if len(scope) >= MAX_DEPTH:
+                    where = f"token {self.i - 1}"
+                    raise FormatError(f"IDL: modules nest more than {MAX_DEPTH} deep at {where}")
                 self.take("{")
                 self.definitions([*scope, name])
                 self.take("}")
@@ -305,11 +311,13 @@ class _Idl:
         self.take("}")
         self.types[name] = MsgType(name, tuple(fields) or (Field("uint8", EMPTY_FIELD),))
 
-    def type_spec(self, scope: list[str]) -> Field:
+    def type_spec(self, scope: list[str], within: bool = False) -> Field:
         word = self.take()
         if word == "sequence":
+            if within:  # refused before reading it: a chain of them would recurse
+                raise FormatError(f"IDL: a sequence of sequences at token {self.i - 1}")
             self.take("<")
-            inner = self.type_spec(scope)
+            inner = self.type_spec(scope, True)
             bound = 0
             if self.peek() == ",":
                 self.take()

@@ -19,7 +19,7 @@ from typing import IO
 
 from nanorec.atomic import atomic_folder, atomic_output, file_sha256
 from nanorec.contract import ExportReport
-from nanorec.errors import UnsupportedError, UsageError
+from nanorec.errors import NanorecError, UnsupportedError, UsageError
 
 from .bag import METADATA
 from .storage import Definition, Topic, definition_for
@@ -151,7 +151,20 @@ def bag_target(
 def write_bag(
     output: Path, bag: NewBag, messages: Iterable[Entry], *, folder: bool, overwrite: bool
 ) -> ExportReport:
-    """Write `messages` (in time order) as a new bag at `output` (see the module)."""
+    """Write `messages` (in time order) as a new bag at `output` (see the module). sqlite3's
+    own errors (a full disk is its "database or disk is full") are one NanorecError naming
+    the output; nothing is left of it."""
+    try:
+        return _write_bag(output, bag, messages, folder=folder, overwrite=overwrite)
+    except sqlite3.Error as error:
+        full = getattr(error, "sqlite_errorname", "") == "SQLITE_FULL" or "is full" in str(error)
+        why = " (no space left on the device?)" if full else ""
+        raise NanorecError(f"{output}: sqlite3 could not write the bag: {error}{why}") from None
+
+
+def _write_bag(
+    output: Path, bag: NewBag, messages: Iterable[Entry], *, folder: bool, overwrite: bool
+) -> ExportReport:
     if bag.storage == "mcap":  # said before anything is written
         try:
             import mcap.writer  # noqa: F401

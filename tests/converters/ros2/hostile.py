@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 from nanorec.converters.ros.ros2.generate import write_db3
+from nanorec.converters.ros.ros2.msgdef import SEPARATOR
 from nanorec.converters.ros.ros2.storage import MCAP_MAGIC, SQLITE_MAGIC
 from tests.conftest import SAMPLES
 
@@ -91,6 +92,22 @@ def with_member(archive: Path, out: Path, name: str, data: bytes) -> Path:
     return out
 
 
+def without_member(archive: Path, out: Path, name: str, *, twice: bool = False) -> Path:
+    """A copy of `archive` without member `name` (`twice`: with it written twice)."""
+    import warnings
+
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)  # before writestr moves info's header offset
+            if info.filename != name or twice:
+                target.writestr(info, data)
+            if info.filename == name and twice:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # zipfile warns of the duplicate
+                    target.writestr(info, data)
+    return out
+
+
 def write_all(folder: Path) -> list[Path]:
     """Every hostile native file above, written into `folder`."""
     files = {
@@ -119,3 +136,47 @@ def zlib_bomb(size: int = 128 << 20) -> bytes:
     block = bytes(1 << 20)
     out = b"".join(compressor.compress(block) for _ in range(size >> 20))
     return out + compressor.flush()
+
+
+#: Definitions nesting past any real type (#34 item 5): IDL modules 3,000 deep,
+#: `sequence<>` 2,000 deep, a `.msg` chain of 3,000 types (each holding the next).
+DEEP: dict[str, tuple[str, str]] = {
+    "modules": (
+        "ros2idl",
+        f"{SEPARATOR}\nIDL: deep/msg/Deep\n"
+        + "".join(f"module m{i} {{ " for i in range(3000))
+        + "struct Deep { string data; };"
+        + " };" * 3000,
+    ),
+    "sequences": (
+        "ros2idl",
+        f"{SEPARATOR}\nIDL: deep/msg/Deep\n"
+        "module deep { module msg { struct Deep { "
+        + "sequence<" * 2000
+        + "string"
+        + ">" * 2000
+        + " data; }; }; };",
+    ),
+    "chain": (
+        "ros2msg",
+        "T1 next\n"
+        + "".join(f"{SEPARATOR}\nMSG: deep/T{i}\nT{i + 1} next\n" for i in range(1, 3000))
+        + f"{SEPARATOR}\nMSG: deep/T3000\nstring data",
+    ),
+}
+
+
+def deep_definition_db3(path: Path, kind: str) -> Path:
+    """A sqlite3 bag whose `/status` is of type `deep/msg/Deep`, defined as `DEEP[kind]`
+    (its messages' bytes unchanged: a `string` is what the shallowest reading finds)."""
+    write_db3(path, 0.5)
+    encoding, text = DEEP[kind]
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE topics SET type = 'deep/msg/Deep' WHERE name = '/status'")
+        db.execute(
+            "UPDATE message_definitions SET topic_type = 'deep/msg/Deep', encoding = ?, "
+            "encoded_message_definition = ? WHERE topic_type = 'std_msgs/msg/String'",
+            (encoding, text),
+        )
+    db.close()
+    return path

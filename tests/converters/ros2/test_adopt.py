@@ -85,6 +85,8 @@ def _check(bag: Path, tmp_path: Path, after: int, back: Path) -> set[str]:
         undefined = {rec.type_of(t) for t in types if rec.undefined(rec.type_of(t))}
     code, stdout, stderr = _run("cat", recovered, "--messages", "0:3")
     assert code == 0 and stdout.count("\n") == 3 and "data" not in stderr, stderr
+    code, stdout, stderr = _run("verify", recovered)  # no skeletons: not due (#39 item 6)
+    assert code == 0, stdout + stderr
     code, stdout, stderr = _run("export", recovered, "-o", back)
     assert code == 0, stderr
     lines = stdout.splitlines()

@@ -5,6 +5,7 @@ test_crashed_folder.py, test_damaged_metadata.py and test_hostile_rows.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -32,7 +33,8 @@ class TestRos2Contract(ConverterContract):
         """Issue #39's bag folders reaching outside themselves, listing files twice or
         missing, damaged metadata.yaml, a crashed folder with a sub-folder, NULL and late
         rows; issue #34's round 4 (`hostile.py`): chunk, file and message bombs, runs of
-        zeros, and archives whose side members are short or a zlib bomb."""
+        zeros, archives whose side members are short or a zlib bomb, definitions and a
+        metadata.yaml nested thousands deep, a metadata.yaml that is a FIFO."""
         outside = folder / "outside.sqlite"
         shutil.copy(SAMPLES / "ros2-robot.db3", outside)
         text = (SAMPLES / "ros2-robot" / "metadata.yaml").read_text()
@@ -60,6 +62,17 @@ class TestRos2Contract(ConverterContract):
             shutil.copytree(SAMPLES / "ros2-robot", folder / name)
             (folder / name / "metadata.yaml").write_text(text[:cut])
             made.append(folder / name)
+        for name, yaml in {  # #34 items 5, 6: nested 20,000 deep; a FIFO (never opened)
+            "bag-deep-yaml": text.replace(": ", ": " + "[" * 20000 + "]" * 20000 + "\n#", 1),
+            "bag-fifo-yaml": None,
+        }.items():
+            shutil.copytree(SAMPLES / "ros2-robot", folder / name)
+            (folder / name / "metadata.yaml").unlink()
+            if yaml is None:
+                os.mkfifo(folder / name / "metadata.yaml")
+            else:
+                (folder / name / "metadata.yaml").write_text(yaml)
+            made.append(folder / name)
         crashed = folder / "crashed"  # no metadata.yaml, a sub-folder
         (crashed / "logs").mkdir(parents=True)
         shutil.copy(SAMPLES / "ros2-robot.db3", crashed / "crashed_0.db3")
@@ -77,6 +90,7 @@ class TestRos2Contract(ConverterContract):
             db.execute("UPDATE messages SET timestamp = timestamp + (1 << 62) WHERE id > 5")
         db.close()
         files = hostile.write_all(folder)
+        files += [hostile.deep_definition_db3(folder / f"deep-{k}.db3", k) for k in hostile.DEEP]
         archive = folder / "sample.nanover.zip"
         registry.for_native(hostile.SAMPLE_DB3).convert(hostile.SAMPLE_DB3, archive)
         for member, data in [
@@ -86,6 +100,9 @@ class TestRos2Contract(ConverterContract):
         ]:
             name = f"{member.split('.')[0]}-hostile.nanover.zip"
             files.append(hostile.with_member(archive, folder / name, member, data))
+        for name, twice in {"no-skeleton": False, "two-skeletons": True}.items():  # #39 item 6
+            out = folder / f"{name}.nanover.zip"
+            files.append(hostile.without_member(archive, out, "ros2-skeleton-0.bin", twice=twice))
         archive.unlink()
         return [*made, crashed, nulls, late, *files]
 

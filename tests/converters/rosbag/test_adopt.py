@@ -59,6 +59,8 @@ def test_killed_conversion_recovers_as_a_bag(tmp_path: Path) -> None:
         assert isinstance(rec, BagRecording) and len(rec) == KILLED_AFTER
         assert [dumps(rec.decoded(n)) for n in range(KILLED_AFTER)] == decoded
         assert {t["topic"] for t in rec.summary()["topics"]} == {t for t, _, _ in expected}
+    result = runner.invoke(app, ["verify", str(recovered)])  # no template or rank: not due
+    assert result.exit_code == 0, result.output
     back = tmp_path / "back.bag"
     result = runner.invoke(app, ["export", str(recovered), "-o", str(back)])
     assert result.exit_code == 0, result.stderr

@@ -35,6 +35,12 @@ def record_starts(data: bytes) -> list[int]:
     return starts
 
 
+CHAIN = "T1 next\n" + "".join(
+    f"{'=' * 80}\nMSG: p/T{i}\n" + (f"T{i + 1} next\n" if i < 3000 else "int32 x")
+    for i in range(1, 3001)
+)
+
+
 def hostile_bags(folder: Path) -> list[Path]:
     """Legal framing around hostile content: arrays of zero-size elements claiming 2^32-1
     items, a type containing itself, arrays and strings longer than their payload, a bz2
@@ -49,6 +55,7 @@ def hostile_bags(folder: Path) -> list[Path]:
         _bag_of(folder / "no-def.bag", "p/N", "", b"\x01\x02"),
         _bag_of(folder / "bad-def.bag", "p/D", "int32[ x\n}}}", b"\x01\x02\x03\x04"),
         _bomb(folder / "bomb.bag", 64),
+        _bag_of(folder / "chain.bag", "p/A", CHAIN, bytes(4)),  # #34 item 5: 3,000 types deep
     ]
     data = bytearray(SAMPLES.joinpath("rosbag-robot-bz2.bag").read_bytes())
     field = data.index(b"chunk_pos=") + len(b"chunk_pos=")
