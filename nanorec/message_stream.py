@@ -35,12 +35,9 @@ from nanorec.message_form import (
     run_length,
 )
 from nanorec.spool import IndexSpool
-from nanorec.wire import timestamp_entry
+from nanorec.wire import MESSAGES_MEMBER, timestamp_entry
 from nanorec.zipfile64 import LocalHeader
 from nanorec.zipout import FLUSH_BYTES, ZipOutput
-
-MESSAGES_MEMBER: Final = "messages.msgpack"
-
 
 #: Write what is ready when this many messages were written since the last flush...
 FLUSH_MESSAGES: Final = 1024

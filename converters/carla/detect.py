@@ -94,7 +94,8 @@ class _Scan:
         ids = packets.ids
         self.counts = np.bincount(ids, minlength=256)
         self.frame_no = np.cumsum(ids == 0)
-        ended = np.unique(self.frame_no[ids == 1])
+        ends = self.frame_no[ids == 1]  # sorted (a running count): unique without np.unique,
+        ended = ends[np.diff(ends, prepend=-1) != 0]  # which imports numpy.ma (~40 ms)
         self.complete = ended[ended > 0]
         self.presence = np.zeros((int(self.frame_no[-1]) + 1 if len(ids) else 1, 256), bool)
         self.presence[self.frame_no, ids] = True
