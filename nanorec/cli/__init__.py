@@ -16,6 +16,7 @@ exit status 2. Library warnings (a damaged part of an input that still opens) be
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import signal
 import sys
@@ -110,7 +111,9 @@ class _RoutingGroup(WholeHelpGroup):
 
     A format's group joins when a command line names it or routes to it, not before: its
     commands are imported then (they import numpy, the format's decoders...). `--help` lists
-    the groups from the titles the formats declare (`registry.command_titles`)."""
+    the groups from the titles the formats declare (`registry.command_titles`). A verb too
+    is built (its options read from its signature) when used; `--help` lists it from its
+    docstring, as typer would."""
 
     @functools.cached_property
     def _titles(self) -> dict[str, str]:
@@ -119,22 +122,26 @@ class _RoutingGroup(WholeHelpGroup):
         return registry.command_titles()
 
     def get_command(self, ctx: Any, name: str) -> Any:
-        if name not in self.commands and name not in VERBS:
-            group = _format_group(name)
-            if group is not None:
-                self.add_command(group, name)
+        if name not in self.commands:
+            built = _verb_command(name) if name in VERBS else _format_group(name)
+            if built is not None:
+                self.add_command(built, name)
         command = super().get_command(ctx, name)
         if name in VERBS and command is not None and "format_epilog" not in vars(command):
             command.format_epilog = functools.partial(_formats_epilog, command, name)
         return command
 
     def list_commands(self, ctx: Any) -> list[str]:
-        names = super().list_commands(ctx)
+        names = {*super().list_commands(ctx), *_verbs()}
         return [v for v in VERBS if v in names] + sorted({*names, *self._titles} - set(VERBS))
 
     def help_line(self, ctx: Any, name: str) -> str | None:
         if name not in self.commands and name in self._titles:
             return _group_help(self._titles[name])
+        verb = _verbs().get(name) if name not in self.commands else None
+        if verb is not None:
+            text = verb.help or inspect.getdoc(verb.callback) or ""
+            return str(verb.short_help or first_sentence(text))
         return super().help_line(ctx, name)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -218,6 +225,28 @@ def run(action: Callable[[], T]) -> T:
 def _register() -> None:
     """Add the verbs (once); the formats' groups join when used (`_RoutingGroup`)."""
     from nanorec.cli import container, convert, export, verbs  # noqa: F401 - commands join `app`
+
+
+def _verbs() -> dict[str, Any]:
+    """The verbs registered on `app` so far, by name: typer's `CommandInfo` of each."""
+    return {
+        info.name or typer.main.get_command_name(info.callback.__name__): info
+        for info in app.registered_commands
+        if info.callback is not None
+    }
+
+
+def _verb_command(name: str) -> Any:
+    """The click command of verb `name`, built now as `app` builds its commands (None: no
+    such verb registered)."""
+    info = _verbs().get(name)
+    if info is None:
+        return None
+    return typer.main.get_command_from_info(
+        info,
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
 
 
 def _group_help(title: str) -> str:
@@ -350,8 +379,8 @@ def main(argv: Sequence[str] | None = None) -> Any:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _terminate)
         warnings.showwarning = _warning_line  # also for commands that do not go through `run`
+        command = typer.main.get_command(app)  # before the verbs join: built when used
         _register()
-        command = typer.main.get_command(app)
         args = list(sys.argv[1:] if argv is None else argv)
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
     except _NO_ARGS_IS_HELP as shown:

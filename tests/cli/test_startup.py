@@ -118,3 +118,20 @@ def test_public_names_are_the_modules_objects(name: str) -> None:
     assert getattr(nanorec, name) is getattr(module, name)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         nanorec.nope  # noqa: B018
+
+
+def test_verbs_listed_before_they_are_built_read_as_built() -> None:
+    """`--help` lists a verb from its docstring without building it: the same line as the
+    built command gives."""
+    from nanorec import cli
+
+    cli._register()
+    group = cli._RoutingGroup(name="nanorec", commands={})
+    for verb in cli.VERBS:
+        built = cli._verb_command(verb)
+        assert built is not None, verb
+        assert group.help_line(None, verb) == (
+            built.short_help or cli.first_sentence(built.help or "")
+        ), verb
+    assert group.list_commands(None)[: len(cli.VERBS)] == list(cli.VERBS)
+    assert not group.commands  # nothing was built to list them
