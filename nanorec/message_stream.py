@@ -397,7 +397,7 @@ class MessageStream:
         """End the member: flush it and patch its local header with the final sizes and CRC
         (from here on `recover` can trust its size even if the rest of close is interrupted);
         returns that header. Later flushes are of other members."""
-        self._index.spill()
+        self._index.spill(last=True)
         if self._blocks is not None:
             self._out.emit_compressed(self._blocks.finish())
         self.flush()

@@ -40,3 +40,36 @@ def test_streamed_members_deflate_as_one_compressor_would(sizes: list[int]) -> N
     got = b"".join(zipout._deflated(chunks, zlib.compressobj(6, zlib.DEFLATED, -15)))
     assert got == expected
     assert zlib.decompress(got, -15) == b"".join(chunks)
+
+
+def test_a_small_archive_writes_no_index_spool_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nanorec import spool
+
+    def no_file(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a spool file for a small archive")
+
+    monkeypatch.setattr(spool.tempfile, "TemporaryFile", no_file)
+    path = tmp_path / "a.nanover.zip"
+    with ArchiveWriter(path) as writer:
+        for number in range(10):
+            writer.write({"n": number}, timestamp_us=number, metadata={"k": number})
+    with ArchiveReader(path) as reader:
+        assert [reader.metadata(i)["k"] for i in range(10)] == list(range(10))
+
+
+def test_spooled_and_held_rows_come_back_in_order(tmp_path: Path) -> None:
+    from nanorec.spool import IndexSpool
+
+    rows = IndexSpool(tmp_path, chunk_rows=3)
+    for number in range(7):
+        rows.append((10 + number, number, 0, 0, 0, 1, 1), bytes([number]))
+    rows.spill(last=True)  # 6 rows spooled in two chunks, the 7th held
+    got = list(rows.chunks())
+    rows.close()
+    assert [len(columns["length"]) for columns, _ in got] == [3, 3, 1]
+    lengths = [int(x) for columns, _ in got for x in columns["length"]]
+    assert lengths == list(range(10, 17))
+    assert b"".join(extra for _, extra in got) == bytes(range(7))
+    assert rows.max_length == 16
