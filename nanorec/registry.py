@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -176,6 +174,9 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     `OSError` for the file itself. `progress(done, total)` follows the conversion of a
     native file (in bytes of it), for a bar: it is the long part of opening one.
     """
+    import shutil
+    import tempfile
+
     from nanorec.reader import ArchiveReader
     from nanorec.recording import ArchiveRecording
 

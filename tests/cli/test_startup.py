@@ -58,6 +58,7 @@ def test_version_imports_no_format_and_no_numpy() -> None:
     out, modules = _command("--version")
     assert out.startswith("nanorec ")
     assert "numpy" not in modules and "nanorec.converters.carla" not in modules
+    assert "importlib.metadata" not in modules  # no format is looked for
     assert not {m for m in modules if m.startswith("nanorec.converters")}
 
 
