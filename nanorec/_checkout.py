@@ -10,7 +10,6 @@ name, lazily: the core still imports no converter.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.util
 import sys
 from collections.abc import Sequence
@@ -21,8 +20,9 @@ from types import ModuleType
 NAME = "nanorec.converters"
 
 
-class _CheckoutConverters(importlib.abc.MetaPathFinder):
-    """Finds `nanorec.converters` in the checkout's `converters/` folder."""
+class _CheckoutConverters:
+    """Finds `nanorec.converters` in the checkout's `converters/` folder (a meta path finder
+    needs only `find_spec`: `importlib.abc`, its base, cost every command ~5 ms)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

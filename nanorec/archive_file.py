@@ -40,8 +40,7 @@ from nanorec.errors import (
 from nanorec.index import Index
 from nanorec.index_parse import parse_entries
 from nanorec.members import iter_member_data, mapped_member, open_members
-from nanorec.wire import TIMESTAMP_KEY, read_array_header
-from nanorec.writer import INDEX_MEMBER, MESSAGES_MEMBER
+from nanorec.wire import INDEX_MEMBER, MESSAGES_MEMBER, TIMESTAMP_KEY, read_array_header
 
 #: msgpack decoding failures (bad bytes, truncated data, trailing bytes, deep nesting...).
 MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import shutil
 from collections.abc import Iterable, Iterator
@@ -191,6 +190,8 @@ def write_hashed(
     size and sha256 of what was written, computed on the way (no second read). Small pieces
     are joined up to `_WRITE_BYTES` first: a write and a hash update per CARLA frame (~4 KB)
     were a quarter of exporting a small recording."""
+    import hashlib  # OpenSSL's: ~5 ms that every command paid at start-up
+
     digest = hashlib.sha256()
     size = 0
     pending: list[bytes | memoryview] = []
@@ -223,6 +224,8 @@ def write_hashed(
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """The sha256 of a file, read 1 MiB at a time."""
+    import hashlib
+
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

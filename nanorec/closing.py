@@ -27,11 +27,8 @@ from nanorec.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.index import TypesRegistry, types_code_dtype
 from nanorec.index_encode import encode_entries
 from nanorec.spool import IndexSpool
-from nanorec.wire import array_header
+from nanorec.wire import INDEX_MEMBER, array_header
 from nanorec.zipout import ZipOutput
-
-INDEX_MEMBER: Final = "index.msgpack"
-
 
 #: Every member but the messages is deflated by ISA-L (when installed; `nanorec.deflate`):
 #: ~10x faster than zlib's level 6 for 2-8 % more of these members, whose zlib deflate at

@@ -265,6 +265,15 @@ DIRECTORY_HOOK = "sniff_directory"
 FOREIGN_FORMATS = "foreign_formats"
 
 
+#: Optional too, and declared beside the converter's entry point: a format with its own
+#: commands names its `title` (a str, in a module importing nothing heavy) under this
+#: entry-point group and its converter's name, e.g. `carla = "pkg.about:TITLE"`. `nanorec
+#: --help` lists the format's commands from it without loading the format, whose commands are
+#: imported only when a command line uses them. A converter not declared here is asked
+#: `commands()` (importing them) to learn whether it has any.
+COMMANDS_GROUP = "nanorec.commands"
+
+
 #: Optional too: `converter.storages`, the `--storage` values its native output can take (a
 #: ROS 2 bag: sqlite3, mcap); export refuses `--storage` for a format without them.
 STORAGES = "storages"
@@ -281,6 +290,7 @@ def foreign_forms(converter: object) -> tuple[str, ...]:
 
 
 __all__ = [
+    "COMMANDS_GROUP",
     "DIRECTORY_HOOK",
     "FOREIGN_FORMATS",
     "SNIFF_BYTES",

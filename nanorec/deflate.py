@@ -17,8 +17,10 @@ import os
 import threading
 import zlib
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:  # imported by the first writer: reading an archive starts no thread
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 #: zlib level for every deflated member (6: 16 KiB blocks at level 1 were 12% larger).
 LEVEL: Final = 6
@@ -51,6 +53,8 @@ def shared_pool() -> ThreadPoolExecutor:
     """The process's deflating threads, started once and shared by every writer: starting
     threads per archive cost ~5 ms of a small conversion on a busy machine. A forked child
     (a process pool's worker) makes its own: the parent's threads are not in it."""
+    from concurrent.futures import ThreadPoolExecutor  # ~20 ms (logging): not for readers
+
     global _pool
     with _pool_lock:
         if _pool is None or _pool[0] != os.getpid():

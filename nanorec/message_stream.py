@@ -35,12 +35,9 @@ from nanorec.message_form import (
     run_length,
 )
 from nanorec.spool import IndexSpool
-from nanorec.wire import timestamp_entry
+from nanorec.wire import MESSAGES_MEMBER, timestamp_entry
 from nanorec.zipfile64 import LocalHeader
 from nanorec.zipout import FLUSH_BYTES, ZipOutput
-
-MESSAGES_MEMBER: Final = "messages.msgpack"
-
 
 #: Write what is ready when this many messages were written since the last flush...
 FLUSH_MESSAGES: Final = 1024
@@ -400,7 +397,7 @@ class MessageStream:
         """End the member: flush it and patch its local header with the final sizes and CRC
         (from here on `recover` can trust its size even if the rest of close is interrupted);
         returns that header. Later flushes are of other members."""
-        self._index.spill()
+        self._index.spill(last=True)
         if self._blocks is not None:
             self._out.emit_compressed(self._blocks.finish())
         self.flush()

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from nanorec.archive_file import MSGPACK_ERRORS, ArchiveFile
 from nanorec.errors import ArchiveError, ChecksumError, IndexMismatchError, OutOfRangeError
 from nanorec.index_parse import entry_positions
-from nanorec.writer import INDEX_MEMBER
+from nanorec.wire import INDEX_MEMBER
 
 
 class ArchiveReader(ArchiveFile):

@@ -14,17 +14,24 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import sys
-import tempfile
 import warnings
-from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nanorec.contract import DIRECTORY_HOOK, SNIFF_BYTES, Converter, Progress, Recording
+from nanorec.contract import (
+    COMMANDS_GROUP,
+    DIRECTORY_HOOK,
+    SNIFF_BYTES,
+    Converter,
+    Progress,
+    Recording,
+)
 from nanorec.errors import TruncatedError, UnsupportedError
 from nanorec.layout import scratch
-from nanorec.reader import ArchiveReader
+
+if TYPE_CHECKING:  # numpy and the container: imported by `open`, not to list the formats
+    from nanorec.reader import ArchiveReader
 
 GROUP = "nanorec.converters"
 _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
@@ -34,6 +41,8 @@ _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
 def converters() -> dict[str, Converter]:
     """Every registered converter by name (loaded once). A converter that fails to load is
     left out with a warning on stderr rather than breaking every other format."""
+    from importlib.metadata import entry_points  # ~30 ms: not for `nanorec --version`
+
     found: dict[str, Converter] = {}
     for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
         try:
@@ -51,6 +60,32 @@ def converters() -> dict[str, Converter]:
             continue
         found.setdefault(converter.name, converter)
     return found
+
+
+def command_titles() -> dict[str, str]:
+    """The title of each format that has its own commands, by converter name, sorted: as
+    declared under `contract.COMMANDS_GROUP` (loading a string, not the format), else from
+    the converter itself when its `commands()` gives an app (that imports them)."""
+    from importlib.metadata import entry_points
+
+    points = entry_points()
+    registered = {point.name for point in points.select(group=GROUP)}
+    titles: dict[str, str] = {}
+    for point in points.select(group=COMMANDS_GROUP):
+        if point.name not in registered or point.name in titles:
+            continue
+        try:
+            title = point.load()
+        except Exception as error:  # as for a converter: the others still list
+            print(f"nanorec: warning: {point.value} not loaded: {error}", file=sys.stderr)
+            continue
+        if isinstance(title, str):
+            titles[point.name] = title
+    if not registered <= titles.keys():
+        for name, converter in converters().items():
+            if name not in titles and converter.commands() is not None:
+                titles[name] = converter.title
+    return dict(sorted(titles.items()))
 
 
 def get(name: str) -> Converter:
@@ -140,6 +175,10 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     `OSError` for the file itself. `progress(done, total)` follows the conversion of a
     native file (in bytes of it), for a bar: it is the long part of opening one.
     """
+    import shutil
+    import tempfile
+
+    from nanorec.reader import ArchiveReader
     from nanorec.recording import ArchiveRecording
 
     path = Path(path)
@@ -202,6 +241,7 @@ def _looks_like(head: bytes) -> str:
 
 __all__ = [
     "GROUP",
+    "command_titles",
     "converters",
     "for_archive",
     "for_directory",

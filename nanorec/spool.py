@@ -64,6 +64,8 @@ class IndexSpool:
         self._extra = bytearray()
         self._file: IO[bytes] | None = None
         self._chunks: list[_Chunk] = []
+        #: The last rows and their extra bytes, kept in memory at close (see `spill`).
+        self._held: tuple[NDArray[Any], bytes] | None = None
 
     def append(self, row: Row, extra: bytes) -> None:
         self._rows.append(row)
@@ -101,8 +103,10 @@ class IndexSpool:
             self._count += len(self._rows)
             self._rows.clear()
 
-    def spill(self) -> None:
-        """Write the rows in memory to the spool file."""
+    def spill(self, *, last: bool = False) -> None:
+        """Write the rows in memory to the spool file. `last` (at close): when nothing was
+        spooled yet, keep them in memory instead: a small archive's index rows made a
+        temporary file, written and read back once a column, for nothing."""
         self._take_rows()
         if not self._blocks:
             return
@@ -112,13 +116,17 @@ class IndexSpool:
         count = len(table)
         if not count:
             return
+        self.max_length = max(self.max_length, int(table["length"].max()))
+        self.max_flags = max(self.max_flags, int(table["flags"].max()))
+        if last and self._file is None:
+            self._held = (table, bytes(self._extra))
+            self._extra.clear()
+            return
         if self._file is None:
             # Anonymous (O_TMPFILE on Linux): it vanishes with the process, even on a kill.
             self._file = tempfile.TemporaryFile(  # noqa: SIM115 - closed in close()
                 dir=self.directory, prefix=".nanorec-index-"
             )
-        self.max_length = max(self.max_length, int(table["length"].max()))
-        self.max_flags = max(self.max_flags, int(table["flags"].max()))
         position = self._file.seek(0, os.SEEK_END)
         for name, dtype in _COLUMNS:
             self._file.write(table[name].astype(dtype).tobytes())
@@ -137,6 +145,12 @@ class IndexSpool:
                 data = self._file.read(chunk.rows * dtype.itemsize)
                 columns[name] = np.frombuffer(data, dtype=dtype)
             yield columns, self._file.read(chunk.extra_bytes)
+        if self._held is not None:
+            table, extra = self._held
+            yield (
+                {name: np.ascontiguousarray(table[name], dtype) for name, dtype in _COLUMNS},
+                extra,
+            )
 
     def close(self) -> None:
         if self._file is not None:

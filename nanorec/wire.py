@@ -20,6 +20,11 @@ import msgpack
 
 from nanorec.errors import FormatError
 
+#: The two members every archive has, as NanoVer names them: the messages back to back, and
+#: their index.
+MESSAGES_MEMBER: Final = "messages.msgpack"
+INDEX_MEMBER: Final = "index.msgpack"
+
 #: Reserved top-level key holding a message's timestamp in integer microseconds.
 TIMESTAMP_KEY: Final = "nanorec.t"
 TIMESTAMP_KEY_PACKED: Final = msgpack.packb(TIMESTAMP_KEY)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from nanorec.contract import ConvertReport, ExportReport, Progress, Region
 from nanorec.errors import UsageError
 
+from .about import TITLE
 from .ids import MAGIC
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ class CarlaConverter:
     """CARLA's recorder files (`client.start_recorder()`), every release from 0.9.4."""
 
     name = "carla"
-    title = "CARLA recorder"
+    title = TITLE
     suffixes = (".log", ".rec")
 
     def sniff(self, head: bytes) -> bool:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nanorec.contract import ConvertReport, ExportReport, Progress, Region
 from nanorec.errors import UsageError
 
+from .about import TITLE
 from .stream import MAGIC
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class PbstreamConverter:
     """Cartographer saved states (`.pbstream`): format versions 2 and 1, and legacy streams."""
 
     name = "pbstream"
-    title = "Cartographer pbstream"
+    title = TITLE
     suffixes = (".pbstream",)
     #: `nanorec export --format` values beyond native/parquet/mcap.
     export_formats: ClassVar[Mapping[str, str]] = {

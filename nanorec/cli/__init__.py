@@ -16,6 +16,7 @@ exit status 2. Library warnings (a damaged part of an input that still opens) be
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import signal
 import sys
@@ -66,13 +67,20 @@ class WholeHelpGroup(TyperGroup):
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = []
         for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is None or command.hidden:
-                continue
-            rows.append((name, command.short_help or first_sentence(command.help or "")))
+            line = self.help_line(ctx, name)
+            if line is not None:
+                rows.append((name, line))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def help_line(self, ctx: Any, name: str) -> str | None:
+        """What the list of commands says of `name` (None: not listed)."""
+        command = self.get_command(ctx, name)
+        if command is None or command.hidden:
+            return None
+        line: str = command.short_help or first_sentence(command.help or "")
+        return line
 
 
 def _plain_metavar(param: Any) -> None:
@@ -99,19 +107,42 @@ def first_sentence(text: str) -> str:
 
 class _RoutingGroup(WholeHelpGroup):
     """Lists the verbs first, routes a verb to its format's own command (see above), and
-    ends a verb's help with what each format adds to it."""
+    ends a verb's help with what each format adds to it.
+
+    A format's group joins when a command line names it or routes to it, not before: its
+    commands are imported then (they import numpy, the format's decoders...). `--help` lists
+    the groups from the titles the formats declare (`registry.command_titles`). A verb too
+    is built (its options read from its signature) when used; `--help` lists it from its
+    docstring, as typer would."""
+
+    @functools.cached_property
+    def _titles(self) -> dict[str, str]:
+        from nanorec import registry
+
+        return registry.command_titles()
 
     def get_command(self, ctx: Any, name: str) -> Any:
+        if name not in self.commands:
+            built = _verb_command(name) if name in VERBS else _format_group(name)
+            if built is not None:
+                self.add_command(built, name)
         command = super().get_command(ctx, name)
-        if name in VERBS and command is not None and command.epilog is None:
-            from nanorec.cli.surface import COMMON, format_options_help
-
-            command.epilog = format_options_help(name) if name in COMMON else ""
+        if name in VERBS and command is not None and "format_epilog" not in vars(command):
+            command.format_epilog = functools.partial(_formats_epilog, command, name)
         return command
 
     def list_commands(self, ctx: Any) -> list[str]:
-        names = super().list_commands(ctx)
-        return [v for v in VERBS if v in names] + [n for n in names if n not in VERBS]
+        names = {*super().list_commands(ctx), *_verbs()}
+        return [v for v in VERBS if v in names] + sorted({*names, *self._titles} - set(VERBS))
+
+    def help_line(self, ctx: Any, name: str) -> str | None:
+        if name not in self.commands and name in self._titles:
+            return _group_help(self._titles[name])
+        verb = _verbs().get(name) if name not in self.commands else None
+        if verb is not None:
+            text = verb.help or inspect.getdoc(verb.callback) or ""
+            return str(verb.short_help or first_sentence(text))
+        return super().help_line(ctx, name)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         _register()
@@ -221,15 +252,61 @@ def _error_code() -> int:
 
 @functools.cache
 def _register() -> None:
-    """Add the verbs and every registered format's group (once)."""
-    from nanorec import registry
+    """Add the verbs (once); the formats' groups join when used (`_RoutingGroup`)."""
     from nanorec.cli import container, convert, export, verbs  # noqa: F401 - commands join `app`
 
-    for converter in registry.converters().values():
-        commands = converter.commands()
-        if commands is not None:
-            title = f"{converter.title} commands."
-            app.add_typer(commands, name=converter.name, help=title, cls=WholeHelpGroup)
+
+def _verbs() -> dict[str, Any]:
+    """The verbs registered on `app` so far, by name: typer's `CommandInfo` of each."""
+    return {
+        info.name or typer.main.get_command_name(info.callback.__name__): info
+        for info in app.registered_commands
+        if info.callback is not None
+    }
+
+
+def _verb_command(name: str) -> Any:
+    """The click command of verb `name`, built now as `app` builds its commands (None: no
+    such verb registered)."""
+    info = _verbs().get(name)
+    if info is None:
+        return None
+    return typer.main.get_command_from_info(
+        info,
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+def _group_help(title: str) -> str:
+    return f"{title} commands."
+
+
+def _format_group(name: str) -> Any:
+    """The click group of format `name`'s own commands (`nanorec NAME ...`, imported now), or
+    None when no format of that name has commands."""
+    from nanorec import registry
+
+    converter = registry.converters().get(name)
+    commands = converter.commands() if converter is not None else None
+    if converter is None or commands is None:
+        return None
+    # built as `app` builds the groups added to it, with the same settings
+    holder = typer.Typer(
+        add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+    )
+    holder.add_typer(commands, name=name, help=_group_help(converter.title), cls=WholeHelpGroup)
+    return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+
+
+def _formats_epilog(command: Any, verb: str, ctx: Any, formatter: Any) -> None:
+    """A verb's help ends with what each installed format adds to it (`surface.py`): worked
+    out when the help is shown, since it imports every format's commands."""
+    if command.epilog is None:
+        from nanorec.cli.surface import COMMON, format_options_help
+
+        command.epilog = format_options_help(verb) if verb in COMMON else ""
+    type(command).format_epilog(command, ctx, formatter)
 
 
 def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
@@ -237,18 +314,17 @@ def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
     if not args or args[0].startswith("-"):
         return args
     verb, rest = args[0], args[1:]
-    known = set(group.list_commands(ctx))
-    formats = _format_groups(group, ctx)
     if verb in VERBS:
         inputs = _inputs_of(rest, _value_options([group.get_command(ctx, verb)]))
         if verb in _MANY_INPUTS and len(inputs) != 1:
             return args  # a batch may mix formats
         source = inputs[0] if inputs else None
         name = _format_of(source) if source is not None and source.exists() else None
-        if name in formats and verb in formats[name].commands:
+        if name is not None and verb in getattr(group.get_command(ctx, name), "commands", {}):
             return [name, verb, *rest]
         return args
-    if verb not in known:  # an alias: the one format having a command by that name
+    if group.get_command(ctx, verb) is None:  # an alias: the one format having that command
+        formats = _format_groups(group, ctx)
         owners = [name for name, sub in formats.items() if verb in sub.commands]
         if len(owners) == 1:
             return [owners[0], *args]
@@ -332,8 +408,8 @@ def main(argv: Sequence[str] | None = None) -> Any:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _terminate)
         warnings.showwarning = _warning_line  # also for commands that do not go through `run`
+        command = typer.main.get_command(app)  # before the verbs join: built when used
         _register()
-        command = typer.main.get_command(app)
         args = list(sys.argv[1:] if argv is None else argv)
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
     except _NO_ARGS_IS_HELP as shown:

@@ -16,15 +16,12 @@ from typing import Annotated, Any
 import typer
 
 from nanorec import registry
-from nanorec.adopt import adopt
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
 from nanorec.cli.inputs import check_input, check_output
 from nanorec.cli.options import Force, Json, Output, Stored
 from nanorec.errors import NanorecError
 from nanorec.layout import COMPACT, STORED, use_layout
-from nanorec.recover import recover as recover_archive
-from nanorec.verify import verify as verify_archive
 
 
 @app.command()
@@ -62,6 +59,8 @@ def verify(
 
 
 def _verify_archive(path: Path, quiet: bool) -> dict[str, Any]:
+    from nanorec.verify import verify as verify_archive  # numpy: not for `nanorec --help`
+
     show = not quiet and sys.stderr.isatty()
     with typer.progressbar(
         length=1, label="verifying", file=sys.stderr if show else io.StringIO()
@@ -130,6 +129,8 @@ def recover(
 
     Example: nanorec recover .run.nanover.zip.partial -o run.nanover.zip
     """
+    from nanorec.adopt import adopt
+    from nanorec.recover import recover as recover_archive
 
     def action() -> None:
         check_input(file)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -178,6 +177,8 @@ def roundtrip(
 
 def roundtrip_one(path: Path) -> dict[str, Any]:
     """Native -> archive -> native for one file, compared by sha256."""
+    import tempfile
+
     check_input(path)
     converter = native_converter(path, None)
     with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:

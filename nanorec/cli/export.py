@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -34,7 +34,9 @@ from nanorec.cli.options import (
 from nanorec.cli.surface import check_choice, verb_command
 from nanorec.contract import STORAGES, Converter, ExportReport, export_forms, foreign_forms
 from nanorec.errors import UsageError
-from nanorec.selection import Selection
+
+if TYPE_CHECKING:  # numpy: imported by the commands, not for `nanorec --help`
+    from nanorec.selection import Selection
 
 
 @verb_command(app, "export")
@@ -59,6 +61,7 @@ def export(
 
     Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
     """
+    from nanorec.selection import Selection
 
     selection = run(
         lambda: Selection.make(

@@ -8,7 +8,6 @@ import contextlib
 import io
 import os
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -98,6 +97,8 @@ def opened_archive(
 ) -> Iterator[Any]:
     """An `ArchiveReader` of `path`: the archive itself, or a native file converted into a
     temporary archive (removed afterwards)."""
+    import tempfile  # not at start-up: with random, ~3 ms of `nanorec --version`
+
     from nanorec.reader import ArchiveReader
 
     check_input(path)

@@ -38,7 +38,6 @@ from nanorec.cli.options import (
 )
 from nanorec.cli.surface import check_choice, verb_command
 from nanorec.errors import UsageError
-from nanorec.selection import Selection
 
 
 @verb_command(app, "info")
@@ -86,6 +85,7 @@ def cat(
 
     Example: nanorec cat recording.nanover.zip --type frame --format csv > frames.csv
     """
+    from nanorec.selection import Selection
     from nanorec.tables import write_csv, write_ndjson
 
     def action() -> None:
@@ -129,6 +129,7 @@ def play(
 
     Example: nanorec play recording.nanover.zip --rate 2 --start 10 --duration 5
     """
+    from nanorec.selection import Selection
     from nanorec.tables import dumps
 
     def action() -> None:
@@ -203,6 +204,7 @@ def plot(
 
     Example: nanorec plot recording.nanover.zip -o timeline.png
     """
+    from nanorec.selection import Selection
     from nanorec.timeline import plot_timeline
 
     def action() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nanorec.contract import ConvertReport, ExportReport, Progress
 from nanorec.errors import UsageError
 
+from ..about import ROS1_TITLE
 from ..foreign import ExportsFromAnyRecording
 from .records import VERSION_LINE
 
@@ -29,7 +30,7 @@ class BagConverter(ExportsFromAnyRecording):
     """ROS1 bags, format 2.0 (uncompressed, bz2 and lz4 chunks; crashed `.bag.active` too)."""
 
     name = "rosbag"
-    title = "ROS1 bag"
+    title = ROS1_TITLE
     suffixes = (".bag", ".bag.active")
     bridge_module = "to_ros1"
     #: `nanorec export --format` values beyond native/parquet/mcap.

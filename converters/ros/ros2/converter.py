@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from nanorec.contract import ConvertReport, ExportReport, Progress
 from nanorec.errors import UsageError
 
+from ..about import ROS2_TITLE
 from ..foreign import ExportsFromAnyRecording
-from .bag import is_bag_folder, sniff_file
 
 if TYPE_CHECKING:
     import typer
@@ -30,7 +30,7 @@ class Ros2Converter(ExportsFromAnyRecording):
     zstd compression per file or per message; crashed bags."""
 
     name = "ros2"
-    title = "ROS 2 bag"
+    title = ROS2_TITLE
     suffixes = (".db3", ".mcap", ".db3.zstd", ".mcap.zstd")
     export_formats: ClassVar[Mapping[str, str]] = {
         "indexed": "a new bag with a correct metadata.yaml (the repair of a crashed bag)"
@@ -46,9 +46,13 @@ class Ros2Converter(ExportsFromAnyRecording):
     }
 
     def sniff(self, head: bytes) -> bool:
+        from .bag import sniff_file  # with metadata and storage: ~20 ms, not at load
+
         return sniff_file(head)
 
     def sniff_directory(self, path: Path) -> bool:
+        from .bag import is_bag_folder
+
         return is_bag_folder(path)
 
     def convert(

@@ -1,0 +1,6 @@
+"""What the command line says of the ROS formats before importing any of them: their titles,
+which `nanorec --help` lists `nanorec rosbag` and `nanorec ros2` by (see
+`nanorec.contract.COMMANDS_GROUP`)."""
+
+ROS1_TITLE = "ROS1 bag"
+ROS2_TITLE = "ROS 2 bag"

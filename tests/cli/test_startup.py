@@ -1,0 +1,138 @@
+"""Start-up (issue 33, item 3): a command imports what it uses and no more.
+
+`nanorec --version` and `--help` import neither numpy nor any format's commands; a verb on a
+file imports the commands of that file's format only; `import nanorec` is cheap and its
+public names still all resolve. Each command runs in a child process, which prints the
+modules it ended with: what one process imported is not visible from another's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nanorec import registry
+from tests.conftest import SAMPLES
+
+SAMPLE = SAMPLES / "carla-0.9.15-crash-town05.log"
+#: Runs the command as the console script does and prints the modules imported by the end.
+PROBE = """
+import json, sys
+sys.argv = ["nanorec", *json.loads(sys.argv[1])]
+from nanorec.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print("\\nMODULES " + json.dumps(sorted(sys.modules)))
+"""
+
+
+def _command(*args: str) -> tuple[str, set[str]]:
+    """The output of `nanorec ARGS` and the modules its process imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(list(args))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    out, _, modules = done.stdout.rpartition("\nMODULES ")
+    return out, set(json.loads(modules))
+
+
+def _format_modules(modules: set[str]) -> set[str]:
+    """The converter modules among `modules`, but the packages and their `about` titles."""
+    return {
+        m
+        for m in modules
+        if m.startswith("nanorec.converters.") and m.count(".") > 2 and not m.endswith(".about")
+    }
+
+
+def test_version_imports_no_format_and_no_numpy() -> None:
+    out, modules = _command("--version")
+    assert out.startswith("nanorec ")
+    assert "numpy" not in modules and "nanorec.converters.carla" not in modules
+    assert "importlib.metadata" not in modules  # no format is looked for
+    assert not {m for m in modules if m.startswith("nanorec.converters")}
+
+
+def test_help_lists_every_format_without_importing_one() -> None:
+    out, modules = _command("--help")
+    assert "numpy" not in modules
+    assert not _format_modules(modules), sorted(_format_modules(modules))
+    commands = out.split("Commands:")[1]
+    for name, converter in registry.converters().items():
+        if converter.commands() is not None:
+            assert f"  {name} " in commands and f"{converter.title} commands." in commands
+
+
+def test_a_verb_imports_only_its_files_format(tmp_path: Path) -> None:
+    archive = tmp_path / "small.nanover.zip"
+    registry.get("carla").convert(SAMPLE, archive)
+    out, modules = _command("info", str(archive))
+    assert "Frames:" in out  # CARLA's own info ran
+    clis = {m for m in _format_modules(modules) if m.endswith(".cli")}
+    assert clis == {"nanorec.converters.carla.cli"}
+    assert "nanorec.converters.ros.ros2.bag" not in modules  # read by ROS 2's sniff only
+
+
+def test_declared_titles_are_the_converters() -> None:
+    """What `--help` says of each format (declared beside its entry point) is what its
+    converter says: the converters that have commands, each with its own title."""
+    expected = {
+        name: converter.title
+        for name, converter in registry.converters().items()
+        if converter.commands() is not None
+    }
+    assert registry.command_titles() == expected
+    assert {"carla", "rosbag", "ros2", "pbstream"} <= expected.keys()
+
+
+def test_the_package_imports_its_names_on_first_use() -> None:
+    probe = (
+        "import sys, nanorec; print('numpy' in sys.modules); "
+        "import nanorec.verify, nanorec.recover; "
+        "print(callable(nanorec.verify), callable(nanorec.recover)); "
+        "from nanorec import *; here = set(dir()); "
+        "print(sorted(n for n in nanorec.__all__ if n not in here))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.splitlines() == ["False", "True True", "[]"]
+
+
+@pytest.mark.parametrize("name", ["open", "verify", "recover", "ArchiveReader", "Selection"])
+def test_public_names_are_the_modules_objects(name: str) -> None:
+    import importlib
+
+    import nanorec
+
+    home = {"open": "registry", "ArchiveReader": "reader", "Selection": "selection"}
+    module = importlib.import_module("nanorec." + home.get(name, name))
+    assert getattr(nanorec, name) is getattr(module, name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        nanorec.nope  # noqa: B018
+
+
+def test_verbs_listed_before_they_are_built_read_as_built() -> None:
+    """`--help` lists a verb from its docstring without building it: the same line as the
+    built command gives."""
+    from nanorec import cli
+
+    cli._register()
+    group = cli._RoutingGroup(name="nanorec", commands={})
+    for verb in cli.VERBS:
+        built = cli._verb_command(verb)
+        assert built is not None, verb
+        assert group.help_line(None, verb) == (
+            built.short_help or cli.first_sentence(built.help or "")
+        ), verb
+    assert group.list_commands(None)[: len(cli.VERBS)] == list(cli.VERBS)
+    assert not group.commands  # nothing was built to list them
