@@ -34,6 +34,7 @@ _FORMS: Final = (
 _ENTRY_FORMS: Final = ((0, 1 << 32, 0xCE, 4), *_FORMS[4:])
 _DATA_KEY: Final = msgpack.packb("data")
 _KEY: Final = np.frombuffer(TIMESTAMP_KEY_PACKED, np.uint8)
+_DATA_KEY_BYTES: Final = np.frombuffer(_DATA_KEY, np.uint8)
 
 
 def head(topic: str) -> bytes:
@@ -65,11 +66,34 @@ def _int_fields(values: NDArray[np.int64], entry: bool) -> tuple[NDArray[np.uint
     return out, width
 
 
-def _put(rows: NDArray[np.uint8], at: Any, fields: NDArray[np.uint8], width: Any) -> None:
-    """Write row i's first `width[i]` bytes of `fields` into `rows` (flat) from `at[i]`."""
-    used = np.arange(fields.shape[1]) < np.asarray(width)[:, None]
-    spots = np.asarray(at)[:, None] + np.arange(fields.shape[1])
-    rows[spots[used]] = fields[used]
+def _bin_fields(lengths: NDArray[np.int64]) -> tuple[NDArray[np.uint8], Any]:
+    """Each length's msgpack bin header (bin 8, 16 or 32), left-aligned in 5 bytes, and the
+    bytes used."""
+    count = len(lengths)
+    big = lengths.astype(">u4").view(np.uint8).reshape(count, 4)
+    out = np.empty((count, 5), np.uint8)
+    out[:, 0] = 0xC6
+    out[:, 1:] = big
+    width = np.full(count, 5, np.int64)
+    for limit, code, size in ((1 << 16, 0xC5, 2), (1 << 8, 0xC4, 1)):
+        chosen = lengths < limit
+        out[chosen, 0] = code
+        out[chosen, 1 : 1 + size] = big[chosen, 4 - size :]
+        width[chosen] = 1 + size
+    return out, width
+
+
+def _rows(head: bytes, fields: list[tuple[NDArray[np.uint8], int]]) -> NDArray[np.uint8]:
+    """The small bytes of messages of one class (one topic, each field of one width): the
+    head, then each field's first `width` bytes, as a table of one row a message."""
+    count = len(fields[0][0])
+    out = np.empty((count, len(head) + sum(width for _, width in fields)), np.uint8)
+    out[:, : len(head)] = np.frombuffer(head, np.uint8)
+    at = len(head)
+    for values, width in fields:
+        out[:, at : at + width] = values[:, :width]
+        at += width
+    return out
 
 
 def pack_run(
@@ -83,42 +107,33 @@ def pack_run(
     data the next `lengths[i]` bytes of `datas`; every length below 2**32) back to back,
     and each one's length."""
     count = len(times_ns)
-    heads_used = np.unique(topics)
-    width_of = max(len(heads[k]) for k in heads_used.tolist())
-    head_table = np.zeros((len(heads), width_of), np.uint8)
-    head_width = np.zeros(len(heads), np.int64)
-    for k in heads_used.tolist():
-        head_table[k, : len(heads[k])] = np.frombuffer(heads[k], np.uint8)
-        head_width[k] = len(heads[k])
     stamp, stamp_width = _int_fields(times_ns, entry=False)
     entry, entry_width = _int_fields(times_ns // 1000, entry=True)
-    bin_head = np.zeros((count, len(_DATA_KEY) + 5), np.uint8)
-    bin_head[:, : len(_DATA_KEY)] = np.frombuffer(_DATA_KEY, np.uint8)
-    big = lengths.astype(">u4").view(np.uint8).reshape(count, 4)
-    marker = len(_DATA_KEY)
-    bin_width = np.full(count, marker + 5, np.int64)
-    bin_head[:, marker] = 0xC6
-    bin_head[:, marker + 1 :] = big
-    for limit, code, size in ((1 << 16, 0xC5, 2), (1 << 8, 0xC4, 1)):
-        chosen = lengths < limit
-        bin_head[chosen, marker] = code
-        bin_head[chosen, marker + 1 : marker + 1 + size] = big[chosen, 4 - size :]
-        bin_width[chosen] = marker + 1 + size
-    hw = head_width[topics]
-    prefix = hw + stamp_width + bin_width
-    entry_width = entry_width + len(_KEY)
+    bins, bin_width = _bin_fields(lengths)
+    # between the timestamp and the data: `"data"` and the bin header; after it the entry
+    bins = np.concatenate((np.broadcast_to(_DATA_KEY_BYTES, (count, len(_DATA_KEY))), bins), 1)
+    entry = np.concatenate((np.broadcast_to(_KEY, (count, len(_KEY))), entry), 1)
+    bin_width += len(_DATA_KEY)
+    entry_width += len(_KEY)
+    head_width = np.array([len(h) for h in heads], np.int64)[topics]
+    prefix = head_width + stamp_width + bin_width
     small = prefix + entry_width  # bytes of each message besides its data
-    row = width_of + 9 + bin_head.shape[1] + 9 + len(_KEY)
-    table = np.zeros(count * row, np.uint8)
-    at = np.arange(0, count * row, row, dtype=np.int64)
-    _put(table, at, head_table[topics], hw)
-    _put(table, at + hw, stamp, stamp_width)
-    _put(table, at + hw + stamp_width, bin_head, bin_width)
-    entries = np.empty((count, 9 + len(_KEY)), np.uint8)
-    entries[:, : len(_KEY)] = _KEY
-    entries[:, len(_KEY) :] = entry
-    _put(table, at + prefix, entries, entry_width)
-    smalls = table.reshape(count, row)[np.arange(row) < small[:, None]]
+    # a class: one topic, each field of one width (a run has a few: one or two a topic)
+    key = ((topics.astype(np.int64) * 16 + stamp_width) * 16 + bin_width) * 32 + entry_width
+    classes, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    fields = [(stamp, stamp_width), (bins, bin_width), (entry, entry_width)]
+    if len(classes) == 1:
+        smalls = _rows(heads[int(topics[0])], [(f, int(w[0])) for f, w in fields]).reshape(-1)
+    else:
+        width = int(small.max())
+        table = np.zeros((count, width), np.uint8)
+        for k, n in enumerate(first.tolist()):
+            chosen = np.flatnonzero(inverse == k)
+            part = [(f[chosen], int(w[n])) for f, w in fields]
+            rows = _rows(heads[int(topics[n])], part)
+            table[chosen, : rows.shape[1]] = rows
+        smalls = table[np.arange(width) < small[:, None]]
     # the run alternates small and data stretches: pre_0, d_0, e_0 + pre_1, d_1, ..., e_last
     stretches = np.empty(2 * count + 1, np.int64)
     stretches[0] = prefix[0]
