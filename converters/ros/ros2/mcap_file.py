@@ -29,13 +29,24 @@ import struct
 import zlib
 from collections.abc import Iterator
 
+import numpy as np
+
 from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
+from .mcap_chunks import checked_starts, mcap_batches
 from .mcap_salvage import declare, describe, salvage_at
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
-from .storage import RELEASE_BYTES, Damage, Definition, StoredMessage, Topic, release_pages
+from .storage import (
+    RELEASE_BYTES,
+    Batch,
+    Damage,
+    Definition,
+    StoredMessage,
+    Topic,
+    release_pages,
+)
 
 #: channel_id and log_time of a Message record, from its content start
 _CHANNEL_TIME = struct.Struct("<H4xQ")
@@ -72,20 +83,6 @@ def is_zeros(buf: memoryview, pos: int) -> bool:
     least that many) start at `pos`."""
     run = buf[pos : pos + 9 * EMPTY_RUN]
     return len(run) == 9 * EMPTY_RUN and not any(run)
-
-
-def _walk_records(records: memoryview | bytes, base: int) -> Iterator[tuple[int, int, int]]:
-    """The records of a chunk, FormatError at the end when they do not fill it or one is a
-    message too short. Lazy (why: a list of a 64 MiB chunk's records cost a tuple each,
-    ~100 MB); `_scan_chunk` keeps what it found only once the walk ended without error."""
-    end = 0
-    for pos, opcode, stop in _walk(memoryview(records), 0):
-        if opcode == rec.MESSAGE and stop - pos < MESSAGE_HEAD:
-            raise FormatError("MCAP message record too short", offset=base)
-        end = stop
-        yield pos, opcode, stop
-    if end != len(records):
-        raise FormatError("MCAP chunk records do not fill the chunk", offset=base)
 
 
 class McapFile:
@@ -297,7 +294,13 @@ class McapFile:
         found_schemas: list[rec.SchemaRecord] = []
         found_channels: list[rec.ChannelRecord] = []
         view = memoryview(records)
-        for start, opcode, stop in _walk_records(records, pos):
+        starts = checked_starts(records, pos, EMPTY_RUN)
+        opcodes = np.frombuffer(records, np.uint8)[starts]
+        ends = np.append(starts[1:], len(records))
+        wanted = np.flatnonzero((opcodes == rec.SCHEMA) | (opcodes == rec.CHANNEL))
+        for start, opcode, stop in zip(
+            starts[wanted].tolist(), opcodes[wanted].tolist(), ends[wanted].tolist(), strict=True
+        ):
             if opcode == rec.SCHEMA:
                 found_schemas.append(rec.parse_schema(rec.Fields(view, start + 9, stop, pos)))
             elif opcode == rec.CHANNEL:
@@ -393,6 +396,10 @@ class McapFile:
             compressed = buf[chunk.records_start : chunk.records_end]
             ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))
         ops.raw(buf[chunk.records_end : end])
+
+    def batches(self) -> Iterator[Batch]:
+        """`messages()` as batches, a chunk's read with numpy (`mcap_chunks`)."""
+        return mcap_batches(self)
 
     def skeleton(self) -> bytes:
         """The file without its messages' data (reads `messages()` through if not done)."""
