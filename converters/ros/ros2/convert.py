@@ -163,7 +163,7 @@ def _scan_file(
         "size": size,
         "sha256": digest,
         "messages": columns.counts[-1],
-        "skeleton": _spooled(stored.skeleton(), scratch("skeleton")),
+        "skeleton": _spooled(stored, scratch("skeleton")),
         **_facts(stored),
     }
     if wal is not None:  # only then: the archive of a bag without a WAL stays as it was
@@ -244,10 +244,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _spooled(data: bytes | bytearray, file: IO[bytes]) -> IO[bytes]:
-    """A skeleton moved to a temporary file until the archive is written (a bag of small
-    messages has a skeleton of a third of its size: not kept in memory)."""
-    file.write(data)
+def _spooled(stored: StorageFile, file: IO[bytes]) -> IO[bytes]:
+    """A storage file's skeleton in a temporary file until the archive is written (a bag of
+    small messages has a skeleton of a third of its size: not kept in memory; a `.db3`'s is
+    written there as it is made)."""
+    write = getattr(stored, "write_skeleton", None)
+    if write is not None:
+        write(file)
+    else:
+        file.write(stored.skeleton())
     return file
 
 

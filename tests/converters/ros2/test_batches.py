@@ -6,6 +6,7 @@ blocks, flushes) as writing each message with `write_packed`."""
 
 from __future__ import annotations
 
+import io
 import mmap
 import random
 import zipfile
@@ -20,9 +21,11 @@ import pytest
 from nanorec.converters.ros.ros2 import generate as generated
 from nanorec.converters.ros.ros2 import runs
 from nanorec.converters.ros.ros2.converter import CONVERTER
+from nanorec.converters.ros.ros2.db3 import open_db3
 from nanorec.converters.ros.ros2.packed import head, pack_run
 from nanorec.converters.ros.ros2.sqlite_btree import varint
 from nanorec.converters.ros.ros2.storage import batches, open_storage, storage_of
+from nanorec.errors import FormatError
 from nanorec.layout import use_layout
 from nanorec.reader import ArchiveReader
 from nanorec.wire import TIMESTAMP_KEY, embed_timestamp
@@ -212,3 +215,24 @@ def test_archive_is_the_one_message_at_a_time(
         assert [ours.raw(n) for n in range(len(ours))] == [
             theirs.raw(n) for n in range(len(theirs))
         ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["small-sqlite3", "images-sqlite3", "shuffled-sqlite3", "cut-sqlite3", "damaged-sqlite3"],
+)
+def test_written_skeleton_is_the_skeleton(bags: dict[str, Path], name: str, tmp_path: Path) -> None:
+    """`write_skeleton` (bounded memory, to a file) writes `skeleton()`'s bytes."""
+    data = bags[name].read_bytes()
+    whole = open_db3(data)
+    for _ in batches(whole):
+        pass
+    written = open_db3(data)
+    for _ in batches(written):
+        pass
+    with (tmp_path / "skeleton").open("w+b") as out:
+        written.write_skeleton(out)
+        out.seek(0)
+        assert out.read() == bytes(whole.skeleton())
+    with pytest.raises(FormatError):
+        written.write_skeleton(io.BytesIO())
