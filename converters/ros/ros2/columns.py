@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from nanorec.errors import FormatError
 
+_BLOCK: Final = 1 << 20
 _DTYPES: Final[dict[str, np.dtype[Any]]] = {
     "time": np.dtype("<i8"),
     "length": np.dtype("<u4"),
@@ -28,10 +29,14 @@ _DTYPES: Final[dict[str, np.dtype[Any]]] = {
 class Columns:
     """The columns of the messages scanned so far, file after file, in file order."""
 
-    def __init__(self, scratch: Callable[[str], IO[bytes]]) -> None:
+    def __init__(
+        self, scratch: Callable[[str], IO[bytes]], file_dtype: str, rank_dtype: str
+    ) -> None:
         self._files = {name: scratch(f"column-{name}") for name in _DTYPES}
         #: messages of each storage file, in bag order
         self.counts: list[int] = []
+        #: the dtypes of the file and rank members
+        self.dtypes = {"file": np.dtype(file_dtype), "rank": np.dtype(rank_dtype)}
         self.count = 0
 
     def add(self, times: NDArray[Any], lengths: NDArray[Any], topics: NDArray[Any]) -> None:
@@ -46,13 +51,41 @@ class Columns:
     def start_file(self) -> None:
         self.counts.append(0)
 
-    def read(self, name: str) -> NDArray[Any]:
-        """A column whole (once the scan is done)."""
+    def read(self, name: str, start: int = 0, count: int | None = None) -> NDArray[Any]:
+        """A column (once the scan is done): whole, or `count` values from `start`."""
+        dtype = _DTYPES[name]
+        file = self._files[name]
+        file.flush()
+        file.seek(start * dtype.itemsize)
+        wanted = self.count - start if count is None else min(count, self.count - start)
+        values: NDArray[Any] = np.frombuffer(file.read(wanted * dtype.itemsize), dtype)
+        return values
+
+    def read_bytes(self, name: str) -> bytes:
+        """A column's bytes whole (the time column is the time member of a bag in order)."""
         file = self._files[name]
         file.flush()
         file.seek(0)
-        values: NDArray[Any] = np.fromfile(file, _DTYPES[name], self.count)
-        return values
+        return file.read()
+
+    def members(self, order: NDArray[Any] | None) -> dict[str, bytes]:
+        """The file and rank of each message in archive order (`order`: scan numbers, or None
+        when it is the scan order), as `dtypes` say (`file` only for a bag of many files);
+        FormatError past what they hold. Made a block at a time."""
+        out = {}
+        for name, dtype in self.dtypes.items():
+            if name == "file" and len(self.counts) < 2:
+                continue
+            column = np.empty(self.count, dtype)
+            for at in range(0, self.count, _BLOCK):
+                stop = min(at + _BLOCK, self.count)
+                numbers = np.arange(at, stop) if order is None else order[at:stop]
+                values = self.file_and_rank(numbers)[name == "rank"]
+                if values.max() > np.iinfo(dtype).max:
+                    raise FormatError(f"a bag beyond {np.iinfo(dtype).max} files or messages")
+                column[at:stop] = values
+            out[name] = column.tobytes()
+        return out
 
     def file_and_rank(self, numbers: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """The storage file of each message numbered (in scan order) and its rank in it."""

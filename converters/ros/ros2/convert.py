@@ -97,7 +97,7 @@ def convert(
             )
 
         spool = scratch("spool")
-        columns = Columns(scratch)
+        columns = Columns(scratch, FILE_DTYPE, RANK_DTYPE)
         topics: list[str] = []
         entries, done = [], 0
         for bag_file in layout.files:
@@ -288,14 +288,15 @@ def _write(
     output: Path,
     overwrite: bool,
 ) -> Converted:
-    times = columns.read("time")
+    # the time column is the time member of a bag in time order: one copy of it, not two
+    time_member = columns.read_bytes("time")
+    times = np.frombuffer(time_member, "<i8")
     count = len(times)
     # ties stay in bag order; a bag in time order (the usual) is not sorted at all
     order: Any = None
     if count and (times[1:] < times[:-1]).any():
         order = np.argsort(times, kind="stable").astype(np.uint32 if count < 2**32 else np.int64)
-    sizes = columns.read("length")
-    topic_of = columns.read("topic")
+        time_member = times[order].astype("<i8").tobytes()
     spool.flush()
     data: Any = _mapped(spool)
     hashes = [pair for e in entries for pair in [(e["name"], e["sha256"]), *wal_hashes(e)]]
@@ -313,40 +314,41 @@ def _write(
         source=source,
     ) as writer:
         out = Runs(writer, layout, entries, topics, data)
-        # spool offsets: the lengths before each message (in scan order)
-        starts: Any = None if order is None else np.cumsum(sizes, dtype=np.int64) - sizes
+        # spool offsets: the lengths before each message (in scan order); a bag in order
+        # reads its columns a block at a time
+        sizes: Any = None
+        topic_of: Any = None
+        starts: Any = None
+        if order is not None:
+            sizes, topic_of = columns.read("length"), columns.read("topic")
+            starts = np.cumsum(sizes, dtype=np.int64) - sizes
         at = 0
         for first in range(0, count, _BLOCK):  # a block of rows at a time: no list of all
             if order is None:
-                block = slice(first, first + _BLOCK)
-                lengths = sizes[block].astype(np.int64)
+                block: Any = slice(first, first + _BLOCK)
+                lengths = columns.read("length", first, _BLOCK).astype(np.int64)
+                codes = columns.read("topic", first, _BLOCK)
                 offsets = at + np.cumsum(lengths) - lengths
                 at += int(lengths.sum())
             else:
                 block = order[first : first + _BLOCK]
                 lengths = sizes[block].astype(np.int64)
+                codes = topic_of[block]
                 offsets = starts[block]
-            out.block(first, times[block], offsets, lengths, topic_of[block].astype(np.int64))
-        del starts, out
+            out.block(first, times[block], offsets, lengths, codes.astype(np.int64))
+        del starts, sizes, topic_of, out, times
         for index, entry in enumerate(entries):
             skeleton = entry.pop("skeleton")
             if not entry["compressed"]:  # a compressed file is kept whole instead
                 writer.add_member(skeleton_member(index), _read_back(skeleton))
             else:
                 writer.add_member(zstd_member(index), _chunks(layout.files[index].path))
-        numbers = np.arange(count, dtype=np.int64) if order is None else order
-        del sizes, topic_of
-        writer.add_member(
-            TIME_MEMBER, (times if order is None else times[order]).astype("<i8").tobytes()
-        )
-        del times
-        file, rank = columns.file_and_rank(numbers)
-        del numbers
-        if len(entries) > 1:  # one file: every message is in file 0
-            writer.add_member(FILE_MEMBER, _column(file, FILE_DTYPE))
-        del file
-        writer.add_member(RANK_MEMBER, _column(rank, RANK_DTYPE))
-        del rank
+        writer.add_member(TIME_MEMBER, time_member)
+        del time_member
+        made = columns.members(order)
+        if "file" in made:  # one file: every message is in file 0
+            writer.add_member(FILE_MEMBER, made.pop("file"))
+        writer.add_member(RANK_MEMBER, made.pop("rank"))
         meta = {
             "version": META_VERSION,
             "folder": layout.folder,
@@ -359,13 +361,6 @@ def _write(
         with contextlib.suppress(BufferError):
             data.close()
     return report(layout, entries, count, source_size, sha)
-
-
-def _column(column: Any, dtype: str) -> bytes:
-    if len(column) and column.max() > np.iinfo(np.dtype(dtype)).max:
-        raise FormatError(f"a bag beyond {np.iinfo(np.dtype(dtype)).max} files or messages")
-    packed: bytes = column.astype(dtype).tobytes()
-    return packed
 
 
 def _read_back(file: IO[bytes]) -> Iterator[bytes]:
