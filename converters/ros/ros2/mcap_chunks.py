@@ -13,10 +13,12 @@ messages, damaged chunks and the chunk a file is cut in go through `messages()`'
 from __future__ import annotations
 
 import struct
+import sys
+import tempfile
 import zlib
 from array import array
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,7 +26,18 @@ from numpy.typing import NDArray
 from nanorec.errors import FormatError
 
 from . import mcap_records as rec
-from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
+from .mcap_skeleton import (
+    _SKELETON_HEAD,
+    BEGIN,
+    COPY,
+    DATA,
+    DROP,
+    END,
+    MESSAGE_HEAD,
+    SKELETON_MAGIC,
+    SKELETON_VERSION,
+    Ops,
+)
 from .storage import Batch, StoredMessage, batched
 
 if TYPE_CHECKING:
@@ -113,7 +126,7 @@ def mcap_batches(file: McapFile) -> Iterator[Batch]:
     if file._read:
         raise FormatError("McapFile.messages() can be read once")
     file._read = True
-    ops = Ops()
+    ops = SpilledOps()
     buf = file._buf
     loose: list[StoredMessage] = []  # top-level messages, given before the next chunk's
     if file._stop >= 8:
@@ -133,13 +146,14 @@ def mcap_batches(file: McapFile) -> Iterator[Batch]:
                 yield from batched(loose)
                 loose = []
                 yield _chunk(file, ops, pos, end, order, EMPTY_RUN)
+                ops.spill()
             else:
                 ops.raw(buf[pos:end])
     yield from batched(loose)
     ops.raw(buf[file._stop :])
     if file._stop in file._salvaged:  # the chunk the file is cut in
         yield from batched(file._salvaged_messages(ops, file._stop, len(buf)))
-    file._skeleton = ops.skeleton(len(buf))
+    file._spilled = (ops, len(buf))
 
 
 def _chunk(file: McapFile, ops: Ops, pos: int, end: int, order: list[int], run: int) -> Batch:
@@ -186,3 +200,58 @@ def _chunk(file: McapFile, ops: Ops, pos: int, end: int, order: list[int], run: 
         ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))
     ops.raw(buf[chunk.records_end : end])
     return batch
+
+
+class SpilledOps(Ops):
+    """`Ops` whose operations and blob go to temporary files once they pass `SPILL_BYTES`
+    (a bag of small messages has ~50 bytes of them a message: ~800 MB for 1 GB of MCAP);
+    `write_to` writes the skeleton `skeleton()` would give."""
+
+    SPILL_BYTES = 16 << 20
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._files: list[IO[bytes]] = []
+        self._counts = [0, 0]  # operations and blob bytes spilled
+
+    def spill(self, *, now: bool = False) -> None:
+        """Move what is in memory to the files, if it is large (or `now`)."""
+        if not now and len(self.blob) + 9 * len(self.kinds) < self.SPILL_BYTES:
+            return
+        if not self._files:
+            # closed by `write_to` or `close` (they outlive this call: no `with`)
+            self._files = [
+                tempfile.TemporaryFile(prefix=".nanorec-mcap-")  # noqa: SIM115
+                for _ in range(3)
+            ]
+        args = self.args
+        if sys.byteorder != "little":
+            args = array("Q", args)
+            args.byteswap()
+        self._files[0].write(self.kinds)
+        self._files[1].write(args)
+        self._files[2].write(self.blob)
+        self._counts[0] += len(self.kinds)
+        self._counts[1] += len(self.blob)
+        del self.kinds[:], self.args[:], self.blob[:]
+
+    def write_to(self, out: IO[bytes], file_size: int) -> None:
+        """The skeleton (`skeleton(file_size)`'s bytes) written to `out`; the files closed."""
+        if self.pending:
+            self.kinds.append(COPY)
+            self.args.append(self.pending)
+            self.pending = 0
+        self.spill(now=True)
+        head = _SKELETON_HEAD.pack(SKELETON_VERSION, file_size, *self._counts)
+        out.write(SKELETON_MAGIC + head)
+        for file in self._files:
+            file.seek(0)
+            while block := file.read(1 << 20):
+                out.write(block)
+            file.close()
+        self._files = []
+
+    def close(self) -> None:
+        for file in self._files:
+            file.close()
+        self._files = []

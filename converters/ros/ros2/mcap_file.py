@@ -24,10 +24,12 @@ the chunk is a `damage.losses` region saying how many were recovered and what wa
 
 from __future__ import annotations
 
+import io
 import mmap
 import struct
 import zlib
 from collections.abc import Iterator
+from typing import IO
 
 import numpy as np
 
@@ -35,7 +37,7 @@ from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
-from .mcap_chunks import checked_starts, mcap_batches
+from .mcap_chunks import SpilledOps, checked_starts, mcap_batches
 from .mcap_salvage import declare, describe, salvage_at
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
 from .storage import (
@@ -120,6 +122,8 @@ class McapFile:
         self._salvaged: set[int] = set()
         self._stop = 0  # end of the last complete record
         self._skeleton: bytes | None = None
+        #: `batches()`' skeleton, spilled to files, and the file's size
+        self._spilled: tuple[SpilledOps, int] | None = None
         self._read = False
         self._scan()
 
@@ -401,8 +405,21 @@ class McapFile:
         """`messages()` as batches, a chunk's read with numpy (`mcap_chunks`)."""
         return mcap_batches(self)
 
+    def write_skeleton(self, out: IO[bytes]) -> None:
+        """`skeleton()` written to `out` (from the files `batches()` spilled it to)."""
+        if self._spilled is None:
+            out.write(self.skeleton())
+            return
+        ops, size = self._spilled
+        self._spilled = None
+        ops.write_to(out, size)
+
     def skeleton(self) -> bytes:
         """The file without its messages' data (reads `messages()` through if not done)."""
+        if self._skeleton is None and self._spilled is not None:
+            out = io.BytesIO()
+            self.write_skeleton(out)
+            self._skeleton = out.getvalue()
         if self._skeleton is None:
             if self._read:
                 raise FormatError("McapFile.skeleton(): messages() was not read through")

@@ -22,6 +22,7 @@ from nanorec.converters.ros.ros2 import generate as generated
 from nanorec.converters.ros.ros2 import runs
 from nanorec.converters.ros.ros2.converter import CONVERTER
 from nanorec.converters.ros.ros2.db3 import open_db3
+from nanorec.converters.ros.ros2.mcap_chunks import SpilledOps
 from nanorec.converters.ros.ros2.packed import head, pack_run
 from nanorec.converters.ros.ros2.sqlite_btree import varint
 from nanorec.converters.ros.ros2.storage import batches, open_storage, storage_of
@@ -236,3 +237,15 @@ def test_written_skeleton_is_the_skeleton(bags: dict[str, Path], name: str, tmp_
         assert out.read() == bytes(whole.skeleton())
     with pytest.raises(FormatError):
         written.write_skeleton(io.BytesIO())
+
+
+@pytest.mark.parametrize("name", ["small-mcap", "images-mcap", "cut-mcap"])
+def test_spilled_mcap_skeleton_is_the_skeleton(
+    bags: dict[str, Path], name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCAP skeleton `batches()` spills to temporary files (here after every chunk) is
+    the one `messages()` builds in memory."""
+    monkeypatch.setattr(SpilledOps, "SPILL_BYTES", 1)
+    rows, skeleton, _, (expected, expected_skeleton, _) = _both(bags[name])
+    assert rows == expected
+    assert skeleton == expected_skeleton
