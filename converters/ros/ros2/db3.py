@@ -467,6 +467,7 @@ class Db3File:
         if self._spent:
             raise FormatError("the skeleton of a .db3 file can be written once")
         self._spent = True
+        self._claimed = set()  # (a page number a page: ~50 MB for 1 GB of small messages)
         write_skeleton(self.view, self._counts, self._pos, self._len, out)
 
 

@@ -31,7 +31,7 @@ def write_skeleton(
 ) -> None:
     """Write to `out` the skeleton of the file `view` (see `build_skeleton`), whose pieces
     are `counts` a message, at `positions` (int64) with `lengths`. `positions` is sorted in
-    place (it is spent) and `counts` emptied."""
+    place (it is spent), `counts` and `lengths` emptied."""
     pos = np.frombuffer(positions, np.int64) if len(positions) else np.zeros(0, np.int64)
     lens = np.asarray(lengths, np.int64) if not len(lengths) else np.frombuffer(lengths, "=u4")
     start = out.tell()
@@ -46,6 +46,7 @@ def write_skeleton(
     out.seek(end)
     ends = pos + lens
     del lens
+    del lengths[:]  # spent too: its 4 bytes a piece are needed no more
     pos.sort()
     ends.sort()
     for at in range(0, len(pos) - 1, _BLOCK):
