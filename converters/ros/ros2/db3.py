@@ -24,7 +24,7 @@ import numpy as np
 from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError
 
-from .db3_build import write_skeleton
+from .db3_build import PieceCounts, write_skeleton
 from .db3_pages import read_leaves
 from .db3_skeleton import build_skeleton
 from .sqlite_btree import (
@@ -118,9 +118,9 @@ class Db3File:
             cols = self.tables.get("topics", (0, []))[1]
             self.schema_version = 2 if any(c == "offered_qos_profiles" for c, _ in cols) else 1
         # 8 bytes a number, not a Python int's 36: a bag holds millions of messages
-        self._counts = array("I")  # pieces a message
+        self._counts = PieceCounts()  # pieces a message
         self._pos = array("q")
-        self._len = array("I")  # a piece is part of one page
+        self._len = array("H")  # a piece lies on one page (of at most 64 KiB)
         self._claimed: set[int] = set()  # leaf and overflow pages whose blob bytes are cut
         self._dropped: dict[int, list[int]] = {}  # leaf page -> rowids of rows not messages
         self._read = False
@@ -194,9 +194,9 @@ class Db3File:
                 part = {k: v[done : done + count] for k, v in columns.items()}
                 done += count
                 self._claimed.update(pages[i] for i in numbers)
-                self._counts.frombytes(np.ones(count, "=u4").tobytes())
+                self._counts.add_ones(count)
                 self._pos.frombytes(part["start"].astype("=i8").tobytes())
-                self._len.frombytes(part["length"].astype("=u4").tobytes())
+                self._len.frombytes(part["length"].astype("=u2").tobytes())
                 yield Batch(part["topic"], part["time"], part["start"], part["length"], data)
         self._report_dropped()
 
@@ -456,7 +456,8 @@ class Db3File:
         if not self._read:
             for _ in self.messages():
                 pass
-        return build_skeleton(self.view, self._counts, self._pos, self._len)
+        counts = self._counts.values()
+        return build_skeleton(self.view, counts, self._pos, self._len)
 
     def write_skeleton(self, out: IO[bytes]) -> None:
         """`skeleton()` written to `out`, in bounded memory (`db3_build`); the pieces read
