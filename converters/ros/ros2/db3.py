@@ -19,13 +19,11 @@ from array import array
 from collections.abc import Iterator
 from typing import IO
 
-import numpy as np
-
 from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError
 
 from .db3_build import PieceCounts, write_skeleton
-from .db3_pages import read_leaves
+from .db3_pages import db3_batches
 from .db3_skeleton import build_skeleton
 from .sqlite_btree import (
     TABLE_LEAF,
@@ -38,7 +36,7 @@ from .sqlite_btree import (
     varint,
 )
 from .sqlite_wal import wal_overlay
-from .storage import Batch, Damage, Definition, StoredMessage, Topic, batched
+from .storage import Batch, Damage, Definition, StoredMessage, Topic
 
 _U32 = struct.Struct(">I")
 _INTS = frozenset((1, 2, 3, 4, 5, 6, 8, 9))
@@ -54,7 +52,6 @@ _TOPIC_TEXT = (
     "type_description_hash",
 )
 Row = tuple[int, int, int, list[tuple[int, int]]]  # rowid, topic, timestamp, pieces
-_PAGES = 256  # leaf pages read at once by `batches` (~1 MiB of 4 KiB pages)
 
 
 class Db3File:
@@ -159,46 +156,9 @@ class Db3File:
         yield from self._recovered(layout, leaves, visited)
 
     def batches(self) -> Iterator[Batch]:
-        """`messages()` as batches: a whole b-tree's pages of rosbag2's usual rows read with
-        numpy (`db3_pages`), any other page, and a crashed or damaged file, as there."""
-        plan = self._plan()
-        if plan is None:
-            return
-        layout, leaves, visited, whole = plan
-        if not whole or layout != ROSBAG2:
-            yield from batched(
-                self._recovered(layout, leaves, visited)
-                if not whole
-                else (self._emit(row) for n in leaves for row in self._leaf(n, layout, True))
-            )
-            if whole:
-                self._report_dropped()
-            return
-        data = np.frombuffer(self.pager.view, np.uint8)
-        for at in range(0, len(leaves), _PAGES):
-            pages = leaves[at : at + _PAGES]
-            if 1 in pages or self._claimed.intersection(pages):
-                yield from batched(
-                    self._emit(r) for n in pages for r in self._leaf(n, layout, True)
-                )
-                continue
-            good, rows, columns = read_leaves(self.pager, data, pages)
-            done = 0  # rows of `columns` given
-            for ok, run in itertools.groupby(range(len(pages)), key=lambda i: bool(good[i])):
-                numbers = list(run)
-                if not ok:
-                    slow = (r for i in numbers for r in self._leaf(pages[i], layout, True))
-                    yield from batched(self._emit(r) for r in slow)
-                    continue
-                count = int(rows[numbers].sum())
-                part = {k: v[done : done + count] for k, v in columns.items()}
-                done += count
-                self._claimed.update(pages[i] for i in numbers)
-                self._counts.add_ones(count)
-                self._pos.frombytes(part["start"].astype("=i8").tobytes())
-                self._len.frombytes(part["length"].astype("=u2").tobytes())
-                yield Batch(part["topic"], part["time"], part["start"], part["length"], data)
-        self._report_dropped()
+        """`messages()` as batches (`db3_pages.db3_batches`: a whole tree's usual pages read
+        with numpy)."""
+        return db3_batches(self)
 
     def _plan(
         self,

@@ -11,12 +11,21 @@ overlapping cells) is answered as unread, for `Db3File`'s own reader, which says
 
 from __future__ import annotations
 
-from typing import Any, Final
+import itertools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .sqlite_btree import TABLE_LEAF, Pager
+from .storage import Batch, batched
+
+if TYPE_CHECKING:
+    from .db3 import Db3File
+
+#: Leaf pages read at once (~1 MiB of 4 KiB pages).
+_PAGES: Final = 256
 
 #: bytes of an integer of serial type 0-9 (only 1-6, 8 and 9 are integers here)
 _SIZE: Final = np.array([0, 1, 2, 3, 4, 6, 8, 8, 0, 0], np.int64)
@@ -105,3 +114,47 @@ def read_leaves(
         "length": length[keep],
     }
     return good, rows, columns
+
+
+def db3_batches(file: Db3File) -> Iterator[Batch]:
+    """`file.messages()` as batches: a whole b-tree's pages of rosbag2's usual rows read
+    with `read_leaves`; any other page, and a crashed or damaged file, by `Db3File`'s own
+    reader, gathered."""
+    plan = file._plan()
+    if plan is None:
+        return
+    from .db3 import ROSBAG2
+
+    layout, leaves, visited, whole = plan
+    if not whole or layout != ROSBAG2:
+        yield from batched(
+            file._recovered(layout, leaves, visited)
+            if not whole
+            else (file._emit(row) for n in leaves for row in file._leaf(n, layout, True))
+        )
+        if whole:
+            file._report_dropped()
+        return
+    data = np.frombuffer(file.pager.view, np.uint8)
+    for at in range(0, len(leaves), _PAGES):
+        pages = leaves[at : at + _PAGES]
+        if 1 in pages or file._claimed.intersection(pages):
+            yield from batched(file._emit(r) for n in pages for r in file._leaf(n, layout, True))
+            continue
+        good, rows, columns = read_leaves(file.pager, data, pages)
+        done = 0  # rows of `columns` given
+        for ok, run in itertools.groupby(range(len(pages)), key=lambda i: bool(good[i])):
+            numbers = list(run)
+            if not ok:
+                slow = (r for i in numbers for r in file._leaf(pages[i], layout, True))
+                yield from batched(file._emit(r) for r in slow)
+                continue
+            count = int(rows[numbers].sum())
+            part = {k: v[done : done + count] for k, v in columns.items()}
+            done += count
+            file._claimed.update(pages[i] for i in numbers)
+            file._counts.add_ones(count)
+            file._pos.frombytes(part["start"].astype("=i8").tobytes())
+            file._len.frombytes(part["length"].astype("=u2").tobytes())
+            yield Batch(part["topic"], part["time"], part["start"], part["length"], data)
+    file._report_dropped()
