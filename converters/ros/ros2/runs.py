@@ -3,8 +3,8 @@
 Each message is `{topic: {"timestamp": ns, "data": bytes}}` (`convert.py`). A topic's first
 message also says what the topic is, the archive's first what the bag was (`described.py`):
 those few are packed one by one. Between them, runs of small messages are built at once
-(`packed.pack_run`) and given to `ArchiveWriter.write_joined_run`; runs of large ones are
-lent as pieces (`write_lent_run`: an image is not copied). The writer is flushed, and the
+(`packed.pack_run`) and given to `ArchiveWriter.write_joined_run`; large ones are joined
+one by one (`write_stored_run`). The writer is flushed, and the
 spool's pages given back, where the one-at-a-time loop did (every `RELEASE_BYTES` of data):
 a flush ends a deflate block, so the archive's bytes depend on where it falls.
 """
@@ -25,8 +25,10 @@ from .described import BAG_KEY, TOPIC_KEY, bag_facts, declarations
 from .packed import head, pack_run
 from .storage import RELEASE_BYTES, gather, release_pages
 
-#: Runs whose datas average this many bytes or more are lent to the writer as pieces.
-_LEND_FROM: Final = 4096
+#: Runs whose datas average this many bytes or more are joined one message at a time (not
+#: lent as pieces: a block of one message deflated from pieces is not always the same bytes
+#: as from the message, which is what one-at-a-time writing deflated).
+_LARGE_FROM: Final = 4096
 #: Data bytes of a run built at once (its temporaries are a few times as large).
 _RUN_BYTES: Final = 4 << 20
 
@@ -137,8 +139,8 @@ class Runs:
             base = int(ends[start - 1]) if start else 0
             stop = max(int(np.searchsorted(ends, base + _RUN_BYTES, "right")), start + 1)
             run = slice(start, stop)
-            if int(ends[stop - 1]) - base >= _LEND_FROM * (stop - start):
-                self._lent(times[run], offsets[run], lengths[run], topics[run])
+            if int(ends[stop - 1]) - base >= _LARGE_FROM * (stop - start):
+                self._large(times[run], offsets[run], lengths[run], topics[run])
             else:
                 self._joined(times[run], offsets[run], lengths[run], topics[run])
             start = stop
@@ -160,17 +162,23 @@ class Runs:
             joined, sizes, types=self.kinds, kinds=topics, timestamps_us=times // 1000
         )
 
-    def _lent(
+    def _large(
         self,
         times: NDArray[np.int64],
         offsets: NDArray[np.int64],
         lengths: NDArray[np.int64],
         topics: NDArray[np.int64],
     ) -> None:
-        view, heads, pack = self.view, self.heads, msgpack.packb
+        view, heads, pack, join = self.view, self.heads, msgpack.packb, b"".join
         stamps = (times // 1000).tolist()
-        pieces = [
-            (heads[code] + pack(time) + _bin_head(size), view[at : at + size], timestamp_entry(us))
+        stored = [
+            join(
+                (
+                    heads[code] + pack(time) + _bin_head(size),
+                    view[at : at + size],
+                    timestamp_entry(us),
+                )
+            )
             for code, time, at, size, us in zip(
                 topics.tolist(),
                 times.tolist(),
@@ -181,7 +189,7 @@ class Runs:
             )
         ]
         kinds = [self.kinds[code] for code in topics.tolist()]
-        self.writer.write_lent_run(pieces, types=kinds, timestamps_us=stamps)
+        self.writer.write_stored_run(stored, types=kinds, timestamps_us=stamps)
 
 
 def _bin_head(size: int) -> bytes:

@@ -107,8 +107,10 @@ def gather(
     return out
 
 
-#: Messages a `batches` batch holds at most (its columns and datas are bounded by it).
+#: Messages a `batched` batch holds at most, and data bytes past which it is given (a
+#: batch of camera images is one or a few of them: its datas are joined).
 BATCH_MESSAGES = 8192
+BATCH_BYTES = 4 << 20
 
 
 def batches(stored: StorageFile) -> Iterator[Batch]:
@@ -122,17 +124,20 @@ def batches(stored: StorageFile) -> Iterator[Batch]:
 
 
 def batched(messages: Iterable[StoredMessage]) -> Iterator[Batch]:
-    """Messages one at a time, as batches of up to `BATCH_MESSAGES`."""
+    """Messages one at a time, as batches of up to `BATCH_MESSAGES` or `BATCH_BYTES`."""
     topics: list[int] = []
     times: list[int] = []
     datas: list[bytes | memoryview] = []
+    size = 0
     for message in messages:
         topics.append(message.topic)
         times.append(message.timestamp)
         datas.append(message.data)
-        if len(datas) >= BATCH_MESSAGES:
+        size += len(message.data)
+        if len(datas) >= BATCH_MESSAGES or size >= BATCH_BYTES:
             yield _batch(topics, times, datas)
             topics, times, datas = [], [], []
+            size = 0
     if datas:
         yield _batch(topics, times, datas)
 

@@ -75,6 +75,9 @@ def bags(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         cut = folder / f"cut.{suffix}"
         cut.write_bytes(whole[: len(whole) * 2 // 3 + 1234])
         out[f"cut-{storage}"] = cut
+    camera = folder / "camera.db3"  # 640x480: a deflate block of one message each
+    generated.generate(camera, seconds=1, storage="sqlite3", folder=False, image=640)
+    out["camera-sqlite3"] = camera
     data = bytearray(out["small-sqlite3"].read_bytes())
     page = len(data) // 4096 // 2  # a leaf page of `messages`, in the middle
     cell = page * 4096 + int.from_bytes(data[page * 4096 + 8 : page * 4096 + 10], "big")
@@ -184,7 +187,9 @@ def _raw_member(path: Path, name: str) -> bytes:
         return handle.read(info.compress_size)
 
 
-@pytest.mark.parametrize("name", ["small-sqlite3", "images-mcap", "shuffled-sqlite3"])
+@pytest.mark.parametrize(
+    "name", ["small-sqlite3", "images-mcap", "shuffled-sqlite3", "camera-sqlite3"]
+)
 def test_archive_is_the_one_message_at_a_time(
     bags: dict[str, Path], name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
