@@ -25,7 +25,6 @@ import hashlib
 import mmap
 import tempfile
 import zlib
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -38,12 +37,14 @@ from nanorec.errors import FormatError, NanorecError, OutputExistsError
 from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
-from .described import BAG_KEY, TOPIC_KEY, bag_facts, declarations, firsts_of_topics
+from .columns import Columns
 from .report import Converted, report, source_losses
+from .runs import Runs
 from .storage import (
     RELEASE_BYTES,
     StorageFile,
     Topic,
+    batches,
     open_storage,
     release_pages,
     storage_of,
@@ -96,25 +97,22 @@ def convert(
             )
 
         spool = scratch("spool")
-        columns = {k: array("q") for k in ("time", "file", "rank", "at", "topic")}
-        lengths: array[int] = array("q")
+        columns = Columns(scratch, FILE_DTYPE, RANK_DTYPE)
         topics: list[str] = []
         entries, done = [], 0
-        for index, bag_file in enumerate(layout.files):
-            entry = _scan_file(bag_file, index, spool, columns, lengths, topics, stack, scratch)
+        for bag_file in layout.files:
+            entry = _scan_file(bag_file, spool, columns, topics, stack, scratch)
             entries.append(entry)
             done += entry["size"]
             if progress is not None:
                 progress(done)
-        return _write(layout, entries, spool, columns, lengths, topics, output, overwrite)
+        return _write(layout, entries, spool, columns, topics, output, overwrite)
 
 
 def _scan_file(
     bag_file: BagFile,
-    index: int,
     spool: IO[bytes],
-    columns: dict[str, array[int]],
-    lengths: array[int],
+    columns: Columns,
     topics: list[str],
     stack: contextlib.ExitStack,
     scratch: Callable[[str], IO[bytes]],
@@ -139,21 +137,21 @@ def _scan_file(
         raise type(error)(f"{bag_file.name}: {error.message}", offset=error.offset) from None
     names = {topic.key: topic.name for topic in stored.topics}
     position = {name: n for n, name in enumerate(topics)}
-    count = written = 0
-    for rank, message in enumerate(stored.messages()):
-        name = names.get(message.topic, f"topic:{message.topic}")
-        if name not in position:
-            position[name] = len(topics)
-            topics.append(name)
-        columns["time"].append(message.timestamp)
-        columns["file"].append(index)
-        columns["rank"].append(rank)
-        columns["at"].append(spool.tell())
-        lengths.append(len(message.data))
-        spool.write(message.data)
-        columns["topic"].append(position[name])
-        count += 1
-        written += len(message.data)
+    columns.start_file()
+    written = 0
+    for batch in batches(stored):
+        # topic keys to archive topic codes, new names numbered as they first come
+        keys, first, inverse = np.unique(batch.topics, return_index=True, return_inverse=True)
+        codes = np.zeros(len(keys), np.int64)
+        for k in np.argsort(first, kind="stable").tolist():
+            name = names.get(int(keys[k]), f"topic:{int(keys[k])}")
+            if name not in position:
+                position[name] = len(topics)
+                topics.append(name)
+            codes[k] = position[name]
+        spool.write(batch.datas())
+        columns.add(batch.times, batch.lengths, codes[inverse.reshape(-1)])
+        written += int(batch.lengths.sum())
         if written > RELEASE_BYTES:  # bounded RSS: give back the pages read so far
             written = 0
             release_pages(buf)
@@ -164,8 +162,8 @@ def _scan_file(
         "storage": storage,
         "size": size,
         "sha256": digest,
-        "messages": count,
-        "skeleton": _spooled(stored.skeleton(), scratch("skeleton")),
+        "messages": columns.counts[-1],
+        "skeleton": _spooled(stored, scratch("skeleton")),
         **_facts(stored),
     }
     if wal is not None:  # only then: the archive of a bag without a WAL stays as it was
@@ -246,10 +244,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _spooled(data: bytes | bytearray, file: IO[bytes]) -> IO[bytes]:
-    """A skeleton moved to a temporary file until the archive is written (a bag of small
-    messages has a skeleton of a third of its size: not kept in memory)."""
-    file.write(data)
+def _spooled(stored: StorageFile, file: IO[bytes]) -> IO[bytes]:
+    """A storage file's skeleton in a temporary file until the archive is written (a bag of
+    small messages has a skeleton of a third of its size: not kept in memory; a `.db3`'s is
+    written there as it is made)."""
+    write = getattr(stored, "write_skeleton", None)
+    if write is not None:
+        write(file)
+    else:
+        file.write(stored.skeleton())
     return file
 
 
@@ -280,17 +283,20 @@ def _write(
     layout: BagLayout,
     entries: list[dict[str, Any]],
     spool: IO[bytes],
-    columns: dict[str, array[int]],
-    lengths: array[int],
+    columns: Columns,
     topics: list[str],
     output: Path,
     overwrite: bool,
 ) -> Converted:
-    times = np.frombuffer(columns["time"], np.int64)
-    order = np.argsort(times, kind="stable")  # ties stay in bag order
-    starts = np.frombuffer(columns["at"], np.int64)
-    sizes = np.frombuffer(lengths, np.int64)
-    topic_of = np.frombuffer(columns["topic"], np.int64)
+    # the time column is the time member of a bag in time order: one copy of it, not two
+    time_member = columns.read_bytes("time")
+    times = np.frombuffer(time_member, "<i8")
+    count = len(times)
+    # ties stay in bag order; a bag in time order (the usual) is not sorted at all
+    order: Any = None
+    if count and (times[1:] < times[:-1]).any():
+        order = np.argsort(times, kind="stable").astype(np.uint32 if count < 2**32 else np.int64)
+        time_member = times[order].astype("<i8").tobytes()
     spool.flush()
     data: Any = _mapped(spool)
     hashes = [pair for e in entries for pair in [(e["name"], e["sha256"]), *wal_hashes(e)]]
@@ -307,46 +313,42 @@ def _write(
         source_format=SOURCE_FORMAT,
         source=source,
     ) as writer:
-        packer = msgpack.Packer()
-        view = memoryview(data)
-        released = 0
-        firsts = firsts_of_topics(topic_of[order])
-        declared = declarations(entries)
-        for first in range(0, len(order), _BLOCK):  # a block of rows at a time: no list of all
-            block = order[first : first + _BLOCK]
-            rows = zip(
-                times[block].tolist(),
-                starts[block].tolist(),
-                sizes[block].tolist(),
-                topic_of[block].tolist(),
-                strict=True,
-            )
-            for number, (time, at, size, topic_index) in enumerate(rows, start=first):
-                released += size
-                if released > RELEASE_BYTES:
-                    released = 0
-                    writer.flush()
-                    release_pages(data)
-                topic = topics[topic_index]
-                value: dict[str, Any] = {"timestamp": time, "data": view[at : at + size]}
-                if number in firsts:
-                    value[TOPIC_KEY] = declared.get(topic)
-                    if number == 0:
-                        value[BAG_KEY] = bag_facts(layout, entries)
-                writer.write_packed(
-                    packer.pack({topic: value}), types=(topic,), timestamp_us=time // 1000
-                )
-        del view
+        out = Runs(writer, layout, entries, topics, data)
+        # spool offsets: the lengths before each message (in scan order); a bag in order
+        # reads its columns a block at a time
+        sizes: Any = None
+        topic_of: Any = None
+        starts: Any = None
+        if order is not None:
+            sizes, topic_of = columns.read("length"), columns.read("topic")
+            starts = np.cumsum(sizes, dtype=np.int64) - sizes
+        at = 0
+        for first in range(0, count, _BLOCK):  # a block of rows at a time: no list of all
+            if order is None:
+                block: Any = slice(first, first + _BLOCK)
+                lengths = columns.read("length", first, _BLOCK).astype(np.int64)
+                codes = columns.read("topic", first, _BLOCK)
+                offsets = at + np.cumsum(lengths) - lengths
+                at += int(lengths.sum())
+            else:
+                block = order[first : first + _BLOCK]
+                lengths = sizes[block].astype(np.int64)
+                codes = topic_of[block]
+                offsets = starts[block]
+            out.block(first, times[block], offsets, lengths, codes.astype(np.int64))
+        del starts, sizes, topic_of, out, times
         for index, entry in enumerate(entries):
             skeleton = entry.pop("skeleton")
             if not entry["compressed"]:  # a compressed file is kept whole instead
                 writer.add_member(skeleton_member(index), _read_back(skeleton))
             else:
                 writer.add_member(zstd_member(index), _chunks(layout.files[index].path))
-        writer.add_member(TIME_MEMBER, times[order].astype("<i8").tobytes())
-        if len(entries) > 1:  # one file: every message is in file 0
-            writer.add_member(FILE_MEMBER, _column(columns["file"], order, FILE_DTYPE))
-        writer.add_member(RANK_MEMBER, _column(columns["rank"], order, RANK_DTYPE))
+        writer.add_member(TIME_MEMBER, time_member)
+        del time_member
+        made = columns.members(order)
+        if "file" in made:  # one file: every message is in file 0
+            writer.add_member(FILE_MEMBER, made.pop("file"))
+        writer.add_member(RANK_MEMBER, made.pop("rank"))
         meta = {
             "version": META_VERSION,
             "folder": layout.folder,
@@ -358,15 +360,7 @@ def _write(
     if isinstance(data, mmap.mmap):
         with contextlib.suppress(BufferError):
             data.close()
-    return report(layout, entries, len(order), source_size, sha)
-
-
-def _column(values: array[int], order: Any, dtype: str) -> bytes:
-    column = np.frombuffer(values, np.int64)[order]
-    if len(column) and column.max() > np.iinfo(np.dtype(dtype)).max:
-        raise FormatError(f"a bag beyond {np.iinfo(np.dtype(dtype)).max} files or messages")
-    packed: bytes = column.astype(dtype).tobytes()
-    return packed
+    return report(layout, entries, count, source_size, sha)
 
 
 def _read_back(file: IO[bytes]) -> Iterator[bytes]:

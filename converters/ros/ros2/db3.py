@@ -17,10 +17,13 @@ import mmap
 import struct
 from array import array
 from collections.abc import Iterator
+from typing import IO
 
 from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError
 
+from .db3_build import PieceCounts, write_skeleton
+from .db3_pages import db3_batches
 from .db3_skeleton import build_skeleton
 from .sqlite_btree import (
     TABLE_LEAF,
@@ -33,7 +36,7 @@ from .sqlite_btree import (
     varint,
 )
 from .sqlite_wal import wal_overlay
-from .storage import Damage, Definition, StoredMessage, Topic
+from .storage import Batch, Damage, Definition, StoredMessage, Topic
 
 _U32 = struct.Struct(">I")
 _INTS = frozenset((1, 2, 3, 4, 5, 6, 8, 9))
@@ -112,12 +115,13 @@ class Db3File:
             cols = self.tables.get("topics", (0, []))[1]
             self.schema_version = 2 if any(c == "offered_qos_profiles" for c, _ in cols) else 1
         # 8 bytes a number, not a Python int's 36: a bag holds millions of messages
-        self._counts = array("q")
+        self._counts = PieceCounts()  # pieces a message
         self._pos = array("q")
-        self._len = array("q")
+        self._len = array("H")  # a piece lies on one page (of at most 64 KiB)
         self._claimed: set[int] = set()  # leaf and overflow pages whose blob bytes are cut
         self._dropped: dict[int, list[int]] = {}  # leaf page -> rowids of rows not messages
         self._read = False
+        self._spent = False  # the pieces sorted by `write_skeleton`
 
     def _rows(self, table: str) -> list[dict[str, object]]:
         """The rows of a small table as column -> value, in rowid order ([] when absent)."""
@@ -139,6 +143,28 @@ class Db3File:
     def messages(self) -> Iterator[StoredMessage]:
         """Every complete row of `messages`: rowid order when the b-tree is whole, else the
         rows of the tree's readable part and of stray leaf pages, deduplicated and sorted."""
+        plan = self._plan()
+        if plan is None:
+            return
+        layout, leaves, visited, whole = plan
+        if whole:
+            for n in leaves:
+                for row in self._leaf(n, layout, strict=True):
+                    yield self._emit(row)
+            self._report_dropped()
+            return
+        yield from self._recovered(layout, leaves, visited)
+
+    def batches(self) -> Iterator[Batch]:
+        """`messages()` as batches (`db3_pages.db3_batches`: a whole tree's usual pages read
+        with numpy)."""
+        return db3_batches(self)
+
+    def _plan(
+        self,
+    ) -> tuple[tuple[int, int, int, int, int], list[int], set[int], bool] | None:
+        """What `messages()` reads: the layout of `messages`, its leaf pages, the pages the
+        walk visited, and whether the tree is whole (None: no message can be read)."""
         if self._read:
             raise FormatError("messages() of a .db3 file can be read once")
         self._read = True
@@ -147,7 +173,7 @@ class Db3File:
         layout = _layout(cols) if root else ROSBAG2  # no schema: rosbag2's columns
         if layout is None:
             self.damage.notes.append("table messages has no topic_id, timestamp, data columns")
-            return
+            return None
         visited: set[int] = set()
         leaves, problems = leaf_pages(p, root, visited) if root else ([], [])
         for n, why in problems:
@@ -161,12 +187,13 @@ class Db3File:
                 "(a writer killed inside a transaction): their rows are read too"
             )
         partial = self.damage.cut is not None and self.damage.cut.length > 0
-        if root and not problems and not spilled and not partial:
-            for n in leaves:
-                for row in self._leaf(n, layout, strict=True):
-                    yield self._emit(row)
-            self._report_dropped()
-            return
+        return layout, leaves, visited, bool(root and not problems and not spilled and not partial)
+
+    def _recovered(
+        self, layout: tuple[int, int, int, int, int], leaves: list[int], visited: set[int]
+    ) -> Iterator[StoredMessage]:
+        """The rows of a crashed or damaged file (see `messages`)."""
+        p = self.pager
         # A crashed or damaged file: the readable part of the tree, then stray leaf pages.
         try:
             skip = p.freelist()
@@ -389,7 +416,20 @@ class Db3File:
         if not self._read:
             for _ in self.messages():
                 pass
-        return build_skeleton(self.view, self._counts, self._pos, self._len)
+        counts = self._counts.values()
+        return build_skeleton(self.view, counts, self._pos, self._len)
+
+    def write_skeleton(self, out: IO[bytes]) -> None:
+        """`skeleton()` written to `out`, in bounded memory (`db3_build`); the pieces read
+        are spent by it, so it is the last thing asked of the file."""
+        if not self._read:
+            for _ in self.messages():
+                pass
+        if self._spent:
+            raise FormatError("the skeleton of a .db3 file can be written once")
+        self._spent = True
+        self._claimed = set()  # (a page number a page: ~50 MB for 1 GB of small messages)
+        write_skeleton(self.view, self._counts, self._pos, self._len, out)
 
 
 def _rowid(page: bytes, c: int) -> int:

@@ -24,18 +24,31 @@ the chunk is a `damage.losses` region saying how many were recovered and what wa
 
 from __future__ import annotations
 
+import io
 import mmap
 import struct
 import zlib
 from collections.abc import Iterator
+from typing import IO
+
+import numpy as np
 
 from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
+from .mcap_chunks import SpilledOps, checked_starts, mcap_batches
 from .mcap_salvage import declare, describe, salvage_at
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
-from .storage import RELEASE_BYTES, Damage, Definition, StoredMessage, Topic, release_pages
+from .storage import (
+    RELEASE_BYTES,
+    Batch,
+    Damage,
+    Definition,
+    StoredMessage,
+    Topic,
+    release_pages,
+)
 
 #: channel_id and log_time of a Message record, from its content start
 _CHANNEL_TIME = struct.Struct("<H4xQ")
@@ -74,20 +87,6 @@ def is_zeros(buf: memoryview, pos: int) -> bool:
     return len(run) == 9 * EMPTY_RUN and not any(run)
 
 
-def _walk_records(records: memoryview | bytes, base: int) -> Iterator[tuple[int, int, int]]:
-    """The records of a chunk, FormatError at the end when they do not fill it or one is a
-    message too short. Lazy (why: a list of a 64 MiB chunk's records cost a tuple each,
-    ~100 MB); `_scan_chunk` keeps what it found only once the walk ended without error."""
-    end = 0
-    for pos, opcode, stop in _walk(memoryview(records), 0):
-        if opcode == rec.MESSAGE and stop - pos < MESSAGE_HEAD:
-            raise FormatError("MCAP message record too short", offset=base)
-        end = stop
-        yield pos, opcode, stop
-    if end != len(records):
-        raise FormatError("MCAP chunk records do not fill the chunk", offset=base)
-
-
 class McapFile:
     """One MCAP storage file, read from a buffer (bytes, mmap or memoryview; not copied).
 
@@ -123,6 +122,8 @@ class McapFile:
         self._salvaged: set[int] = set()
         self._stop = 0  # end of the last complete record
         self._skeleton: bytes | None = None
+        #: `batches()`' skeleton, spilled to files, and the file's size
+        self._spilled: tuple[SpilledOps, int] | None = None
         self._read = False
         self._scan()
 
@@ -297,7 +298,13 @@ class McapFile:
         found_schemas: list[rec.SchemaRecord] = []
         found_channels: list[rec.ChannelRecord] = []
         view = memoryview(records)
-        for start, opcode, stop in _walk_records(records, pos):
+        starts = checked_starts(records, pos, EMPTY_RUN)
+        opcodes = np.frombuffer(records, np.uint8)[starts]
+        ends = np.append(starts[1:], len(records))
+        wanted = np.flatnonzero((opcodes == rec.SCHEMA) | (opcodes == rec.CHANNEL))
+        for start, opcode, stop in zip(
+            starts[wanted].tolist(), opcodes[wanted].tolist(), ends[wanted].tolist(), strict=True
+        ):
             if opcode == rec.SCHEMA:
                 found_schemas.append(rec.parse_schema(rec.Fields(view, start + 9, stop, pos)))
             elif opcode == rec.CHANNEL:
@@ -394,8 +401,25 @@ class McapFile:
             ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))
         ops.raw(buf[chunk.records_end : end])
 
+    def batches(self) -> Iterator[Batch]:
+        """`messages()` as batches, a chunk's read with numpy (`mcap_chunks`)."""
+        return mcap_batches(self)
+
+    def write_skeleton(self, out: IO[bytes]) -> None:
+        """`skeleton()` written to `out` (from the files `batches()` spilled it to)."""
+        if self._spilled is None:
+            out.write(self.skeleton())
+            return
+        ops, size = self._spilled
+        self._spilled = None
+        ops.write_to(out, size)
+
     def skeleton(self) -> bytes:
         """The file without its messages' data (reads `messages()` through if not done)."""
+        if self._skeleton is None and self._spilled is not None:
+            out = io.BytesIO()
+            self.write_skeleton(out)
+            self._skeleton = out.getvalue()
         if self._skeleton is None:
             if self._read:
                 raise FormatError("McapFile.skeleton(): messages() was not read through")

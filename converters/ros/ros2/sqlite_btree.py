@@ -20,8 +20,12 @@ from dataclasses import dataclass, replace
 
 from nanorec.errors import FormatError, TruncatedError
 
+from .storage import release_pages
+
 MAGIC = b"SQLite format 3\x00"
 TABLE_INTERIOR, TABLE_LEAF, INDEX_INTERIOR, INDEX_LEAF = 0x05, 0x0D, 0x02, 0x0A
+#: Leaf pages whose kinds `leaf_pages` reads between two `release_pages` (32 MiB of 4 KiB).
+_RELEASE_PAGES = 8192
 MAX_DEPTH = 40  # a b-tree of 4 KiB pages this deep would hold far more than 2**64 rows
 
 _U16 = struct.Struct(">H")
@@ -377,6 +381,8 @@ def leaf_pages(
         visited.add(n)
         if kind == TABLE_LEAF:
             leaves.append(n)
+            if not len(leaves) % _RELEASE_PAGES:  # bounded RSS: a big file's pages given back
+                release_pages(pager.view)
             continue
         stack.extend((c, depth + 1) for c in reversed(children))
     return leaves, problems

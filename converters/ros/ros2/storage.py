@@ -14,7 +14,10 @@ import contextlib
 import mmap
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.contract import Region
 
@@ -65,6 +68,89 @@ class StoredMessage:
     topic: int
     timestamp: int
     data: bytes | memoryview
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Messages of a storage file, in file order, as columns (no Python object a message):
+    message i has topic key `topics[i]`, time `times[i]` and its data at
+    `buf[starts[i] : starts[i] + lengths[i]]`."""
+
+    topics: NDArray[np.int64]
+    times: NDArray[np.int64]
+    starts: NDArray[np.int64]
+    lengths: NDArray[np.int64]
+    buf: Any  # bytes, memoryview or a 1-D uint8 array
+
+    def datas(self) -> bytes | memoryview:
+        """The messages' datas back to back (a view when they are so already)."""
+        view = memoryview(self.buf).cast("B") if not isinstance(self.buf, np.ndarray) else None
+        count = len(self.starts)
+        if not count:
+            return b""
+        first, last = int(self.starts[0]), int(self.starts[-1] + self.lengths[-1])
+        if count == 1 or (self.starts[1:] == (self.starts + self.lengths)[:-1]).all():
+            return (view if view is not None else memoryview(self.buf))[first:last]
+        data = np.frombuffer(self.buf, np.uint8) if view is not None else self.buf
+        return gather(data, self.starts, self.lengths).data
+
+
+def gather(
+    data: NDArray[np.uint8], starts: NDArray[np.int64], lengths: NDArray[np.int64]
+) -> NDArray[np.uint8]:
+    """The stretches `data[starts[i] : starts[i] + lengths[i]]` back to back, with numpy."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    index = np.repeat(starts - (ends - lengths), lengths)
+    index += np.arange(total, dtype=np.int64)
+    out: NDArray[np.uint8] = data[index]
+    return out
+
+
+#: Messages a `batched` batch holds at most, and data bytes past which it is given (a
+#: batch of camera images is one or a few of them: its datas are joined).
+BATCH_MESSAGES = 8192
+BATCH_BYTES = 4 << 20
+
+
+def batches(stored: StorageFile) -> Iterator[Batch]:
+    """A storage file's messages as batches: its own `batches()` when it has one (read with
+    numpy), else `messages()` gathered (the same messages, in the same order)."""
+    own = getattr(stored, "batches", None)
+    if own is not None:
+        yield from own()
+        return
+    yield from batched(stored.messages())
+
+
+def batched(messages: Iterable[StoredMessage]) -> Iterator[Batch]:
+    """Messages one at a time, as batches of up to `BATCH_MESSAGES` or `BATCH_BYTES`."""
+    topics: list[int] = []
+    times: list[int] = []
+    datas: list[bytes | memoryview] = []
+    size = 0
+    for message in messages:
+        topics.append(message.topic)
+        times.append(message.timestamp)
+        datas.append(message.data)
+        size += len(message.data)
+        if len(datas) >= BATCH_MESSAGES or size >= BATCH_BYTES:
+            yield _batch(topics, times, datas)
+            topics, times, datas = [], [], []
+            size = 0
+    if datas:
+        yield _batch(topics, times, datas)
+
+
+def _batch(topics: list[int], times: list[int], datas: list[bytes | memoryview]) -> Batch:
+    lengths = np.fromiter(map(len, datas), np.int64, len(datas))
+    return Batch(
+        np.array(topics, np.int64),
+        np.array(times, np.int64),
+        np.cumsum(lengths) - lengths,
+        lengths,
+        b"".join(datas),
+    )
 
 
 @dataclass

@@ -1,0 +1,257 @@
+"""An MCAP file's chunks read as numpy columns: `McapFile.batches()`.
+
+Why: `McapFile.messages()` costs a tuple, a `StoredMessage` and a few skeleton operations
+a message, most of a conversion of small messages. Here a chunk's records are found by one
+tight loop over their lengths (`record_starts`: a record's place depends on all before it,
+so this one walk stays a loop), and the rest, per chunk, is numpy: the Message records'
+channel, log time and data (opcode 0x05, u64 length, u16 channel, u32 sequence, u64
+log_time, u64 publish_time, data), the datas cut out of the records and the skeleton's
+COPY/DATA operations, the same bytes and operations `messages()` gives. Top-level
+messages, damaged chunks and the chunk a file is cut in go through `messages()`'s code.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import tempfile
+import zlib
+from array import array
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from nanorec.errors import FormatError
+
+from . import mcap_records as rec
+from .mcap_skeleton import (
+    _SKELETON_HEAD,
+    BEGIN,
+    COPY,
+    DATA,
+    DROP,
+    END,
+    MESSAGE_HEAD,
+    SKELETON_MAGIC,
+    SKELETON_VERSION,
+    Ops,
+)
+from .storage import Batch, StoredMessage, batched
+
+if TYPE_CHECKING:
+    from .mcap_file import McapFile
+
+_LENGTH = struct.Struct("<Q")
+_CHANNEL_TIME = struct.Struct("<H4xQ")
+
+
+def record_starts(records: Any, empty_run: int) -> tuple[NDArray[np.int64], int]:
+    """Where each complete record of `records` starts, and where the last one ends (the
+    walk of `mcap_file._walk`: it stops at a record running past the end, or where
+    `empty_run` empty records' worth of zeros begins)."""
+    size = len(records)
+    unpack = _LENGTH.unpack_from
+    starts = array("q")
+    add = starts.append
+    pos = 0
+    zeros = bytes(9 * empty_run)
+    while size - pos >= 9:
+        length = unpack(records, pos + 1)[0]
+        end = pos + 9 + length
+        if end > size:
+            break
+        if not length and not records[pos] and records[pos : pos + len(zeros)] == zeros:
+            break
+        add(pos)
+        pos = end
+    return np.frombuffer(starts, np.int64) if starts else np.zeros(0, np.int64), pos
+
+
+def checked_starts(records: Any, base: int, empty_run: int) -> NDArray[np.int64]:
+    """`record_starts` of a chunk's records, FormatError (at `base`) when they do not fill
+    it or a message record is too short. (A list of a 64 MiB chunk's records as tuples was
+    ~100 MB; these starts are 8 bytes a record.)"""
+    starts, end = record_starts(records, empty_run)
+    data = np.frombuffer(records, np.uint8)
+    ends = np.append(starts[1:], end)
+    if ((data[starts] == rec.MESSAGE) & (ends - starts < MESSAGE_HEAD)).any():
+        raise FormatError("MCAP message record too short", offset=base)
+    if end != len(records):
+        raise FormatError("MCAP chunk records do not fill the chunk", offset=base)
+    return starts
+
+
+def _fields(data: NDArray[np.uint8], at: NDArray[np.int64], dtype: str) -> NDArray[Any]:
+    """The little-endian values of `dtype` at `at`."""
+    width = np.dtype(dtype).itemsize
+    index = at[:, None] + np.arange(width)
+    values: NDArray[Any] = np.ascontiguousarray(data[index]).view(dtype).reshape(-1)
+    return values
+
+
+def _messages(
+    records: Any, base: int, empty_run: int
+) -> tuple[Batch, NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
+    """A chunk's messages as a batch (their datas joined), where each data starts and ends,
+    and which bytes of `records` are data."""
+    data = np.frombuffer(records, np.uint8)
+    starts = checked_starts(records, base, empty_run)
+    ends = np.append(starts[1:], len(data))
+    chosen = data[starts] == rec.MESSAGE
+    starts, ends = starts[chosen], ends[chosen]
+    channels = _fields(data, starts + 9, "<u2").astype(np.int64)
+    times = _fields(data, starts + 15, "<u8")
+    if len(times) and int(times.max()) >= 1 << 63:
+        raise OverflowError("an MCAP log_time beyond 2**63 - 1 ns")
+    cuts = starts + MESSAGE_HEAD
+    lengths = ends - cuts
+    # the records alternate kept and data stretches: [0, cut_0), [cut_0, end_0), ...
+    stretches = np.empty(2 * len(cuts) + 1, np.int64)
+    stretches[0:-1:2] = cuts - np.concatenate(([0], ends[:-1]))
+    stretches[1::2] = lengths
+    stretches[-1] = len(data) - (int(ends[-1]) if len(ends) else 0)
+    is_data = np.repeat(np.tile(np.array([False, True]), len(cuts) + 1)[:-1], stretches)
+    datas = data[is_data]
+    offsets = np.cumsum(lengths) - lengths
+    batch = Batch(channels, times.astype(np.int64), offsets, lengths, datas)
+    return batch, cuts, ends, is_data
+
+
+def mcap_batches(file: McapFile) -> Iterator[Batch]:
+    """`file.messages()` as batches (see the module)."""
+    from .mcap_file import EMPTY_RUN, _walk
+
+    if file._read:
+        raise FormatError("McapFile.messages() can be read once")
+    file._read = True
+    ops = SpilledOps()
+    buf = file._buf
+    loose: list[StoredMessage] = []  # top-level messages, given before the next chunk's
+    if file._stop >= 8:
+        ops.raw(buf[:8])
+        order = list(rec.REBUILDERS)
+        for pos, opcode, end in _walk(buf, 8):
+            if end > file._stop:
+                break
+            if pos in file._damaged:
+                ops.raw(buf[pos:end])
+            elif opcode == rec.MESSAGE:
+                ops.raw(buf[pos : pos + MESSAGE_HEAD])
+                ops.op(DATA, 0)
+                channel, log_time = _CHANNEL_TIME.unpack_from(buf, pos + 9)
+                loose.append(StoredMessage(channel, log_time, buf[pos + MESSAGE_HEAD : end]))
+            elif opcode == rec.CHUNK:
+                yield from batched(loose)
+                loose = []
+                yield _chunk(file, ops, pos, end, order, EMPTY_RUN)
+                ops.spill()
+            else:
+                ops.raw(buf[pos:end])
+    yield from batched(loose)
+    ops.raw(buf[file._stop :])
+    if file._stop in file._salvaged:  # the chunk the file is cut in
+        yield from batched(file._salvaged_messages(ops, file._stop, len(buf)))
+    file._spilled = (ops, len(buf))
+
+
+def _chunk(file: McapFile, ops: Ops, pos: int, end: int, order: list[int], run: int) -> Batch:
+    """One chunk's messages, its skeleton operations added to `ops` (`_chunk_messages`)."""
+    buf = file._buf
+    chunk = rec.chunk_head(buf, pos, end)
+    records = file._records(pos, chunk)
+    method: int | None = 0
+    if chunk.compression:
+        compressed = buf[chunk.records_start : chunk.records_end]
+        method = rec.find_rebuilder(chunk.compression, compressed, bytes(records), order)
+        if chunk.records_end - chunk.records_start >= 1 << 32:
+            method = None  # END records the size in 32 bits
+    batch, cuts, ends, is_data = _messages(records, pos, run)
+    count = len(batch.times)
+    if method is None:  # kept: its bytes as they are, its datas dropped by join
+        file.kept_chunks += 1
+        ops.raw(buf[pos:end])
+        if count:
+            ops.op(DROP, count)
+        return batch
+    file.chunks += 1
+    ops.raw(buf[pos : chunk.records_start])
+    if method:
+        name = rec.REBUILDERS[method][1]
+        file.rebuilt_by[name] = file.rebuilt_by.get(name, 0) + 1
+        ops.op(BEGIN, method)
+    size = len(records)
+    if count:
+        # COPY everything since the last data up to each message's data, then DATA
+        copies = cuts - np.concatenate(([0], ends[:-1]))
+        copies[0] += ops.pending
+        args = np.zeros(2 * count, np.uint64)
+        args[0::2] = copies
+        ops.kinds += bytes((COPY, DATA)) * count
+        ops.args.frombytes(args.tobytes())
+        ops.blob += np.frombuffer(records, np.uint8)[~is_data].data
+        ops.pending = size - int(ends[-1])
+    else:
+        ops.blob += records
+        ops.pending += size
+    if method:
+        compressed = buf[chunk.records_start : chunk.records_end]
+        ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))
+    ops.raw(buf[chunk.records_end : end])
+    return batch
+
+
+class SpilledOps(Ops):
+    """`Ops` whose operations and blob go to temporary files once they pass `SPILL_BYTES`
+    (a bag of small messages has ~50 bytes of them a message: ~800 MB for 1 GB of MCAP);
+    `write_to` writes the skeleton `skeleton()` would give."""
+
+    SPILL_BYTES = 16 << 20
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._files: list[IO[bytes]] = []
+        self._counts = [0, 0]  # operations and blob bytes spilled
+
+    def spill(self, *, now: bool = False) -> None:
+        """Move what is in memory to the files, if it is large (or `now`)."""
+        if not now and len(self.blob) + 9 * len(self.kinds) < self.SPILL_BYTES:
+            return
+        if not self._files:
+            # closed by `write_to` or `close` (they outlive this call: no `with`)
+            self._files = [
+                tempfile.TemporaryFile(prefix=".nanorec-mcap-")  # noqa: SIM115
+                for _ in range(3)
+            ]
+        args = self.args
+        if sys.byteorder != "little":
+            args = array("Q", args)
+            args.byteswap()
+        self._files[0].write(self.kinds)
+        self._files[1].write(args)
+        self._files[2].write(self.blob)
+        self._counts[0] += len(self.kinds)
+        self._counts[1] += len(self.blob)
+        del self.kinds[:], self.args[:], self.blob[:]
+
+    def write_to(self, out: IO[bytes], file_size: int) -> None:
+        """The skeleton (`skeleton(file_size)`'s bytes) written to `out`; the files closed."""
+        if self.pending:
+            self.kinds.append(COPY)
+            self.args.append(self.pending)
+            self.pending = 0
+        self.spill(now=True)
+        head = _SKELETON_HEAD.pack(SKELETON_VERSION, file_size, *self._counts)
+        out.write(SKELETON_MAGIC + head)
+        for file in self._files:
+            file.seek(0)
+            while block := file.read(1 << 20):
+                out.write(block)
+            file.close()
+        self._files = []
+
+    def close(self) -> None:
+        for file in self._files:
+            file.close()
+        self._files = []
