@@ -14,11 +14,14 @@ import contextlib
 import mmap
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from nanorec.contract import Region
 
 from .msgdef import service_of
+
+if TYPE_CHECKING:
+    from .datas import Source
 
 
 @dataclass(frozen=True)
@@ -148,9 +151,10 @@ def open_storage(
 
 
 def join(
-    storage: str, skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
+    storage: str, skeleton: bytes | memoryview, datas: Source | Iterable[bytes | memoryview]
 ) -> Iterator[bytes | memoryview]:
-    """The pieces of a storage file: its skeleton with `datas` (file order) put back."""
+    """The pieces of a storage file: its skeleton with `datas` (file order: a `Source`, or
+    byte strings) put back."""
     if storage == "sqlite3":
         from .db3_skeleton import join_db3
 
