@@ -89,8 +89,12 @@ def _wtext(data: bytes, codec: str) -> str | bytes:
 class _Generator:
     """Generates the functions decoding one root type in one byte order."""
 
-    def __init__(self, root: str, types: dict[str, MsgType], order: str, trace: bool) -> None:
+    def __init__(
+        self, root: str, types: dict[str, MsgType], order: str, trace: bool, plain: bool = False
+    ) -> None:
         self.root, self.types, self.order, self.trace = root, types, order, trace
+        #: Numeric arrays as lists (`plain`: values JSON takes as they are), else numpy views.
+        self.tolist = ".tolist()" if plain else ""
         self.lines: list[str] = []
         self.names: dict[tuple[str, State], str] = {}
         self.exits: dict[tuple[str, State], State] = {}
@@ -260,7 +264,8 @@ class _Generator:
         if name in SIZES:
             k = SIZES[name]
             state = self.align(state, k, body, "    ")
-            body += [f"    {target} = frombuffer(b, D_{name}, {n}, p)", f"    p += {n * k}"]
+            body += [f"    {target} = frombuffer(b, D_{name}, {n}, p){self.tolist}",
+                     f"    p += {n * k}"]  # fmt: skip
             return state[0], (state[1] + n * k) % state[0]
         body += ["    a = []", f"    for _ in range({n}):"]
         state = self.loop(name, state, body, where)
@@ -283,7 +288,7 @@ class _Generator:
                     body += ["    if n:", *lines]
             body += [
                 f"    if n * {k} > L - p: short(n, {name!r}, {k}, L - p, p, {where!r})",
-                f"    {target} = frombuffer(b, D_{name}, n, p)",
+                f"    {target} = frombuffer(b, D_{name}, n, p){self.tolist}",
                 f"    p += n * {k}",
             ]
             return min(k, 4), 0
@@ -305,7 +310,7 @@ class Decoder:
     def __init__(self, definitions: Mapping[str, tuple[str, str]]) -> None:
         self.definitions = dict(definitions)
         self._types: dict[str, dict[str, MsgType]] = {}
-        self._decoders: dict[tuple[str, str, bool], Decode] = {}
+        self._decoders: dict[tuple[str, str, bool, bool], Decode] = {}
 
     def with_definitions(self, definitions: Mapping[str, tuple[str, str]]) -> Decoder:
         """A decoder of `definitions` keeping this one's generated functions for the types
@@ -324,13 +329,31 @@ class Decoder:
             self._types[root] = load(self.definitions, root)
         return self._types[root]
 
-    def function(self, type_name: str, order: str = "<", trace: bool = False) -> Decode:
-        """The generated function for `type_name` (`order` "<" or ">")."""
+    def function(
+        self, type_name: str, order: str = "<", trace: bool = False, plain: bool = False
+    ) -> Decode:
+        """The generated function for `type_name` (`order` "<" or ">"); `plain`: numeric
+        arrays come out as lists, not numpy views (`plain_decode`)."""
         root = canonical(type_name)
-        key = (root, order, trace)
+        key = (root, order, trace, plain)
         if key not in self._decoders:
-            self._decoders[key] = _Generator(root, self.types(root), order, trace).compile()
+            generator = _Generator(root, self.types(root), order, trace, plain)
+            self._decoders[key] = generator.compile()
         return self._decoders[key]
+
+    def plain_decode(self, type_name: str, data: bytes | memoryview) -> dict[str, Any] | None:
+        """The message in `data` as `decode` gives it, numeric arrays as lists (what `cat`
+        prints, without a pass over the values to make them JSON's); None when `decode`
+        would not give it plainly (an error to report, another encapsulation)."""
+        if len(data) < 4 or data[0] or data[1] > 1:
+            return None
+        try:
+            value, end = self.function(type_name, "<" if data[1] else ">", plain=True)(
+                data, 4, None
+            )
+        except Exception:
+            return None
+        return value if len(data) - end <= PADDING else None
 
     def decode(self, type_name: str, data: bytes | memoryview) -> dict[str, Any]:
         """The message of type `type_name` in `data` as a dict."""
