@@ -28,9 +28,21 @@ Ints = NDArray[np.int64]
 
 #: Archive numbers further apart than this are read as two runs (not the messages between).
 _GAP: Final = 64
-_TIMESTAMP: Final = b"\xa9timestamp"
-_DATA: Final = b"\xa4data"
-_STAMP_KEY: Final = b"\xa9nanorec.t"
+
+
+def _words(text: bytes, second: int) -> tuple[np.uint64, np.uint64]:
+    """The 8 bytes of `text` at 0 and the 7 at `second`, as little-endian words."""
+    return (
+        np.frombuffer(text[:8], "<u8")[0],
+        np.frombuffer(text[second : second + 7] + b"\x00", "<u8")[0],
+    )
+
+
+_INNER: Final = _words(b"\x82\xa9timestamp", 4)  # 11 bytes: 0-7, 4-10
+_STAMP: Final = _words(b"\xa9nanorec.t", 3)  # 10 bytes: 0-7, 3-9
+_DATA_KEY: Final = np.frombuffer(b"\xa4data\x00\x00\x00", "<u8")[0]
+_MASK7: Final = np.uint64((1 << 56) - 1)
+_MASK5: Final = np.uint64((1 << 40) - 1)
 
 
 def _int_sizes() -> NDArray[np.int64]:
@@ -115,40 +127,47 @@ class Datas:
     @staticmethod
     def _locate(buffer: bytes, starts: Ints, lengths: Ints, numbers: Ints) -> tuple[Ints, Ints]:
         """Each message's data (start, length) by the usual layout; start -1 where the
-        message is laid out otherwise."""
-        b = np.frombuffer(buffer, np.uint8)
-        last = len(b) - 1
+        message is laid out otherwise. The bytes are read 8 at a time (a little-endian
+        word at any offset: an overlapping view of the buffer), so a key is one or two
+        compares, not ten."""
+        if len(buffer) < 8:
+            return np.full(len(starts), -1, np.int64), np.zeros(len(starts), np.int64)
+        words = np.ndarray((len(buffer) - 7,), "<u8", buffer, 0, (1,))
+        last = len(buffer) - 8
         ends = starts + lengths
-        ok = lengths >= 24
+        ok = lengths >= 32
 
-        def at(pos: Ints) -> NDArray[np.int64]:
-            return b[np.clip(pos, 0, last)].astype(np.int64)
+        def word(pos: Ints) -> NDArray[np.uint64]:
+            found: NDArray[np.uint64] = words[np.clip(pos, 0, last)]
+            return found
 
-        def same(pos: Ints, text: bytes) -> NDArray[np.bool_]:
-            want = np.frombuffer(text, np.uint8)
-            where = np.clip(pos[:, None] + np.arange(len(text)), 0, last)
-            result: NDArray[np.bool_] = (b[where] == want).all(axis=1)
-            return result
+        def byte(w: NDArray[np.uint64], k: int) -> Ints:
+            found: Ints = ((w >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.int64)
+            return found
 
-        ok &= at(starts) == 0x82  # {topic: ..., "nanorec.t": ...}
-        head = at(starts + 1)
+        w = word(starts)
+        ok &= byte(w, 0) == 0x82  # {topic: ..., "nanorec.t": ...}
+        head = byte(w, 1)
         fix = (head >= 0xA0) & (head <= 0xBF)
-        topic = np.where(fix, head & 0x1F, at(starts + 2))
         ok &= fix | (head == 0xD9)
-        pos = starts + 1 + np.where(fix, 1, 2) + topic
-        ok &= at(pos) == 0x82  # {"timestamp": ..., "data": ...}
-        ok &= same(pos + 1, _TIMESTAMP)
-        stamp = _INT_SIZES[at(pos + 11)]
+        pos = starts + np.where(fix, 2 + (head & 0x1F), 3 + byte(w, 2))
+        # {"timestamp": ..., "data": ...}: 82 a9 "timestamp", an integer
+        ok &= word(pos) == _INNER[0]
+        w = word(pos + 4)
+        ok &= (w & _MASK7) == _INNER[1]
+        stamp = _INT_SIZES[byte(w, 7)]
         ok &= stamp > 0
         pos = pos + 11 + stamp
-        ok &= same(pos, _DATA)
-        kind = at(pos + 5)
+        w = word(pos)  # a4 "data", then bin 8/16/32 and its size
+        ok &= (w & _MASK5) == _DATA_KEY
+        kind = byte(w, 5)
+        wide = word(pos + 6)
         size = np.select(
             [kind == 0xC4, kind == 0xC5, kind == 0xC6],
             [
-                at(pos + 6),
-                at(pos + 6) << 8 | at(pos + 7),
-                at(pos + 6) << 24 | at(pos + 7) << 16 | at(pos + 8) << 8 | at(pos + 9),
+                byte(w, 6),
+                byte(w, 6) << 8 | byte(w, 7),
+                byte(wide, 0) << 24 | byte(wide, 1) << 16 | byte(wide, 2) << 8 | byte(wide, 3),
             ],
             -1,
         )
@@ -156,8 +175,10 @@ class Datas:
         data = pos + 6 + np.select([kind == 0xC4, kind == 0xC5], [1, 2], 4)
         tail = data + size
         ok &= tail + 11 <= ends
-        ok &= same(tail, _STAMP_KEY)
-        ok &= tail + 10 + _INT_SIZES[at(tail + 10)] == ends
+        ok &= word(tail) == _STAMP[0]  # a9 "nanorec.t", an integer
+        w = word(tail + 3)
+        ok &= (w & _MASK7) == _STAMP[1]
+        ok &= tail + 10 + _INT_SIZES[byte(w, 7)] == ends
         return np.where(ok, data, -1), np.where(ok, size, 0)
 
     def _decoded(

@@ -33,7 +33,9 @@ _RUN: Final = 4096
 
 
 def ndjson_lines(
-    recording: Ros2Recording, numbers: Sequence[int] | NDArray[Any], line: Callable[[int], dict[str, Any]]
+    recording: Ros2Recording,
+    numbers: Sequence[int] | NDArray[Any],
+    line: Callable[[int], dict[str, Any]],
 ) -> Iterator[str]:
     """The NDJSON text of messages `numbers` (`line`: a message's row, the usual path), a
     run of lines at a time."""
