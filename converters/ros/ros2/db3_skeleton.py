@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -95,13 +96,23 @@ def _leb(v: npt.NDArray[np.uint64]) -> bytes:
 
 
 def _unleb(b: memoryview, n: int) -> npt.NDArray[np.uint64]:
-    """`n` LEB128 values from exactly the bytes `b` (FormatError when they are not)."""
+    """`n` LEB128 values from exactly the bytes `b` (FormatError when they are not), a block
+    of bytes at a time (the temporaries are 8-16 bytes per byte of the table)."""
     a = np.frombuffer(b, np.uint8)
     ends = np.flatnonzero(a < 0x80)
     if len(ends) != n or (len(a) and a[-1] >= 0x80):
         raise FormatError(f"skeleton table: {len(ends)} values where {n} were announced")
-    if not n:
-        return np.zeros(0, np.uint64)
+    out = np.zeros(n, np.uint64)
+    first = 0
+    for at in range(0, n, _BLOCK):
+        block = ends[at : at + _BLOCK]
+        out[at : at + len(block)] = _unleb_block(a[first : int(block[-1]) + 1], block - first)
+        first = int(block[-1]) + 1
+    return out
+
+
+def _unleb_block(a: npt.NDArray[np.uint8], ends: npt.NDArray[np.intp]) -> npt.NDArray[np.uint64]:
+    """The values whose last bytes are at `ends` in `a` (which they fill)."""
     starts = np.concatenate(([0], ends[:-1] + 1))
     lens = ends - starts + 1
     if lens.max() > 9:
@@ -110,6 +121,13 @@ def _unleb(b: memoryview, n: int) -> npt.NDArray[np.uint64]:
     vals = (a & 0x7F).astype(np.uint64) << (7 * k).astype(np.uint64)
     out: npt.NDArray[np.uint64] = np.bitwise_or.reduceat(vals, starts)
     return out
+
+
+def _narrow(values: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+    """`values` as int32 when they all fit (half the memory), else as they are."""
+    if not len(values) or (int(values.max()) < 1 << 31 and int(values.min()) >= -(1 << 31)):
+        return values.astype(np.int32)
+    return values
 
 
 def join_db3(
@@ -154,40 +172,47 @@ class _Pieces:
 
     def __init__(self, arrays: list[npt.NDArray[np.uint64]], nmsg: int, npieces: int,
                  body: int) -> None:  # fmt: skip
+        # Millions of pieces: each column as narrow as its values allow, temporaries
+        # dropped as soon as done.
         counts = arrays[0].astype(np.int64)
         lens = arrays[2].astype(np.int64)
         if int(counts.sum()) != npieces or np.any(lens <= 0) or int(lens.sum()) > 1 << 50:
             raise FormatError("skeleton table is inconsistent")
         csum = np.cumsum(lens)
-        pos = np.cumsum(_unzigzag(arrays[1])) + csum - lens
+        pos = np.cumsum(_unzigzag(arrays[1]))
+        pos += csum
+        pos -= lens
         order = np.argsort(pos, kind="stable")
         self.pos = pos[order]
-        self.lens = lens[order]
         del pos
+        self.lens = _narrow(lens[order])
         ends = self.pos + self.lens
         total = body + (int(csum[-1]) if npieces else 0)
         if npieces and (self.pos[0] < 0 or ends[-1] > total or np.any(self.pos[1:] < ends[:-1])):
             raise FormatError("skeleton pieces overlap or lie outside the file")
         del ends
-        first = np.cumsum(counts) - counts
-        starts = csum - lens  # each piece's offset among the message's data, then
-        starts -= np.repeat(starts[np.minimum(first, max(npieces - 1, 0))], counts)
-        self.inner = starts[order]
-        del starts, csum, lens
-        self.msg = np.repeat(np.arange(nmsg, dtype=np.int64), counts)[order]
+        some = counts > 0
+        first = (np.cumsum(counts) - counts)[some]
         self.sizes = np.zeros(nmsg, np.int64)
-        np.add.at(self.sizes, self.msg, self.lens)
-        rank = np.empty(npieces, np.int64)
+        if npieces:
+            self.sizes[some] = np.add.reduceat(lens, first)
+        self.sizes = _narrow(self.sizes)
+        starts = csum - lens  # each piece's offset among the message's data, then
+        del csum, lens
+        starts -= np.repeat(starts[first], counts[some])
+        self.inner = _narrow(starts[order])
+        del starts
+        self.msg = _narrow(np.repeat(np.arange(nmsg, dtype=np.int64), counts))[order]
+        rank = np.empty(npieces, self.msg.dtype if npieces <= nmsg else np.int64)
         rank[order] = np.arange(npieces)
         del order
-        some = counts > 0
         self.empty = np.flatnonzero(~some)
         #: Per message, the file-order number of its first and last piece.
-        self.first = np.full(nmsg, -1, np.int64)
-        self.last = np.full(nmsg, -1, np.int64)
+        self.first = np.full(nmsg, -1, rank.dtype)
+        self.last = np.full(nmsg, -1, rank.dtype)
         if npieces:
-            self.first[some] = np.minimum.reduceat(rank, first[some])
-            self.last[some] = np.maximum.reduceat(rank, first[some])
+            self.first[some] = np.minimum.reduceat(rank, first)
+            self.last[some] = np.maximum.reduceat(rank, first)
         self.end = 0  # file position after the pieces joined so far
 
     def stop(self, first: int) -> int:

@@ -9,6 +9,7 @@ every message is written as a new bag (`cut.py`), and the report's note says why
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +35,13 @@ def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[b
         return
     datas = Datas(reader, meta.numbers_of_file(index))
     reader.advise_sequential()
-    yield from join(entry["storage"], reader.member(skeleton_member(index)), datas)
+    # the skeleton as a view of the mapping (a few hundred MB for millions of messages)
+    skeleton = reader.member_view(skeleton_member(index))
+    try:
+        yield from join(entry["storage"], skeleton, datas)
+    finally:
+        with contextlib.suppress(BufferError):  # a view of it still alive: freed with it
+            skeleton.release()
 
 
 class _Split:

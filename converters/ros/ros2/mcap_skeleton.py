@@ -91,7 +91,7 @@ def join_mcap(
         raise FormatError("MCAP skeleton of another size", offset=0)
     source = as_source(datas)
     ops = _Ops(sk, top, count, blob_size, len(source))
-    joined = _Joined(ops, sk[top + 9 * count :].tobytes(), source)
+    joined = _Joined(ops, sk[top + 9 * count :], source)
     written = 0
     first = 0
     while first < count:
@@ -164,7 +164,7 @@ class _Ops:
 class _Joined:
     """The pieces of batches of operations, with a chunk's records carried across."""
 
-    def __init__(self, ops: _Ops, blob: bytes, source: Source) -> None:
+    def __init__(self, ops: _Ops, blob: memoryview, source: Source) -> None:
         self.ops, self.blob, self.source = ops, blob, source
         self.chunk: list[bytes] | None = None
         self.method = 0
@@ -180,7 +180,7 @@ class _Joined:
             raise FormatError("message data of another size than its MCAP record")
         blob_from = int(ops.blob_end[first - 1]) if first else 0
         blob_to = int(ops.blob_end[stop - 1])
-        joined = self.blob[blob_from:blob_to] + buffer
+        joined = b"".join((self.blob[blob_from:blob_to], buffer))
         begin = ops.blob_end[first:stop] - ops.args[first:stop] - blob_from
         begin[kinds == DATA] = starts + (blob_to - blob_from)
         end = begin + np.where(kinds == COPY, ops.args[first:stop], 0)
