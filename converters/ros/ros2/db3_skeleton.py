@@ -151,16 +151,19 @@ def join_db3(
     body = sk[at:]
     source = as_source(datas)
     pieces = _Pieces(arrays, nmsg, npieces, len(body))
-    del arrays
     if len(source) != nmsg:
         raise FormatError(f"{len(source)} data given, the skeleton has {nmsg} messages")
     held: dict[int, bytes] = {}
-    bpos = first = 0
+    release_pages(sk)  # the tables are read: a mapped skeleton's pages given back
+    bpos = first = released = 0
     while first < npieces:
         stop = pieces.stop(first)
         out, bpos = pieces.block(first, stop, source, body, bpos, held)
         yield out
         first = stop
+        if bpos - released > RELEASE_BYTES:
+            released = bpos
+            release_pages(sk)
     pieces.check_empty(source)
     if bpos < len(body):
         yield body[bpos:]
@@ -176,10 +179,12 @@ class _Pieces:
         # dropped as soon as done.
         counts = arrays[0].astype(np.int64)
         lens = arrays[2].astype(np.int64)
+        deltas = _unzigzag(arrays[1])
+        arrays.clear()  # the caller's list: its columns go now
         if int(counts.sum()) != npieces or np.any(lens <= 0) or int(lens.sum()) > 1 << 50:
             raise FormatError("skeleton table is inconsistent")
         csum = np.cumsum(lens)
-        pos = np.cumsum(_unzigzag(arrays[1]))
+        pos = np.cumsum(deltas, out=deltas)
         pos += csum
         pos -= lens
         order = np.argsort(pos, kind="stable")
