@@ -13,6 +13,7 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,6 +35,8 @@ _U64 = struct.Struct("<Q")
 #: A batch of operations holds at most this many datas, or about this many bytes of them.
 _BATCH = 1 << 16
 _BATCH_BYTES = 16 << 20
+#: Operations read at once when the skeleton is opened.
+_WINDOW = 1 << 18
 
 
 class Ops:
@@ -107,84 +110,105 @@ def join_mcap(
 
 
 class _Ops:
-    """A skeleton's operations as arrays: where each COPY's bytes are in the blob, which
-    datas each DATA or DROP takes, and the size each DATA's record says."""
+    """A skeleton's operations (views of it) and, per DATA operation, its place and the size
+    its record says: read a window of operations at a time, so that millions of them hold
+    a few bytes each, not columns of every operation."""
 
     def __init__(self, sk: memoryview, top: int, count: int, blob_size: int,
                  datas: int) -> None:  # fmt: skip
-        self.kinds = np.frombuffer(sk, np.uint8, count, top).astype(np.int64)
-        self.args = np.frombuffer(sk, "<u8", count, top + count).astype(np.int64)
-        kinds, args = self.kinds, self.args
-        if count and (kinds.max() > END or args.min() < 0):
-            bad = int(np.flatnonzero((kinds > END) | (args < 0))[0])
-            raise FormatError(f"bad MCAP skeleton operation {int(kinds[bad])}")
-        copy = kinds == COPY
-        lengths = np.where(copy, args, 0)
-        self.blob_end = np.cumsum(lengths)
-        if count and int(self.blob_end[-1]) != blob_size:
+        self.kinds = np.frombuffer(sk, np.uint8, count, top)
+        self.args = np.frombuffer(sk, "<u8", count, top + count)
+        blob = np.frombuffer(sk, np.uint8, blob_size, top + 9 * count)
+        places: list[NDArray[np.int64]] = []
+        sizes: list[NDArray[np.int64]] = []
+        blob_at = taken = 0
+        last_end = last_length = -1  # the last COPY so far: where its bytes end, how many
+        for first in range(0, count, _WINDOW):
+            kinds = self.kinds[first : first + _WINDOW]
+            wide = self.args[first : first + _WINDOW]
+            bad = np.flatnonzero((kinds > END) | (wide >= np.uint64(1 << 62)))
+            if len(bad):
+                raise FormatError(f"bad MCAP skeleton operation {int(kinds[bad[0]])}")
+            args = wide.astype(np.int64)
+            copy = kinds == COPY
+            blob_end = blob_at + np.cumsum(np.where(copy, args, 0))
+            if int(blob_end[-1]) > blob_size:
+                raise FormatError("MCAP skeleton copies past its blob")
+            taken += int(np.where(kinds == DATA, 1, np.where(kinds == DROP, args, 0)).sum())
+            data = np.flatnonzero(kinds == DATA)
+            last = np.maximum.accumulate(np.where(copy, np.arange(len(kinds)), -1))[data]
+            ends = np.where(last >= 0, blob_end[np.maximum(last, 0)], last_end)
+            lengths = np.where(last >= 0, args[np.maximum(last, 0)], last_length)
+            if np.any(lengths < MESSAGE_HEAD):
+                raise FormatError("message data of another size than its MCAP record")
+            at = ends - MESSAGE_HEAD + 1
+            raw = blob[at[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
+            sizes.append(raw.astype(np.int64) - rec.MESSAGE_HEAD.size)
+            places.append(first + data)
+            if copy.any():
+                c = int(np.flatnonzero(copy)[-1])
+                last_end, last_length = int(blob_end[c]), int(args[c])
+            blob_at = int(blob_end[-1])
+        if blob_at != blob_size:
+            raise FormatError("MCAP skeleton does not join to its file size")
+        if taken != datas:
             raise FormatError(
-                "MCAP skeleton copies past its blob"
-                if int(self.blob_end[-1]) > blob_size
-                else "MCAP skeleton does not join to its file size"
+                f"{'fewer' if datas < taken else 'more'} message datas than the MCAP skeleton holds"
             )
-        takes = np.where(kinds == DATA, 1, np.where(kinds == DROP, args, 0))
-        self.data_end = np.cumsum(takes)
-        total = int(self.data_end[-1]) if count else 0
-        if total != datas:
-            raise FormatError(
-                f"{'fewer' if datas < total else 'more'} message datas than the MCAP skeleton holds"
-            )
-        self.data = np.flatnonzero(kinds == DATA)
-        last = np.maximum.accumulate(np.where(copy, np.arange(count), -1))[self.data]
-        self.sizes = self._sizes(sk[top + 9 * count :], last)
-
-    def _sizes(self, blob: memoryview, last: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Each DATA's size, as the record before it says (FormatError when none does)."""
-        ends = self.blob_end[np.maximum(last, 0)]
-        if len(last) and (
-            np.any(last < 0) or np.any(self.args[np.maximum(last, 0)] < MESSAGE_HEAD)
-        ):
-            raise FormatError("message data of another size than its MCAP record")
-        at = ends - MESSAGE_HEAD + 1
-        raw = np.frombuffer(blob, np.uint8)[at[:, None] + np.arange(8)]
-        sizes: NDArray[np.int64] = raw.copy().view("<u8").reshape(-1).astype(np.int64)
-        return sizes - rec.MESSAGE_HEAD.size
+        #: Per DATA operation, its number among the operations and its data's size.
+        self.data = _narrow(np.concatenate(places)) if places else np.zeros(0, np.int64)
+        self.sizes = _narrow(np.concatenate(sizes)) if sizes else np.zeros(0, np.int64)
 
     def stop(self, first: int) -> int:
         """Where the batch of operations from `first` ends: at most `_BATCH` datas and
         about `_BATCH_BYTES` of them."""
         k = int(np.searchsorted(self.data, first))
-        sizes = self.sizes[k : k + _BATCH]
+        sizes = self.sizes[k : k + _BATCH].astype(np.int64)
         far = k + max(1, int(np.searchsorted(np.cumsum(sizes), _BATCH_BYTES)))
         if far >= len(self.data):
             return len(self.kinds)
         return int(self.data[far])
 
 
+def _narrow(values: NDArray[np.int64]) -> NDArray[Any]:
+    """`values` as int32 when they all fit (half the memory), else as they are."""
+    if not len(values) or (int(values.max()) < 1 << 31 and int(values.min()) >= -(1 << 31)):
+        return values.astype(np.int32)
+    return values
+
+
 class _Joined:
-    """The pieces of batches of operations, with a chunk's records carried across."""
+    """The pieces of batches of operations, in order: where the blob and the datas are at
+    the next operation, and a chunk's records carried across batches."""
 
     def __init__(self, ops: _Ops, blob: memoryview, source: Source) -> None:
         self.ops, self.blob, self.source = ops, blob, source
         self.chunk: list[bytes] | None = None
         self.method = 0
+        self.blob_at = 0
+        self.taken = 0
 
     def batch(self, first: int, stop: int) -> Iterator[bytes]:
         ops = self.ops
         kinds = ops.kinds[first:stop]
+        args = ops.args[first:stop].astype(np.int64)
+        copy, data = kinds == COPY, kinds == DATA
+        lengths = np.where(copy, args, 0)
+        blob_end = np.cumsum(lengths)
+        taken = self.taken + np.cumsum(np.where(data, 1, np.where(kinds == DROP, args, 0)))
         lo = int(np.searchsorted(ops.data, first))
         hi = int(np.searchsorted(ops.data, stop))
-        wanted = ops.data_end[ops.data[lo:hi]] - 1
-        buffer, starts, lengths = self.source.pick(wanted)
-        if np.any(lengths != ops.sizes[lo:hi]):
+        buffer, starts, sizes = self.source.pick(taken[data] - 1)
+        if np.any(sizes != ops.sizes[lo:hi]):
             raise FormatError("message data of another size than its MCAP record")
-        blob_from = int(ops.blob_end[first - 1]) if first else 0
-        blob_to = int(ops.blob_end[stop - 1])
-        joined = b"".join((self.blob[blob_from:blob_to], buffer))
-        begin = ops.blob_end[first:stop] - ops.args[first:stop] - blob_from
-        begin[kinds == DATA] = starts + (blob_to - blob_from)
-        end = begin + np.where(kinds == COPY, ops.args[first:stop], 0)
-        end[kinds == DATA] = begin[kinds == DATA] + lengths
+        used = int(blob_end[-1])
+        joined = b"".join((self.blob[self.blob_at : self.blob_at + used], buffer))
+        self.blob_at += used
+        self.taken = int(taken[-1])
+        begin = blob_end - lengths
+        begin[data] = starts + used
+        end = begin + lengths
+        end[data] = begin[data] + sizes
         marks = np.flatnonzero((kinds == BEGIN) | (kinds == END)).tolist()
         at = 0
         for mark in [*marks, len(kinds)]:
@@ -196,7 +220,7 @@ class _Joined:
                     self.chunk.append(piece)
             if mark == len(kinds):
                 break
-            arg = int(ops.args[first + mark])
+            arg = int(args[mark])
             if kinds[mark] == BEGIN:
                 self.chunk, self.method = [], arg
             elif self.chunk is None:

@@ -65,12 +65,13 @@ def _check_same_as_before(archive: Path) -> int:
 
 @pytest.fixture
 def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks of a few pieces and batches of a few datas: messages spread over several
-    pages and chunks spread over several batches cross their boundaries."""
+    """Blocks of a few pieces, batches of a few datas, windows of a few operations:
+    messages spread over several pages and chunks over several batches cross them."""
     monkeypatch.setattr(db3_skeleton, "_BLOCK", 7)
     monkeypatch.setattr(db3_skeleton, "_BLOCK_BYTES", 3000)
     monkeypatch.setattr(mcap_skeleton, "_BATCH", 5)
     monkeypatch.setattr(mcap_skeleton, "_BATCH_BYTES", 2000)
+    monkeypatch.setattr(mcap_skeleton, "_WINDOW", 7)
 
 
 @pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
