@@ -166,7 +166,7 @@ class _Generator:
             if state == (1, 0):
                 return self.names[key], (1, 0)
             return self.function(name, (1, 0))[0], (1, 0)
-        msg = self.msg(name, self.root)
+        self.msg(name, self.root)
         self.least_size(name)
         function = f"d{len(self.names)}"
         self.names[key] = function
@@ -182,8 +182,27 @@ class _Generator:
                 body.append(f"    p += {struct.calcsize(fmt)}")
                 run.clear()
 
+        expression, state = self.fields(name, state, "v", body, run, flush, frozenset({name}))
+        flush()
+        body.append(f"    return {expression}, p")
+        self.lines += body
+        self.exits[key] = state
+        return function, state
+
+    def fields(self, name: str, state: State, prefix: str, body: list[str],
+               run: list[tuple[str, str]], flush: Callable[[], None],
+               within: frozenset[str]) -> tuple[str, State]:  # fmt: skip
+        """Lines decoding the fields of `name` into variables named from `prefix`, and the
+        expression of its dict. A nested message (not one within itself) is inlined, as
+        `cdr_pack` does: its fixed-size fields join the struct run around them (a whole
+        Pose is one unpack), and no call is paid per nested message."""
+        msg = self.msg(name, self.root)
+        self.least_size(name)
+        items: list[str] = []
         for i, f in enumerate(msg.fields):
             where = f"{name}.{f.name}"
+            target = f"{prefix}_{i}"
+            items.append(f"{f.name!r}: {target}")
             if self.trace:
                 flush()
                 body.append(f"    c[:] = [{where!r}, p]")
@@ -196,22 +215,29 @@ class _Generator:
                 elif k > 1:
                     run.extend([("x", "")] * (-r % k))
                     state = (m, (r + -r % k) % m)
-                run.append((_CODES[f.type], f"v{i}"))
+                run.append((_CODES[f.type], target))
                 state = (state[0], (state[1] + k) % state[0])
+                continue
+            if (
+                f.array is None
+                and not self.trace
+                and f.type in self.types
+                and f.type not in STRINGS
+                and f.type not in within
+            ):
+                expression, state = self.fields(
+                    f.type, state, target, body, run, flush, within | {f.type}
+                )
+                items[-1] = f"{f.name!r}: {expression}"
                 continue
             flush()
             if f.array is None:
-                state = self.single(f.type, state, f"v{i}", body, "    ", where)
+                state = self.single(f.type, state, target, body, "    ", where)
             elif f.array > 0:
-                state = self.fixed(f.type, f.array, state, f"v{i}", body, where)
+                state = self.fixed(f.type, f.array, state, target, body, where)
             else:
-                state = self.sequence(f.type, f.bound, state, f"v{i}", body, where)
-        flush()
-        fields = ", ".join(f"{f.name!r}: v{i}" for i, f in enumerate(msg.fields))
-        body.append(f"    return {{{fields}}}, p")
-        self.lines += body
-        self.exits[key] = state
-        return function, state
+                state = self.sequence(f.type, f.bound, state, target, body, where)
+        return "{" + ", ".join(items) + "}", state
 
     def single(self, name: str, state: State, target: str, body: list[str], indent: str,
                where: str) -> State:  # fmt: skip
@@ -345,15 +371,27 @@ class Decoder:
         """The message in `data` as `decode` gives it, numeric arrays as lists (what `cat`
         prints, without a pass over the values to make them JSON's); None when `decode`
         would not give it plainly (an error to report, another encapsulation)."""
-        if len(data) < 4 or data[0] or data[1] > 1:
-            return None
-        try:
-            value, end = self.function(type_name, "<" if data[1] else ">", plain=True)(
-                data, 4, None
-            )
-        except Exception:
-            return None
-        return value if len(data) - end <= PADDING else None
+        value: dict[str, Any] | None = self.plain_decoder(type_name)(data)
+        return value
+
+    def plain_decoder(self, type_name: str) -> Callable[[bytes | memoryview], Any]:
+        """`plain_decode` of `type_name` as one function (its generated code looked up
+        once, not per message)."""
+        little = self.function(type_name, "<", plain=True)
+        big: list[Decode] = []
+
+        def plain(data: bytes | memoryview) -> Any:
+            if len(data) < 4 or data[0] or data[1] > 1:
+                return None
+            if not data[1] and not big:
+                big.append(self.function(type_name, ">", plain=True))
+            try:
+                value, end = (little if data[1] else big[0])(data, 4, None)
+            except Exception:
+                return None
+            return value if len(data) - end <= PADDING else None
+
+        return plain
 
     def decode(self, type_name: str, data: bytes | memoryview) -> dict[str, Any]:
         """The message of type `type_name` in `data` as a dict."""

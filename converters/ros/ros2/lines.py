@@ -25,7 +25,6 @@ from .datas import Datas
 from .storage import ZSTD_MAGIC
 
 if TYPE_CHECKING:
-    from .cdr import Decoder
     from .recording import Ros2Recording
 
 #: Messages read and decoded at once.
@@ -43,10 +42,11 @@ def ndjson_lines(
     index = reader.index
     compressed = recording.meta.compression[1].upper() == "MESSAGE"
     topics = [types[0] if types else "" for types in index.types_table]
-    plain: dict[int, tuple[str, str, Decoder] | None] = {}
+    plain: dict[int, tuple[str, str, Callable[[bytes], Any]] | None] = {}
 
-    def plain_of(code: int) -> tuple[str, str, Decoder] | None:
-        """(topic, type, decoder) of type code `code` when the plain path may take it."""
+    def plain_of(code: int) -> tuple[str, str, Callable[[bytes], Any]] | None:
+        """(topic, type, its plain decoder) of type code `code`, when the plain path may
+        take it."""
         if code not in plain:
             topic = topics[code]
             type_name = recording.type_of(topic)
@@ -56,7 +56,7 @@ def ndjson_lines(
                 or topic not in recording.meta.types
                 or type_name in recording.ros1_types
                 or recording.undefined(type_name)
-                else (topic, type_name, recording.decoder)
+                else (topic, type_name, recording.decoder.plain_decoder(type_name))
             )
         return plain[code]
 
@@ -76,7 +76,7 @@ def ndjson_lines(
             if known is not None:
                 data = buffer[start : start + length]
                 if data[:4] != ZSTD_MAGIC:
-                    value = known[2].plain_decode(known[1], data)
+                    value = known[2](data)
             if value is None:
                 out.append(dumps(line(number)))
                 continue
