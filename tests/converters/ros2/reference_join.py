@@ -18,10 +18,19 @@ import numpy as np
 from nanorec.converters.ros.ros2 import mcap_records as rec
 from nanorec.converters.ros.ros2.db3_skeleton import _HEAD, _MAGIC, _unleb, _unzigzag
 from nanorec.converters.ros.ros2.mcap_skeleton import (
-    _SKELETON_HEAD, _U64, BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, SKELETON_MAGIC,
+    _SKELETON_HEAD,
+    _U64,
+    BEGIN,
+    COPY,
+    DATA,
+    DROP,
+    END,
+    MESSAGE_HEAD,
+    SKELETON_MAGIC,
     SKELETON_VERSION,
 )
 from nanorec.errors import FormatError, TruncatedError
+
 
 def old_join_db3(
     skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
