@@ -22,6 +22,7 @@ from nanorec.errors import FormatError
 
 from . import mcap_records as rec
 from .datas import Source, as_source, slices
+from .storage import RELEASE_BYTES, release_pages
 
 SKELETON_MAGIC = b"nrMCAPsk"
 SKELETON_VERSION = 1
@@ -95,7 +96,8 @@ def join_mcap(
     source = as_source(datas)
     ops = _Ops(sk, top, count, blob_size, len(source))
     joined = _Joined(ops, sk[top + 9 * count :], source)
-    written = 0
+    release_pages(sk)  # the operations are read: a mapped skeleton's pages given back
+    written = released = 0
     first = 0
     while first < count:
         stop = ops.stop(first)
@@ -103,6 +105,9 @@ def join_mcap(
             written += len(piece)
             yield piece
         first = stop
+        if written - released > RELEASE_BYTES:
+            released = written
+            release_pages(sk)
     if joined.chunk is not None:
         raise FormatError("MCAP skeleton ends inside a chunk")
     if written != file_size:
