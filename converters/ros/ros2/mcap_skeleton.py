@@ -154,6 +154,8 @@ class _Ops:
                 c = int(np.flatnonzero(copy)[-1])
                 last_end, last_length = int(blob_end[c]), int(args[c])
             blob_at = int(blob_end[-1])
+            if first // _WINDOW % 8 == 7:  # bounded RSS: a mapped skeleton's pages given back
+                release_pages(sk)
         if blob_at != blob_size:
             raise FormatError("MCAP skeleton does not join to its file size")
         if taken != datas:
