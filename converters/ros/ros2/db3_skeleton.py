@@ -123,6 +123,14 @@ def _unleb_block(a: npt.NDArray[np.uint8], ends: npt.NDArray[np.intp]) -> npt.ND
     return out
 
 
+def _narrow_unsigned(values: npt.NDArray[np.uint64]) -> npt.NDArray[Any]:
+    """Decoded table values as int32 when they all fit, else int64 (FormatError past it)."""
+    top = int(values.max()) if len(values) else 0
+    if top >= 1 << 63:
+        raise FormatError("skeleton table is inconsistent")
+    return values.astype(np.int32 if top < 1 << 31 else np.int64)
+
+
 def _narrow(values: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
     """`values` as int32 when they all fit (half the memory), else as they are."""
     if not len(values) or (int(values.max()) < 1 << 31 and int(values.min()) >= -(1 << 31)):
@@ -177,13 +185,13 @@ class _Pieces:
                  body: int) -> None:  # fmt: skip
         # Millions of pieces: each column as narrow as its values allow, temporaries
         # dropped as soon as done.
-        counts = arrays[0].astype(np.int64)
-        lens = arrays[2].astype(np.int64)
+        counts = _narrow_unsigned(arrays[0])
+        lens = _narrow_unsigned(arrays[2])
         deltas = _unzigzag(arrays[1])
         arrays.clear()  # the caller's list: its columns go now
         if int(counts.sum()) != npieces or np.any(lens <= 0) or int(lens.sum()) > 1 << 50:
             raise FormatError("skeleton table is inconsistent")
-        csum = np.cumsum(lens)
+        csum = np.cumsum(lens, dtype=np.int64)
         pos = np.cumsum(deltas, out=deltas)
         pos += csum
         pos -= lens
@@ -191,16 +199,18 @@ class _Pieces:
         self.pos = pos[order]
         del pos
         self.lens = _narrow(lens[order])
-        ends = self.pos + self.lens
         total = body + (int(csum[-1]) if npieces else 0)
-        if npieces and (self.pos[0] < 0 or ends[-1] > total or np.any(self.pos[1:] < ends[:-1])):
+        if npieces and (self.pos[0] < 0 or int(self.pos[-1]) + int(self.lens[-1]) > total):
             raise FormatError("skeleton pieces overlap or lie outside the file")
-        del ends
+        for at in range(0, npieces - 1, _BLOCK * 16):  # a block at a time: no column of ends
+            stop = min(at + _BLOCK * 16, npieces - 1)
+            if np.any(self.pos[at + 1 : stop + 1] < self.pos[at:stop] + self.lens[at:stop]):
+                raise FormatError("skeleton pieces overlap or lie outside the file")
         some = counts > 0
         first = (np.cumsum(counts) - counts)[some]
         self.sizes = np.zeros(nmsg, np.int64)
         if npieces:
-            self.sizes[some] = np.add.reduceat(lens, first)
+            self.sizes[some] = np.add.reduceat(lens, first, dtype=np.int64)
         self.sizes = _narrow(self.sizes)
         starts = csum - lens  # each piece's offset among the message's data, then
         del csum, lens
