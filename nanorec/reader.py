@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nanorec.archive_file import MSGPACK_ERRORS, ArchiveFile
+from nanorec.crc import crc32, joined_crc
 from nanorec.errors import ArchiveError, ChecksumError, IndexMismatchError, OutOfRangeError
 from nanorec.index_parse import entry_positions
 from nanorec.wire import INDEX_MEMBER
@@ -139,6 +140,42 @@ class ArchiveReader(ArchiveFile):
         if self.verify if verify is None else verify:
             self._verify(number, data)
         return data
+
+    def raw_run(
+        self, first: int, stop: int, *, verify: bool | None = None
+    ) -> tuple[bytes, NDArray[np.int64]]:
+        """The stored bytes of messages `first` to `stop - 1` read at once, and where each
+        starts in them (its length is the index's): a pass over millions of small messages
+        (an export) pays one read, not one per message. Messages laid back to back, as
+        nanorec writes them, are one slice, checked by one CRC pass against the index's
+        CRCs joined (`nanorec.crc.joined_crc`); otherwise each is read (and checked) as by
+        `raw`. Raises `IndexError` for a bad range, `ChecksumError` naming the message."""
+        count = self._count
+        if not 0 <= first <= stop <= count:
+            raise OutOfRangeError(f"messages {first}:{stop} out of range (archive holds {count})")
+        offsets = self._offsets[first:stop]
+        lengths = self._lengths[first:stop]
+        if first == stop:
+            return b"", np.zeros(0, np.int64)
+        base = offsets.item(0)
+        total = int(lengths.sum())
+        starts = np.asarray(offsets - base, np.int64)
+        if starts[-1] + lengths[-1] != total or np.any(starts[1:] != (starts + lengths)[:-1]):
+            pieces = [self.raw(number, verify=verify) for number in range(first, stop)]
+            return b"".join(pieces), np.cumsum(lengths) - lengths
+        data = self._read(base, total)
+        if (self.verify if verify is None else verify) and not self._run_crc_ok(first, stop, data):
+            for number, at in enumerate(starts.tolist(), start=first):
+                self._verify(number, data[at : at + self._lengths.item(number)])
+        return data, starts
+
+    def _run_crc_ok(self, first: int, stop: int, data: bytes) -> bool:
+        """Whether `data`, messages `first`..`stop - 1` back to back, has the CRC their index
+        entries add up to (False also when some have none: then checked one by one)."""
+        if not self.index.crc_known[first:stop].all():
+            return False
+        expected = joined_crc(self.index.crc[first:stop], self._lengths[first:stop])
+        return crc32(data) == expected
 
     def metadata(self, number: int) -> dict[str, Any]:
         """The `metadata` map of index entry `number`, decoded from `index.msgpack`.

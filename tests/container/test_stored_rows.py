@@ -94,3 +94,15 @@ def test_joined_crc_is_the_crc_of_the_parts_joined() -> None:
         crcs = np.array([zlib.crc32(part) for part in parts], np.uint32)
         got = joined_crc(crcs, np.array([len(part) for part in parts], np.int64))
         assert got == zlib.crc32(b"".join(parts)), trial
+
+
+@pytest.mark.parametrize("lengths", [[76], [76, 30], [0, 5, 9, 200], [1, 2, 3, 4, 5]])
+@pytest.mark.parametrize("count", [4096, 4097, 9000])
+def test_joined_crc_of_many_parts_of_few_lengths(lengths: list[int], count: int) -> None:
+    """Thousands of parts of a few lengths (a run of small messages) are folded in groups
+    first: still the CRC of the parts joined, whatever the padding of the last group."""
+    rng = np.random.default_rng(count + len(lengths))
+    sizes = rng.choice(lengths, size=count)
+    parts = [rng.bytes(int(size)) for size in sizes]
+    crcs = np.array([zlib.crc32(part) for part in parts], np.uint32)
+    assert joined_crc(crcs, sizes.astype(np.int64)) == zlib.crc32(b"".join(parts))

@@ -89,8 +89,12 @@ def _wtext(data: bytes, codec: str) -> str | bytes:
 class _Generator:
     """Generates the functions decoding one root type in one byte order."""
 
-    def __init__(self, root: str, types: dict[str, MsgType], order: str, trace: bool) -> None:
+    def __init__(
+        self, root: str, types: dict[str, MsgType], order: str, trace: bool, plain: bool = False
+    ) -> None:
         self.root, self.types, self.order, self.trace = root, types, order, trace
+        #: Numeric arrays as lists (`plain`: values JSON takes as they are), else numpy views.
+        self.tolist = ".tolist()" if plain else ""
         self.lines: list[str] = []
         self.names: dict[tuple[str, State], str] = {}
         self.exits: dict[tuple[str, State], State] = {}
@@ -162,7 +166,7 @@ class _Generator:
             if state == (1, 0):
                 return self.names[key], (1, 0)
             return self.function(name, (1, 0))[0], (1, 0)
-        msg = self.msg(name, self.root)
+        self.msg(name, self.root)
         self.least_size(name)
         function = f"d{len(self.names)}"
         self.names[key] = function
@@ -178,8 +182,27 @@ class _Generator:
                 body.append(f"    p += {struct.calcsize(fmt)}")
                 run.clear()
 
+        expression, state = self.fields(name, state, "v", body, run, flush, frozenset({name}))
+        flush()
+        body.append(f"    return {expression}, p")
+        self.lines += body
+        self.exits[key] = state
+        return function, state
+
+    def fields(self, name: str, state: State, prefix: str, body: list[str],
+               run: list[tuple[str, str]], flush: Callable[[], None],
+               within: frozenset[str]) -> tuple[str, State]:  # fmt: skip
+        """Lines decoding the fields of `name` into variables named from `prefix`, and the
+        expression of its dict. A nested message (not one within itself) is inlined, as
+        `cdr_pack` does: its fixed-size fields join the struct run around them (a whole
+        Pose is one unpack), and no call is paid per nested message."""
+        msg = self.msg(name, self.root)
+        self.least_size(name)
+        items: list[str] = []
         for i, f in enumerate(msg.fields):
             where = f"{name}.{f.name}"
+            target = f"{prefix}_{i}"
+            items.append(f"{f.name!r}: {target}")
             if self.trace:
                 flush()
                 body.append(f"    c[:] = [{where!r}, p]")
@@ -192,22 +215,29 @@ class _Generator:
                 elif k > 1:
                     run.extend([("x", "")] * (-r % k))
                     state = (m, (r + -r % k) % m)
-                run.append((_CODES[f.type], f"v{i}"))
+                run.append((_CODES[f.type], target))
                 state = (state[0], (state[1] + k) % state[0])
+                continue
+            if (
+                f.array is None
+                and not self.trace
+                and f.type in self.types
+                and f.type not in STRINGS
+                and f.type not in within
+            ):
+                expression, state = self.fields(
+                    f.type, state, target, body, run, flush, within | {f.type}
+                )
+                items[-1] = f"{f.name!r}: {expression}"
                 continue
             flush()
             if f.array is None:
-                state = self.single(f.type, state, f"v{i}", body, "    ", where)
+                state = self.single(f.type, state, target, body, "    ", where)
             elif f.array > 0:
-                state = self.fixed(f.type, f.array, state, f"v{i}", body, where)
+                state = self.fixed(f.type, f.array, state, target, body, where)
             else:
-                state = self.sequence(f.type, f.bound, state, f"v{i}", body, where)
-        flush()
-        fields = ", ".join(f"{f.name!r}: v{i}" for i, f in enumerate(msg.fields))
-        body.append(f"    return {{{fields}}}, p")
-        self.lines += body
-        self.exits[key] = state
-        return function, state
+                state = self.sequence(f.type, f.bound, state, target, body, where)
+        return "{" + ", ".join(items) + "}", state
 
     def single(self, name: str, state: State, target: str, body: list[str], indent: str,
                where: str) -> State:  # fmt: skip
@@ -260,7 +290,8 @@ class _Generator:
         if name in SIZES:
             k = SIZES[name]
             state = self.align(state, k, body, "    ")
-            body += [f"    {target} = frombuffer(b, D_{name}, {n}, p)", f"    p += {n * k}"]
+            body += [f"    {target} = frombuffer(b, D_{name}, {n}, p){self.tolist}",
+                     f"    p += {n * k}"]  # fmt: skip
             return state[0], (state[1] + n * k) % state[0]
         body += ["    a = []", f"    for _ in range({n}):"]
         state = self.loop(name, state, body, where)
@@ -283,7 +314,7 @@ class _Generator:
                     body += ["    if n:", *lines]
             body += [
                 f"    if n * {k} > L - p: short(n, {name!r}, {k}, L - p, p, {where!r})",
-                f"    {target} = frombuffer(b, D_{name}, n, p)",
+                f"    {target} = frombuffer(b, D_{name}, n, p){self.tolist}",
                 f"    p += n * {k}",
             ]
             return min(k, 4), 0
@@ -305,7 +336,7 @@ class Decoder:
     def __init__(self, definitions: Mapping[str, tuple[str, str]]) -> None:
         self.definitions = dict(definitions)
         self._types: dict[str, dict[str, MsgType]] = {}
-        self._decoders: dict[tuple[str, str, bool], Decode] = {}
+        self._decoders: dict[tuple[str, str, bool, bool], Decode] = {}
 
     def with_definitions(self, definitions: Mapping[str, tuple[str, str]]) -> Decoder:
         """A decoder of `definitions` keeping this one's generated functions for the types
@@ -324,13 +355,43 @@ class Decoder:
             self._types[root] = load(self.definitions, root)
         return self._types[root]
 
-    def function(self, type_name: str, order: str = "<", trace: bool = False) -> Decode:
-        """The generated function for `type_name` (`order` "<" or ">")."""
+    def function(
+        self, type_name: str, order: str = "<", trace: bool = False, plain: bool = False
+    ) -> Decode:
+        """The generated function for `type_name` (`order` "<" or ">"); `plain`: numeric
+        arrays come out as lists, not numpy views (`plain_decode`)."""
         root = canonical(type_name)
-        key = (root, order, trace)
+        key = (root, order, trace, plain)
         if key not in self._decoders:
-            self._decoders[key] = _Generator(root, self.types(root), order, trace).compile()
+            generator = _Generator(root, self.types(root), order, trace, plain)
+            self._decoders[key] = generator.compile()
         return self._decoders[key]
+
+    def plain_decode(self, type_name: str, data: bytes | memoryview) -> dict[str, Any] | None:
+        """The message in `data` as `decode` gives it, numeric arrays as lists (what `cat`
+        prints, without a pass over the values to make them JSON's); None when `decode`
+        would not give it plainly (an error to report, another encapsulation)."""
+        value: dict[str, Any] | None = self.plain_decoder(type_name)(data)
+        return value
+
+    def plain_decoder(self, type_name: str) -> Callable[[bytes | memoryview], Any]:
+        """`plain_decode` of `type_name` as one function (its generated code looked up
+        once, not per message)."""
+        little = self.function(type_name, "<", plain=True)
+        big: list[Decode] = []
+
+        def plain(data: bytes | memoryview) -> Any:
+            if len(data) < 4 or data[0] or data[1] > 1:
+                return None
+            if not data[1] and not big:
+                big.append(self.function(type_name, ">", plain=True))
+            try:
+                value, end = (little if data[1] else big[0])(data, 4, None)
+            except Exception:
+                return None
+            return value if len(data) - end <= PADDING else None
+
+        return plain
 
     def decode(self, type_name: str, data: bytes | memoryview) -> dict[str, Any]:
         """The message of type `type_name` in `data` as a dict."""

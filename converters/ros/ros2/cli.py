@@ -33,6 +33,7 @@ from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
 from .info_command import info_command
+from .lines import ndjson_lines
 from .shared import BAG, DISTRO, MSG_PATH, app, ros2_recording
 
 _KINDS = "Only this topic; repeatable."
@@ -73,8 +74,9 @@ def cat_command(
                 if fmt == "csv" and len(chosen) != 1:
                     raise UsageError("CSV holds one table: give one --topic")
                 if not kinds:
-                    numbers = selection.chosen(recording.reader.index).tolist()
-                    write_ndjson(map(decoded_line(recording), numbers), sys.stdout)
+                    numbers = selection.chosen(recording.reader.index)
+                    for text in ndjson_lines(recording, numbers, decoded_line(recording)):
+                        sys.stdout.write(text)
                 else:
                     for topic in chosen:
                         (write_csv if fmt == "csv" else write_ndjson)(

@@ -19,7 +19,7 @@ from nanorec.contract import ExportReport
 from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
 
-from .export import data_of
+from .datas import data_of
 from .recording import Ros2Recording
 from .storage import Definition, Topic, definition_for
 from .writer import Entry, NewBag, bag_target, write_bag

@@ -9,10 +9,10 @@ every message is written as a new bag (`cut.py`), and the report's note says why
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from nanorec.atomic import atomic_folder, write_hashed
 from nanorec.contract import ExportReport
@@ -21,18 +21,10 @@ from nanorec.reader import ArchiveReader
 
 from .bag import METADATA
 from .convert import folder_sha256, skeleton_member, zstd_member
+from .datas import Datas
 from .meta import Ros2Meta
-from .storage import RELEASE_BYTES, join
+from .storage import join
 from .writer import Target, bag_target
-
-
-def data_of(reader: ArchiveReader, number: int) -> bytes | memoryview:
-    """The stored data of archive message `number`."""
-    for value in reader[number].values():
-        if isinstance(value, dict) and "data" in value:
-            data: bytes | memoryview = value["data"]
-            return data
-    raise FormatError(f"archive message {number} is not a ROS 2 bag message")
 
 
 def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[bytes | memoryview]:
@@ -41,22 +33,15 @@ def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[b
     if entry["compressed"]:
         yield from reader.member_chunks(zstd_member(index))
         return
-    numbers = meta.numbers_of_file(index)
-    yield from join(
-        entry["storage"], reader.member(skeleton_member(index)), _datas(reader, numbers)
-    )
-
-
-def _datas(reader: ArchiveReader, numbers: Any) -> Iterator[bytes | memoryview]:
-    """The messages' data, giving the archive's pages back as it goes (bounded RSS)."""
-    read = 0
-    for number in numbers.tolist():
-        data = data_of(reader, number)
-        read += len(data)
-        if read > RELEASE_BYTES:
-            read = 0
-            reader.release_pages()
-        yield data
+    datas = Datas(reader, meta.numbers_of_file(index))
+    reader.advise_sequential()
+    # the skeleton as a view of the mapping (a few hundred MB for millions of messages)
+    skeleton = reader.member_view(skeleton_member(index))
+    try:
+        yield from join(entry["storage"], skeleton, datas)
+    finally:
+        with contextlib.suppress(BufferError):  # a view of it still alive: freed with it
+            skeleton.release()
 
 
 class _Split:

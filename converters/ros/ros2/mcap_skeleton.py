@@ -13,10 +13,16 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.errors import FormatError
 
 from . import mcap_records as rec
+from .datas import Source, as_source, slices
+from .storage import RELEASE_BYTES, release_pages
 
 SKELETON_MAGIC = b"nrMCAPsk"
 SKELETON_VERSION = 1
@@ -27,6 +33,11 @@ COPY, DATA, DROP, BEGIN, END = range(5)
 #: opcode u8 + length u64 + channel u16 + sequence u32 + log_time u64 + publish_time u64
 MESSAGE_HEAD = rec.RECORD_HEAD.size + rec.MESSAGE_HEAD.size
 _U64 = struct.Struct("<Q")
+#: A batch of operations holds at most this many datas, or about this many bytes of them.
+_BATCH = 1 << 16
+_BATCH_BYTES = 16 << 20
+#: Operations read at once when the skeleton is opened.
+_WINDOW = 1 << 18
 
 
 class Ops:
@@ -64,10 +75,12 @@ class Ops:
 
 
 def join_mcap(
-    skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
+    skeleton: bytes | memoryview, datas: Source | Iterable[bytes | memoryview]
 ) -> Iterator[bytes | memoryview]:
     """The pieces of the original file, byte for byte: `skeleton` with `datas` (in the order
-    `messages()` yielded them) put back, and rebuilt chunks compressed again.
+    `messages()` yielded them: a `Source`, or byte strings) put back, and rebuilt chunks
+    compressed again. The operations are read as arrays, and taken a batch at a time (one
+    read of the batch's data, each run of pieces joined at once).
 
     Raises FormatError when the datas do not fit (another count, another size) or a chunk does
     not compress back to its recorded size and CRC (another zstd/lz4 library release)."""
@@ -80,59 +93,149 @@ def join_mcap(
         raise FormatError("unknown MCAP skeleton version", offset=8, actual=version)
     if len(sk) != top + 9 * count + blob_size:
         raise FormatError("MCAP skeleton of another size", offset=0)
-    kinds = sk[top : top + count]
-    args = array("Q")
-    args.frombytes(sk[top + count : top + 9 * count])
-    if sys.byteorder != "little":
-        args.byteswap()
-    blob = sk[top + 9 * count :]
-    source = iter(datas)
-    pos = 0
-    written = 0
-    chunk: list[bytes | memoryview] | None = None
-    method = 0
-    last: memoryview = blob[:0]
-    for kind, arg in zip(kinds, args, strict=True):
-        if kind == COPY:
-            if pos + arg > blob_size:
-                raise FormatError("MCAP skeleton copies past its blob")
-            last = blob[pos : pos + arg]
-            pos += arg
-            piece: bytes | memoryview = last
-        elif kind == DATA:
-            data = next(source, None)
-            if data is None:
-                raise FormatError("fewer message datas than the MCAP skeleton holds")
-            if len(last) < MESSAGE_HEAD or (
-                _U64.unpack_from(last, len(last) - MESSAGE_HEAD + 1)[0]
-                != len(data) + rec.MESSAGE_HEAD.size
-            ):
-                raise FormatError("message data of another size than its MCAP record")
-            piece = data
-        elif kind == DROP:
-            for _ in range(arg):
-                if next(source, None) is None:
-                    raise FormatError("fewer message datas than the MCAP skeleton holds")
-            continue
-        elif kind == BEGIN:
-            chunk, method = [], arg
-            continue
-        elif kind == END and chunk is not None:
-            out = rec.rebuild(method, b"".join(chunk))
-            chunk = None
-            if (len(out) << 32) | zlib.crc32(out) != arg:
-                raise FormatError("MCAP chunk does not compress back to its bytes")
-            written += len(out)
-            yield out
-            continue
-        else:
-            raise FormatError(f"bad MCAP skeleton operation {kind}")
-        if chunk is not None:
-            chunk.append(piece)
-        else:
+    source = as_source(datas)
+    ops = _Ops(sk, top, count, blob_size, len(source))
+    joined = _Joined(ops, sk[top + 9 * count :], source)
+    release_pages(sk)  # the operations are read: a mapped skeleton's pages given back
+    written = released = 0
+    first = 0
+    while first < count:
+        stop = ops.stop(first)
+        for piece in joined.batch(first, stop):
             written += len(piece)
             yield piece
-    if next(source, None) is not None:
-        raise FormatError("more message datas than the MCAP skeleton holds")
-    if written != file_size or pos != blob_size:
+        first = stop
+        if written - released > RELEASE_BYTES:
+            released = written
+            release_pages(sk)
+    if joined.chunk is not None:
+        raise FormatError("MCAP skeleton ends inside a chunk")
+    if written != file_size:
         raise FormatError("MCAP skeleton does not join to its file size", expected=file_size)
+
+
+class _Ops:
+    """A skeleton's operations (views of it) and, per DATA operation, its place and the size
+    its record says: read a window of operations at a time, so that millions of them hold
+    a few bytes each, not columns of every operation."""
+
+    def __init__(self, sk: memoryview, top: int, count: int, blob_size: int,
+                 datas: int) -> None:  # fmt: skip
+        self.kinds = np.frombuffer(sk, np.uint8, count, top)
+        self.args = np.frombuffer(sk, "<u8", count, top + count)
+        blob = np.frombuffer(sk, np.uint8, blob_size, top + 9 * count)
+        places: list[NDArray[np.int64]] = []
+        sizes: list[NDArray[np.int64]] = []
+        blob_at = taken = 0
+        last_end = last_length = -1  # the last COPY so far: where its bytes end, how many
+        for first in range(0, count, _WINDOW):
+            kinds = self.kinds[first : first + _WINDOW]
+            wide = self.args[first : first + _WINDOW]
+            bad = np.flatnonzero((kinds > END) | (wide >= np.uint64(1 << 62)))
+            if len(bad):
+                raise FormatError(f"bad MCAP skeleton operation {int(kinds[bad[0]])}")
+            args = wide.astype(np.int64)
+            copy = kinds == COPY
+            blob_end = blob_at + np.cumsum(np.where(copy, args, 0))
+            if int(blob_end[-1]) > blob_size:
+                raise FormatError("MCAP skeleton copies past its blob")
+            taken += int(np.where(kinds == DATA, 1, np.where(kinds == DROP, args, 0)).sum())
+            data = np.flatnonzero(kinds == DATA)
+            last = np.maximum.accumulate(np.where(copy, np.arange(len(kinds)), -1))[data]
+            ends = np.where(last >= 0, blob_end[np.maximum(last, 0)], last_end)
+            lengths = np.where(last >= 0, args[np.maximum(last, 0)], last_length)
+            if np.any(lengths < MESSAGE_HEAD):
+                raise FormatError("message data of another size than its MCAP record")
+            at = ends - MESSAGE_HEAD + 1
+            raw = blob[at[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
+            sizes.append(raw.astype(np.int64) - rec.MESSAGE_HEAD.size)
+            places.append(first + data)
+            if copy.any():
+                c = int(np.flatnonzero(copy)[-1])
+                last_end, last_length = int(blob_end[c]), int(args[c])
+            blob_at = int(blob_end[-1])
+            if first // _WINDOW % 8 == 7:  # bounded RSS: a mapped skeleton's pages given back
+                release_pages(sk)
+        if blob_at != blob_size:
+            raise FormatError("MCAP skeleton does not join to its file size")
+        if taken != datas:
+            raise FormatError(
+                f"{'fewer' if datas < taken else 'more'} message datas than the MCAP skeleton holds"
+            )
+        #: Per DATA operation, its number among the operations and its data's size.
+        self.data = _narrow(np.concatenate(places)) if places else np.zeros(0, np.int64)
+        self.sizes = _narrow(np.concatenate(sizes)) if sizes else np.zeros(0, np.int64)
+
+    def stop(self, first: int) -> int:
+        """Where the batch of operations from `first` ends: at most `_BATCH` datas and
+        about `_BATCH_BYTES` of them."""
+        k = int(np.searchsorted(self.data, first))
+        sizes = self.sizes[k : k + _BATCH].astype(np.int64)
+        far = k + max(1, int(np.searchsorted(np.cumsum(sizes), _BATCH_BYTES)))
+        if far >= len(self.data):
+            return len(self.kinds)
+        return int(self.data[far])
+
+
+def _narrow(values: NDArray[np.int64]) -> NDArray[Any]:
+    """`values` as int32 when they all fit (half the memory), else as they are."""
+    if not len(values) or (int(values.max()) < 1 << 31 and int(values.min()) >= -(1 << 31)):
+        return values.astype(np.int32)
+    return values
+
+
+class _Joined:
+    """The pieces of batches of operations, in order: where the blob and the datas are at
+    the next operation, and a chunk's records carried across batches."""
+
+    def __init__(self, ops: _Ops, blob: memoryview, source: Source) -> None:
+        self.ops, self.blob, self.source = ops, blob, source
+        self.chunk: list[bytes] | None = None
+        self.method = 0
+        self.blob_at = 0
+        self.taken = 0
+
+    def batch(self, first: int, stop: int) -> Iterator[bytes]:
+        ops = self.ops
+        kinds = ops.kinds[first:stop]
+        args = ops.args[first:stop].astype(np.int64)
+        copy, data = kinds == COPY, kinds == DATA
+        lengths = np.where(copy, args, 0)
+        blob_end = np.cumsum(lengths)
+        taken = self.taken + np.cumsum(np.where(data, 1, np.where(kinds == DROP, args, 0)))
+        lo = int(np.searchsorted(ops.data, first))
+        hi = int(np.searchsorted(ops.data, stop))
+        buffer, starts, sizes = self.source.pick(taken[data] - 1)
+        if np.any(sizes != ops.sizes[lo:hi]):
+            raise FormatError("message data of another size than its MCAP record")
+        used = int(blob_end[-1])
+        joined = b"".join((self.blob[self.blob_at : self.blob_at + used], buffer))
+        self.blob_at += used
+        self.taken = int(taken[-1])
+        begin = blob_end - lengths
+        begin[data] = starts + used
+        end = begin + lengths
+        end[data] = begin[data] + sizes
+        marks = np.flatnonzero((kinds == BEGIN) | (kinds == END)).tolist()
+        at = 0
+        for mark in [*marks, len(kinds)]:
+            if mark > at:
+                piece = slices(joined, begin[at:mark], end[at:mark])
+                if self.chunk is None:
+                    yield piece
+                else:
+                    self.chunk.append(piece)
+            if mark == len(kinds):
+                break
+            arg = int(args[mark])
+            if kinds[mark] == BEGIN:
+                self.chunk, self.method = [], arg
+            elif self.chunk is None:
+                raise FormatError(f"bad MCAP skeleton operation {END}")
+            else:
+                out = rec.rebuild(self.method, b"".join(self.chunk))
+                self.chunk = None
+                if (len(out) << 32) | zlib.crc32(out) != arg:
+                    raise FormatError("MCAP chunk does not compress back to its bytes")
+                yield out
+            at = mark + 1

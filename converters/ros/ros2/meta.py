@@ -99,6 +99,11 @@ class Ros2Meta:
 
     def numbers_of_file(self, index: int) -> NDArray[np.int64]:
         """The archive messages of bag file `index`, in that file's order."""
+        if len(self.files) == 1:  # every message (millions: no temporaries of their count)
+            rank = self.rank
+            if not len(rank) or bool(np.all(rank[1:] > rank[:-1])):
+                return np.arange(len(rank), dtype=np.int64)
+            return np.argsort(rank, kind="stable")
         numbers = np.flatnonzero(self.file == index)
         return numbers[np.argsort(self.rank[numbers], kind="stable")]
 

@@ -23,7 +23,7 @@ from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
 
 from .bundle import DISTROS, bundled, check_distro, distro_of, resolve
-from .export import data_of
+from .datas import data_of
 from .meta import Ros2Meta
 from .ros1_encoded import Ros1Decoders, is_ros1
 from .storage import ZSTD_MAGIC

@@ -14,7 +14,7 @@ import contextlib
 import mmap
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +22,9 @@ from numpy.typing import NDArray
 from nanorec.contract import Region
 
 from .msgdef import service_of
+
+if TYPE_CHECKING:
+    from .datas import Source
 
 
 @dataclass(frozen=True)
@@ -234,9 +237,10 @@ def open_storage(
 
 
 def join(
-    storage: str, skeleton: bytes | memoryview, datas: Iterable[bytes | memoryview]
+    storage: str, skeleton: bytes | memoryview, datas: Source | Iterable[bytes | memoryview]
 ) -> Iterator[bytes | memoryview]:
-    """The pieces of a storage file: its skeleton with `datas` (file order) put back."""
+    """The pieces of a storage file: its skeleton with `datas` (file order: a `Source`, or
+    byte strings) put back."""
     if storage == "sqlite3":
         from .db3_skeleton import join_db3
 
