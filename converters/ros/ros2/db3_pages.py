@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 #: Leaf pages read at once (~1 MiB of 4 KiB pages).
 _PAGES: Final = 256
 
-#: bytes of an integer of serial type 0-9 (only 1-6, 8 and 9 are integers here)
-_SIZE: Final = np.array([0, 1, 2, 3, 4, 6, 8, 8, 0, 0], np.int64)
+#: bytes of an integer of each serial type byte 0-255 (only 1-6, 8 and 9 are integers here;
+#: any other byte, a damaged header's, reads 0 and its row is refused by `_INTS`)
+_SIZE: Final = np.zeros(256, np.int64)
+_SIZE[:8] = (0, 1, 2, 3, 4, 6, 8, 8)
 _INTS: Final = np.array([t in (1, 2, 3, 4, 5, 6, 8, 9) for t in range(256)])
 
 
