@@ -33,6 +33,10 @@ from nanorec.wire import TIMESTAMP_KEY, embed_timestamp
 from nanorec.writer import ArchiveWriter
 from tests.conftest import REALDATA, SAMPLES
 
+# the generated MCAP bags need the `mcap` writer, real MCAP bags' zstd chunks `zstandard`
+pytest.importorskip("zstandard")
+pytest.importorskip("mcap")
+
 REAL = sorted(
     p
     for p in (REALDATA / "ros2").glob("*/*")
