@@ -38,6 +38,7 @@ from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
 from .columns import Columns
+from .mcap_file import McapFile
 from .report import Converted, report, source_losses
 from .runs import Runs
 from .storage import (
@@ -135,6 +136,8 @@ def _scan_file(
         stored = open_storage(storage, buf, None if wal is None else size)
     except NanorecError as error:
         raise type(error)(f"{bag_file.name}: {error.message}", offset=error.offset) from None
+    if isinstance(stored, McapFile):
+        stored.scratch = scratch  # its skeleton spills beside the output too
     names = {topic.key: topic.name for topic in stored.topics}
     position = {name: n for n, name in enumerate(topics)}
     columns.start_file()

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -126,7 +126,7 @@ def mcap_batches(file: McapFile) -> Iterator[Batch]:
     if file._read:
         raise FormatError("McapFile.messages() can be read once")
     file._read = True
-    ops = SpilledOps()
+    ops = SpilledOps(file.scratch)
     buf = file._buf
     loose: list[StoredMessage] = []  # top-level messages, given before the next chunk's
     if file._stop >= 8:
@@ -209,8 +209,11 @@ class SpilledOps(Ops):
 
     SPILL_BYTES = 16 << 20
 
-    def __init__(self) -> None:
+    def __init__(self, scratch: Callable[[str], IO[bytes]] | None = None) -> None:
+        """`scratch(what)`: a new temporary file (convert's, beside the output: a system
+        temporary folder may be a RAM disk); else one in the system's temporary folder."""
         super().__init__()
+        self._scratch = scratch
         self._files: list[IO[bytes]] = []
         self._counts = [0, 0]  # operations and blob bytes spilled
 
@@ -222,7 +225,9 @@ class SpilledOps(Ops):
             # closed by `write_to` or `close` (they outlive this call: no `with`)
             self._files = [
                 tempfile.TemporaryFile(prefix=".nanorec-mcap-")  # noqa: SIM115
-                for _ in range(3)
+                if self._scratch is None
+                else self._scratch(f"mcap-{what}")
+                for what in ("kinds", "args", "blob")
             ]
         args = self.args
         if sys.byteorder != "little":

@@ -28,7 +28,7 @@ import io
 import mmap
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 import numpy as np
@@ -124,6 +124,9 @@ class McapFile:
         self._skeleton: bytes | None = None
         #: `batches()`' skeleton, spilled to files, and the file's size
         self._spilled: tuple[SpilledOps, int] | None = None
+        #: where `batches()` spills the skeleton: `scratch(what)` gives a temporary file
+        #: (convert's, beside its output); None: the system's temporary folder
+        self.scratch: Callable[[str], IO[bytes]] | None = None
         self._read = False
         self._scan()
 

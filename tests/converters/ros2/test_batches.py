@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from nanorec.converters.ros.ros2 import generate as generated
-from nanorec.converters.ros.ros2 import runs
+from nanorec.converters.ros.ros2 import mcap_chunks, runs
 from nanorec.converters.ros.ros2.converter import CONVERTER
 from nanorec.converters.ros.ros2.db3 import open_db3
 from nanorec.converters.ros.ros2.mcap_chunks import SpilledOps
@@ -293,3 +293,25 @@ def test_spilled_mcap_skeleton_is_the_skeleton(
     rows, skeleton, _, (expected, expected_skeleton, _) = _both(bags[name])
     assert rows == expected
     assert skeleton == expected_skeleton
+
+
+def test_convert_spills_the_mcap_skeleton_beside_the_output(
+    bags: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversion's spilled MCAP skeleton goes to its scratch files beside the output
+    (the system's temporary folder may be a RAM disk): with the system's refused, the
+    archive is still the one converted without spilling."""
+    whole = tmp_path / "whole.nanover.zip"
+    _convert(bags["small-mcap"], whole, "compact")
+    monkeypatch.setattr(SpilledOps, "SPILL_BYTES", 1)
+
+    made = mcap_chunks.tempfile.TemporaryFile
+
+    def beside(*args: Any, **kwargs: Any) -> Any:
+        assert kwargs.get("dir") == tmp_path, "a temporary file outside the output's folder"
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(mcap_chunks.tempfile, "TemporaryFile", beside)
+    spilled = tmp_path / "spilled.nanover.zip"
+    _convert(bags["small-mcap"], spilled, "compact")
+    assert spilled.read_bytes() == whole.read_bytes()
