@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from .mcap_file import McapFile
 
 _LENGTH = struct.Struct("<Q")
-_CHANNEL_TIME = struct.Struct("<H4xQ")
 
 
 def record_starts(records: Any, empty_run: int) -> tuple[NDArray[np.int64], int]:
@@ -121,7 +120,7 @@ def _messages(
 
 def mcap_batches(file: McapFile) -> Iterator[Batch]:
     """`file.messages()` as batches (see the module)."""
-    from .mcap_file import EMPTY_RUN, _walk
+    from .mcap_file import EMPTY_RUN
 
     if file._read:
         raise FormatError("McapFile.messages() can be read once")
@@ -129,26 +128,15 @@ def mcap_batches(file: McapFile) -> Iterator[Batch]:
     ops = SpilledOps(file.scratch)
     buf = file._buf
     loose: list[StoredMessage] = []  # top-level messages, given before the next chunk's
-    if file._stop >= 8:
-        ops.raw(buf[:8])
-        order = list(rec.REBUILDERS)
-        for pos, opcode, end in _walk(buf, 8):
-            if end > file._stop:
-                break
-            if pos in file._damaged:
-                ops.raw(buf[pos:end])
-            elif opcode == rec.MESSAGE:
-                ops.raw(buf[pos : pos + MESSAGE_HEAD])
-                ops.op(DATA, 0)
-                channel, log_time = _CHANNEL_TIME.unpack_from(buf, pos + 9)
-                loose.append(StoredMessage(channel, log_time, buf[pos + MESSAGE_HEAD : end]))
-            elif opcode == rec.CHUNK:
-                yield from batched(loose)
-                loose = []
-                yield _chunk(file, ops, pos, end, order, EMPTY_RUN)
-                ops.spill()
-            else:
-                ops.raw(buf[pos:end])
+    order = list(rec.REBUILDERS)
+    for item in file.top_level(ops):
+        if isinstance(item, StoredMessage):
+            loose.append(item)
+        else:
+            yield from batched(loose)
+            loose = []
+            yield _chunk(file, ops, *item, order, EMPTY_RUN)
+            ops.spill()
     yield from batched(loose)
     ops.raw(buf[file._stop :])
     if file._stop in file._salvaged:  # the chunk the file is cut in

@@ -328,27 +328,40 @@ class McapFile:
         self._read = True
         ops = Ops()
         buf = self._buf
-        if self._stop >= 8:
-            ops.raw(buf[:8])
-            order = list(rec.REBUILDERS)
-            for pos, opcode, end in _walk(buf, 8):
-                if end > self._stop:
-                    break
-                if pos in self._damaged:
-                    ops.raw(buf[pos:end])
-                elif opcode == rec.MESSAGE:
-                    ops.raw(buf[pos : pos + MESSAGE_HEAD])
-                    ops.op(DATA, 0)
-                    channel, log_time = _CHANNEL_TIME.unpack_from(buf, pos + 9)
-                    yield StoredMessage(channel, log_time, buf[pos + MESSAGE_HEAD : end])
-                elif opcode == rec.CHUNK:
-                    yield from self._chunk_messages(ops, pos, end, order)
-                else:
-                    ops.raw(buf[pos:end])
+        order = list(rec.REBUILDERS)
+        for item in self.top_level(ops):
+            if isinstance(item, StoredMessage):
+                yield item
+            else:
+                yield from self._chunk_messages(ops, *item, order)
         ops.raw(buf[self._stop :])
         if self._stop in self._salvaged:  # the chunk the file is cut in
             yield from self._salvaged_messages(ops, self._stop, len(buf))
         self._skeleton = ops.skeleton(len(buf))
+
+    def top_level(self, ops: Ops) -> Iterator[StoredMessage | tuple[int, int]]:
+        """The complete records before the file's end or cut, in order, their skeleton
+        operations added to `ops`: a top-level message is given as it is, a chunk as its
+        `(start, end)` for the caller to read (then this walk goes on); every other record,
+        and a damaged one, is kept whole."""
+        buf = self._buf
+        if self._stop < 8:
+            return
+        ops.raw(buf[:8])
+        for pos, opcode, end in _walk(buf, 8):
+            if end > self._stop:
+                break
+            if pos in self._damaged:
+                ops.raw(buf[pos:end])
+            elif opcode == rec.MESSAGE:
+                ops.raw(buf[pos : pos + MESSAGE_HEAD])
+                ops.op(DATA, 0)
+                channel, log_time = _CHANNEL_TIME.unpack_from(buf, pos + 9)
+                yield StoredMessage(channel, log_time, buf[pos + MESSAGE_HEAD : end])
+            elif opcode == rec.CHUNK:
+                yield pos, end
+            else:
+                ops.raw(buf[pos:end])
 
     def _chunk_messages(
         self, ops: Ops, pos: int, end: int, order: list[int]
