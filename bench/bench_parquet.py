@@ -22,13 +22,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
-import resource
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_bridge import timed
+from bench_crossing import size_of
 from results import write_section
 
 HERE = Path(__file__).resolve().parent
@@ -36,23 +37,6 @@ OUT = HERE / "out"
 REAL = HERE.parent.parent / "shared" / "realdata" / "pbstream"
 START, END = "<!-- parquet:start -->", "<!-- parquet:end -->"
 SCENE = {"vehicles": 120, "walkers": 60, "traffic_lights": 40}
-
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timed(action: Callable[[], Any]) -> float:
-    used = cpu()
-    action()
-    return cpu() - used
-
-
-def size_of(path: Path) -> int:
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
-    return path.stat().st_size
 
 
 def ros2_bag(mb: int) -> Path:
