@@ -325,7 +325,8 @@ def _compress_blocks(batch: list[tuple[Block, bool, bool, bool]]) -> list[tuple[
 
 def _compress_block(data: Block, fast: bool, precompressed: bool = False) -> Pieces:
     """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
-    (by ISA-L when `fast`: see `nanorec.deflate`). Whether it deflates: a sample's say (`_level`),
+    (the fast way when `fast`: see `nanorec.deflate`). Whether it deflates: a sample's say
+    (`_level`),
     or for a small ISA-L block the block's own deflate, which costs about what setting up a
     level-1 sample does; with `precompressed` (most blocks will not deflate), unless a
     cheaper sample already grows (`_sample_expands`; for CARLA's frames, which all deflate,

@@ -30,20 +30,20 @@ from nanorec.spool import IndexSpool
 from nanorec.wire import INDEX_MEMBER, array_header
 from nanorec.zipout import ZipOutput
 
-#: Every member but the messages is deflated by ISA-L (when installed; `nanorec.deflate`):
-#: ~10x faster than zlib's level 6 for 2-8 % more of these members, whose zlib deflate at
-#: close was most of what the compact layout cost over the stored one on small recordings
-#: (the index of 17,000 messages: 19 of 58 ms). Except for recordings of tiny messages:
-#: under `FAST_SOURCE_AT` source bytes a message (a bz2 bag of 29-byte messages has 14.5)
-#: the index and tables weigh as much as the messages and the size budget binds, so they
-#: keep zlib's level 6. Without the source's size (an archive written through the API) the
-#: messages' own bytes count, at `FAST_MESSAGES_AT` a message.
+#: Every member but the messages is deflated the fast way (`nanorec.deflate`: zlib's level
+#: 1, or ISA-L when asked): several times faster than level 6 for a few % more of these
+#: members, whose level-6 deflate at close was most of what the compact layout cost over the
+#: stored one on small recordings (the index of 17,000 messages: 19 of 58 ms). Except for
+#: recordings of tiny messages: under `FAST_SOURCE_AT` source bytes a message (a bz2 bag of
+#: 29-byte messages has 14.5) the index and tables weigh as much as the messages and the
+#: size budget binds, so they keep zlib's level 6. Without the source's size (an archive
+#: written through the API) the messages' own bytes count, at `FAST_MESSAGES_AT` a message.
 FAST_SOURCE_AT: Final = 40
 FAST_MESSAGES_AT: Final = 256
 
 
 def fast_members(count: int, messages_size: int, source: Mapping[str, Any]) -> bool:
-    """Whether the closing members are deflated by ISA-L (see `FAST_SOURCE_AT`)."""
+    """Whether the closing members are deflated the fast way (see `FAST_SOURCE_AT`)."""
     source_size = source.get("size")
     if isinstance(source_size, int) and source_size > 0:
         return source_size >= FAST_SOURCE_AT * count

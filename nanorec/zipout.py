@@ -202,7 +202,7 @@ class ZipOutput:
         self, name: str, chunks: Iterable[bytes], *, compress: bool = False, fast: bool = False
     ) -> LocalHeader:
         """Write a member of not-yet-known size: placeholder header, data, header patched.
-        `fast`: deflated by ISA-L (`deflate.deflater(fast=True)`) rather than zlib's level 6.
+        `fast`: deflated the fast way (`deflate.deflater(fast=True)`) rather than at level 6.
         A chunk is deflated on another thread while the next is made: it must stay unchanged
         once given (fresh `bytes`, not a reused buffer)."""
         offset = self.tell()
@@ -229,7 +229,7 @@ class ZipOutput:
     def write_whole(
         self, name: str, data: bytes, *, compress: bool = False, fast: bool = False
     ) -> None:
-        """Write a member of known bytes. `compress`: deflated (by ISA-L if `fast`), unless
+        """Write a member of known bytes. `compress`: deflated (the fast way if `fast`), unless
         that is no smaller or so small that readers would take it for a zip bomb: then the
         deflated bytes are taken back (the file truncated) and `data` is stored. The deflate
         is streamed to the file, so a large member costs no compressed copy in memory."""
