@@ -6,7 +6,7 @@ Generates N synthetic CARLA recordings (0.9.16, ~MB each, different seeds) once 
 worker and with two (this machine has two cores), runs the batch again (everything already
 converted: the resume cost), reads the largest worker RSS, exports each archive's collision
 and spawn tables to Parquet, and asks "every collision, with the blueprint of each actor,
-and how many involve a walker" through `nanorec.dask.read_kind` (a Dask dataframe over the
+and how many involve a walker" through `nanorec.maintain.dask.read_kind` (a Dask dataframe over the
 archives) and through DuckDB over the Parquet files. Writes its table into bench/RESULTS.md
 between the `batch` markers.
 
@@ -55,7 +55,7 @@ def generate(n: int, mb: float) -> Path:
 
 
 def convert(source: Path, out: Path, workers: int) -> tuple[float, int, list[str]]:
-    from nanorec.batch import plan, run_batch
+    from nanorec.maintain.batch import plan, run_batch
 
     jobs, failed = plan([source], out)
     start = time.perf_counter()
@@ -67,7 +67,7 @@ def convert(source: Path, out: Path, workers: int) -> tuple[float, int, list[str
 
 def tables(out: Path, parquet: Path) -> float:
     from nanorec import registry
-    from nanorec.arrow import export_parquet
+    from nanorec.outputs.arrow import export_parquet
     from nanorec.selection import Selection
 
     start = time.perf_counter()
@@ -92,7 +92,7 @@ def ask_duckdb(parquet: Path) -> tuple[float, int, int]:
 def ask_dask(out: Path) -> tuple[float, int, int]:
     import distributed
 
-    from nanorec.dask import read_kind
+    from nanorec.maintain.dask import read_kind
 
     archives = sorted(str(p) for p in out.glob("*.nanover.zip"))
     with (

@@ -31,8 +31,8 @@ from results import write_section
 
 import nanorec
 from nanorec import ArchiveReader, registry
-from nanorec.atomic import file_sha256
-from nanorec.layout import use_layout
+from nanorec.archive.atomic import file_sha256
+from nanorec.archive.layout import use_layout
 
 NOTES = """\
 Targets (issue 20): archive / source <= 1.25 where messages average >= 100 source bytes and

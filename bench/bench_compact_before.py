@@ -49,7 +49,7 @@ from pathlib import Path
 import nanorec
 from nanorec import ArchiveReader, registry
 try:
-    from nanorec.layout import use_layout
+    from nanorec.archive.layout import use_layout
 except ImportError:  # before the compact layout: stored is all there is
     use_layout = lambda layout: contextlib.nullcontext()
 path, layout, out, repeat = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])

@@ -4,7 +4,7 @@ storing the same message bytes, and random message reads, in one run.
 The anchor is what a user might pick instead of an indexed archive: MCAP's own Python
 writer (`mcap` package, chunked, with its index) writing the very bytes our converter wrote
 as messages, prebuilt in memory and with no decoding at all. Like for like: our stored
-layout (`nanorec.layout.STORED`, `nanorec convert --stored`) against the writer without
+layout (`nanorec.archive.layout.STORED`, `nanorec convert --stored`) against the writer without
 compression, our compact layout (the default) against the writer with its default zstd
 chunk compression. The ratio `mcap s / convert s` is the share of the MCAP writer's speed
 our conversion reaches (1.0 = as fast; the issue's aim: >= 0.5). Random read:
@@ -117,8 +117,8 @@ def bench_format(name: str, work: Path, size: int) -> dict[str, Any]:
     from mcap.writer import CompressionType
 
     from nanorec import registry
-    from nanorec.layout import COMPACT, STORED, use_layout
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.layout import COMPACT, STORED, use_layout
+    from nanorec.archive.reader import ArchiveReader
 
     converter = registry.get(name.split("-")[0])
     source = work / f"input.{name}"

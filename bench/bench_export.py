@@ -69,8 +69,8 @@ class RowsOnly:
 
 def export(to: str, source: Path, out: Path, recording: Any = None, **options: Any) -> None:
     from nanorec import registry
-    from nanorec.arrow import export_parquet
-    from nanorec.mcap import export_mcap
+    from nanorec.outputs.arrow import export_parquet
+    from nanorec.outputs.mcap import export_mcap
 
     run = export_parquet if to == "parquet" else export_mcap
     if recording is not None:

@@ -1,7 +1,7 @@
 """Benchmark MCAP export against the `mcap` package's Writer writing the same messages.
 
 For each input, in one run:
-- `export`: `nanorec.mcap.export_mcap(recording, out)`, everything (building the Foxglove
+- `export`: `nanorec.outputs.mcap.export_mcap(recording, out)`, everything (building the Foxglove
   messages from the archive, encoding, writing);
 - `build`: only `recording.mcap_messages()` (or the generic JSON records) into a list;
 - `anchor`: `mcap.writer.Writer` alone writing that pre-built list (schemas and channels
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from nanorec.mcap import McapRecord, export_mcap, generic_records
+from nanorec.outputs.mcap import McapRecord, export_mcap, generic_records
 from nanorec.selection import Selection
 
 HERE = Path(__file__).resolve().parent

@@ -132,7 +132,7 @@ def rosbags_anchor(source: Path, out: Path) -> None:
 
 def archive_anchor(archive: Path, out: Path) -> None:
     """The archive's raw messages by number, written by pyarrow (chunks of ~64 MB)."""
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
     with ArchiveReader(archive) as reader:
         stamps = reader.index.timestamp_us.tolist()
@@ -154,7 +154,7 @@ def archive_anchor(archive: Path, out: Path) -> None:
 
 def ours(archive: Path, out: Path) -> None:
     from nanorec import registry
-    from nanorec.arrow import export_parquet
+    from nanorec.outputs.arrow import export_parquet
 
     with registry.open(archive) as recording:
         export_parquet(recording, out, overwrite=True)

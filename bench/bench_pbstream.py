@@ -133,8 +133,8 @@ def phase_convert(source: Path, archive: Path) -> dict[str, Any]:
 
 
 def phase_export(archive: Path, output: Path) -> dict[str, Any]:
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.converters.pbstream.export import export_native
-    from nanorec.reader import ArchiveReader
 
     start = time.perf_counter()
     with ArchiveReader(archive) as reader:
@@ -145,8 +145,8 @@ def phase_export(archive: Path, output: Path) -> dict[str, Any]:
 
 
 def phase_seek(archive: Path, samples: int) -> dict[str, Any]:
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.converters.pbstream.recording import PbstreamRecording
-    from nanorec.reader import ArchiveReader
 
     with PbstreamRecording(ArchiveReader(archive)) as rec:
         rng = random.Random(1)

@@ -75,7 +75,7 @@ def measure(name: str, source: Path, work: Path) -> dict[str, Any]:
     from rosbags.rosbag2 import Reader
 
     from nanorec import registry
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
     size = sum(p.stat().st_size for p in source.iterdir())
     archive = work / "bag.nanover.zip"

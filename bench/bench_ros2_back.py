@@ -38,10 +38,10 @@ def cpu(action: Any) -> float:
 
 
 def export_before(archive: Path) -> str:
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.converters.ros.ros2.convert import skeleton_member
     from nanorec.converters.ros.ros2.datas import data_of
     from nanorec.converters.ros.ros2.meta import Ros2Meta
-    from nanorec.reader import ArchiveReader
     from tests.converters.ros2.reference_join import old_join_db3, old_join_mcap
 
     sha = hashlib.sha256()
@@ -56,9 +56,9 @@ def export_before(archive: Path) -> str:
 
 
 def export_after(archive: Path) -> str:
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.converters.ros.ros2.export import file_pieces
     from nanorec.converters.ros.ros2.meta import Ros2Meta
-    from nanorec.reader import ArchiveReader
 
     sha = hashlib.sha256()
     with ArchiveReader(archive) as reader:
@@ -73,7 +73,7 @@ def child_export(archive: Path, out: Path) -> tuple[float, float]:
         "import sys, time, resource\n"
         "from pathlib import Path\n"
         "from nanorec import registry\n"
-        "from nanorec.reader import ArchiveReader\n"
+        "from nanorec.archive.reader import ArchiveReader\n"
         "t = time.process_time()\n"
         "with ArchiveReader(Path(sys.argv[1])) as r:\n"
         "    assert registry.get('ros2').export(r, Path(sys.argv[2]), overwrite=True).identical\n"
@@ -106,9 +106,9 @@ def cat_rates(archive: Path, bag: Path, count: int) -> dict[str, float]:
     from rosbags.typesys import Stores, get_typestore
 
     from nanorec import registry
-    from nanorec.cli.topics import decoded_line
+    from nanorec.converters.ros.common.topics import decoded_line
     from nanorec.converters.ros.ros2.lines import ndjson_lines
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     rates: dict[str, float] = {}
     with registry.open(archive) as rec:

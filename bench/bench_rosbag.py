@@ -47,7 +47,7 @@ def synthetic(path: Path, mb: int) -> None:
 def tiled_real(path: Path, mb: int) -> None:
     """The real example bag's messages, repeated with shifted times up to `mb` MB."""
     from nanorec import registry
-    from nanorec.atomic import atomic_output
+    from nanorec.archive.atomic import atomic_output
     from nanorec.converters.ros.ros1.export import payload
     from nanorec.converters.ros.ros1.writer import BagWriter
 
@@ -108,7 +108,7 @@ def measure(name: str, source: Path, work: Path) -> dict[str, Any]:
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     from nanorec import registry
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
     size = source.stat().st_size
     archive = work / "bag.nanover.zip"

@@ -108,7 +108,7 @@ def _tiles(work: Path, files: int) -> tuple[Path, int]:
 
 
 def _payloads(archive: Path) -> tuple[list[bytes], list[int], list[str]]:
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
     with ArchiveReader(archive) as reader:
         payloads = [bytes(reader.raw(i)) for i in range(len(reader))]

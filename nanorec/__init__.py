@@ -8,43 +8,42 @@ needs none of them (numpy alone was half of `nanorec --version`).
 from __future__ import annotations
 
 import importlib as _importlib
-import sys as _sys
-import types as _types
 from pathlib import Path as _Path
 from typing import TYPE_CHECKING
 from typing import Any as _Any
 
-from nanorec import _checkout
+from nanorec import _checkout, _moved
 from nanorec._version import __version__
 
 if TYPE_CHECKING:
+    from nanorec.archive.index import Index
+    from nanorec.archive.reader import ArchiveReader
+    from nanorec.archive.writer import ArchiveWriter
     from nanorec.contract import Converter, Message, Recording
     from nanorec.errors import NanorecError
-    from nanorec.index import Index
-    from nanorec.reader import ArchiveReader
-    from nanorec.recover import RecoverResult, recover
+    from nanorec.maintain.recover import RecoverResult, recover
+    from nanorec.maintain.verify import VerifyReport, verify
     from nanorec.registry import open
     from nanorec.selection import Selection
-    from nanorec.verify import VerifyReport, verify
-    from nanorec.writer import ArchiveWriter
 
 _checkout.install(_Path(__file__).resolve().parent)  # run from a checkout: see _checkout.py
+_moved.install()  # `import nanorec.writer` and the other modules' former homes
 
 #: Each public name -> the module defining it.
 _HOMES = {
-    "ArchiveReader": "nanorec.reader",
-    "ArchiveWriter": "nanorec.writer",
+    "ArchiveReader": "nanorec.archive.reader",
+    "ArchiveWriter": "nanorec.archive.writer",
     "Converter": "nanorec.contract",
-    "Index": "nanorec.index",
+    "Index": "nanorec.archive.index",
     "Message": "nanorec.contract",
     "NanorecError": "nanorec.errors",
     "Recording": "nanorec.contract",
-    "RecoverResult": "nanorec.recover",
+    "RecoverResult": "nanorec.maintain.recover",
     "Selection": "nanorec.selection",
-    "VerifyReport": "nanorec.verify",
+    "VerifyReport": "nanorec.maintain.verify",
     "open": "nanorec.registry",
-    "recover": "nanorec.recover",
-    "verify": "nanorec.verify",
+    "recover": "nanorec.maintain.recover",
+    "verify": "nanorec.maintain.verify",
 }
 
 
@@ -60,21 +59,6 @@ def __getattr__(name: str) -> _Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *_HOMES})
 
-
-class _Package(_types.ModuleType):
-    """The package's module type: `nanorec.verify` and `nanorec.recover` stay the functions.
-
-    Importing a submodule sets it as an attribute of its package; the functions were bound
-    after their modules' import, which a lazy name cannot be, so the submodules `verify` and
-    `recover` would replace the functions of the same name once anything imported them."""
-
-    def __setattr__(self, name: str, value: _Any) -> None:
-        if name in _HOMES and isinstance(value, _types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "ArchiveReader",

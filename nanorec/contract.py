@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import typer
 
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.selection import Selection
 
 #: `progress(done, total)`: bytes of the input handled so far, out of `total`.
@@ -239,7 +239,7 @@ class Converter(Protocol):
 #: Optional, beyond the protocol: `converter.adopt(reader) -> dict[str, bytes] | None`.
 #: Given an archive rebuilt by `nanorec recover` (a killed writer's messages, without the
 #: members written at close), return those members rebuilt from the messages if the
-#: messages are this format's, else None. `nanorec.adopt` calls it.
+#: messages are this format's, else None. `nanorec.maintain.adopt` calls it.
 ADOPT_HOOK = "adopt"
 
 #: Optional too: `converter.export_formats`, a mapping of the `--format` values its `export`

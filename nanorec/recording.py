@@ -13,11 +13,11 @@ from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import Message
 from nanorec.errors import OutOfRangeError, UsageError
-from nanorec.reader import ArchiveReader
+from nanorec.outputs.tables import flatten
 from nanorec.selection import Selection, check_seconds
-from nanorec.tables import flatten
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -145,7 +145,7 @@ class ArchiveRecording:
     def table(self, kind: str, selection: Selection | None = None) -> pa.Table:
         """`rows(kind)` as an Arrow table (needs the `[tables]` extra): `.to_pandas()`,
         `polars.from_arrow(...)`, or query it with DuckDB."""
-        from nanorec.arrow import table
+        from nanorec.outputs.arrow import table
 
         return table(self, kind, selection)
 

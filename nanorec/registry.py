@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nanorec.archive.layout import scratch
 from nanorec.contract import (
     COMMANDS_GROUP,
     DIRECTORY_HOOK,
@@ -28,10 +29,9 @@ from nanorec.contract import (
     Recording,
 )
 from nanorec.errors import TruncatedError, UnsupportedError
-from nanorec.layout import scratch
 
 if TYPE_CHECKING:  # numpy and the container: imported by `open`, not to list the formats
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
 GROUP = "nanorec.converters"
 _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
@@ -178,7 +178,7 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     import shutil
     import tempfile
 
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.recording import ArchiveRecording
 
     path = Path(path)

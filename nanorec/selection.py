@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.archive.index import Index
 from nanorec.errors import EmptySelectionError, UsageError
-from nanorec.index import Index
 
 
 def check_seconds(name: str, value: float | None, *, positive: bool = False) -> float | None:

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nanorec import describe, mcap_protobuf
+from nanorec.archive import describe
 from nanorec.cli import _register, app
 from nanorec.converters.ros.ros1 import serialize
 from nanorec.converters.ros.ros1.msgdef import parse_definition
 from nanorec.errors import NanorecError, UnknownNameError, UsageError
+from nanorec.outputs import mcap_protobuf
 from tests.conftest import SAMPLES, make_runner
 
 

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 import pytest
 
 from nanorec import ArchiveReader, registry
+from nanorec.archive.writer import ArchiveWriter, partial_path
 from nanorec.errors import UsageError
-from nanorec.verify import verify
-from nanorec.writer import ArchiveWriter, partial_path
+from nanorec.maintain.verify import verify
 from tests.conftest import REPO, SAMPLES
 
 #: One sample of each format (the crashed bag: its cut tail is kept verbatim too).
@@ -61,7 +61,8 @@ class Hidden:
             raise ImportError(f"No module named {name!r}")
 sys.meta_path.insert(0, Hidden())
 from pathlib import Path
-from nanorec import deflate, registry
+from nanorec import registry
+from nanorec.archive import deflate
 assert (deflate.isal_zlib is None) == (sys.argv[3] == "hidden")
 source = Path(sys.argv[1])
 registry.for_native(source).convert(source, Path(sys.argv[2]))
@@ -105,7 +106,7 @@ def test_a_slow_machine_gives_the_same_bytes(
     converter.convert(source, quick)
     clock = itertools.count(0.0, 1.5)
     monkeypatch.setattr(
-        "nanorec.message_stream.time", SimpleNamespace(monotonic=lambda: next(clock))
+        "nanorec.archive.message_stream.time", SimpleNamespace(monotonic=lambda: next(clock))
     )
     converter.convert(source, slow)
     assert next(clock) > 4  # a flush by time was due: the test tests something

@@ -13,8 +13,8 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError, NanorecError
-from nanorec.reader import ArchiveReader
 
 from .header import Header
 from .ids import FAMILIES

@@ -146,9 +146,9 @@ def convert_command(
 
     Example: nanorec convert town03.log -o town03.nanover.zip --family 0.9.15
     """
+    from nanorec.archive.layout import COMPACT, STORED, use_layout
     from nanorec.cli.convert import convert_report_lines
     from nanorec.cli.inputs import check_input, check_output, native_converter, progress_bar
-    from nanorec.layout import COMPACT, STORED, use_layout
 
     def action() -> int:
         _check_family(family)
@@ -292,7 +292,7 @@ def _cat_frames(rec: CarlaRecording, frames: range) -> None:
     the world state, as play prints it)."""
     from nanorec.cli.inputs import message_dict
     from nanorec.contract import Message
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     from .play import DEFAULT_PARTS, world_dict
 
@@ -336,7 +336,7 @@ def play_command(
     Example: nanorec play town03.log --rate 2 --start 10 --duration 5 --type actors,events
     """
     from nanorec.cli.verbs import terminal_player
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     from .play import DEFAULT_PARTS, check_parts, iter_dicts
     from .recording import CarlaRecording

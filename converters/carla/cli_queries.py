@@ -20,8 +20,8 @@ from nanorec.cli import fail, run
 from nanorec.cli.inputs import check_input
 from nanorec.cli.options import Json
 from nanorec.cli.surface import verb_command
+from nanorec.outputs.tables import json_safe
 from nanorec.selection import check_number, check_seconds
-from nanorec.tables import json_safe
 
 from .cli import _FAMILY, _check_family, app
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from nanorec.atomic import atomic_output
+from nanorec.archive.atomic import atomic_output
 from nanorec.errors import FormatError, UsageError
 
 from .ids import ADDITIONAL_DATA, SHAPES, Engine, Kind, Shape

@@ -29,10 +29,10 @@ from typing import Any
 
 import msgpack
 
+from nanorec.archive.filehash import FileHash
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import OutputExistsError
-from nanorec.filehash import FileHash
 from nanorec.gcpause import paused_gc
-from nanorec.writer import ArchiveWriter
 
 from .detect import resolve
 

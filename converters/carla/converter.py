@@ -20,7 +20,7 @@ from .ids import MAGIC
 if TYPE_CHECKING:
     import typer
 
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.selection import Selection
 
     from .recording import CarlaRecording

@@ -10,7 +10,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from nanorec.writer import ArchiveWriter
+from nanorec.archive.writer import ArchiveWriter
 
 from .frames import Frame, FrameMaps
 from .ids import Family, Kind

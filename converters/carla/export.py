@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nanorec.atomic import write_hashed
+from nanorec.archive.atomic import write_hashed
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 
 from .ids import family as family_named
 from .message import PACKET_HEADER, checked_frame, iter_message_packets

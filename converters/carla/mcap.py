@@ -1,4 +1,4 @@
-"""A CARLA recording as Foxglove messages for MCAP export (`nanorec.mcap`).
+"""A CARLA recording as Foxglove messages for MCAP export (`nanorec.outputs.mcap`).
 
 One frame gives, all at the frame's time (the archive index's microseconds, i.e. CARLA's
 elapsed seconds; MCAP's sequence number is the archive frame number):
@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec import mcap_foxglove as fox
 from nanorec.errors import UsageError
-from nanorec.mcap import McapRecord, Progress, Reporter, json_bytes
+from nanorec.outputs import mcap_foxglove as fox
+from nanorec.outputs.mcap import McapRecord, Progress, Reporter, json_bytes
 from nanorec.selection import Selection
 
 from .ids import ActorType

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec import mcap_foxglove as fox
-from nanorec.mcap import McapRecord
+from nanorec.outputs import mcap_foxglove as fox
+from nanorec.outputs.mcap import McapRecord
 
 from .mcap import TOPICS, _boxes, _labels, reference_frame
 from .mcap_proto import QUATERNION_BITS, quantized

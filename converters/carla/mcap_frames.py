@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from nanorec import mcap_protobuf as pb
-from nanorec.mcap import McapRecord, json_bytes
+from nanorec.outputs import mcap_protobuf as pb
+from nanorec.outputs.mcap import McapRecord, json_bytes
 
 from . import mcap_lights
 from . import mcap_proto as proto

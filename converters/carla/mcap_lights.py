@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.mcap import McapRecord, json_bytes
+from nanorec.outputs.mcap import McapRecord, json_bytes
 
 from .ids import Engine, Kind, TrafficLightState
 from .mcap import TOPICS, TRAFFIC_LIGHTS_SCHEMA

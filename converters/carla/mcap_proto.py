@@ -10,7 +10,7 @@ out as three pieces, field order free as protobuf allows:
   the cube's pose), written by `DoubleBlock` for all the rows of a run of frames at once;
 - the frame's timestamp field, one bytes object shared by every item of the frame.
 
-Numbers go on a binary grid (`nanorec.mcap_protobuf.on_grid`): metres to 2**-20 (under a
+Numbers go on a binary grid (`nanorec.outputs.mcap_protobuf.on_grid`): metres to 2**-20 (under a
 micrometre), quaternions to 2**-30, the resolution the JSON encoding had (6 and 9
 decimals) with zero low bytes that zstd compresses. `quantized` is the rounding of both
 the fast and the reference path (`mcap.py`), and `pose_columns` / `centre_columns` do
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec import mcap_protobuf as pb
-from nanorec.mcap import McapRecord
+from nanorec.outputs import mcap_protobuf as pb
+from nanorec.outputs.mcap import McapRecord
 
 if TYPE_CHECKING:
     from .world import Actor, World

@@ -15,9 +15,9 @@ from typing import Any
 
 import msgpack
 
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
-from nanorec.wire import inflate_bounded
 
 from .header import Header
 from .ids import FAMILIES, SHAPES, Family, Shape

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.atomic import atomic_output
+from nanorec.archive.atomic import atomic_output
 from nanorec.errors import UnsupportedError, UsageError
 from nanorec.selection import Selection, index_span_s
 

@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError, OutOfRangeError
-from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from nanorec.standard import StandardMessage
-from nanorec.wire import inflate_bounded
 
 from .convert import convert
 from .header import Header
@@ -136,7 +136,7 @@ class CarlaRecording(ArchiveRecording):
         progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """`rows` of every kind in `kinds` at once, as numpy columns in runs of frames (for
-        `nanorec.arrow`'s Parquet export: one read of each frame; see `columns.py`)."""
+        `nanorec.outputs.arrow`'s Parquet export: one read of each frame; see `columns.py`)."""
         from .columns import column_chunks
         from .table import parse_kind
 
@@ -150,7 +150,7 @@ class CarlaRecording(ArchiveRecording):
         selection: Selection | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[Any]:
-        """Foxglove messages for MCAP export (`nanorec.mcap`; see `mcap.py`)."""
+        """Foxglove messages for MCAP export (`nanorec.outputs.mcap`; see `mcap.py`)."""
         from .mcap import mcap_messages
 
         return mcap_messages(self, selection, progress)

@@ -27,7 +27,7 @@ import msgpack
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.wire import TIMESTAMP_KEY, map_header
+from nanorec.archive.wire import TIMESTAMP_KEY, map_header
 
 from .frames import Frame, Run
 from .ids import SHAPES, Family, Kind, Shape

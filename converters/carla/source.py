@@ -1,5 +1,5 @@
 """Reading a CARLA source file beside its conversion: where a damaged stretch ends (the next
-FrameStart that continues the recording). Its sha256 is `nanorec.filehash.FileHash`'s."""
+FrameStart that continues the recording). Its sha256 is `nanorec.archive.filehash.FileHash`'s."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ back the start of the original file, every record converted before the kill.
 
 from __future__ import annotations
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 
 from .convert import LEGACY, META_MEMBER, Classifier, Columns, _meta
 from .export import kept_raw, member_of, record_entry

@@ -116,7 +116,7 @@ def info_command(
 
     Example: nanorec info map.pbstream --json
     """
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     def action() -> None:
         with opened(file) as rec:
@@ -153,7 +153,7 @@ def cat_command(
 
     Example: nanorec cat map.pbstream --type trajectory --format tum > poses.tum
     """
-    from nanorec.tables import write_csv, write_ndjson
+    from nanorec.outputs.tables import write_csv, write_ndjson
 
     from .cli_rows import not_empty, record_lines, table_rows, tum_lines
 

@@ -33,11 +33,11 @@ from typing import Any, Final
 
 import msgpack
 
+from nanorec.archive.filehash import FileHash
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import inflate_bounded
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import BadMagicError, FormatError, OutputExistsError, TruncatedError
-from nanorec.filehash import FileHash
-from nanorec.reader import ArchiveReader
-from nanorec.wire import inflate_bounded
-from nanorec.writer import ArchiveWriter
 
 from .classify import LEGACY, NONE_ID, Classifier, Columns, first_ticks
 from .crc import MemberCheck

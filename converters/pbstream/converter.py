@@ -19,7 +19,7 @@ from .stream import MAGIC
 if TYPE_CHECKING:
     import typer
 
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.selection import Selection
 
     from .recording import PbstreamRecording

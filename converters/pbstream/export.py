@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nanorec.atomic import write_hashed
+from nanorec.archive.atomic import write_hashed
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 
 from .convert import read_meta, read_tail
 from .records import DAMAGED

@@ -2,7 +2,7 @@
 
 A record described by `vector.describe_run` becomes the message `convert` documents,
 `{kind: {"member": <gzip member>, "trajectory_id": t, ["index": i,] "timestamp": ticks}}`
-followed by the writer's `"nanorec.t"` entry (`nanorec.wire.timestamp_entry`): msgpack bytes
+followed by the writer's `"nanorec.t"` entry (`nanorec.archive.wire.timestamp_entry`): msgpack bytes
 before its member (map headers, kind, the "member" key, the bin header, and the member's
 10-byte gzip header, the same in every member this path takes) and after it (the other
 entries). Those bytes ("glue") are built for the whole run as one byte matrix, a row a
@@ -24,7 +24,7 @@ from typing import Any, Final
 import msgpack
 import numpy as np
 
-from nanorec.wire import TIMESTAMP_KEY
+from nanorec.archive.wire import TIMESTAMP_KEY
 
 from .stream import GZIP_HEADER
 

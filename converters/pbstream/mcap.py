@@ -1,4 +1,4 @@
-"""A pbstream as Foxglove messages for MCAP export (`nanorec.mcap`). Each record gives its
+"""A pbstream as Foxglove messages for MCAP export (`nanorec.outputs.mcap`). Each record gives its
 messages at its own index time, so a time range keeps exactly the records inside it:
 
 - node: `/pbstream/node_pose` (`foxglove.PoseInFrame` in `map`, the optimised pose, or the
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nanorec import mcap_foxglove as fox
 from nanorec.errors import UsageError
-from nanorec.mcap import McapRecord
+from nanorec.outputs import mcap_foxglove as fox
+from nanorec.outputs.mcap import McapRecord
 from nanorec.selection import Selection
 
 from .decode import decode_record

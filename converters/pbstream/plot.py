@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nanorec.atomic import atomic_output
+from nanorec.archive.atomic import atomic_output
 from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import EmptySelectionError, FormatError, UsageError
-from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from nanorec.standard import StandardMessage

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.atomic import atomic_output
+from nanorec.archive.atomic import atomic_output
 from nanorec.errors import UsageError
 
 from .decode import decode_record

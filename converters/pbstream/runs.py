@@ -21,8 +21,8 @@ from typing import Any, Final
 import msgpack
 import numpy as np
 
+from nanorec.archive.wire import timestamp_entry
 from nanorec.errors import FormatError
-from nanorec.wire import timestamp_entry
 
 from .classify import NONE_ID, Classifier, Columns
 from .crc import MemberCheck

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from nanorec.deflate import isal_zlib
+from nanorec.archive.deflate import isal_zlib
 
 from .stream import GZIP_HEADER, SIZE, Cut
 

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from nanorec import standard
 from nanorec.errors import EmptySelectionError, UsageError
-from nanorec.mcap_foxglove import occupancy_from_probability
+from nanorec.outputs.mcap_foxglove import occupancy_from_probability
 from nanorec.selection import Selection, index_span_s
 
 from .records import NODE

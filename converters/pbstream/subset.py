@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nanorec.atomic import write_hashed
+from nanorec.archive.atomic import write_hashed
 from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 

@@ -28,7 +28,7 @@ from typing import Any, NoReturn, TextIO, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from nanorec.atomic import remove_unfinished
+from nanorec.archive.atomic import remove_unfinished
 from nanorec.cli._click import click
 from nanorec.errors import NanorecError
 
@@ -371,7 +371,7 @@ def _inputs_of(args: Sequence[str], value_options: set[str]) -> list[Path]:
 
 def _format_of(path: Path) -> str | None:
     from nanorec import registry
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
     try:
         head = registry.read_head(path)

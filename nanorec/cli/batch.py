@@ -1,4 +1,5 @@
-"""`nanorec convert A B DIR... -o OUTDIR -j N`: the batch form of convert (see nanorec.batch).
+"""`nanorec convert A B DIR... -o OUTDIR -j N`: the batch form of convert (see
+nanorec.maintain.batch).
 
 One overall progress bar (files, MB, rate, ETA) on a terminal, a summary at the end
 (converted / skipped / failed, with the one line of each failure and each damaged input, and
@@ -16,10 +17,10 @@ from pathlib import Path
 
 import typer
 
-from nanorec.batch import Outcome, plan, run_batch
+from nanorec.archive.layout import COMPACT
 from nanorec.cli import EXIT_PROBLEM, run
 from nanorec.errors import UsageError
-from nanorec.layout import COMPACT
+from nanorec.maintain.batch import Outcome, plan, run_batch
 
 
 def batch_convert(

@@ -16,12 +16,12 @@ from typing import Annotated, Any
 import typer
 
 from nanorec import registry
+from nanorec.archive.layout import COMPACT, STORED, use_layout
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
 from nanorec.cli.inputs import check_input, check_output
 from nanorec.cli.options import Force, Json, Output, Stored
 from nanorec.errors import NanorecError
-from nanorec.layout import COMPACT, STORED, use_layout
 
 
 @app.command()
@@ -37,7 +37,7 @@ def verify(
 
     Example: nanorec verify run.nanover.zip --json
     """
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     def action() -> int:
         check_input(file)
@@ -59,7 +59,7 @@ def verify(
 
 
 def _verify_archive(path: Path, quiet: bool) -> dict[str, Any]:
-    from nanorec.verify import verify as verify_archive  # numpy: not for `nanorec --help`
+    from nanorec.maintain.verify import verify as verify_archive  # numpy: not for `nanorec --help`
 
     show = not quiet and sys.stderr.isatty()
     with typer.progressbar(
@@ -129,8 +129,8 @@ def recover(
 
     Example: nanorec recover .run.nanover.zip.partial -o run.nanover.zip
     """
-    from nanorec.adopt import adopt
-    from nanorec.recover import recover as recover_archive
+    from nanorec.maintain.adopt import adopt
+    from nanorec.maintain.recover import recover as recover_archive
 
     def action() -> None:
         check_input(file)
@@ -171,7 +171,7 @@ def repack(
 
     Example: nanorec repack old.nanover.zip -o small.nanover.zip
     """
-    from nanorec.repack import repack as repack_archive
+    from nanorec.maintain.repack import repack as repack_archive
 
     def action() -> None:
         check_input(file)

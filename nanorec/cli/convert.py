@@ -8,7 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from nanorec import registry
-from nanorec.atomic import file_sha256
+from nanorec.archive.atomic import file_sha256
+from nanorec.archive.layout import COMPACT, STORED, use_layout
 from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, one_line, run
 from nanorec.cli.inputs import (
     check_input,
@@ -24,7 +25,6 @@ from nanorec.cli.options import (
 )
 from nanorec.contract import ConvertReport
 from nanorec.errors import NanorecError, UsageError
-from nanorec.layout import COMPACT, STORED, use_layout
 
 FormatName = Annotated[
     str | None,
@@ -148,7 +148,7 @@ def roundtrip(
 
     Example: nanorec roundtrip recordings/*.bag --json
     """
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     results = []
     worst = 0
@@ -185,7 +185,7 @@ def roundtrip_one(path: Path) -> dict[str, Any]:
         archive = Path(folder) / "a.nanover.zip"
         report = converter.convert(path, archive)
         back = Path(folder) / "back"
-        from nanorec.reader import ArchiveReader
+        from nanorec.archive.reader import ArchiveReader
 
         with ArchiveReader(archive) as reader:
             exported = converter.export(reader, back)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from nanorec import registry
-from nanorec.atomic import file_sha256
+from nanorec.archive.atomic import file_sha256
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.inputs import (
     check_input,
@@ -150,8 +150,8 @@ def write_archive_cut(
 ) -> ExportReport:
     """The selected messages of a plain archive (NanoVer's own recordings: no native file
     behind them) as an archive of the same kind, their metadata kept."""
-    from nanorec.index import RESERVED_METADATA
-    from nanorec.writer import ArchiveWriter
+    from nanorec.archive.index import RESERVED_METADATA
+    from nanorec.archive.writer import ArchiveWriter
 
     numbers = selection.chosen(reader.index).tolist()
     stamps = reader.index.timestamp_us
@@ -175,7 +175,7 @@ def _source_format(file: Path) -> str | None:
     """The format of `file`'s recording (its converter's name), None for a plain archive."""
     head = registry.read_head(file)
     if registry.is_archive(head):
-        from nanorec.reader import ArchiveReader
+        from nanorec.archive.reader import ArchiveReader
 
         with ArchiveReader(file) as reader:
             converter = registry.for_archive(reader)
@@ -192,8 +192,9 @@ def _export_other(
     storage: str | None = None,
     writer: Converter | None = None,
 ) -> int:
-    """Parquet tables, MCAP, or another format's native file (`writer`'s foreign export),
-    from any recording (`nanorec.arrow`, `nanorec.mcap`, `nanorec.contract.FOREIGN_FORMATS`)."""
+    """Parquet tables, MCAP, or another format's native file (`writer`'s foreign export), from any
+    recording (`nanorec.outputs.arrow`, `nanorec.outputs.mcap`, `nanorec.contract.FOREIGN_FORMATS`).
+    """
     with opened(file, show_conversion=True) as recording:
         if not selection.everything:  # --type names tables or topics here, not message kinds
             dataclasses.replace(selection, kinds=None).chosen(recording.reader.index)
@@ -211,13 +212,13 @@ def _export_other(
                 lines += [f"left out: {why}" for why in report.details.get("left_out", [])]
                 lines += [f"note: {note}" for note in report.details.get("notes", [])]
             elif to == "parquet":
-                from nanorec.arrow import export_parquet
+                from nanorec.outputs.arrow import export_parquet
 
                 lines = export_parquet(
                     recording, output, selection=selection, overwrite=force, progress=update
                 )
             else:
-                from nanorec.mcap import export_mcap
+                from nanorec.outputs.mcap import export_mcap
 
                 lines = export_mcap(
                     recording, output, selection=selection, overwrite=force, progress=update

@@ -15,9 +15,9 @@ from typing import Any
 import typer
 
 from nanorec import registry
+from nanorec.archive.layout import scratch
 from nanorec.contract import Converter, Message, Recording
 from nanorec.errors import UsageError
-from nanorec.layout import scratch
 
 
 def check_input(path: Path) -> None:
@@ -99,7 +99,7 @@ def opened_archive(
     temporary archive (removed afterwards)."""
     import tempfile  # not at start-up: with random, ~3 ms of `nanorec --version`
 
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
     check_input(path)
     if registry.is_archive(registry.read_head(path)):

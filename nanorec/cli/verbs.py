@@ -51,7 +51,7 @@ def info(
 
     Example: nanorec info recording.nanover.zip --json
     """
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     def action() -> None:
         with opened(file) as recording:
@@ -85,8 +85,8 @@ def cat(
 
     Example: nanorec cat recording.nanover.zip --type frame --format csv > frames.csv
     """
+    from nanorec.outputs.tables import write_csv, write_ndjson
     from nanorec.selection import Selection
-    from nanorec.tables import write_csv, write_ndjson
 
     def action() -> None:
         check_choice("--format", fmt, ("ndjson", "csv"))
@@ -129,8 +129,8 @@ def play(
 
     Example: nanorec play recording.nanover.zip --rate 2 --start 10 --duration 5
     """
+    from nanorec.outputs.tables import dumps
     from nanorec.selection import Selection
-    from nanorec.tables import dumps
 
     def action() -> None:
         selection = Selection.make(
@@ -204,8 +204,8 @@ def plot(
 
     Example: nanorec plot recording.nanover.zip -o timeline.png
     """
+    from nanorec.outputs.timeline import plot_timeline
     from nanorec.selection import Selection
-    from nanorec.timeline import plot_timeline
 
     def action() -> None:
         check_output(output, file)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nanorec.batch import plan, run_batch
 from nanorec.cli import _register, app
+from nanorec.maintain.batch import plan, run_batch
 from tests.conftest import SAMPLES, make_runner
 from tests.converters.fake_plugin import MAGIC, sample
 

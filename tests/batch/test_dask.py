@@ -28,7 +28,7 @@ def client() -> Iterator[Any]:
 
 
 def test_convert_on_a_cluster_then_query_across(client: Any, tmp_path: Path) -> None:
-    from nanorec.dask import convert_many, read_kind
+    from nanorec.maintain.dask import convert_many, read_kind
 
     source = tmp_path / "in"
     source.mkdir()
@@ -52,7 +52,7 @@ def test_convert_on_a_cluster_then_query_across(client: Any, tmp_path: Path) -> 
 def test_a_kind_missing_from_some_archives(tmp_path: Path) -> None:
     """The first archive (a ROS bag) has no collision: its partition is empty, not a
     mismatch; a kind no archive has is a mistaken name."""
-    from nanorec.dask import _partition, convert_many, read_kind
+    from nanorec.maintain.dask import _partition, convert_many, read_kind
 
     names = [str(SAMPLES / "rosbag-robot.bag"), str(SAMPLES / "carla-0.9.16-town03.log")]
     outcomes = convert_many(names, str(tmp_path))  # str paths, as glob gives them
@@ -71,7 +71,7 @@ def test_a_kind_missing_from_some_archives(tmp_path: Path) -> None:
 
 
 def test_collisions_across_the_real_carla_logs(realdata_dir: Path, tmp_path: Path) -> None:
-    from nanorec.dask import convert_many, read_kind
+    from nanorec.maintain.dask import convert_many, read_kind
 
     logs = sorted(glob.glob(str(realdata_dir / "carla" / "*")))
     outcomes = convert_many(logs, tmp_path)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from nanorec import batch
 from nanorec.cli import main
+from nanorec.maintain import batch
 from tests.conftest import SAMPLES
 
 FILES = [

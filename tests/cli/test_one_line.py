@@ -80,8 +80,8 @@ def test_an_error_after_a_warning_exits_1(broken_yaml_bag: Path) -> None:
 
 def test_an_error_mid_cat_is_one_line(tmp_path: Path) -> None:
     """Nothing said before it: exit 2, the error alone (the messages before it on stdout)."""
-    from nanorec.layout import use_layout
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.layout import use_layout
+    from nanorec.archive.reader import ArchiveReader
 
     archive = tmp_path / "robot.nanover.zip"
     with use_layout("stored"):

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from nanorec import verify
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.cli import main
-from nanorec.writer import ArchiveWriter
 from tests.conftest import SAMPLES
 
 SAMPLE = SAMPLES / "carla-0.9.16-town03.log"

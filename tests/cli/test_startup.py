@@ -97,8 +97,8 @@ def test_declared_titles_are_the_converters() -> None:
 def test_the_package_imports_its_names_on_first_use() -> None:
     probe = (
         "import sys, nanorec; print('numpy' in sys.modules); "
-        "import nanorec.verify, nanorec.recover; "
-        "print(callable(nanorec.verify), callable(nanorec.recover)); "
+        "import nanorec.maintain.verify, nanorec.maintain.recover; "
+        "print(callable(nanorec.maintain.verify), callable(nanorec.maintain.recover)); "
         "from nanorec import *; here = set(dir()); "
         "print(sorted(n for n in nanorec.__all__ if n not in here))"
     )

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from nanorec import verify
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
-from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 SAMPLE = SAMPLES / "carla-0.9.16-town03.log"

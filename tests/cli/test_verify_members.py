@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.errors import ArchiveError
-from nanorec.reader import ArchiveReader
 from tests.conftest import SAMPLES, make_runner
 
 _register()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nanorec.atomic import atomic_output, write_hashed
+from nanorec.archive.atomic import atomic_output, write_hashed
 from nanorec.errors import OutputExistsError
 
 

@@ -11,10 +11,10 @@ import msgpack
 import pytest
 
 import nanorec
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.converters.carla.convert import WORLD_MEMBER, convert
 from nanorec.errors import NanorecError
-from nanorec.reader import ArchiveReader
 from tests.conftest import SAMPLES, make_runner
 
 BOMB = 512 << 20  # inflated size of the bombs, bytes

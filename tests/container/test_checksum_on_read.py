@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 import nanorec
+from nanorec.archive.layout import use_layout
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.converters.carla.convert import convert
 from nanorec.errors import ChecksumError
-from nanorec.layout import use_layout
-from nanorec.reader import ArchiveReader
 from tests.conftest import SAMPLES, make_runner
 
 
@@ -49,8 +49,8 @@ def test_a_flipped_bit_is_named_not_returned(tmp_path: Path) -> None:
 
 
 def test_recover_drops_what_fails_its_checksum_never_reblesses_it(tmp_path: Path) -> None:
-    from nanorec.recover import recover
-    from nanorec.verify import verify
+    from nanorec.maintain.recover import recover
+    from nanorec.maintain.verify import verify
 
     damaged = _flipped(tmp_path, 73)
     with ArchiveReader(damaged, verify=False) as reader:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nanorec.archive.writer import ArchiveWriter, partial_path
 from nanorec.cli import _register, app
-from nanorec.writer import ArchiveWriter, partial_path
 from tests.conftest import make_runner
 
 from .helpers import sample_messages, write_archive

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from nanorec import ArchiveReader, verify
-from nanorec.blocks import BLOCK_BYTES, BlockDeflater, _level
-from nanorec.closing import fast_members
-from nanorec.deflate import LEVEL, deflater
+from nanorec.archive.blocks import BLOCK_BYTES, BlockDeflater, _level
+from nanorec.archive.closing import fast_members
+from nanorec.archive.deflate import LEVEL, deflater
+from nanorec.archive.layout import use_layout
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import NanorecError
-from nanorec.layout import use_layout
-from nanorec.writer import ArchiveWriter
 
 from .helpers import block_ends, rebuild_zip, sample_messages, write_archive
 
@@ -207,9 +207,9 @@ def test_empty_compact_archive(tmp_path: Path) -> None:
 def test_member_view_of_a_large_deflated_member_is_a_mapped_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nanorec.archive_file
+    import nanorec.archive.archive_file
 
-    monkeypatch.setattr(nanorec.archive_file, "_SPOOL_MEMBER", 1000)
+    monkeypatch.setattr(nanorec.archive.archive_file, "_SPOOL_MEMBER", 1000)
     data = bytes(range(256)) * 40
     with ArchiveWriter(tmp_path / "m.zip") as writer:
         writer.write({"a": 1}, timestamp_us=0)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nanorec import ArchiveReader, registry
-from nanorec.atomic import file_sha256
+from nanorec.archive.atomic import file_sha256
 from tests.conftest import REALDATA
 
 from .nanover_reference import NanoverRecordingReader

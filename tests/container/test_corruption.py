@@ -23,7 +23,7 @@ from nanorec.errors import (
     NanorecError,
     TruncatedError,
 )
-from nanorec.verify import VerifyReport
+from nanorec.maintain.verify import VerifyReport
 
 from .helpers import index_entries, rebuild_zip, sample_messages, write_archive
 

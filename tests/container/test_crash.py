@@ -20,15 +20,15 @@ import msgpack
 import pytest
 
 from nanorec import ArchiveReader, recover, verify
+from nanorec.archive.wire import embed_timestamp
+from nanorec.archive.writer import partial_path
 from nanorec.errors import ArchiveError, NanorecError
-from nanorec.wire import embed_timestamp
-from nanorec.writer import partial_path
 
 from .nanover_reference import MessageEvent, NanoverRecordingWriter
 
 CHILD = r"""
 import os, signal, sys
-import nanorec.closing as closing_module
+import nanorec.archive.closing as closing_module
 from nanorec import ArchiveWriter
 
 path, mode, layout = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nanorec import filehash
-from nanorec.filehash import FileHash
+from nanorec.archive import filehash
+from nanorec.archive.filehash import FileHash
 
 
 def _file(tmp_path: Path, size: int) -> Path:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from nanorec import ArchiveReader, recover
-from nanorec import blocks as blocks_module
-from nanorec.writer import FLUSH_BYTES, FLUSH_MESSAGES, ArchiveWriter, partial_path
+from nanorec.archive import blocks as blocks_module
+from nanorec.archive.writer import FLUSH_BYTES, FLUSH_MESSAGES, ArchiveWriter, partial_path
 
 
 def _recovered_count(path: Path, tmp_path: Path) -> int:
@@ -29,7 +29,7 @@ def _jumping_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """A second and a half passes at every reading of the writer's clock."""
     clock = itertools.count(0.0, 1.5)
     monkeypatch.setattr(
-        "nanorec.message_stream.time", SimpleNamespace(monotonic=lambda: next(clock))
+        "nanorec.archive.message_stream.time", SimpleNamespace(monotonic=lambda: next(clock))
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nanorec.describe import (
+from nanorec.archive.describe import (
     DELTA_ZLIB,
     RAW,
     ZLIB,
@@ -20,11 +20,11 @@ from nanorec.describe import (
     iter_description,
     parse_description,
 )
+from nanorec.archive.index import Index, TypesRegistry
+from nanorec.archive.index_encode import encode_entries
+from nanorec.archive.index_parse import parse_entries
+from nanorec.archive.wire import array_header
 from nanorec.errors import ArchiveError
-from nanorec.index import Index, TypesRegistry
-from nanorec.index_encode import encode_entries
-from nanorec.index_parse import parse_entries
-from nanorec.wire import array_header
 
 TYPES = [("frame",), ("state",), ("frame", "state"), tuple(f"k{i}" for i in range(20))]
 

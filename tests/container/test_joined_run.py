@@ -13,10 +13,10 @@ import msgpack
 import numpy as np
 import pytest
 
-from nanorec import blockcut
+from nanorec.archive import blockcut
+from nanorec.archive.wire import timestamp_entry
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import UsageError
-from nanorec.wire import timestamp_entry
-from nanorec.writer import ArchiveWriter
 
 from .helpers import block_ends
 

@@ -9,9 +9,9 @@ from typing import Any
 import msgpack
 import pytest
 
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import UsageError
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
 
 
 def _messages() -> list[tuple[bytes, tuple[str, ...], int]]:

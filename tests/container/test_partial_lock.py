@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
-from nanorec.atomic import atomic_folder, atomic_output, is_locked
+from nanorec.archive.atomic import atomic_folder, atomic_output, is_locked
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.cli import _register, app
 from nanorec.errors import OutputExistsError
-from nanorec.writer import ArchiveWriter
 from tests.conftest import SAMPLES, make_runner
 
 pytest.importorskip("fcntl")
@@ -100,7 +100,10 @@ def test_a_writer_holds_its_partials_lock(tmp_path: Path) -> None:
 
 def _locked_elsewhere(path: Path) -> bool:
     """Asked from another process (a lock is the holding process's own)."""
-    code = f"import pathlib, nanorec.atomic as a; print(a.is_locked(pathlib.Path({str(path)!r})))"
+    code = (
+        "import pathlib, nanorec.archive.atomic as a; "
+        f"print(a.is_locked(pathlib.Path({str(path)!r})))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return out.stdout.strip() == "True"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from nanorec import ArchiveReader, verify
-from nanorec.atomic import file_sha256
+from nanorec.archive.atomic import file_sha256
 from nanorec.cli import _register, app
 from nanorec.errors import UnsupportedError
-from nanorec.repack import repack
+from nanorec.maintain.repack import repack
 from tests.conftest import SAMPLES, make_runner
 
 from .helpers import rebuild_zip, sample_messages, write_archive
@@ -95,7 +95,7 @@ def test_repack_refuses_an_index_out_of_order(tmp_path: Path) -> None:
 
 def test_recover_stored(tmp_path: Path) -> None:
     from nanorec import ArchiveWriter
-    from nanorec.writer import partial_path
+    from nanorec.archive.writer import partial_path
 
     final = tmp_path / "a.nanover.zip"
     writer = ArchiveWriter(final)

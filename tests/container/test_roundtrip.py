@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import nanorec.writer as writer_module
+import nanorec.archive.writer as writer_module
 from nanorec import ArchiveReader, ArchiveWriter, verify
 
 from .helpers import messages

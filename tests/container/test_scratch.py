@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
-from nanorec.layout import durable, scratch
-from nanorec.writer import ArchiveWriter
+from nanorec.archive.layout import durable, scratch
+from nanorec.archive.writer import ArchiveWriter
 from tests.conftest import REPO
 
 SAMPLE = REPO / "samples" / "carla-0.9.16-town03.log"

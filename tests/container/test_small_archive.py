@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from nanorec import zipout
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
+from nanorec.archive import zipout
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 
 
 def test_a_small_archive_starts_no_member_thread(
@@ -45,7 +45,7 @@ def test_streamed_members_deflate_as_one_compressor_would(sizes: list[int]) -> N
 def test_a_small_archive_writes_no_index_spool_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nanorec import spool
+    from nanorec.archive import spool
 
     def no_file(*args: object, **kwargs: object) -> None:
         raise AssertionError("a spool file for a small archive")
@@ -60,7 +60,7 @@ def test_a_small_archive_writes_no_index_spool_file(
 
 
 def test_spooled_and_held_rows_come_back_in_order(tmp_path: Path) -> None:
-    from nanorec.spool import IndexSpool
+    from nanorec.archive.spool import IndexSpool
 
     rows = IndexSpool(tmp_path, chunk_rows=3)
     for number in range(7):

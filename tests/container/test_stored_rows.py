@@ -1,5 +1,5 @@
 """`ArchiveWriter.write_stored_rows` (runs of same-sized messages written at once) and the
-CRC arithmetic behind its single pass (`nanorec.crc`): the archive is the one that
+CRC arithmetic behind its single pass (`nanorec.archive.crc`): the archive is the one that
 `write_packed` message by message would make, valid for zipfile and NanoVer's index."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import msgpack
 import numpy as np
 import pytest
 
-from nanorec.crc import joined_crc, part_crcs
+from nanorec.archive.crc import joined_crc, part_crcs
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import timestamp_entry
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import UsageError
-from nanorec.reader import ArchiveReader
-from nanorec.wire import timestamp_entry
-from nanorec.writer import ArchiveWriter
 
 
 @pytest.mark.parametrize("length", [1, 3, 700, 15_000])

@@ -11,10 +11,10 @@ from typing import Any
 import msgpack
 import pytest
 
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import timestamp_entry
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import UsageError
-from nanorec.reader import ArchiveReader
-from nanorec.wire import timestamp_entry
-from nanorec.writer import ArchiveWriter
 
 
 def _messages() -> list[tuple[bytes, tuple[str, ...], int]]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from nanorec.errors import FormatError
-from nanorec.wire import (
+from nanorec.archive.wire import (
     TIMESTAMP_KEY,
     embed_timestamp,
     map_header,
@@ -14,6 +13,7 @@ from nanorec.wire import (
     read_map_header,
     timestamp_patch,
 )
+from nanorec.errors import FormatError
 
 
 @pytest.mark.parametrize("count", [0, 1, 14, 15, 16, 65534, 65535, 65536])

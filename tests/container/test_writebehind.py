@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nanorec import ArchiveReader, ArchiveWriter, verify, writebehind, zipout
-from nanorec.writebehind import WriteBehind, write_all
+from nanorec import ArchiveReader, ArchiveWriter, verify
+from nanorec.archive import writebehind, zipout
+from nanorec.archive.writebehind import WriteBehind, write_all
 
 from .helpers import sample_messages
 
@@ -101,7 +102,7 @@ def test_write_all_finishes_short_writes(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def _rows(count: int) -> np.ndarray:
-    from nanorec.wire import timestamp_entry
+    from nanorec.archive.wire import timestamp_entry
 
     rows = []
     for number in range(count):

@@ -10,10 +10,10 @@ from unittest import mock
 import msgpack
 import pytest
 
-import nanorec.writer as writer_module
+import nanorec.archive.writer as writer_module
 from nanorec import ArchiveReader, ArchiveWriter, verify
+from nanorec.archive.writer import partial_path
 from nanorec.errors import OutputExistsError
-from nanorec.writer import partial_path
 
 from .helpers import index_entries, sample_messages, write_archive
 

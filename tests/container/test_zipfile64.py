@@ -13,9 +13,9 @@ import msgpack
 import pytest
 
 from nanorec import ArchiveReader, ArchiveWriter, verify
+from nanorec.archive.zipdirectory import CentralHeader, EndRecords, parse_central_directory
+from nanorec.archive.zipfile64 import LOCAL_HEADER, U32_MAX, LocalHeader, build_zip64_extra
 from nanorec.errors import ArchiveError, TruncatedError
-from nanorec.zipdirectory import CentralHeader, EndRecords, parse_central_directory
-from nanorec.zipfile64 import LOCAL_HEADER, U32_MAX, LocalHeader, build_zip64_extra
 
 from .nanover_reference import MessageEvent, record_messages
 

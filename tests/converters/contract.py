@@ -23,11 +23,11 @@ import pytest
 import typer
 
 from nanorec import registry
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.cli.surface import COMMON, common_spellings, option_names
 from nanorec.contract import SNIFF_BYTES, Converter, Recording, foreign_forms
 from nanorec.errors import NanorecError
-from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
 from tests.conftest import make_runner
 from tests.converters import fuzz

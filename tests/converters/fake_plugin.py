@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nanorec.atomic import atomic_output
+from nanorec.archive.atomic import atomic_output
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.contract import ConvertReport, ExportReport, Progress, Region
 from nanorec.errors import BadMagicError, FormatError, UsageError
-from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
-from nanorec.writer import ArchiveWriter
 
 MAGIC = b"FAKELOG 1\n"
 

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 
-from nanorec.mcap import export_mcap
+from nanorec.outputs.mcap import export_mcap
 from nanorec.selection import Selection
 from tests.mcap.decode import decode
 from tests.mcap.doctor import Checked, doctor

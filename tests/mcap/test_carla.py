@@ -19,7 +19,7 @@ from nanorec.cli import _register, app
 from nanorec.converters.carla.mcap import TOPICS
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.errors import NanorecError, UsageError
-from nanorec.mcap import export_mcap
+from nanorec.outputs.mcap import export_mcap
 from nanorec.selection import Selection
 from tests.conftest import SAMPLES, carla_realdata
 from tests.mcap.conformance import check_mcap_export

@@ -1,4 +1,4 @@
-"""`nanorec.mcap`: the format-neutral writer (records from `mcap_messages`) and the generic
+"""`nanorec.outputs.mcap`: the format-neutral writer (records from `mcap_messages`) and the generic
 JSON fallback, read back with the `mcap` package's reader (see `doctor.py`)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mcap.reader import make_reader
 
 from nanorec import ArchiveReader, ArchiveWriter
 from nanorec.errors import FormatError, OutputExistsError, UnsupportedError, UsageError
-from nanorec.mcap import McapRecord, export_mcap, json_bytes
+from nanorec.outputs.mcap import McapRecord, export_mcap, json_bytes
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from tests.conftest import REALDATA
@@ -262,11 +262,11 @@ def test_generic_conformance(archive: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("fast", [True, False], ids=["orjson", "json"])
 def test_json_bytes(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """orjson (when installed) and the json module give the same values, NaN as null."""
-    import nanorec.mcap
+    import nanorec.outputs.mcap
 
     if not fast:
-        monkeypatch.setattr(nanorec.mcap, "_orjson", None)
-    elif nanorec.mcap._orjson is None:
+        monkeypatch.setattr(nanorec.outputs.mcap, "_orjson", None)
+    elif nanorec.outputs.mcap._orjson is None:
         pytest.skip("orjson is not installed")
     value = {
         "a": [1.5, math.nan, -math.inf, 2**70],

@@ -1,4 +1,4 @@
-"""`nanorec.mcap_foxglove`: what each helper builds validates against Foxglove's published
+"""`nanorec.outputs.mcap_foxglove`: what each helper builds validates against Foxglove's published
 JSON Schema, and a synthetic Cartographer-like map (trajectory poses, a line strip, a grid)
 exports and reads back."""
 
@@ -14,8 +14,8 @@ import jsonschema
 import numpy as np
 import pytest
 
-from nanorec import mcap_foxglove as fox
-from nanorec.mcap import McapRecord, export_mcap
+from nanorec.outputs import mcap_foxglove as fox
+from nanorec.outputs.mcap import McapRecord, export_mcap
 from nanorec.selection import Selection
 from tests.mcap.doctor import doctor
 

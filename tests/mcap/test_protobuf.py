@@ -1,4 +1,4 @@
-"""`nanorec.mcap_protobuf` writes what the `protobuf` package reads: varints, timestamps,
+"""`nanorec.outputs.mcap_protobuf` writes what the `protobuf` package reads: varints, timestamps,
 blocks of doubles, against the bundled FileDescriptorSet (which is Foxglove's own)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ pytest.importorskip("google.protobuf")
 
 from google.protobuf import descriptor_pb2
 
-from nanorec import mcap_protobuf as pb
+from nanorec.outputs import mcap_protobuf as pb
 from tests.mcap.decode import message_class, parse, plain
 
 SCHEMAS = pb.descriptor_set()

@@ -1,5 +1,5 @@
 """ROS1 bags -> MCAP (the rosbag converter's `mcap_messages`, through
-`nanorec.mcap.ros1_record`): compared with an independent reader (`rosbags`), every payload
+`nanorec.outputs.mcap.ros1_record`): compared with an independent reader (`rosbags`), every payload
 byte-identical in the MCAP, topic counts and times as ROS's own `rosbag info` printed them,
 and every message decodable by the `mcap-ros1-support` decoder from our schema alone."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
-from nanorec.mcap import export_mcap, ros1_record
+from nanorec.outputs.mcap import export_mcap, ros1_record
 from tests.conftest import REALDATA, SAMPLES
 from tests.mcap.conformance import check_mcap_export
 from tests.mcap.doctor import doctor

@@ -1,5 +1,5 @@
-"""`nanorec.arrow_columns`: binary columns from offsets and one buffer, JSON text as
-`nanorec.tables.dumps` writes it, and what no column can hold."""
+"""`nanorec.outputs.arrow_columns`: binary columns from offsets and one buffer, JSON text as
+`nanorec.outputs.tables.dumps` writes it, and what no column can hold."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nanorec import arrow, arrow_columns
-from nanorec.arrow_columns import binary_column, cell, column, payload_size, transpose
 from nanorec.errors import UnsupportedError
-from nanorec.tables import dumps
+from nanorec.outputs import arrow, arrow_columns
+from nanorec.outputs.arrow_columns import binary_column, cell, column, payload_size, transpose
+from nanorec.outputs.tables import dumps
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -77,7 +77,7 @@ def test_a_binary_column_over_2_gib_is_refused(monkeypatch: pytest.MonkeyPatch) 
 
 
 class _Rows:
-    """A recording as `nanorec.arrow` sees it: named rows of one kind."""
+    """A recording as `nanorec.outputs.arrow` sees it: named rows of one kind."""
 
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.reader = SimpleNamespace(description={}, path=Path("fake.log"))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import nanorec
-from nanorec.arrow import column_batches, export_parquet, iter_batches
+from nanorec.outputs.arrow import column_batches, export_parquet, iter_batches
 from nanorec.selection import Selection
 from tests.conftest import SAMPLES, carla_realdata
 

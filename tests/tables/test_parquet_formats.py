@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 import nanorec
-from nanorec import arrow, registry
+from nanorec import registry
 from nanorec.cli import _register, app
+from nanorec.outputs import arrow
+from nanorec.outputs.tables import dumps
 from nanorec.selection import Selection
-from nanorec.tables import dumps
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 pa = pytest.importorskip("pyarrow")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import nanorec
-from nanorec.arrow import export_parquet
-from nanorec.mcap import export_mcap
+from nanorec.outputs.arrow import export_parquet
+from nanorec.outputs.mcap import export_mcap
 from tests.conftest import SAMPLES
 
 pytest.importorskip("pyarrow")

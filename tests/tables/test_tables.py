@@ -78,7 +78,7 @@ def test_text_that_was_not_utf8_is_valid_json_as_key_and_value() -> None:
     and `\\xNN`-escaped as a key: the line encodes as UTF-8 and parses."""
     import json
 
-    from nanorec.tables import dumps
+    from nanorec.outputs.tables import dumps
 
     line = dumps({"map\udce9": "name\udce9"})
     assert json.loads(line.encode("utf-8")) == {"map\\xe9": {"base64": "bmFtZek="}}
@@ -90,7 +90,7 @@ def test_flatten_takes_any_mapping_and_keeps_empty_maps_as_values() -> None:
 
     import numpy as np
 
-    from nanorec.tables import flatten
+    from nanorec.outputs.tables import flatten
 
     data = np.arange(3)
     row = {"a": MappingProxyType({"b": 1, "c": {"d": None}}), "e": {}, "f": [1], "g": data}

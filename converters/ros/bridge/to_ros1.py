@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from nanorec.atomic import atomic_output, file_sha256
+from nanorec.archive.atomic import atomic_output, file_sha256
 from nanorec.contract import ExportReport, Progress
 from nanorec.errors import FormatError
 from nanorec.selection import Selection

@@ -17,8 +17,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 
 from .connection import Connection
 from .convert import (

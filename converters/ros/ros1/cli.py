@@ -30,12 +30,12 @@ from nanorec.cli.options import (
     TableFormat,
 )
 from nanorec.cli.surface import check_choice, verb_command
-from nanorec.cli.topics import Undecodable, decoded_line, play_lines
 from nanorec.cli.verbs import terminal_player
 from nanorec.errors import NanorecError, UsageError
 from nanorec.selection import Selection
 from nanorec.timezones import parse_zone
 
+from ..common.topics import Undecodable, decoded_line, play_lines
 from .info import Facts, facts_of_archive, facts_of_index, text, yaml
 
 app = typer.Typer(
@@ -126,7 +126,7 @@ def cat_command(
 
     Example: nanorec cat run.bag --topic /odom --format csv > odom.csv
     """
-    from nanorec.tables import write_csv, write_ndjson
+    from nanorec.outputs.tables import write_csv, write_ndjson
 
     def action() -> None:
         check_choice("--format", fmt, ("ndjson", "csv"))

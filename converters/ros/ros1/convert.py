@@ -27,11 +27,11 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.archive.filehash import FileHash
+from nanorec.archive.wire import MAX_INFLATE_RATIO, timestamp_entry
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.contract import Region
 from nanorec.errors import OutputExistsError
-from nanorec.filehash import FileHash
-from nanorec.wire import MAX_INFLATE_RATIO, timestamp_entry
-from nanorec.writer import ArchiveWriter
 
 from .plan import ROW, RawSegment, Scan
 from .scan import walk

@@ -14,13 +14,13 @@ from nanorec.contract import ConvertReport, ExportReport, Progress
 from nanorec.errors import UsageError
 
 from ..about import ROS1_TITLE
-from ..foreign import ExportsFromAnyRecording
+from ..common.foreign import ExportsFromAnyRecording
 from .records import VERSION_LINE
 
 if TYPE_CHECKING:
     import typer
 
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.selection import Selection
 
     from .recording import BagRecording

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from nanorec.atomic import write_hashed
+from nanorec.archive.atomic import write_hashed
+from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 
 from . import compression
 from .meta import BagMeta

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nanorec.atomic import atomic_output, file_sha256
+from nanorec.archive.atomic import atomic_output, file_sha256
+from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import ExportReport
 from nanorec.errors import UsageError
-from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
 
 from .export import payload

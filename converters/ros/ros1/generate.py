@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nanorec.atomic import atomic_output
+from nanorec.archive.atomic import atomic_output
 
 from .msgdef import parse_definition
 from .records import Fields

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from nanorec.mcap import McapRecord, Progress, Reporter, ros1_record
+from nanorec.outputs.mcap import McapRecord, Progress, Reporter, ros1_record
 from nanorec.selection import Selection
 
 from .export import payload

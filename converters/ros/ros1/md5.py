@@ -26,7 +26,7 @@ from typing import Final
 
 from nanorec.errors import FormatError
 
-from ..depth import check_depth
+from ..common.depth import check_depth
 
 SEPARATOR: Final = "=" * 80
 #: genmsg's BUILTIN_TYPES: what md5 texts write as they are.

@@ -11,9 +11,9 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError, UnsupportedError
-from nanorec.reader import ArchiveReader
-from nanorec.wire import inflate_bounded
 
 from .connection import Connection
 from .convert import (

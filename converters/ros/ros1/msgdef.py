@@ -26,7 +26,7 @@ import numpy as np
 
 from nanorec.errors import FormatError
 
-from ..depth import check_depth
+from ..common.depth import check_depth
 
 #: Builtin scalar -> (struct code, numpy dtype).
 SCALARS: Final = {

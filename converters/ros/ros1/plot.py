@@ -1,15 +1,16 @@
-"""`nanorec plot x.bag`: the ROS picture of the core (`nanorec.rosplot`: tracks, paths per
-frame, time series, contact sheets, the rate strip), drawn from a ROS1 bag. Thin on purpose:
-ROS 2 bags draw the same picture, so what the standard types mean is said once, there."""
+"""`nanorec plot x.bag`: the ROS picture of the core (`nanorec.converters.ros.common.rosplot`:
+tracks, paths per frame, time series, contact sheets, the rate strip), drawn from a ROS1 bag. Thin
+on purpose: ROS 2 bags draw the same picture, so what the standard types mean is said once, there.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from nanorec.rosplot import RosPlotReport
-from nanorec.rosplot import plot as ros_plot
 from nanorec.selection import Selection
 
+from ..common.rosplot import RosPlotReport
+from ..common.rosplot import plot as ros_plot
 from .recording import BagRecording
 
 #: The report `plot` returns (the core's, under the name this module always gave it).
@@ -24,8 +25,8 @@ def plot(
     overwrite: bool = False,
     dpi: int = 100,
 ) -> BagPlotReport:
-    """Draw the selected messages of the bag `rec` into `output` (see `nanorec.rosplot.plot`
-    for what is drawn and raised)."""
+    """Draw the selected messages of the bag `rec` into `output` (see
+    `nanorec.converters.ros.common.rosplot.plot` for what is drawn and raised)."""
     return ros_plot(rec, output, selection=selection, overwrite=overwrite, dpi=dpi)
 
 

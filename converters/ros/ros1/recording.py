@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError, UsageError
-from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
 
@@ -23,7 +23,7 @@ from .meta import BagMeta
 from .msgdef import Decoder
 
 if TYPE_CHECKING:
-    from nanorec.mcap import McapRecord, Progress
+    from nanorec.outputs.mcap import McapRecord, Progress
 
     from .play import BagPlayer
 
@@ -60,7 +60,7 @@ class BagRecording(ArchiveRecording):
 
     def type_of(self, topic: str) -> str:
         """The message type of `topic` (its first connection's; "" for no such topic): what
-        `nanorec.rosplot` draws it as."""
+        `nanorec.converters.ros.common.rosplot` draws it as."""
         for connection in self.meta.connections.values():
             if connection.topic == topic:
                 return connection.type
@@ -148,7 +148,7 @@ class BagRecording(ArchiveRecording):
     def mcap_messages(
         self, selection: Selection | None = None, progress: Progress | None = None
     ) -> Iterator[McapRecord]:
-        """For `nanorec.mcap.export_mcap`: the payloads untouched, as `mcap convert` does
+        """For `nanorec.outputs.mcap.export_mcap`: the payloads untouched, as `mcap convert` does
         (`progress(done, total)` in messages)."""
         from .mcap import mcap_messages
 

@@ -19,8 +19,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 
 from .convert import META_MEMBER, META_VERSION, RANK_DTYPE, RANK_MEMBER, TIME_MEMBER
 from .described import BAG_KEY, TOPIC_KEY, read_bag, read_topic

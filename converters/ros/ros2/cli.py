@@ -27,11 +27,11 @@ from nanorec.cli.options import (
     TableFormat,
 )
 from nanorec.cli.surface import check_choice, verb_command
-from nanorec.cli.topics import Undecodable, decoded_line, play_lines
 from nanorec.cli.verbs import terminal_player
 from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
+from ..common.topics import Undecodable, decoded_line, play_lines
 from .info_command import info_command
 from .lines import ndjson_lines
 from .shared import BAG, DISTRO, MSG_PATH, app, ros2_recording
@@ -56,7 +56,7 @@ def cat_command(
 
     Example: nanorec cat rosbag2_dir --topic /odom --format csv > odom.csv
     """
-    from nanorec.tables import write_csv, write_ndjson
+    from nanorec.outputs.tables import write_csv, write_ndjson
 
     def action() -> None:
         check_choice("--format", fmt, ("ndjson", "csv"))

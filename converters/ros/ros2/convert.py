@@ -33,8 +33,8 @@ from typing import IO, Any, Final
 import msgpack
 import numpy as np
 
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import FormatError, NanorecError, OutputExistsError
-from nanorec.writer import ArchiveWriter
 
 from .bag import BagFile, BagLayout, extra, locate
 from .columns import Columns

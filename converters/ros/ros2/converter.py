@@ -14,12 +14,12 @@ from nanorec.contract import ConvertReport, ExportReport, Progress
 from nanorec.errors import UsageError
 
 from ..about import ROS2_TITLE
-from ..foreign import ExportsFromAnyRecording
+from ..common.foreign import ExportsFromAnyRecording
 
 if TYPE_CHECKING:
     import typer
 
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.selection import Selection
 
     from .recording import Ros2Recording

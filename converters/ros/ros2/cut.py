@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import ExportReport
-from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
 
 from .datas import data_of

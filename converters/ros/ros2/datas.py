@@ -18,9 +18,9 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.archive_file import MSGPACK_ERRORS
+from nanorec.archive.archive_file import MSGPACK_ERRORS
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import ArchiveError, FormatError
-from nanorec.reader import ArchiveReader
 
 from .storage import RELEASE_BYTES
 

@@ -14,10 +14,10 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from nanorec.atomic import atomic_folder, write_hashed
+from nanorec.archive.atomic import atomic_folder, write_hashed
+from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 
 from .bag import METADATA
 from .convert import folder_sha256, skeleton_member, zstd_member

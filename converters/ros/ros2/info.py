@@ -32,9 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from nanorec.cxxsort import cxx_sort
 from nanorec.errors import UsageError
 
+from ..common.cxxsort import cxx_sort
 from .metadata import BagMetadata, TopicInformation
 
 Layout = Literal["humble", "jazzy", "rolling"]

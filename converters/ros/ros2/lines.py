@@ -1,7 +1,7 @@
 """`nanorec cat` of a ROS 2 archive as NDJSON, read and decoded a run of messages at a time.
 
-A message's line is `dumps(decoded_line(recording)(n))` (`nanorec.cli.topics`,
-`nanorec.tables`). Here a run's data come from one read (`datas.Datas`), each message is
+A message's line is `dumps(decoded_line(recording)(n))` (`nanorec.converters.ros.common.topics`,
+`nanorec.outputs.tables`). Here a run's data come from one read (`datas.Datas`), each message is
 decoded by the generated decoder's plain variant (numeric arrays as lists, `Decoder.
 plain_decode`) and its line is `json.dumps` of the values as they are: `json_safe`'s walk
 over every value is needed only where a value is not JSON's own (a NaN, bytes), which
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.tables import dumps
+from nanorec.outputs.tables import dumps
 
 from .datas import Datas
 from .storage import ZSTD_MAGIC

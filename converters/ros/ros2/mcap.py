@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from nanorec.mcap import McapRecord, Progress, Reporter
+from nanorec.outputs.mcap import McapRecord, Progress, Reporter
 from nanorec.selection import Selection
 
 from .storage import Topic, definition_for

@@ -19,7 +19,7 @@ from typing import Final
 
 from nanorec.errors import FormatError, UsageError
 
-from ..depth import MAX_DEPTH, check_depth
+from ..common.depth import MAX_DEPTH, check_depth
 
 #: Wire size of every fixed-size builtin (`wchar` is one UTF-16 code unit, as Fast-CDR 2 has it).
 SIZES: Final = {

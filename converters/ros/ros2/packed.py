@@ -3,7 +3,7 @@
 
 Why: a bag of small messages (odometry, ~100 bytes) spent most of its conversion packing
 and writing one message at a time. A stored message is a constant per topic, then the
-timestamp, the bin header, the data and the `"nanorec.t"` entry (`nanorec.wire`); all but
+timestamp, the bin header, the data and the `"nanorec.t"` entry (`nanorec.archive.wire`); all but
 the data are a few bytes a message, laid out here as rows of a small table, and the whole
 run is then the table's bytes and the datas interleaved by two boolean masks.
 """
@@ -16,7 +16,7 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.wire import TIMESTAMP_KEY_PACKED
+from nanorec.archive.wire import TIMESTAMP_KEY_PACKED
 
 #: msgpack's int forms below 64 bits: (from, below, marker, payload bytes); marker -1 is a
 #: fixint (the value's own byte). Anything else takes 8 bytes (0xCF, or 0xD3 if negative).

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError, NanorecError, UsageError
-from nanorec.reader import ArchiveReader
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
 
@@ -29,7 +29,7 @@ from .ros1_encoded import Ros1Decoders, is_ros1
 from .storage import ZSTD_MAGIC
 
 if TYPE_CHECKING:
-    from nanorec.mcap import McapRecord, Progress
+    from nanorec.outputs.mcap import McapRecord, Progress
 
     from .cdr import Decoder
     from .play import Ros2Player
@@ -261,7 +261,7 @@ class Ros2Recording(ArchiveRecording):
     def mcap_messages(
         self, selection: Selection | None = None, progress: Progress | None = None
     ) -> Iterator[McapRecord]:
-        """For `nanorec.mcap.export_mcap`: CDR as rosbag2's MCAP storage writes it."""
+        """For `nanorec.outputs.mcap.export_mcap`: CDR as rosbag2's MCAP storage writes it."""
         from .mcap import mcap_messages
 
         return mcap_messages(self, selection, progress)

@@ -17,8 +17,8 @@ import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.wire import timestamp_entry
-from nanorec.writer import ArchiveWriter
+from nanorec.archive.wire import timestamp_entry
+from nanorec.archive.writer import ArchiveWriter
 
 from .bag import BagLayout
 from .described import BAG_KEY, TOPIC_KEY, bag_facts, declarations

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from nanorec.atomic import atomic_folder, atomic_output, file_sha256
+from nanorec.archive.atomic import atomic_folder, atomic_output, file_sha256
 from nanorec.contract import ExportReport
 from nanorec.errors import NanorecError, UnsupportedError, UsageError
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from nanorec.archive.layout import STORED, use_layout
 from nanorec.converters.carla import frames
 from nanorec.converters.carla.convert import convert
 from nanorec.converters.carla.generate import generate_to
-from nanorec.layout import STORED, use_layout
 
 
 def test_batch_size_follows_the_decoded_share() -> None:

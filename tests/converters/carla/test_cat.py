@@ -223,7 +223,7 @@ def test_cli_takes_the_common_selection(
     """Without --type every frame is one NDJSON message line, as the generic cat prints;
     --messages/--frames and --duration pick frames as every verb does."""
     from nanorec.converters.carla.play import world_dict
-    from nanorec.tables import json_safe
+    from nanorec.outputs.tables import json_safe
 
     path = SAMPLES / "carla-0.9.15-town03.log"
     rec = recordings[path.name]

@@ -11,13 +11,13 @@ import msgpack
 import pytest
 
 from nanorec import verify
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.converters.carla.clip import export_clip
 from nanorec.converters.carla.convert import META_MEMBER, convert, export, read_meta
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.converters.carla.world import World
 from nanorec.errors import BadMagicError, FormatError, NanorecError, OutputExistsError
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
 from tests.conftest import carla_realdata
 from tests.container.nanover_reference import NanoverRecordingReader
 from tests.converters.carla.replay_reference import Snapshot, replay

@@ -17,10 +17,10 @@ from typing import Any
 import msgpack
 import pytest
 
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.cli import _register, app
 from nanorec.converters.carla.convert import convert
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
 from tests.conftest import SAMPLES, make_runner
 
 TRIALS = 150 if os.environ.get("NANOREC_STRESS") else 15

@@ -11,14 +11,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nanorec.archive.layout import COMPACT, STORED, use_layout
+from nanorec.archive.reader import ArchiveReader
 from nanorec.converters.carla import convert as convert_module
 from nanorec.converters.carla.convert import convert, export
 from nanorec.converters.carla.frames import Run, iter_frames
 from nanorec.converters.carla.generate import generate_to
 from nanorec.converters.carla.header import Header
 from nanorec.converters.carla.ids import FAMILIES
-from nanorec.layout import COMPACT, STORED, use_layout
-from nanorec.reader import ArchiveReader
 from tests.conftest import carla_realdata
 from tests.converters.carla import carla_bytes as cb
 

@@ -17,8 +17,8 @@ KILLED_AFTER = 120
 
 _WRITER = """
 import os, sys
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 with ArchiveReader(sys.argv[1]) as reader:
     writer = ArchiveWriter(sys.argv[2], source_format="pbstream")
     for number in range(int(sys.argv[3])):

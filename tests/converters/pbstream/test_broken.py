@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.converters.pbstream.convert import convert
 from nanorec.converters.pbstream.export import export_native
 from nanorec.converters.pbstream.generate import Plan, iter_payloads
 from nanorec.converters.pbstream.recording import PbstreamRecording
 from nanorec.converters.pbstream.stream import MAGIC, Cut, build_member, inflate_member, iter_frames
 from nanorec.errors import BadMagicError, FormatError, NanorecError, TruncatedError
-from nanorec.reader import ArchiveReader
 
 PLAN = Plan(trajectories=1, nodes=6, nodes_per_submap=3, grid_cells=16, landmarks=1)
 
@@ -163,7 +163,7 @@ def test_header_variants(payloads: list[bytes], tmp_path: Path) -> None:
 
 
 def test_damaged_archive_side_member_is_a_nanorec_error(tmp_path: Path) -> None:
-    from nanorec.writer import ArchiveWriter
+    from nanorec.archive.writer import ArchiveWriter
 
     archive = tmp_path / "plain.zip"
     with ArchiveWriter(archive, source_format="pbstream") as writer:
@@ -229,8 +229,8 @@ def test_a_bad_side_member_says_what_is_wrong(meta: object, says: str, tmp_path:
     """A FormatError in plain words (no Python exception reprs)."""
     import msgpack
 
+    from nanorec.archive.writer import ArchiveWriter
     from nanorec.converters.pbstream.convert import META_MEMBER, read_meta
-    from nanorec.writer import ArchiveWriter
 
     archive = tmp_path / "meta.zip"
     with ArchiveWriter(archive, source_format="pbstream") as writer:

@@ -218,7 +218,7 @@ def test_3d_state(tmp_path: Path) -> None:
     converter = registry.get("pbstream")
     archive = tmp_path / "three.zip"
     converter.convert(source, archive)
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.reader import ArchiveReader
 
     with ArchiveReader(archive) as reader:
         report = converter.export(reader, tmp_path / "back.pbstream")

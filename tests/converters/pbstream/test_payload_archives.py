@@ -7,13 +7,13 @@ import gzip
 from pathlib import Path
 from typing import Any
 
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.converters.pbstream.convert import META_MEMBER, TAIL_MEMBER, convert
 from nanorec.converters.pbstream.export import export_native
 from nanorec.converters.pbstream.generate import Plan, iter_payloads
 from nanorec.converters.pbstream.recording import PbstreamRecording
 from nanorec.converters.pbstream.stream import MAGIC, SIZE, build_member, inflate_member
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
 
 
 def _payload_form(entry: dict[str, Any]) -> dict[str, Any]:

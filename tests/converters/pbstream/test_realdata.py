@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from nanorec import registry
+from nanorec.archive.reader import ArchiveReader
 from nanorec.converters.pbstream.decode import decode_record
 from nanorec.converters.pbstream.recording import PbstreamRecording
 from nanorec.converters.pbstream.records import V2_FIELDS
-from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA
 
 FOLDER = REALDATA / "pbstream"

@@ -17,6 +17,8 @@ import msgpack
 import numpy as np
 import pytest
 
+from nanorec.archive.layout import use_layout
+from nanorec.archive.wire import timestamp_entry
 from nanorec.converters.pbstream import runs
 from nanorec.converters.pbstream.convert import convert
 from nanorec.converters.pbstream.crc import MemberCheck
@@ -24,8 +26,6 @@ from nanorec.converters.pbstream.generate import Plan, iter_payloads
 from nanorec.converters.pbstream.glue import KindNames, build_run
 from nanorec.converters.pbstream.scan import WHOLE_BELOW, frame_table, inflate_run, whole_payload
 from nanorec.converters.pbstream.stream import GZIP_HEADER, MAGIC, Cut, build_member, iter_frames
-from nanorec.layout import use_layout
-from nanorec.wire import timestamp_entry
 
 from .test_vector import _payloads as fuzzed_payloads
 
@@ -273,9 +273,9 @@ def test_a_failed_conversion_stops_the_source_hash(
     leaves no hashing thread behind, and no output."""
     import threading
 
+    from nanorec.archive.filehash import THREAD_NAME
     from nanorec.converters.pbstream import convert as module
     from nanorec.errors import NanorecError
-    from nanorec.filehash import THREAD_NAME
 
     def failing_frames(*args: object) -> None:
         raise NanorecError("the framing failed")

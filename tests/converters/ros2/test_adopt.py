@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.cli import _register, app
 from nanorec.converters.ros.ros2.adopt import rebuild_members
 from nanorec.converters.ros.ros2.generate import write_db3, write_mcap
 from nanorec.converters.ros.ros2.recording import Ros2Recording
-from nanorec.reader import ArchiveReader
-from nanorec.tables import dumps
-from nanorec.writer import ArchiveWriter
+from nanorec.outputs.tables import dumps
 from tests.conftest import REALDATA, make_runner
 
 pytest.importorskip("yaml")
@@ -37,8 +37,8 @@ _register()
 #: (as the writer does at least every MiB / second), nothing written at close.
 _WRITER = """
 import os, sys
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 with ArchiveReader(sys.argv[1]) as reader:
     writer = ArchiveWriter(sys.argv[2], source_format="ros2")
     for number in range(int(sys.argv[3])):
@@ -139,7 +139,7 @@ def test_messages_of_another_kind_are_not_adopted(tmp_path: Path) -> None:
 
 _ONE = """
 import os, sys
-from nanorec.writer import ArchiveWriter
+from nanorec.archive.writer import ArchiveWriter
 writer = ArchiveWriter(sys.argv[1], source_format="ros2")
 writer.write(eval(sys.argv[2]), timestamp_us=0)
 writer.flush(fsync=True)

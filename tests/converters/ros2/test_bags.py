@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
-from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 pytest.importorskip("yaml")

@@ -18,6 +18,10 @@ import msgpack
 import numpy as np
 import pytest
 
+from nanorec.archive.layout import use_layout
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import TIMESTAMP_KEY, embed_timestamp
+from nanorec.archive.writer import ArchiveWriter
 from nanorec.converters.ros.ros2 import generate as generated
 from nanorec.converters.ros.ros2 import mcap_chunks, runs
 from nanorec.converters.ros.ros2.converter import CONVERTER
@@ -27,10 +31,6 @@ from nanorec.converters.ros.ros2.packed import head, pack_run
 from nanorec.converters.ros.ros2.sqlite_btree import varint
 from nanorec.converters.ros.ros2.storage import batches, open_storage, storage_of
 from nanorec.errors import FormatError
-from nanorec.layout import use_layout
-from nanorec.reader import ArchiveReader
-from nanorec.wire import TIMESTAMP_KEY, embed_timestamp
-from nanorec.writer import ArchiveWriter
 from tests.conftest import REALDATA, SAMPLES
 
 # the generated MCAP bags need the `mcap` writer, real MCAP bags' zstd chunks `zstandard`

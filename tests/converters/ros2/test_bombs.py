@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.converters.ros.ros2 import mcap_records as rec
 from nanorec.converters.ros.ros2.mcap_file import open_mcap
 from nanorec.converters.ros.ros2.recording import Ros2Recording
 from nanorec.converters.ros.ros2.storage import MCAP_MAGIC, SQLITE_MAGIC
 from nanorec.errors import FormatError
-from nanorec.reader import ArchiveReader
 from tests.conftest import make_runner
 from tests.converters.ros2 import hostile
 

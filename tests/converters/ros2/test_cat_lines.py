@@ -16,13 +16,13 @@ import pytest
 
 from nanorec import registry
 from nanorec.cli import _register, app
-from nanorec.cli.topics import decoded_line
+from nanorec.converters.ros.common.topics import decoded_line
 from nanorec.converters.ros.ros2 import lines
 from nanorec.converters.ros.ros2.cdr import Decoder
 from nanorec.converters.ros.ros2.cdr_encode import Encoder
 from nanorec.converters.ros.ros2.generate import generate
 from nanorec.converters.ros.ros2.lines import ndjson_lines
-from nanorec.tables import dumps, json_safe, write_ndjson
+from nanorec.outputs.tables import dumps, json_safe, write_ndjson
 from tests.conftest import REALDATA, SAMPLES, make_runner
 from tests.converters.ros2.test_cdr import DEFS, random_value
 

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from nanorec import registry
+from nanorec.archive.layout import use_layout
+from nanorec.archive.reader import ArchiveReader
 from nanorec.converters.ros.ros2 import db3_skeleton, mcap_skeleton
 from nanorec.converters.ros.ros2.convert import skeleton_member
 from nanorec.converters.ros.ros2.datas import Datas, data_of
@@ -20,8 +22,6 @@ from nanorec.converters.ros.ros2.export import file_pieces
 from nanorec.converters.ros.ros2.generate import generate
 from nanorec.converters.ros.ros2.meta import Ros2Meta
 from nanorec.errors import ChecksumError
-from nanorec.layout import use_layout
-from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA
 from tests.converters.ros2.reference_join import old_join_db3, old_join_mcap
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from converters.ros.ros2.generate import write_db3
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
-from nanorec.reader import ArchiveReader
 from tests.conftest import make_runner
 
 pytest.importorskip("yaml")

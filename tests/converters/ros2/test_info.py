@@ -16,6 +16,7 @@ import pytest
 
 pytest.importorskip("yaml")
 
+from nanorec.converters.ros.common.cxxsort import cxx_sort
 from nanorec.converters.ros.ros2.info import (
     ServiceInfo,
     TopicFacts,
@@ -30,7 +31,6 @@ from nanorec.converters.ros.ros2.metadata import (
     metadata_yaml,
     parse_metadata,
 )
-from nanorec.cxxsort import cxx_sort
 from nanorec.errors import FormatError
 from tests.conftest import REALDATA
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
-from nanorec.reader import ArchiveReader
+from nanorec.archive.reader import ArchiveReader
 
 pytest.importorskip("yaml")
 pytest.importorskip("zstandard")

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
-from nanorec.reader import ArchiveReader
 from tests.conftest import SAMPLES, make_runner
 
 pytest.importorskip("yaml")

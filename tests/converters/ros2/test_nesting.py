@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nanorec.cli import _register, app
-from nanorec.converters.ros.depth import MAX_DEPTH
+from nanorec.converters.ros.common.depth import MAX_DEPTH
 from nanorec.converters.ros.ros1.msgdef import parse_definition as parse_ros1
 from nanorec.converters.ros.ros2.metadata import MAX_YAML_DEPTH, load_yaml
 from nanorec.converters.ros.ros2.msgdef import SEPARATOR, parse_definition

@@ -1,7 +1,8 @@
-"""`nanorec plot BAG_FOLDER`: a ROS 2 bag drawn as a ROS1 bag is (`nanorec.rosplot`), checked
-in numbers (`RosPlotReport`): the bundled robot's path spans exactly its positions, a camera
-gives a contact sheet, every real bag renders, --type/--start choose what is drawn, and ROS
-2's spellings of the standard types draw what ROS1's do."""
+"""`nanorec plot BAG_FOLDER`: a ROS 2 bag drawn as a ROS1 bag is
+(`nanorec.converters.ros.common.rosplot`), checked in numbers (`RosPlotReport`): the bundled robot's
+path spans exactly its positions, a camera gives a contact sheet, every real bag renders,
+--type/--start choose what is drawn, and ROS 2's spellings of the standard types draw what ROS1's
+do."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ import pytest
 
 from nanorec import registry
 from nanorec.cli import _register, app
+from nanorec.converters.ros.common.rosplot_data import contents, ros_type
 from nanorec.converters.ros.ros2.generate import generate
 from nanorec.converters.ros.ros2.plot import plot
 from nanorec.converters.ros.ros2.recording import Ros2Recording
 from nanorec.errors import EmptySelectionError, NanorecError
-from nanorec.rosplot_data import contents, ros_type
 from nanorec.selection import Selection
 from tests.conftest import REALDATA, SAMPLES, make_runner
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry, verify
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.converters.ros.ros2.db3 import open_db3
 from nanorec.converters.ros.ros2.db3_skeleton import join_db3
-from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA, make_runner
 from tests.converters.ros2.test_db3 import make_db3
 

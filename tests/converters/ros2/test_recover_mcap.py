@@ -28,10 +28,10 @@ from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
 from nanorec import registry, verify
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.converters.ros.ros2.mcap_file import open_mcap
 from nanorec.converters.ros.ros2.mcap_skeleton import join_mcap
-from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA, make_runner
 
 Message = tuple[int, int, bytes]

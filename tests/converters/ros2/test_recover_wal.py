@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry, verify
+from nanorec.archive.reader import ArchiveReader
 from nanorec.converters.ros.ros2.bag import locate
 from nanorec.converters.ros.ros2.db3 import open_db3
 from nanorec.converters.ros.ros2.db3_skeleton import join_db3
 from nanorec.converters.ros.ros2.sqlite_wal import read_wal
-from nanorec.reader import ArchiveReader
 from tests.converters.ros2.test_db3 import V4
 
 Row = tuple[int, int, bytes]

@@ -17,7 +17,7 @@ from pathlib import Path
 from nanorec import registry
 from nanorec.cli import _register, app
 from nanorec.converters.ros.ros1.recording import BagRecording
-from nanorec.tables import dumps
+from nanorec.outputs.tables import dumps
 from tests.conftest import make_runner
 from tests.converters.rosbag.bags import make_bag
 
@@ -25,8 +25,8 @@ KILLED_AFTER = 300
 
 _WRITER = """
 import os, sys
-from nanorec.reader import ArchiveReader
-from nanorec.writer import ArchiveWriter
+from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.writer import ArchiveWriter
 with ArchiveReader(sys.argv[1]) as reader:
     writer = ArchiveWriter(sys.argv[2], source_format="rosbag")
     for number in range(int(sys.argv[3])):
@@ -73,9 +73,9 @@ def test_killed_conversion_recovers_as_a_bag(tmp_path: Path) -> None:
 
 
 def test_other_messages_are_not_adopted(tmp_path: Path) -> None:
+    from nanorec.archive.reader import ArchiveReader
+    from nanorec.archive.writer import ArchiveWriter
     from nanorec.converters.ros.ros1.adopt import rebuild_members
-    from nanorec.reader import ArchiveReader
-    from nanorec.writer import ArchiveWriter
 
     path = tmp_path / "other.nanover.zip"
     with ArchiveWriter(path) as writer:

@@ -270,8 +270,8 @@ def test_play_takes_the_common_options(tmp_path: Path) -> None:
 
 def test_export_refuses_an_empty_selection(tmp_path: Path) -> None:
     from nanorec import registry
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.errors import EmptySelectionError
-    from nanorec.reader import ArchiveReader
     from nanorec.selection import Selection
 
     bag = make_bag(tmp_path, seconds=1.0)
@@ -291,8 +291,8 @@ def test_an_error_mid_play_starts_its_own_line(tmp_path: Path) -> None:
     """The status line ends before the error's one line (not `... / 5.99   nanorec: ...`);
     after a status line the error exits 1, a problem after what was said (#34 item 10:
     exit status 2 is the one line alone)."""
-    from nanorec.layout import use_layout
-    from nanorec.reader import ArchiveReader
+    from nanorec.archive.layout import use_layout
+    from nanorec.archive.reader import ArchiveReader
 
     archive = tmp_path / "robot.nanover.zip"
     with use_layout("stored"):

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from nanorec import registry
+from nanorec.archive.reader import ArchiveReader
 from nanorec.converters.ros.ros1 import compression
 from nanorec.converters.ros.ros1.convert import convert
 from nanorec.converters.ros.ros1.export import export_exact
 from nanorec.converters.ros.ros1.generate import iter_messages
 from nanorec.converters.ros.ros1.index import read_index
 from nanorec.errors import BadMagicError, NanorecError, UnsupportedError
-from nanorec.reader import ArchiveReader
 from nanorec.selection import Selection
 from tests.converters.rosbag.bags import make_bag
 
@@ -193,8 +193,8 @@ def test_a_failed_conversion_stops_the_source_hash(
     no hashing thread behind, and no output."""
     import threading
 
+    from nanorec.archive.filehash import THREAD_NAME
     from nanorec.converters.ros.ros1 import convert as module
-    from nanorec.filehash import THREAD_NAME
 
     def failing_walk(*args: object) -> None:
         raise NanorecError("the walk failed")

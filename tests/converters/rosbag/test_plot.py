@@ -13,8 +13,8 @@ from nanorec import registry
 from nanorec.converters.ros.ros1.plot import plot
 from nanorec.converters.ros.ros1.recording import BagRecording
 from nanorec.errors import EmptySelectionError, OutputExistsError
+from nanorec.outputs.timeline import MAX_KINDS, rate_rows
 from nanorec.selection import Selection
-from nanorec.timeline import MAX_KINDS, rate_rows
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 pytest.importorskip("matplotlib")

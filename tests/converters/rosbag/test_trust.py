@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.converters.ros.ros1.convert import convert
 from nanorec.converters.ros.ros1.export import export_exact
@@ -22,7 +23,6 @@ from nanorec.converters.ros.ros1.msgdef import Decoder
 from nanorec.converters.ros.ros1.records import pack_u32, record
 from nanorec.converters.ros.ros1.writer import BagWriter, bag_header
 from nanorec.errors import FormatError, UnknownNameError, UnsupportedError, UsageError
-from nanorec.reader import ArchiveReader
 from tests.conftest import REALDATA, REPO, make_runner
 from tests.converters.rosbag.bags import make_bag
 

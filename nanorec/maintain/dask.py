@@ -1,0 +1,150 @@
+"""Many recordings on a cluster: Dask dataframes per record kind, and batch conversion on a
+`dask.distributed` client (the `[dask]` extra).
+
+`read_kind(paths, kind)` is a lazy `dask.dataframe` with one partition per archive (local
+paths or any fsspec URL: `s3://`, `gs://`, `https://`...; remote archives are copied to the
+worker's temporary directory first, since archives are read through `mmap`). Each partition
+is `nanorec.outputs.arrow.table(recording, kind).to_pandas()`, with the `recording` column; an
+archive without the kind gives an empty partition, so a kind some recordings lack (a CARLA
+log without collisions, a bag without a topic) still reads as one frame.
+`convert_many(sources, outdir, client)` runs `nanorec.maintain.batch` jobs as client tasks.
+
+Pointing it at a real cluster: `client = distributed.Client("tcp://scheduler:8786")`, with
+nanorec installed on every worker and the archives where the workers can read them (a shared
+file system, or object storage through fsspec).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nanorec.errors import UnknownNameError, UnsupportedError, UsageError
+from nanorec.maintain.batch import Outcome, convert_one, is_done, plan
+
+
+def _dask() -> tuple[Any, Any]:
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError:
+        raise UnsupportedError("this needs dask: pip install 'nanorec[dask]'") from None
+    return dask, dd
+
+
+@contextlib.contextmanager
+def local_copy(url: str) -> Iterator[Path]:
+    """`url` as a local path: itself when local, else a temporary copy (fsspec)."""
+    if "://" not in url or url.startswith("file://"):
+        yield Path(url.removeprefix("file://"))
+        return
+    import fsspec
+
+    folder = Path(tempfile.mkdtemp(prefix="nanorec-dask-"))
+    try:
+        target = folder / Path(url.split("?")[0]).name
+        with fsspec.open(url, "rb") as source, target.open("wb") as sink:
+            shutil.copyfileobj(source, sink, 1 << 20)
+        yield target
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def kind_frame(url: str, kind: str) -> Any:
+    """One archive's `kind` table as a pandas DataFrame (one partition); `UnknownNameError`
+    when the archive has no such kind."""
+    frame = _frame(url, kind, whole=True)
+    if frame is None:
+        raise UnknownNameError(f"{url} has no kind {kind!r}")
+    return frame
+
+
+def _frame(url: str, kind: str, *, whole: bool) -> Any:
+    """`kind`'s table of `url` as pandas (or only its first batch), None when the archive
+    has no such kind."""
+    from nanorec import registry
+    from nanorec.outputs.arrow import iter_batches, table
+
+    with local_copy(url) as path, registry.open(path) as recording:
+        if kind not in recording.table_kinds():
+            return None
+        if whole:
+            return table(recording, kind).to_pandas()
+        return next(iter_batches(recording, kind)).to_pandas()
+
+
+def read_kind(urls: Sequence[str | os.PathLike[str]], kind: str) -> Any:
+    """A lazy `dask.dataframe.DataFrame` of `kind` over `urls`, one partition per archive.
+
+    The columns come from the first archive with rows of `kind` (read eagerly, up to its
+    first batch, for Dask's metadata); an archive without the kind is an empty partition."""
+    dask, dd = _dask()
+    names = [str(url) for url in urls]
+    if not names:
+        raise UsageError("read_kind needs at least one archive")
+    meta = _meta(names, kind)
+    parts = [dask.delayed(_partition)(name, kind, meta) for name in names]
+    return dd.from_delayed(parts, meta=meta)
+
+
+def _meta(names: list[str], kind: str) -> Any:
+    """Dask's metadata: the (empty) frame of the first archive with rows of `kind`, else of
+    the first that has the kind; no archive having it is a mistaken name."""
+    first = None
+    for name in names:
+        frame = _frame(name, kind, whole=False)
+        if frame is not None and len(frame):
+            return frame.iloc[:0]
+        if frame is not None and first is None:
+            first = frame.iloc[:0]
+    if first is None:
+        raise UnknownNameError(f"none of the {len(names)} archives has kind {kind!r}")
+    return first
+
+
+def _partition(url: str, kind: str, meta: Any) -> Any:
+    """`kind`'s table in `meta`'s columns and types: empty when the archive lacks the kind;
+    a table whose columns differ is an error naming the archive, never a silent drop."""
+    frame = _frame(url, kind, whole=True)
+    if frame is None or not len(frame):
+        return meta.copy()
+    if list(frame.columns) != list(meta.columns) or list(frame.dtypes) != list(meta.dtypes):
+        extra = [column for column in frame.columns if column not in meta.columns]
+        with contextlib.suppress(ValueError, TypeError):
+            if not extra:
+                return frame.reindex(columns=meta.columns).astype(meta.dtypes.to_dict())
+        raise UsageError(
+            f"{url}: its {kind!r} table has columns {dict(frame.dtypes.astype(str))}, "
+            f"others {dict(meta.dtypes.astype(str))}; read them apart"
+        )
+    return frame
+
+
+def convert_many(
+    sources: Sequence[str | os.PathLike[str]],
+    outdir: str | os.PathLike[str],
+    client: Any = None,
+    *,
+    force: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> list[Outcome]:
+    """Convert every recording of `sources` into `outdir` (as `nanorec convert -o`), as tasks
+    on `client` (a `distributed.Client`), or here in a process pool without one."""
+    jobs, outcomes = plan(sources, Path(outdir))
+    if client is None:
+        from nanorec.maintain.batch import run_batch
+
+        return outcomes + list(run_batch(jobs, workers=2, force=force, options=options))
+    todo = [job for job in jobs if force or not is_done(job)]
+    outcomes += [Outcome(job, "skipped") for job in jobs if job not in todo]
+    futures = client.map(convert_one, todo, options=dict(options or {}), fmt=None, pure=False)
+    outcomes += client.gather(futures)
+    return outcomes
+
+
+__all__ = ["convert_many", "kind_frame", "local_copy", "read_kind"]
