@@ -26,9 +26,9 @@ from ..walk import iter_walk, walk
 
 NOT_A_RECORDER = "File is not a CARLA recorder\n"
 MAGIC = b"CARLA_RECORDER"
-_U16 = struct.Struct("<H")
+U16 = struct.Struct("<H")
 _HEADER = struct.Struct("<BI")
-_FRAME = struct.Struct("<Qdd")
+FRAME = struct.Struct("<Qdd")
 
 Labels = Literal["old", "new"]
 HashOrderName = Literal["libc++", "libstdc++", "msvc", "file"]
@@ -105,9 +105,7 @@ _FAMILY_FORMS = {
 GEAR_SWITCH_TIME_DEFAULT = 0.5
 
 
-def _resolve_form(
-    fam: Family, has_anims: bool, form: str | None, labels: Labels | None
-) -> TextForm:
+def resolve_form(fam: Family, has_anims: bool, form: str | None, labels: Labels | None) -> TextForm:
     if form is not None:
         try:
             chosen = FORMS[form]
@@ -148,27 +146,27 @@ def _cstring(raw: bytes) -> str:
     return (raw if cut < 0 else raw[:cut]).decode("utf-8", "surrogateescape")
 
 
-def _overlay(fresh: bytes, stale: bytes) -> bytes:
+def overlay(fresh: bytes, stale: bytes) -> bytes:
     """A partial read over a previous value: the new bytes first, the old ones after."""
     return fresh + stale[len(fresh) :]
 
 
-def _parse_header(buf: Any) -> RecorderHeader | None:
+def parse_header(buf: Any) -> RecorderHeader | None:
     """The header, or None when the magic string is wrong (CARLA's only check)."""
     size = len(buf)
     raw = bytes(buf[: min(size, 4 + 0xFFFF)])
-    version = int.from_bytes(_overlay(raw[0:2], b"\0\0"), "little")
+    version = int.from_bytes(overlay(raw[0:2], b"\0\0"), "little")
     if len(raw) < 4:
         return None
-    (magic_size,) = _U16.unpack_from(raw, 2)
+    (magic_size,) = U16.unpack_from(raw, 2)
     if _cstring(raw[4 : 4 + magic_size]) != MAGIC.decode():
         return None
     pos = 4 + magic_size
     date_raw = bytes(buf[pos : pos + 8])
-    date = int.from_bytes(_overlay(date_raw, bytes(8)), "little", signed=True)
+    date = int.from_bytes(overlay(date_raw, bytes(8)), "little", signed=True)
     pos += 8
     name_size_raw = bytes(buf[pos : pos + 2])
-    name_size = int.from_bytes(_overlay(name_size_raw, b"\0\0"), "little")
+    name_size = int.from_bytes(overlay(name_size_raw, b"\0\0"), "little")
     pos += 2
     name_raw = bytes(buf[pos : pos + name_size])
     complete = pos + name_size <= size
@@ -176,7 +174,7 @@ def _parse_header(buf: Any) -> RecorderHeader | None:
 
 
 @dataclass(frozen=True)
-class _Packet:
+class Packet:
     """One packet as the query loop meets it.
 
     `body` holds the bytes present (fewer than `size` when the file is cut inside the
@@ -203,11 +201,11 @@ class Truncation:
     reason: str
 
 
-def _iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[_Packet | Truncation]:
+def iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[Packet | Truncation]:
     """Walk the packets with the codec's walker; yield a `Truncation` for a cut tail.
 
     A body cut short is yielded with the bytes present. With `rerun`, the walk ends the
-    way CARLA's loop does (see `_Packet.rerun`): the last id is handled once more, or the
+    way CARLA's loop does (see `Packet.rerun`): the last id is handled once more, or the
     id of a header cut after its first byte.
     """
     size = len(buf)
@@ -219,7 +217,7 @@ def _iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[_Pack
         offsets = packets.offsets.tolist()
         sizes = packets.sizes.tolist()
         for pid, off, length in zip(ids, offsets, sizes, strict=True):
-            yield _Packet(pid, off + 5, length, bytes(buf[off + 5 : off + 5 + length]))
+            yield Packet(pid, off + 5, length, bytes(buf[off + 5 : off + 5 + length]))
         if ids:
             last_pid = ids[-1]
         if packets.truncation is not None:
@@ -228,11 +226,11 @@ def _iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[_Pack
         yield cut
         if cut.offset + 5 <= size:
             pid, length = _HEADER.unpack_from(buf, cut.offset)
-            yield _Packet(pid, cut.offset + 5, length, bytes(buf[cut.offset + 5 : size]))
+            yield Packet(pid, cut.offset + 5, length, bytes(buf[cut.offset + 5 : size]))
             return
         last_pid = buf[cut.offset]
     if rerun:
-        yield _Packet(last_pid, -1, 0, b"", rerun=True)
+        yield Packet(last_pid, -1, 0, b"", rerun=True)
 
 
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
@@ -247,7 +245,7 @@ def _release(buf: Any, upto: int) -> None:
             buf.madvise(_DONTNEED, 0, aligned)
 
 
-class _Recording:
+class LogFile:
     """A read-only view of a recording file; closes what it opened."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -265,7 +263,7 @@ class _Recording:
             self._map.close()
         self._file.close()
 
-    def __enter__(self) -> _Recording:
+    def __enter__(self) -> LogFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -275,7 +273,7 @@ class _Recording:
 # --------------------------------------------------------------------------- family detection
 
 
-def _choose_family(buf: Any, start: int, fam: str | Family | None) -> tuple[Family, bool]:
+def choose_family(buf: Any, start: int, fam: str | Family | None) -> tuple[Family, bool]:
     """The release family (the codec's detector unless forced) and whether the file has
     animation packets (8/9, written every frame since 0.9.6): 0.9.4/0.9.5 files have none.
     Only a complete frame (a FrameEnd) without them says so; a file cut inside its first
@@ -293,7 +291,7 @@ def _choose_family(buf: Any, start: int, fam: str | Family | None) -> tuple[Fami
 # --------------------------------------------------------------------------- record helpers
 
 
-def _flat(dtype: np.dtype[Any]) -> np.dtype[Any]:
+def flat_dtype_of(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """The same bytes with every sub-array field split into scalars (fast `tolist`)."""
     names: list[str] = []
     formats: list[Any] = []
@@ -319,38 +317,38 @@ def _flat(dtype: np.dtype[Any]) -> np.dtype[Any]:
 _FLAT: dict[tuple[Kind, Engine], np.dtype[Any]] = {}
 
 
-def _flat_dtype(kind: Kind, engine: Engine) -> np.dtype[Any]:
+def flat_dtype(kind: Kind, engine: Engine) -> np.dtype[Any]:
     key = (kind, engine)
     if key not in _FLAT:
-        _FLAT[key] = _flat(fixed_dtype(kind, engine))
+        _FLAT[key] = flat_dtype_of(fixed_dtype(kind, engine))
     return _FLAT[key]
 
 
 Row = tuple[Any, ...]
 
 
-class _Stale:
+class Stale:
     """CARLA's reused member records: the last bytes read per record slot."""
 
     def __init__(self) -> None:
         self.raw: dict[str, bytes] = {}
         self.total = 0  # the shared `uint16_t Total` local
 
-    def count(self, packet: _Packet) -> int:
+    def count(self, packet: Packet) -> int:
         """The `Total` CARLA reads at a packet's start: missing bytes keep the old ones."""
         old = self.total.to_bytes(2, "little")
-        self.total = int.from_bytes(_overlay(packet.body[:2], old), "little")
+        self.total = int.from_bytes(overlay(packet.body[:2], old), "little")
         return self.total
 
     def records(
-        self, packet: _Packet, slot: str, dtype: np.dtype[Any], *, counted: bool = True
+        self, packet: Packet, slot: str, dtype: np.dtype[Any], *, counted: bool = True
     ) -> tuple[int, list[Row]]:
         """(count, records) as CARLA's loop sees them, stale values included."""
         body = packet.body
         size = dtype.itemsize
         if counted:
             if len(body) >= 2:
-                count = _U16.unpack_from(body, 0)[0]
+                count = U16.unpack_from(body, 0)[0]
                 self.total = count
                 data = body[2:]
             else:
@@ -376,19 +374,19 @@ class _Stale:
             stale = self.raw.get(slot, bytes(size))
             partial = data[whole * size : (whole + 1) * size]
             if partial:
-                stale = _overlay(partial, stale)
+                stale = overlay(partial, stale)
                 self.raw[slot] = stale
             row = np.frombuffer(stale, dtype=dtype, count=1).tolist()[0]
             rows.extend([row] * (count - whole))
         return count, rows
 
 
-def _var_records(packet: _Packet, parse: Callable[[Cursor], Any]) -> tuple[int, list[Any]]:
+def var_records(packet: Packet, parse: Callable[[Cursor], Any]) -> tuple[int, list[Any]]:
     """Complete variable-length records of a packet (none after a cut; see module doc)."""
     body = packet.body
     if len(body) < 2:
         return 0, []
-    count = _U16.unpack_from(body, 0)[0]
+    count = U16.unpack_from(body, 0)[0]
     cur = Cursor(body, packet.offset, 2)
     records = []
     for _ in range(count):
@@ -399,8 +397,8 @@ def _var_records(packet: _Packet, parse: Callable[[Cursor], Any]) -> tuple[int, 
     return count, records
 
 
-def _table_entries(
-    packet: _Packet, engine: Engine, stale: _Stale, last: bytes
+def table_entries(
+    packet: Packet, engine: Engine, stale: Stale, last: bytes
 ) -> tuple[list[tuple[int, int, str]], bytes]:
     """EventAdd records as the collision and blocked actor tables see them (id, type,
     blueprint), failed-stream reads included (§7.7): after a cut the id and type keep the
@@ -419,26 +417,26 @@ def _table_entries(
             rec = ActorAdd.parse(cur, engine)
         except NanorecError:
             rest = body[start:]
-            last = _overlay(rest[:5], last)
+            last = overlay(rest[:5], last)
             actor_id, actor_type = struct.unpack("<IB", last)
             name = ""
             if len(rest) >= fixed + 2:
-                (length,) = _U16.unpack_from(rest, fixed)
+                (length,) = U16.unpack_from(rest, fixed)
                 name = _cstring(rest[fixed + 2 : fixed + 2 + length])
             entries.append((actor_id, actor_type, name))
             entries += [(actor_id, actor_type, "")] * (count - len(entries))
             break
         last = struct.pack("<IB", rec.id, rec.type)
-        entries.append((rec.id, rec.type, _clean(rec.blueprint)))
+        entries.append((rec.id, rec.type, clean_text(rec.blueprint)))
     return entries, last
 
 
-def _byte_char(value: int) -> str:
+def byte_char(value: int) -> str:
     """A `char` streamed raw: one byte (non-ASCII kept via surrogateescape)."""
     return bytes([value & 0xFF]).decode("utf-8", "surrogateescape")
 
 
-_LIGHT_NAMES = (
+LIGHT_NAMES = (
     ("Position", 0x1),
     ("LowBeam", 0x2),
     ("HighBeam", 0x4),
@@ -451,7 +449,7 @@ _LIGHT_NAMES = (
     ("Special1", 0x200),
     ("Special2", 0x400),
 )
-_DOORS = (
+DOORS = (
     " Front Left ",
     " Front Right ",
     " Rear Left ",
@@ -460,7 +458,7 @@ _DOORS = (
     " Trunk ",
     " All ",
 )
-_WEATHER_LABELS = (
+WEATHER_LABELS = (
     "Cloudiness",
     "Precipitation",
     "PrecipitationDeposits",
@@ -478,7 +476,7 @@ _WEATHER_LABELS = (
 )
 
 
-def _rich_curve(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def rich_curve(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """Keys as UE's `FRichCurve::AddKey` stores them: before the first key not earlier."""
     keys: list[tuple[float, float]] = []
     for x, y in points:
@@ -489,5 +487,5 @@ def _rich_curve(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return keys
 
 
-def _clean(text: str) -> str:
+def clean_text(text: str) -> str:
     return _cstring(text.encode("utf-8", "surrogateescape"))

@@ -18,23 +18,23 @@ from ..textfmt import fmt_f0, fmt_g, pad_left, pad_right
 from .base import (
     NOT_A_RECORDER,
     HashOrderName,
+    LogFile,
     Row,
+    Stale,
     Truncation,
-    _byte_char,
-    _flat_dtype,
-    _iter_packets,
-    _parse_header,
-    _Recording,
-    _Stale,
-    _table_entries,
+    byte_char,
+    flat_dtype,
+    iter_packets,
+    parse_header,
+    table_entries,
 )
 from .info import (
-    _KNOWN_0_9_5,
+    KNOWN_0_9_5,
+    FrameFacts,
     QueryOptions,
-    _Frame,
-    _header_text,
-    _options,
-    _trailer,
+    header_text,
+    text_options,
+    trailer,
 )
 
 # --------------------------------------------------------------------------- actors blocked
@@ -82,7 +82,7 @@ class _Blocked:
             del self.actors[actor_id]
             self.order.erase(actor_id)
 
-    def positions(self, rows: list[Row], frame: _Frame) -> None:
+    def positions(self, rows: list[Row], frame: FrameFacts) -> None:
         ids = [r[0] for r in rows]
         if len(set(ids)) == len(ids):
             states = [self.entry(i) for i in ids]
@@ -99,7 +99,7 @@ class _Blocked:
                 close = bool(_distance(here, last).astype(np.float64)[0] < self.min_distance)
                 self._step(row, state, close, frame)
 
-    def _step(self, row: Row, state: list[Any], close: bool, frame: _Frame) -> None:
+    def _step(self, row: Row, state: list[Any], close: bool, frame: FrameFacts) -> None:
         if close:
             if state[6] == 0:
                 state[5] = frame.elapsed
@@ -129,7 +129,7 @@ def _distance(here: npt.NDArray[Any], last: npt.NDArray[Any]) -> npt.NDArray[Any
     return out
 
 
-def _run_blocked(
+def run_blocked(
     buf: Any,
     start: int,
     opts: QueryOptions,
@@ -139,32 +139,32 @@ def _run_blocked(
     *,
     carla_eof: bool,
     unknown: list[str],
-) -> tuple[list[BlockedRow], _Frame]:
+) -> tuple[list[BlockedRow], FrameFacts]:
     engine = opts.family.engine
     form = opts.form
     state = _Blocked(opts, min_time, min_distance, order)
-    stale = _Stale()
-    frame = _Frame()
+    stale = Stale()
+    frame = FrameFacts()
     last_add = 0
     last_bytes = bytes(5)  # the EventAdd member's id and type
-    position_dtype = _flat_dtype(Kind.POSITION, engine)
-    for item in _iter_packets(buf, start, rerun=carla_eof):
+    position_dtype = flat_dtype(Kind.POSITION, engine)
+    for item in iter_packets(buf, start, rerun=carla_eof):
         if isinstance(item, Truncation):
             continue
-        if form.unknown_ids and item.pid not in _KNOWN_0_9_5:
+        if form.unknown_ids and item.pid not in KNOWN_0_9_5:
             offset = -1 if item.rerun else item.offset
-            unknown.append(f"Unknown packet id: {_byte_char(item.pid)} at offset {offset}\n")
+            unknown.append(f"Unknown packet id: {byte_char(item.pid)} at offset {offset}\n")
             continue
         kind = opts.family.kind_of(item.pid)
         if kind is Kind.FRAME_START:
             frame.read(item)
         elif kind is Kind.EVENT_ADD:
-            entries, last_bytes = _table_entries(item, engine, stale, last_bytes)
+            entries, last_bytes = table_entries(item, engine, stale, last_bytes)
             for actor_id, actor_type, name in entries:
                 state.add(actor_id, actor_type, name)
                 last_add = actor_id
         elif kind is Kind.EVENT_DEL:
-            got = stale.records(item, "event_del", _flat_dtype(Kind.EVENT_DEL, engine))
+            got = stale.records(item, "event_del", flat_dtype(Kind.EVENT_DEL, engine))
             for _row in got[1]:
                 state.erase(last_add)  # CARLA's slip: erases the last *added* id
         elif kind is Kind.POSITION:
@@ -189,7 +189,7 @@ def _blocked_columns() -> str:
     )
 
 
-def _default_order(windows: bool, hash_order: HashOrderName | None) -> KeyOrder:
+def default_order(windows: bool, hash_order: HashOrderName | None) -> KeyOrder:
     return key_order(hash_order or ("msvc" if windows else "libc++"))
 
 
@@ -211,22 +211,22 @@ def iter_actors_blocked(
     libc++ (Linux servers, the default), msvc (the default with `windows`), libstdc++ or
     file (first appearance). Other options as in `iter_file_info`.
     """
-    with _Recording(path) as rec:
-        header = _parse_header(rec.buf)
+    with LogFile(path) as rec:
+        header = parse_header(rec.buf)
         if header is None:
             yield NOT_A_RECORDER
             return
-        opts = _options(
+        opts = text_options(
             rec.buf, header.size, tz=tz, windows=windows, fam=family, labels=None, form=form
         )
-        order = _default_order(windows, hash_order)
-        yield _header_text(header, opts) + _blocked_columns()
+        order = default_order(windows, hash_order)
+        yield header_text(header, opts) + _blocked_columns()
         f0 = (lambda x: fmt_f0(x, windows=True)) if windows else fmt_f0
         g = (lambda x: fmt_g(x, windows=True)) if windows else fmt_g
-        frame = _Frame()
+        frame = FrameFacts()
         if header.complete:
             unknown: list[str] = []
-            rows, frame = _run_blocked(
+            rows, frame = run_blocked(
                 rec.buf, header.size, opts, min_time, min_distance, order,
                 carla_eof=True, unknown=unknown,
             )  # fmt: skip
@@ -236,7 +236,7 @@ def iter_actors_blocked(
                     f"{pad_right(f0(row.time), 8)} {pad_right(str(row.id), 6)} "
                     f"{pad_left(row.actor, 35)} {pad_right(f0(row.duration), 10)}\n"
                 )
-        yield _trailer(frame, g(frame.elapsed))
+        yield trailer(frame, g(frame.elapsed))
 
 
 def actors_blocked(

@@ -14,21 +14,21 @@ from ..ids import Family, Kind
 from ..textfmt import fmt_f0, fmt_g, pad_left, pad_right
 from .base import (
     NOT_A_RECORDER,
+    LogFile,
+    Stale,
     Truncation,
-    _byte_char,
-    _flat_dtype,
-    _iter_packets,
-    _parse_header,
-    _Recording,
-    _Stale,
-    _table_entries,
+    byte_char,
+    flat_dtype,
+    iter_packets,
+    parse_header,
+    table_entries,
 )
 from .info import (
-    _KNOWN_0_9_5,
+    KNOWN_0_9_5,
+    FrameFacts,
     QueryOptions,
-    _Frame,
-    _header_text,
-    _options,
+    header_text,
+    text_options,
 )
 
 # --------------------------------------------------------------------------- collisions
@@ -60,9 +60,9 @@ def _collision_letter(actor_type: int) -> str:
     return _CATEGORIES[actor_type] if actor_type < len(_CATEGORIES) else "?"
 
 
-def _iter_collision_rows(
+def iter_collision_rows(
     buf: Any, start: int, opts: QueryOptions, type1: str, type2: str, *, carla_eof: bool
-) -> Iterator[CollisionRow | str | _TrailerMark]:
+) -> Iterator[CollisionRow | str | TrailerMark]:
     """Rows of the collision query in print order (str items are unknown-id lines)."""
     engine = opts.family.engine
     form = opts.form
@@ -71,27 +71,27 @@ def _iter_collision_rows(
     new: set[tuple[int, int]] = set()
     last_add = 0
     last_bytes = bytes(5)  # the EventAdd member's id and type
-    stale = _Stale()
-    frame = _Frame()
-    dtype = _flat_dtype(Kind.COLLISION, engine)
-    for item in _iter_packets(buf, start, rerun=carla_eof):
+    stale = Stale()
+    frame = FrameFacts()
+    dtype = flat_dtype(Kind.COLLISION, engine)
+    for item in iter_packets(buf, start, rerun=carla_eof):
         if isinstance(item, Truncation):
             continue
-        if form.unknown_ids and item.pid not in _KNOWN_0_9_5:
+        if form.unknown_ids and item.pid not in KNOWN_0_9_5:
             offset = -1 if item.rerun else item.offset
-            yield f"Unknown packet id: {_byte_char(item.pid)} at offset {offset}\n"
+            yield f"Unknown packet id: {byte_char(item.pid)} at offset {offset}\n"
             continue
         kind = opts.family.kind_of(item.pid)
         if kind is Kind.FRAME_START:
             frame.read(item)
             old, new = new, set()
         elif kind is Kind.EVENT_ADD:
-            entries, last_bytes = _table_entries(item, engine, stale, last_bytes)
+            entries, last_bytes = table_entries(item, engine, stale, last_bytes)
             for actor_id, actor_type, name in entries:
                 actors[actor_id] = (actor_type, name)
                 last_add = actor_id
         elif kind is Kind.EVENT_DEL:
-            got = stale.records(item, "event_del", _flat_dtype(Kind.EVENT_DEL, engine))
+            got = stale.records(item, "event_del", flat_dtype(Kind.EVENT_DEL, engine))
             for _row in got[1]:
                 actors.pop(last_add, None)  # CARLA's slip: erases the last *added* id
         elif kind is Kind.COLLISION:
@@ -118,11 +118,11 @@ def _iter_collision_rows(
                 new.add(pair)
         if item.rerun:
             break
-    yield _TrailerMark(frame.id, frame.elapsed)
+    yield TrailerMark(frame.id, frame.elapsed)
 
 
 @dataclass(frozen=True)
-class _TrailerMark:
+class TrailerMark:
     frame: int
     elapsed: float
 
@@ -144,7 +144,7 @@ def _collision_columns() -> str:
     )
 
 
-def _check_category(name: str, value: str) -> str:
+def check_category(name: str, value: str) -> str:
     if value not in CATEGORY_LETTERS:
         raise UsageError(
             f"{name} must be one of o (other), v (vehicle), w (walker), t (traffic light), "
@@ -168,28 +168,28 @@ def iter_collisions(
     `type1`/`type2` are the category letters o, v, w, t, h, a. Other options as in
     `iter_file_info`. Raises ValueError for a bad letter, OSError if unreadable.
     """
-    _check_category("type1", type1)
-    _check_category("type2", type2)
-    with _Recording(path) as rec:
-        header = _parse_header(rec.buf)
+    check_category("type1", type1)
+    check_category("type2", type2)
+    with LogFile(path) as rec:
+        header = parse_header(rec.buf)
         if header is None:
             yield NOT_A_RECORDER
             return
-        opts = _options(
+        opts = text_options(
             rec.buf, header.size, tz=tz, windows=windows, fam=family, labels=None, form=form
         )
-        yield _header_text(header, opts) + _collision_columns()
+        yield header_text(header, opts) + _collision_columns()
         f0 = (lambda x: fmt_f0(x, windows=True)) if windows else fmt_f0
         g = (lambda x: fmt_g(x, windows=True)) if windows else fmt_g
         fixed = False
-        end = _TrailerMark(0, 0.0)
+        end = TrailerMark(0, 0.0)
         if header.complete:
-            for row in _iter_collision_rows(
+            for row in iter_collision_rows(
                 rec.buf, header.size, opts, type1, type2, carla_eof=True
             ):
                 if isinstance(row, str):
                     yield row
-                elif isinstance(row, _TrailerMark):
+                elif isinstance(row, TrailerMark):
                     end = row
                 else:
                     fixed = True

@@ -16,31 +16,31 @@ from ..records import (
 )
 from ..textfmt import format_date
 from .base import (
-    _U16,
+    U16,
     HashOrderName,
+    LogFile,
     RecorderHeader,
     Truncation,
-    _flat_dtype,
-    _iter_packets,
-    _parse_header,
-    _Recording,
-    _var_records,
+    flat_dtype,
+    iter_packets,
+    parse_header,
+    var_records,
 )
 from .blocked import (
     BlockedRow,
-    _default_order,
-    _run_blocked,
+    default_order,
+    run_blocked,
 )
 from .collisions import (
     CollisionRow,
-    _check_category,
-    _iter_collision_rows,
-    _TrailerMark,
+    TrailerMark,
+    check_category,
+    iter_collision_rows,
 )
 from .info import (
+    FrameFacts,
     QueryOptions,
-    _Frame,
-    _options,
+    text_options,
 )
 
 # --------------------------------------------------------------------------- JSON documents
@@ -50,8 +50,8 @@ def _json_float(x: float) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _open_checked(rec: _Recording) -> RecorderHeader:
-    header = _parse_header(rec.buf)
+def _open_checked(rec: LogFile) -> RecorderHeader:
+    header = parse_header(rec.buf)
     if header is None:
         raise BadMagicError(
             "file is not a CARLA recorder: the magic string CARLA_RECORDER is missing", offset=2
@@ -95,9 +95,9 @@ def file_info_json(
     `truncated` (offset and reason, or null). Non-finite numbers become null. Raises
     BadMagicError for a file that is not a recorder.
     """
-    with _Recording(path) as rec:
+    with LogFile(path) as rec:
         header = _open_checked(rec)
-        opts = _options(
+        opts = text_options(
             rec.buf, header.size, tz=tz, windows=False, fam=family, labels=None, form=None
         )
         engine = opts.family.engine
@@ -107,9 +107,9 @@ def file_info_json(
         parents = 0
         collision_count = 0
         complete_frames = 0
-        frame = _Frame()
+        frame = FrameFacts()
         truncated: dict[str, Any] | None = None
-        for item in _iter_packets(rec.buf, header.size, rerun=False) if header.complete else ():
+        for item in iter_packets(rec.buf, header.size, rerun=False) if header.complete else ():
             if isinstance(item, Truncation):
                 truncated = {"offset": item.offset, "reason": item.reason}
                 continue
@@ -123,7 +123,7 @@ def file_info_json(
             elif kind is Kind.FRAME_END:
                 complete_frames += 1
             elif kind is Kind.EVENT_ADD:
-                for add in _var_records(item, lambda cur: ActorAdd.parse(cur, engine))[1]:
+                for add in var_records(item, lambda cur: ActorAdd.parse(cur, engine))[1]:
                     entry = {
                         "id": add.id,
                         "type": add.type,
@@ -142,7 +142,7 @@ def file_info_json(
                     actors.append(entry)
                     alive[add.id] = entry
             elif kind is Kind.EVENT_DEL:
-                dtype = _flat_dtype(Kind.EVENT_DEL, engine)
+                dtype = flat_dtype(Kind.EVENT_DEL, engine)
                 for (actor_id,) in np.frombuffer(item.body, dtype, offset=2).tolist():
                     gone = alive.pop(actor_id, None)
                     if gone is not None:
@@ -174,22 +174,22 @@ def collisions_json(
     family: str | Family | None = None,
 ) -> dict[str, Any]:
     """The rows of `show_recorder_collisions` as a document (times in elapsed s)."""
-    _check_category("type1", type1)
-    _check_category("type2", type2)
-    with _Recording(path) as rec:
+    check_category("type1", type1)
+    check_category("type2", type2)
+    with LogFile(path) as rec:
         header = _open_checked(rec)
-        opts = _options(
+        opts = text_options(
             rec.buf, header.size, tz=tz, windows=False, fam=family, labels=None, form=None
         )
         rows: list[dict[str, Any]] = []
-        end = _TrailerMark(0, 0.0)
+        end = TrailerMark(0, 0.0)
         source = (
-            _iter_collision_rows(rec.buf, header.size, opts, type1, type2, carla_eof=False)
+            iter_collision_rows(rec.buf, header.size, opts, type1, type2, carla_eof=False)
             if header.complete
             else iter(())
         )
         for row in source:
-            if isinstance(row, _TrailerMark):
+            if isinstance(row, TrailerMark):
                 end = row
             elif isinstance(row, CollisionRow):
                 rows.append(
@@ -222,17 +222,17 @@ def actors_blocked_json(
     hash_order: HashOrderName | None = None,
 ) -> dict[str, Any]:
     """The rows of `show_recorder_actors_blocked` as a document, in print order."""
-    with _Recording(path) as rec:
+    with LogFile(path) as rec:
         header = _open_checked(rec)
-        opts = _options(
+        opts = text_options(
             rec.buf, header.size, tz=tz, windows=False, fam=family, labels=None, form=None
         )
         rows: list[BlockedRow] = []
-        frame = _Frame()
+        frame = FrameFacts()
         if header.complete:
-            rows, frame = _run_blocked(
+            rows, frame = run_blocked(
                 rec.buf, header.size, opts, min_time, min_distance,
-                _default_order(False, hash_order), carla_eof=False, unknown=[],
+                default_order(False, hash_order), carla_eof=False, unknown=[],
             )  # fmt: skip
         return {
             "header": _json_header(header, opts),
@@ -256,7 +256,7 @@ def actors_blocked_json(
 def _count(body: bytes | memoryview) -> int:
     """A packet's record count (its first u16); 0 for a body too short to hold one (a
     damaged packet: the walk keeps its bytes, the count is not believed)."""
-    return int(_U16.unpack_from(body, 0)[0]) if len(body) >= 2 else 0
+    return int(U16.unpack_from(body, 0)[0]) if len(body) >= 2 else 0
 
 
 __all__ = ["actors_blocked_json", "collisions_json", "file_info_json"]

@@ -24,31 +24,31 @@ from ..records import (
 )
 from ..textfmt import fmt_g, format_date, parse_zone
 from .base import (
-    _DOORS,
-    _FRAME,
-    _LIGHT_NAMES,
-    _WEATHER_LABELS,
+    DOORS,
+    FRAME,
     GEAR_SWITCH_TIME_DEFAULT,
+    LIGHT_NAMES,
     NOT_A_RECORDER,
+    WEATHER_LABELS,
     Labels,
+    LogFile,
+    Packet,
     RecorderHeader,
     Row,
+    Stale,
     TextForm,
     Truncation,
-    _byte_char,
-    _choose_family,
-    _clean,
-    _flat,
-    _flat_dtype,
-    _iter_packets,
-    _overlay,
-    _Packet,
-    _parse_header,
-    _Recording,
-    _resolve_form,
-    _rich_curve,
-    _Stale,
-    _var_records,
+    byte_char,
+    choose_family,
+    clean_text,
+    flat_dtype,
+    flat_dtype_of,
+    iter_packets,
+    overlay,
+    parse_header,
+    resolve_form,
+    rich_curve,
+    var_records,
 )
 
 # --------------------------------------------------------------------------- file info
@@ -64,7 +64,7 @@ class QueryOptions:
     form: TextForm
 
 
-def _options(
+def text_options(
     buf: Any,
     start: int,
     *,
@@ -75,32 +75,32 @@ def _options(
     form: str | None,
 ) -> QueryOptions:
     zone = tz if isinstance(tz, tzinfo) else parse_zone(tz)
-    chosen, has_anims = _choose_family(buf, start, fam)
-    return QueryOptions(zone, windows, chosen, _resolve_form(chosen, has_anims, form, labels))
+    chosen, has_anims = choose_family(buf, start, fam)
+    return QueryOptions(zone, windows, chosen, resolve_form(chosen, has_anims, form, labels))
 
 
-def _header_text(header: RecorderHeader, opts: QueryOptions) -> str:
+def header_text(header: RecorderHeader, opts: QueryOptions) -> str:
     return (
         f"Version: {header.version}\nMap: {header.map_name}\n"
         f"Date: {format_date(header.date, opts.zone)}\n\n"
     )
 
 
-class _Frame:
+class FrameFacts:
     """The query object's `Frame` member: id, duration and elapsed of the last FrameStart."""
 
     def __init__(self) -> None:
         self.raw = bytes(24)
         self.id, self.duration, self.elapsed = 0, 0.0, 0.0
 
-    def read(self, packet: _Packet) -> None:
+    def read(self, packet: Packet) -> None:
         if packet.rerun:
             return
-        self.raw = _overlay(packet.body[:24], self.raw)
-        self.id, self.duration, self.elapsed = _FRAME.unpack(self.raw)
+        self.raw = overlay(packet.body[:24], self.raw)
+        self.id, self.duration, self.elapsed = FRAME.unpack(self.raw)
 
 
-def _trailer(frame: _Frame, elapsed_text: str) -> str:
+def trailer(frame: FrameFacts, elapsed_text: str) -> str:
     return f"\nFrames: {frame.id}\nDuration: {elapsed_text} seconds\n"
 
 
@@ -121,7 +121,7 @@ _SECTIONS = {
     Kind.WEATHER: " Weathers: ",
 }
 _SLOTS = {Kind.TRIGGER_VOLUME: "bounding_box"}  # CARLA reads both into one member
-_KNOWN_0_9_5 = frozenset(range(8))
+KNOWN_0_9_5 = frozenset(range(8))
 
 
 class _InfoPrinter:
@@ -132,9 +132,9 @@ class _InfoPrinter:
         self.show_all = show_all
         self.form = opts.form
         self.engine = opts.family.engine
-        self.frame = _Frame()
+        self.frame = FrameFacts()
         self.printed = False
-        self.stale = _Stale()
+        self.stale = Stale()
         self.last_walker = 0  # CARLA's WalkerBones member keeps the last id read
         w = opts.windows
         self.g: Callable[[float], str] = (lambda x: fmt_g(x, windows=True)) if w else fmt_g
@@ -143,12 +143,12 @@ class _InfoPrinter:
         self.printed = True
         return f"Frame {self.frame.id} at {self.g(self.frame.elapsed)} seconds\n"
 
-    def packet(self, packet: _Packet) -> str:
+    def packet(self, packet: Packet) -> str:
         kind = self.opts.family.kind_of(packet.pid)
         form = self.form
-        if form.unknown_ids and packet.pid not in _KNOWN_0_9_5:
+        if form.unknown_ids and packet.pid not in KNOWN_0_9_5:
             offset = -1 if packet.rerun else packet.offset
-            return f"Unknown packet id: {_byte_char(packet.pid)} at offset {offset}\n"
+            return f"Unknown packet id: {byte_char(packet.pid)} at offset {offset}\n"
         if kind is Kind.FRAME_START:
             self.frame.read(packet)
             if self.show_all and form.frame_line:
@@ -170,7 +170,7 @@ class _InfoPrinter:
         if kind is Kind.PLATFORM_TIME:
             out = "" if self.printed else self.frame_line()
             got = self.stale.records(
-                packet, "platform_time", _flat_dtype(kind, self.engine), counted=False
+                packet, "platform_time", flat_dtype(kind, self.engine), counted=False
             )
             return out + f" Current platform time: {self.g(got[1][0][0])}\n"
         if kind is Kind.PHYSICS_CONTROL:
@@ -184,23 +184,23 @@ class _InfoPrinter:
     def _count_line(self, count: int) -> str:
         return self.frame_line() if count > 0 and not self.printed else ""
 
-    def event_add(self, packet: _Packet) -> str:
+    def event_add(self, packet: Packet) -> str:
         count = self.stale.count(packet)
-        records = _var_records(packet, lambda cur: ActorAdd.parse(cur, self.engine))[1]
+        records = var_records(packet, lambda cur: ActorAdd.parse(cur, self.engine))[1]
         parts = [self._count_line(count)]
         g = self.g
         for rec in records:
             x, y, z = (float(v) for v in rec.location)
             parts.append(
-                f" Create {rec.id}: {_clean(rec.blueprint)}"
+                f" Create {rec.id}: {clean_text(rec.blueprint)}"
                 f" ({rec.type}) at ({g(x)}, {g(y)}, {g(z)})\n"
             )
             for attr in rec.attributes:
-                parts.append(f"  {_clean(attr.id)} = {_clean(attr.value)}\n")
+                parts.append(f"  {clean_text(attr.id)} = {clean_text(attr.value)}\n")
         return "".join(parts)
 
-    def events(self, kind: Kind, packet: _Packet) -> str:
-        got = self.stale.records(packet, kind.value, _flat_dtype(kind, self.engine))
+    def events(self, kind: Kind, packet: Packet) -> str:
+        got = self.stale.records(packet, kind.value, flat_dtype(kind, self.engine))
         count, rows = got
         parts = [self._count_line(count)]
         if kind is Kind.EVENT_DEL:
@@ -218,9 +218,9 @@ class _InfoPrinter:
                 )
         return "".join(parts)
 
-    def section(self, kind: Kind, packet: _Packet) -> str:
+    def section(self, kind: Kind, packet: Packet) -> str:
         got = self.stale.records(
-            packet, _SLOTS.get(kind, kind.value), _flat_dtype(kind, self.engine)
+            packet, _SLOTS.get(kind, kind.value), flat_dtype(kind, self.engine)
         )
         count, rows = got
         parts = [self._count_line(count), f"{_SECTIONS[kind]}{count}\n"]
@@ -240,7 +240,7 @@ class _InfoPrinter:
             )
         if kind is Kind.STATE:
             return lambda r: (
-                f"  Id: {r[0]} state: {_byte_char(0x30 + r[3])} frozen: {r[1]}"
+                f"  Id: {r[0]} state: {byte_char(0x30 + r[3])} frozen: {r[1]}"
                 f" elapsedTime: {g(r[2])}\n"
             )
         if kind is Kind.ANIM_VEHICLE:
@@ -254,12 +254,12 @@ class _InfoPrinter:
         if kind is Kind.VEHICLE_DOOR:
             return lambda r: (
                 f"  Id: {r[0]}\n  Doors opened: "
-                + (f"{_DOORS[r[1]]}\n" if r[1] < len(_DOORS) else "")
+                + (f"{DOORS[r[1]]}\n" if r[1] < len(DOORS) else "")
             )
         if kind is Kind.VEHICLE_LIGHT:
             return lambda r: (
                 f"  Id: {r[0]} "
-                + (" ".join(name for name, bit in _LIGHT_NAMES if r[1] & bit) or "None")
+                + (" ".join(name for name, bit in LIGHT_NAMES if r[1] & bit) or "None")
                 + "\n"
             )
         if kind is Kind.SCENE_LIGHT:
@@ -284,22 +284,22 @@ class _InfoPrinter:
         if kind is Kind.WEATHER:
             return lambda r: (
                 "  "
-                + " ".join(f"{label}: {g(v)}" for label, v in zip(_WEATHER_LABELS, r, strict=True))
+                + " ".join(f"{label}: {g(v)}" for label, v in zip(WEATHER_LABELS, r, strict=True))
                 + "\n"
             )
         raise AssertionError(kind)
 
-    def physics(self, packet: _Packet) -> str:
+    def physics(self, packet: Packet) -> str:
         count = self.stale.count(packet)
         if packet.rerun:
             # Read again from a failed stream (§7.7): the stale `Total` prints; the records
             # would be a default control with uninitialised array sizes, not reproduced.
             return self._count_line(count) + f" Physics Control events: {count}\n"
         if self.engine is Engine.UE4:
-            records = _var_records(packet, _physics_ue4_parser(packet))[1]
+            records = var_records(packet, _physics_ue4_parser(packet))[1]
             block = self._physics_ue4
         else:
-            records = _var_records(packet, _physics_ue5_parser(packet))[1]
+            records = var_records(packet, _physics_ue5_parser(packet))[1]
             block = self._physics_ue5
         parts = [self._count_line(count), f" Physics Control events: {count}\n"]
         parts += [block(rec) for rec in records]
@@ -308,7 +308,7 @@ class _InfoPrinter:
     def _curve_line(self, name: str, arrays: dict[str, list[Row]]) -> str:
         """`   <name> = (x, y) ...` with the points as the engine's curve holds them."""
         g = self.g
-        points = "".join(f" ({g(x)}, {g(y)})" for x, y in _rich_curve(_pairs(arrays[name])))
+        points = "".join(f" ({g(x)}, {g(y)})" for x, y in rich_curve(_pairs(arrays[name])))
         return f"   {name} ={points}\n"
 
     def _physics_ue4(self, rec: tuple[Row, dict[str, list[Row]]]) -> str:
@@ -353,7 +353,7 @@ class _InfoPrinter:
         # their headings are printed; every other field is as CARLA 0.10 prints it.
         g = self.g
         head, arrays = rec
-        names = _flat(PHYSICS_UE5_DTYPE).names or ()
+        names = flat_dtype_of(PHYSICS_UE5_DTYPE).names or ()
         h = dict(zip(names, head, strict=True))
         lines = [
             f"  Id: {h['id']}\n",
@@ -361,7 +361,7 @@ class _InfoPrinter:
             f"   max_rpm = {g(h['max_rpm'])}\n",
             f"   MOI = {g(h['rev_up_moi'])}\n",
             f"   rev_down_rate = {g(h['rev_down_rate'])}\n",
-            f"   differential_type = {_byte_char(h['differential_type'])}\n",
+            f"   differential_type = {byte_char(h['differential_type'])}\n",
             f"   front_rear_split = {g(h['front_rear_split'])}\n",
             f"   use_gear_auto_box = {'true' if h['use_automatic_gears'] else 'false'}\n",
             f"   gear_change_time = {g(h['gear_change_time'])}\n",
@@ -389,10 +389,10 @@ class _InfoPrinter:
         lines.append("\n")
         return "".join(lines)
 
-    def bones(self, packet: _Packet) -> str:
+    def bones(self, packet: Packet) -> str:
         vec = "<f4" if self.engine is Engine.UE4 else "<f8"
         count = self.stale.count(packet)
-        records = _var_records(packet, lambda cur: _parse_bones(cur, vec))[1]
+        records = var_records(packet, lambda cur: _parse_bones(cur, vec))[1]
         g = self.g
         parts = [self._count_line(count), f" Walkers Bones: {count}\n"]
         if len(packet.body) < 2:
@@ -423,7 +423,7 @@ def _parse_bones(cur: Cursor, vec: str) -> tuple[int, list[tuple[str, list[float
     vec_dtype = np.dtype(vec)
     bones = []
     for _ in range(count):
-        name = _clean(cur.string("bone name"))
+        name = clean_text(cur.string("bone name"))
         values = cur.array(vec_dtype, 6, "bone transform").tolist()
         bones.append((name, values))
     return walker_id, bones
@@ -431,17 +431,17 @@ def _parse_bones(cur: Cursor, vec: str) -> tuple[int, list[tuple[str, list[float
 
 def _array_rows(cur: Cursor, dtype: np.dtype[Any], what: str) -> list[Row]:
     count = cur.u32(f"PhysicsControl {what} count")
-    flat = _flat(dtype) if dtype.fields else np.dtype([("v", dtype)])
+    flat = flat_dtype_of(dtype) if dtype.fields else np.dtype([("v", dtype)])
     rows: list[Row] = cur.array(flat, count, f"PhysicsControl {what}").tolist()
     return rows
 
 
-def _physics_ue4_parser(packet: _Packet) -> Callable[[Cursor], tuple[Row, dict[str, list[Row]]]]:
+def _physics_ue4_parser(packet: Packet) -> Callable[[Cursor], tuple[Row, dict[str, list[Row]]]]:
     # Try 48-byte wheels, then 36 (spec §10.5), on the whole packet once.
     wheel = _physics_wheel_size(packet)
 
     def parse(cur: Cursor) -> tuple[Row, dict[str, list[Row]]]:
-        head = cur.array(_flat(PHYSICS_UE4_DTYPE), 1, "PhysicsControl").tolist()[0]
+        head = cur.array(flat_dtype_of(PHYSICS_UE4_DTYPE), 1, "PhysicsControl").tolist()[0]
         arrays = {
             "torque_curve": _array_rows(cur, CURVE_DTYPE, "torque_curve"),
             "forward_gears": _array_rows(cur, GEAR_DTYPE, "forward_gears"),
@@ -453,7 +453,7 @@ def _physics_ue4_parser(packet: _Packet) -> Callable[[Cursor], tuple[Row, dict[s
     return parse
 
 
-def _physics_wheel_size(packet: _Packet) -> int:
+def _physics_wheel_size(packet: Packet) -> int:
     for size in (48, 36):
         cur = Cursor(packet.body, packet.offset, 0)
         try:
@@ -469,9 +469,9 @@ def _physics_wheel_size(packet: _Packet) -> int:
     return 48
 
 
-def _physics_ue5_parser(packet: _Packet) -> Callable[[Cursor], tuple[Row, dict[str, list[Row]]]]:
+def _physics_ue5_parser(packet: Packet) -> Callable[[Cursor], tuple[Row, dict[str, list[Row]]]]:
     def parse(cur: Cursor) -> tuple[Row, dict[str, list[Row]]]:
-        head = cur.array(_flat(PHYSICS_UE5_DTYPE), 1, "PhysicsControl").tolist()[0]
+        head = cur.array(flat_dtype_of(PHYSICS_UE5_DTYPE), 1, "PhysicsControl").tolist()[0]
         arrays = {
             "torque_curve": _array_rows(cur, CURVE_DTYPE, "torque_curve"),
             "forward_gear_ratios": _array_rows(cur, np.dtype("<f4"), "forward_gear_ratios"),
@@ -510,20 +510,20 @@ def iter_file_info(
     line, `File is not a CARLA recorder`. Raises OSError if the file cannot be read and
     ValueError for a bad option.
     """
-    with _Recording(path) as rec:
-        header = _parse_header(rec.buf)
+    with LogFile(path) as rec:
+        header = parse_header(rec.buf)
         if header is None:
             yield NOT_A_RECORDER
             return
-        opts = _options(
+        opts = text_options(
             rec.buf, header.size, tz=tz, windows=windows, fam=family, labels=labels, form=form
         )
-        yield _header_text(header, opts)
+        yield header_text(header, opts)
         printer = _InfoPrinter(opts, show_all)
         if header.complete:
             chunk: list[str] = []
             pending = 0
-            for item in _iter_packets(rec.buf, header.size):
+            for item in iter_packets(rec.buf, header.size):
                 if isinstance(item, Truncation):
                     continue
                 text = printer.packet(item)
@@ -535,7 +535,7 @@ def iter_file_info(
                         chunk, pending = [], 0
             if chunk:
                 yield "".join(chunk)
-        yield _trailer(printer.frame, printer.g(printer.frame.elapsed))
+        yield trailer(printer.frame, printer.g(printer.frame.elapsed))
 
 
 def file_info(path: str | os.PathLike[str], **options: Any) -> str:
