@@ -138,8 +138,11 @@ def column_batches(
 
 
 def _array(pa: Any, values: Any) -> Any:
-    """One column: a numpy array as it is (a masked one with its nulls; an object array
-    holds only text and None), a list of Python values as `iter_batches` converts them."""
+    """One column: an Arrow array or a numpy array as it is (a masked one with its nulls;
+    an object array holds only text and None), a list of Python values as `iter_batches`
+    converts them."""
+    if isinstance(values, pa.Array):
+        return values
     if isinstance(values, np.ma.MaskedArray):
         return pa.array(values.data, mask=np.ma.getmaskarray(values))
     if isinstance(values, np.ndarray):  # numbers, or text and None (object arrays)
@@ -158,11 +161,11 @@ def export_parquet(
     """Write one `<kind>.parquet` per record kind with rows into directory `output`
     (complete or not at all: built beside it, then renamed); returns report lines.
 
-    A recording with `table_columns` (CARLA) is read once for all its tables, column-wise
-    (`column_batches`); any other one kind after kind through `rows`. Row groups hold at
-    least `BATCH_ROWS` rows or `BATCH_BYTES` bytes (the last of a table less).
-    `progress(done, total)` is called as the export goes (in the producer's units: frames,
-    else tables)."""
+    A recording with `table_columns` (CARLA, ROS 2 bags) is read once for all its tables,
+    column-wise (`column_batches`); any other one kind after kind through `rows`. Row
+    groups hold at least `BATCH_ROWS` rows or `BATCH_BYTES` bytes (the last of a table
+    less). `progress(done, total)` is called as the export goes (in the producer's units:
+    frames, messages, else tables)."""
     pa = _pyarrow()
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
