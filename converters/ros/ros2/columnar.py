@@ -4,7 +4,7 @@ The archive is read once for all the topics asked for, in runs of at most `BATCH
 messages and `BATCH_BYTES` stored bytes (`Datas`: one read a run, payloads located with
 numpy): a topic read on its own would read the images between its poses again for each
 topic, and inflate each compressed block as many times. In each run, a topic whose type is
-a column per field (`cdr_columns.leaves`) is decoded at once; any other topic, or a run
+a column per field (`run_columns.leaves`) is decoded at once; any other topic, or a run
 the fast path declines, goes through `stamped_rows` as `rows` does, batched as
 `nanorec.arrow.iter_batches` batches it. Both give the same values, so the table is the
 same either way.
@@ -13,30 +13,32 @@ same either way.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
-from numpy.typing import NDArray
 
-from nanorec import arrow
 from nanorec.arrow import Progress
-from nanorec.arrow_columns import payload_size, transpose
 from nanorec.errors import NanorecError, UsageError
-from nanorec.recording import stamped_rows
 from nanorec.selection import Selection
 
-from .cdr_columns import Leaf, decode_run, leaves
+from ..run_columns import Leaf, Wire, decode_run, leaves
+from ..table_runs import STAMPS, Columns, Ints, by_rows, runs, stamped
+from .cdr import _DTYPES, PADDING
 from .datas import Datas
-from .msgdef import canonical
+from .msgdef import Field, MsgType, canonical
 
 if TYPE_CHECKING:
     from .recording import Ros2Recording
 
-Ints = NDArray[np.int64]
-Columns = dict[str, Any]
 
-#: The columns every row starts with (`stamped_rows`), and the one `nanorec.arrow` adds.
-_STAMPS: Final = frozenset({"number", "time", "time_ns", "time_s", "recording"})
+#: ROS 2's CDR, little-endian (a big-endian run goes message by message).
+CDR: Final = Wire(
+    header=4,
+    aligned=True,
+    nul=True,
+    padding=PADDING,
+    scalars={name: np.dtype(code).newbyteorder("<").str for name, code in _DTYPES.items()},
+)
 
 
 def table_columns(
@@ -68,7 +70,7 @@ def table_columns(
         if plan is not None:
             fast |= carries[kind]
     done = 0
-    for run in _runs(index.length[numbers].astype(np.int64), codes[numbers], numbers):
+    for run in runs(index.length[numbers].astype(np.int64), codes[numbers], numbers):
         quick = run[fast[codes[run]]]  # the messages of the topics decoded at once
         buffer, starts, lengths = Datas(rec.reader, quick).take(0, len(quick))
         for kind in kinds:
@@ -82,7 +84,7 @@ def table_columns(
             if plan is not None:
                 columns = _decoded(rec, plan, part, buffer, starts[chosen], lengths[chosen])
             if columns is None:
-                yield from ((kind, rows) for rows in _by_rows(rec, part))
+                yield from ((kind, rows) for rows in by_rows(rec, part))
             else:
                 yield kind, columns
         done += len(run)
@@ -98,27 +100,18 @@ def _plan(rec: Ros2Recording, topic: str) -> list[Leaf] | None:
     if rec.meta.compression[1].upper() == "MESSAGE":
         return None
     try:
-        found = leaves(rec.decoder.types(type_name), canonical(type_name))
+        types = rec.decoder.types(type_name)
     except NanorecError:
         return None
-    if found is None or any(leaf.name in _STAMPS for leaf in found):
+    found = leaves(lambda name: _fields(types, name), canonical(type_name), CDR)
+    if found is None or any(leaf.name in STAMPS for leaf in found):
         return None
     return found
 
 
-def _runs(lengths: Ints, topics: Ints, numbers: Ints) -> Iterator[Ints]:
-    """`numbers` cut into runs of at most `BATCH_ROWS` messages, a run ending with the
-    message that brings one topic (`topics`: a code a message) to `BATCH_BYTES` stored
-    bytes, as `iter_batches` ends a batch: each topic's batches stay near the bound."""
-    first = 0
-    while first < len(numbers):
-        stop = min(first + arrow.BATCH_ROWS, len(numbers))
-        for topic in np.unique(topics[first:stop]).tolist():
-            sizes = np.cumsum(np.where(topics[first:stop] == topic, lengths[first:stop], 0))
-            full = int(np.searchsorted(sizes, arrow.BATCH_BYTES))  # first reaching it
-            stop = min(stop, first + full + 1)
-        yield numbers[first:stop]
-        first = stop
+def _fields(types: dict[str, MsgType], name: str) -> tuple[Field, ...] | None:
+    msg = types.get(name)
+    return None if msg is None else msg.fields
 
 
 def _decoded(
@@ -126,40 +119,8 @@ def _decoded(
 ) -> Columns | None:
     """The columns of messages `run`, whose data lie at `starts` in `buffer`, decoded at
     once (None: the run goes message by message)."""
-    fields = decode_run(plan, buffer, starts, lengths)
-    if fields is None:
-        return None
-    index = rec.reader.index
-    stamps = rec.meta.time[run].astype(np.int64)
-    micros = index.timestamp_us[run].astype(np.int64) - rec._origin_us
-    columns: Columns = {
-        "number": run,
-        "time": micros.astype(np.float64) / 1e6,
-        "time_ns": stamps,
-        "time_s": stamps.astype(np.float64) / 1e9,
-    }
-    columns.update(fields)
-    return columns
-
-
-def _by_rows(rec: Ros2Recording, run: Ints) -> Iterator[Columns]:
-    """The run's rows decoded one by one, as `iter_batches` cuts them into batches."""
-    rows: list[dict[str, Any]] = []
-    size = 0
-    for row in stamped_rows(rec, run.tolist()):
-        rows.append(row)
-        size += payload_size(row)
-        if len(rows) >= arrow.BATCH_ROWS or size >= arrow.BATCH_BYTES:
-            yield _columns(rows)
-            rows, size = [], 0
-    if rows:
-        yield _columns(rows)
-
-
-def _columns(rows: list[dict[str, Any]]) -> Columns:
-    columns: Columns = transpose(rows)
-    columns.pop("recording", None)  # `nanorec.arrow` puts the recording's own first
-    return columns
+    fields = decode_run(plan, CDR, buffer, starts, lengths)
+    return None if fields is None else stamped(rec, run, rec.meta.time[run], fields)
 
 
 __all__ = ["table_columns"]

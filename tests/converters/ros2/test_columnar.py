@@ -16,11 +16,11 @@ import pytest
 import nanorec
 from nanorec import arrow, registry
 from nanorec.converters.ros.ros2 import columnar
-from nanorec.converters.ros.ros2.cdr_columns import decode_run, leaves
 from nanorec.converters.ros.ros2.cdr_pack import Packer
 from nanorec.converters.ros.ros2.msgdef import SEPARATOR, load
 from nanorec.converters.ros.ros2.storage import Definition, Topic
 from nanorec.converters.ros.ros2.writer import NewBag, write_bag
+from nanorec.converters.ros.run_columns import decode_run, leaves
 from nanorec.errors import NanorecError
 from tests.conftest import REALDATA
 
@@ -199,9 +199,10 @@ def test_a_broken_payload_fails_as_the_per_message_path_does(tmp_path: Path) -> 
 
 def test_decode_run_declines_what_the_decoder_refuses() -> None:
     """Straight on payloads: what the decoder refuses or decodes otherwise is None here."""
-    types = load(DEFINITIONS, MIXED)
-    plan = leaves(types, MIXED)
-    assert plan is not None and leaves(load(DEFINITIONS, LISTY), LISTY) is None
+    types = {**load(DEFINITIONS, MIXED), **load(DEFINITIONS, LISTY)}
+    plan = leaves(lambda name: columnar._fields(types, name), MIXED, columnar.CDR)
+    listy = leaves(lambda name: columnar._fields(types, name), LISTY, columnar.CDR)
+    assert plan is not None and listy is None
     good = Packer(DEFINITIONS).encode(MIXED, mixed(4))
     cases = {
         "fine": [good, good],
@@ -214,7 +215,7 @@ def test_decode_run_declines_what_the_decoder_refuses() -> None:
     for name, datas in cases.items():
         lengths = np.array([len(d) for d in datas], np.int64)
         starts = np.cumsum(lengths) - lengths
-        found[name] = decode_run(plan, b"".join(datas), starts, lengths) is not None
+        found[name] = decode_run(plan, columnar.CDR, b"".join(datas), starts, lengths) is not None
     assert found == {"fine": True, "short": False, "trailing": False, "no header": False,
                      "xcdr2": False}  # fmt: skip
 

@@ -1,15 +1,17 @@
-"""A run of CDR messages of one type decoded into columns at once: the Parquet fast path.
+"""A run of ROS messages of one type decoded into columns at once: the Parquet fast path.
 
-`Decoder` makes one dict a message, which `stamped_rows` flattens and `nanorec.arrow` takes
-apart again, ~30 us a small message. A type whose fields are scalars, strings and numeric
-arrays (nested messages flattened: Imu, Odometry, PoseStamped, Image) is decoded here field
-by field over all the messages of a run: each message's position is one entry of a numpy
-array, aligned as the generated decoders align it (XCDR1, counted from the byte after the
-4-byte header), and each field is one gather from the joined payloads. Strings and
-sequences move the positions by their own lengths, so messages of one topic may differ in
-size. The columns are the values `flatten(Decoder.decode(...))` gives, in the forms
-`nanorec.arrow` makes of them: integers as int64, floats as float64, strings as Arrow text,
-`uint8` arrays as Arrow binary, other arrays as the same JSON text.
+The generated decoders make one dict a message, which `stamped_rows` flattens and
+`nanorec.arrow` takes apart again, ~30-60 us a small message. A type whose fields are
+scalars, strings and numeric arrays (nested messages flattened: Imu, Odometry, PoseStamped,
+Image) is decoded here field by field over all the messages of a run: each message's
+position is one entry of a numpy array and each field one gather from the joined payloads.
+Strings and sequences move the positions by their own lengths, so messages of one topic
+may differ in size. `Wire` says how a serialization lays fields out: ROS 2's CDR (a 4-byte
+header, fields aligned to their size counting from the byte after it, strings ending in a
+NUL) or ROS1's (packed, strings without NUL, time and duration as two 32-bit fields). The
+columns are the values `flatten(decode(...))` gives, in the forms `nanorec.arrow` makes of
+them: integers as int64, floats as float64, strings as Arrow text, `uint8` arrays as Arrow
+binary, other arrays as the same JSON text.
 
 Anything the decoders would treat otherwise (big-endian or compressed payloads, a string
 that is not UTF-8 or lacks its NUL, a short payload, bytes after the message, a value
@@ -19,63 +21,91 @@ message as before: the fast path never decides what a message means.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from nanorec.arrow_columns import MAX_BINARY, ragged_texts, row_texts
 
-from .cdr import _DTYPES, PADDING, State
-from .datas import slices
-from .msgdef import SIZES, STRINGS, MsgType
-
 Ints = NDArray[np.int64]
 U8 = NDArray[np.uint8]
+State = tuple[int, int]  # (m, r): the position minus the origin is r modulo m
 
 #: Pieces longer than this on average are sliced and joined rather than gathered bytewise.
 _SLICED: Final = 64
 
 
 @dataclass(frozen=True)
+class Wire:
+    """How a serialization lays a message out (see the module docstring)."""
+
+    header: int  # bytes before the message: CDR's encapsulation (checked: 00 01), or none
+    aligned: bool  # each primitive aligned to its size (8-byte ones to 8)
+    nul: bool  # a string's count includes a NUL that ends it
+    padding: int  # bytes a payload may have after its message
+    scalars: Mapping[str, str]  # builtin type -> little-endian numpy dtype
+
+
+class FieldLike(Protocol):
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def array(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
 class Leaf:
-    """One column: a field of the flattened message (`name` dotted), of builtin `type`;
-    `array` None for one value, n > 0 for a fixed array, -1 for a sequence (`bound`: its
-    most elements, 0 for any)."""
+    """One column: a field of the flattened message (`name` dotted) of numpy `dtype` (None:
+    a string); `array` None for one value, n > 0 for a fixed array, -1 for a sequence
+    (`bound`: its most elements, 0 for any)."""
 
     name: str
-    type: str
+    dtype: str | None
     array: int | None = None
     bound: int = 0
 
 
-def leaves(types: dict[str, MsgType], root: str) -> list[Leaf] | None:
-    """The columns of `root`'s messages, or None when a field is not one column of
-    values (a sequence of strings or messages, a wstring, an empty nested message)."""
+def leaves(
+    fields_of: Callable[[str], Sequence[FieldLike] | None], root: str, wire: Wire
+) -> list[Leaf] | None:
+    """The columns of `root`'s messages (`fields_of(type)`: its fields, None when
+    unknown), or None when a field is not one column of values (a sequence of strings or
+    messages, a wstring, an empty nested message)."""
     found: list[Leaf] = []
-    return found if _walk(types, root, "", found, frozenset({root})) else None
+    return found if _walk(fields_of, wire, root, "", found, frozenset({root})) else None
 
 
 def _walk(
-    types: dict[str, MsgType], name: str, prefix: str, found: list[Leaf], within: frozenset[str]
+    fields_of: Callable[[str], Sequence[FieldLike] | None],
+    wire: Wire,
+    name: str,
+    prefix: str,
+    found: list[Leaf],
+    within: frozenset[str],
 ) -> bool:
-    msg = types.get(name)
-    if msg is None or not msg.fields:
+    fields = fields_of(name)
+    if not fields:
         return False
-    for f in msg.fields:
+    for f in fields:
         column = f"{prefix}{f.name}"
-        if f.type in SIZES or (f.type == "string" and f.array is None):
-            found.append(Leaf(column, f.type, f.array, f.bound))
-        elif f.array is not None or f.type in STRINGS or f.type in within:
+        if f.type in wire.scalars:
+            found.append(Leaf(column, wire.scalars[f.type], f.array, getattr(f, "bound", 0)))
+        elif f.type == "string" and f.array is None:
+            found.append(Leaf(column, None))
+        elif f.array is not None or f.type == "string" or f.type in within:
             return False  # a column of lists, or a type within itself
-        elif not _walk(types, f.type, f"{column}.", found, within | {f.type}):
+        elif not _walk(fields_of, wire, f.type, f"{column}.", found, within | {f.type}):
             return False
     return True
 
 
 def decode_run(
-    leaves: list[Leaf], buffer: bytes, starts: Ints, lengths: Ints
+    leaves: list[Leaf], wire: Wire, buffer: bytes, starts: Ints, lengths: Ints
 ) -> dict[str, Any] | None:
     """The columns of the messages at `starts` (`lengths` bytes each) of `buffer`, each a
     numpy array, a list of JSON texts or an Arrow array; None when one of them must be
@@ -86,16 +116,16 @@ def decode_run(
     a message, not seven."""
     import pyarrow as pa
 
-    run = _Run(pa, buffer, starts, lengths)
-    if not run.little_endian():
+    run = _Run(pa, wire, buffer, starts, lengths)
+    if not run.headed():
         return None
     columns: dict[str, Any] = {}
     state: State = (8, 0)  # what is known of `run.at` at the block's start
     block: list[tuple[Leaf, int]] = []  # fixed-size fields and their offsets in the block
     width = 0
     for leaf in leaves:
-        if leaf.type in SIZES and (leaf.array is None or leaf.array > 0):
-            k = SIZES[leaf.type]
+        if leaf.dtype is not None and (leaf.array is None or leaf.array > 0):
+            k = np.dtype(leaf.dtype).itemsize if wire.aligned else 1
             if state[0] < k:  # padding unknown: the block ends, positions align one by one
                 if not run.block(block, width, columns):
                     return None
@@ -104,12 +134,12 @@ def decode_run(
                 state = (k, 0)
             offset = width + -(state[1] + width) % k
             block.append((leaf, offset))
-            width = offset + k * (leaf.array or 1)
+            width = offset + np.dtype(leaf.dtype).itemsize * (leaf.array or 1)
             continue
         if not run.block(block, width, columns):
             return None
         block, width, state = [], 0, (1, 0)
-        value = run.string() if leaf.type == "string" else run.sequence(leaf)
+        value = run.string() if leaf.dtype is None else run.sequence(leaf, leaf.dtype)
         if value is None:
             return None
         columns[leaf.name] = value
@@ -122,30 +152,31 @@ class _Run:
     """The positions of a run's messages as its fields are read (`at`: relative to each
     message's origin, the byte after its header)."""
 
-    def __init__(self, pa: Any, raw: bytes, starts: Ints, lengths: Ints) -> None:
+    def __init__(self, pa: Any, wire: Wire, raw: bytes, starts: Ints, lengths: Ints) -> None:
         self.pa = pa
+        self.wire = wire
         self.raw = raw
         self.buf = np.frombuffer(raw, np.uint8)
-        self.origin = starts + 4
+        self.origin = starts + wire.header
         self.end = starts + lengths
-        self.lengths = lengths
         self.at = np.zeros(len(starts), np.int64)
 
-    def little_endian(self) -> bool:
-        if not len(self.at):
+    def headed(self) -> bool:
+        """Whether every payload has its header, saying little-endian CDR (`Wire.header`)."""
+        if not self.wire.header or not len(self.at):
             return True
-        if bool((self.lengths < 4).any()):
+        if bool((self.end < self.origin).any()):
             return False
-        starts = self.origin - 4
+        starts = self.origin - self.wire.header
         return bool(((self.buf[starts] == 0) & (self.buf[starts + 1] == 1)).all())
 
     def ended(self) -> bool:
         """Whether every message ends where the decoders accept its end."""
         rest = self.end - self.origin - self.at
-        return bool(((rest >= 0) & (rest <= PADDING)).all())
+        return bool(((rest >= 0) & (rest <= self.wire.padding)).all())
 
     def align(self, k: int) -> None:
-        if k > 1:
+        if k > 1 and self.wire.aligned:
             self.at = (self.at + (k - 1)) & -k
 
     def fits(self, size: Ints | int) -> Ints | None:
@@ -166,7 +197,7 @@ class _Run:
         rows = _rows(self.buf, pos, width)
         for leaf, offset in items:
             count = leaf.array or 1
-            dtype = np.dtype(_DTYPES[leaf.type]).newbyteorder("<")
+            dtype = np.dtype(leaf.dtype)
             part = rows[:, offset : offset + dtype.itemsize * count]
             values = np.ascontiguousarray(part).view(dtype).reshape(len(pos), count)
             if leaf.array is None:
@@ -198,10 +229,13 @@ class _Run:
         if n is None:
             return None
         pos = self.fits(n)
-        if pos is None or bool((self.buf[pos + n - 1][n > 0] != 0).any()):
-            return None  # runs past the payload, or no NUL: the decoder says which
+        if pos is None:
+            return None  # runs past the payload: the decoder says so
+        if self.wire.nul and bool((self.buf[pos + n - 1][n > 0] != 0).any()):
+            return None  # no NUL: the decoder says so
         self.at += n
-        text = _binary(self.pa, *_ragged(self.raw, self.buf, pos, np.maximum(n - 1, 0)))
+        size = np.maximum(n - 1, 0) if self.wire.nul else n
+        text = _binary(self.pa, *_ragged(self.raw, self.buf, pos, size))
         if text is None:
             return None
         text = text.view(self.pa.string())
@@ -211,19 +245,19 @@ class _Run:
             return None
         return text
 
-    def sequence(self, leaf: Leaf) -> Any:
+    def sequence(self, leaf: Leaf, code: str) -> Any:
         n = self.counts()
         if n is None or (leaf.bound and bool((n > leaf.bound).any())):
             return None
-        k = SIZES[leaf.type]
-        if k > 4:  # aligned only when there are elements, as the decoders do
+        dtype = np.dtype(code)
+        k = dtype.itemsize
+        if k > 4 and self.wire.aligned:  # aligned only when there are elements, as in CDR
             self.at = np.where(n > 0, (self.at + (k - 1)) & -k, self.at)
         pos = self.fits(n * k)
         if pos is None:
             return None
         self.at += n * k
         data, offsets = _ragged(self.raw, self.buf, pos, n * k)
-        dtype = np.dtype(_DTYPES[leaf.type]).newbyteorder("<")
         if dtype == np.uint8:
             return _binary(self.pa, data, offsets)
         return ragged_texts(data.view(dtype), offsets // k)
@@ -246,7 +280,8 @@ def _ragged(raw: bytes, buf: U8, pos: Ints, sizes: Ints) -> tuple[U8, Ints]:
     np.cumsum(sizes, out=offsets[1:])
     total = int(offsets[-1])
     if total > _SLICED * max(len(pos), 1):
-        data = slices(raw, pos, pos + sizes)
+        stops = (pos + sizes).tolist()
+        data = b"".join([raw[a:b] for a, b in zip(pos.tolist(), stops, strict=True)])
         return np.frombuffer(data, np.uint8), offsets
     index = np.repeat(pos - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
     return buf[index], offsets
@@ -276,4 +311,4 @@ def _scalars(values: NDArray[Any]) -> NDArray[Any] | None:
     return values.astype(np.float64 if kind == "f" else np.int64)
 
 
-__all__ = ["Leaf", "decode_run", "leaves"]
+__all__ = ["Leaf", "Wire", "decode_run", "leaves"]
