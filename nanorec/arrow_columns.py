@@ -54,7 +54,14 @@ def _array_text(value: np.ndarray[Any, Any]) -> str:
 
 def row_texts(values: np.ndarray[Any, Any]) -> list[str]:
     """`cell(row)` of each row of a 2-D numeric array, at once: the JSON text `_array_text`
-    gives each row (a row holding NaN or infinity through `dumps`, as there)."""
+    gives each row (a row holding NaN or infinity through `dumps`, as there), made once
+    for rows of the same bytes."""
+    if len(values) > 1 and values.shape[1]:  # rows often repeat (covariances): text each once
+        bits = np.ascontiguousarray(values).view(f"V{values.shape[1] * values.itemsize}")
+        _, first, inverse = np.unique(bits[:, 0], return_index=True, return_inverse=True)
+        if len(first) < len(values) // 2:
+            texts = row_texts(values[first])
+            return [texts[i] for i in inverse.tolist()]
     rows = values.tolist()
     if values.dtype.kind != "f" or bool(np.isfinite(values).all()):
         return list(map(json.dumps, rows))
