@@ -2,9 +2,9 @@
 item 9's aim: >= 25 MB/s, binary payloads as Arrow binary).
 
 Generates (or reuses, in bench/out/) a ROS 2 bag with 640x480 mono8 images (sqlite3), one of
-small messages only, a ROS1 bag with 640x480 rgb8 images, a synthetic CARLA log and a
-synthetic pbstream, converts each once, then measures `export_parquet` from the archive,
-alternating A B A B with an anchor in the same run:
+small messages only, a ROS1 bag with 640x480 rgb8 images, one of small messages, a synthetic
+CARLA log and a synthetic pbstream, converts each once, then measures `export_parquet` from
+the archive, alternating A B A B with an anchor in the same run:
 - ROS bags: `rosbags` reading every message of the native bag and
   `pyarrow.parquet.write_table` of (topic, time, raw payload as binary): the least a
   Parquet of the payloads costs, without decoding a field;
@@ -57,6 +57,18 @@ def ros2_small(seconds: int) -> Path:
     if not path.exists():
         OUT.mkdir(exist_ok=True)
         generate(path, seconds=seconds, storage="sqlite3")
+    return path
+
+
+def ros1_small(seconds: int) -> Path:
+    """The ROS1 generator's robot without large images (Imu at 100 Hz, Odometry, LaserScan,
+    32-pixel images, strings): small messages, ~0.13 MB a second."""
+    from nanorec.converters.ros.ros1.generate import generate
+
+    path = OUT / f"parquet-ros1-small-{seconds}s.bag"
+    if not path.exists():
+        OUT.mkdir(exist_ok=True)
+        generate(path, seconds=seconds, image=32)
     return path
 
 
@@ -210,6 +222,7 @@ def main() -> None:
         ("ros2", lambda: ros2_bag(args.mb), "rosbags"),
         ("ros2-small", lambda: ros2_small(1500), "rosbags"),
         ("ros1", lambda: ros1_bag(args.mb), "rosbags"),
+        ("ros1-small", lambda: ros1_small(600), "rosbags"),
         ("carla", lambda: carla_log(args.mb), "archive"),
         ("pbstream", lambda: pbstream(2000), "archive"),
     ]

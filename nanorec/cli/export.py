@@ -212,11 +212,12 @@ def _export_other(
                 lines += [f"left out: {why}" for why in report.details.get("left_out", [])]
                 lines += [f"note: {note}" for note in report.details.get("notes", [])]
             elif to == "parquet":
-                from nanorec.outputs.arrow import export_parquet
+                from nanorec.outputs.arrow import export_parquet, without_pandas
 
-                lines = export_parquet(
-                    recording, output, selection=selection, overwrite=force, progress=update
-                )
+                with without_pandas():  # pyarrow's import of it: ~0.5 s, for nothing here
+                    lines = export_parquet(
+                        recording, output, selection=selection, overwrite=force, progress=update
+                    )
             else:
                 from nanorec.outputs.mcap import export_mcap
 

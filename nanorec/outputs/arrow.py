@@ -13,8 +13,10 @@ payload, whichever comes first: a table of large images streams too.
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +46,33 @@ def _pyarrow() -> Any:
     except ImportError:
         raise UnsupportedError("tables need pyarrow: pip install 'nanorec[tables]'") from None
     return pyarrow
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """Refuses `import pandas` (see `without_pandas`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("pandas is not needed here (nanorec.outputs.arrow.without_pandas)")
+        return None
+
+
+@contextlib.contextmanager
+def without_pandas() -> Iterator[None]:
+    """pyarrow imports pandas (~0.5 CPU s) the first time it converts Python values, only
+    to ask whether they are pandas objects, and tries again at each conversion until it
+    succeeds. While this is active, and pandas was not imported before, the import fails
+    at once and pyarrow goes on without it: for the CLI, where no value is a pandas object
+    and the import would be a large part of exporting a small file."""
+    if "pandas" in sys.modules:
+        yield
+        return
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def recording_name(recording: Any) -> str:
@@ -138,8 +167,11 @@ def column_batches(
 
 
 def _array(pa: Any, values: Any) -> Any:
-    """One column: a numpy array as it is (a masked one with its nulls; an object array
-    holds only text and None), a list of Python values as `iter_batches` converts them."""
+    """One column: an Arrow array or a numpy array as it is (a masked one with its nulls;
+    an object array holds only text and None), a list of Python values as `iter_batches`
+    converts them."""
+    if isinstance(values, pa.Array):
+        return values
     if isinstance(values, np.ma.MaskedArray):
         return pa.array(values.data, mask=np.ma.getmaskarray(values))
     if isinstance(values, np.ndarray):  # numbers, or text and None (object arrays)
@@ -158,11 +190,11 @@ def export_parquet(
     """Write one `<kind>.parquet` per record kind with rows into directory `output`
     (complete or not at all: built beside it, then renamed); returns report lines.
 
-    A recording with `table_columns` (CARLA) is read once for all its tables, column-wise
-    (`column_batches`); any other one kind after kind through `rows`. Row groups hold at
-    least `BATCH_ROWS` rows or `BATCH_BYTES` bytes (the last of a table less).
-    `progress(done, total)` is called as the export goes (in the producer's units: frames,
-    else tables)."""
+    A recording with `table_columns` (CARLA, ROS 2 bags) is read once for all its tables,
+    column-wise (`column_batches`); any other one kind after kind through `rows`. Row
+    groups hold at least `BATCH_ROWS` rows or `BATCH_BYTES` bytes (the last of a table
+    less). `progress(done, total)` is called as the export goes (in the producer's units:
+    frames, messages, else tables)."""
     pa = _pyarrow()
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
@@ -280,4 +312,5 @@ __all__ = [
     "iter_batches",
     "recording_name",
     "table",
+    "without_pandas",
 ]

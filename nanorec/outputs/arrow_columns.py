@@ -10,6 +10,7 @@ arrays as JSON text (numeric arrays dumped straight from `tolist` when finite, t
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 from typing import Any
@@ -49,6 +50,39 @@ def _array_text(value: np.ndarray[Any, Any]) -> str:
     if kind in "biu" or (kind == "f" and bool(np.isfinite(value).all())):
         return json.dumps(value.tolist(), ensure_ascii=False)
     return dumps(value.tolist())
+
+
+def row_texts(values: np.ndarray[Any, Any]) -> list[str]:
+    """`cell(row)` of each row of a 2-D numeric array, at once: the JSON text `_array_text`
+    gives each row (a row holding NaN or infinity through `dumps`, as there), made once
+    for rows of the same bytes."""
+    if len(values) > 1 and values.shape[1]:  # rows often repeat (covariances): text each once
+        bits = np.ascontiguousarray(values).view(f"V{values.shape[1] * values.itemsize}")
+        _, first, inverse = np.unique(bits[:, 0], return_index=True, return_inverse=True)
+        if len(first) < len(values) // 2:
+            texts = row_texts(values[first])
+            return [texts[i] for i in inverse.tolist()]
+    rows = values.tolist()
+    if values.dtype.kind != "f" or bool(np.isfinite(values).all()):
+        return list(map(json.dumps, rows))
+    finite = np.isfinite(values).all(axis=1).tolist()
+    return [json.dumps(row) if ok else dumps(row) for row, ok in zip(rows, finite, strict=True)]
+
+
+def ragged_texts(values: np.ndarray[Any, Any], offsets: np.ndarray[Any, Any]) -> list[str]:
+    """`cell` of each `values[offsets[i]:offsets[i + 1]]` (a 1-D numeric array), at once."""
+    flat = values.tolist()
+    bounds = offsets.tolist()
+    pairs = list(itertools.pairwise(bounds))
+    if values.dtype.kind != "f" or bool(np.isfinite(values).all()):
+        return [json.dumps(flat[a:b]) for a, b in pairs]
+    bad = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(~np.isfinite(values), out=bad[1:])
+    finite = (bad[offsets[1:]] == bad[offsets[:-1]]).tolist()
+    return [
+        json.dumps(flat[a:b]) if ok else dumps(flat[a:b])
+        for (a, b), ok in zip(pairs, finite, strict=True)
+    ]
 
 
 def is_bytes(value: Any) -> bool:
@@ -171,6 +205,8 @@ __all__ = [
     "column",
     "is_bytes",
     "payload_size",
+    "ragged_texts",
     "retyped",
+    "row_texts",
     "transpose",
 ]

@@ -242,6 +242,18 @@ class Ros2Recording(ArchiveRecording):
         numbers = numbers[index.has_type(kind)[numbers]]
         yield from stamped_rows(self, numbers.tolist())
 
+    def table_columns(
+        self,
+        kinds: list[str],
+        selection: Selection | None = None,
+        progress: Progress | None = None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """`rows` of `kinds` as columns in runs, for `nanorec.outputs.arrow` (`columnar.py`: a
+        type of scalars, strings and numeric arrays decoded a run at once)."""
+        from .columnar import table_columns
+
+        return table_columns(self, kinds, selection, progress)
+
     def at(self, t: float) -> dict[str, Any]:
         """The latest message of every topic at `t` seconds from the start, decoded."""
         last = self.number_at(t)
