@@ -124,13 +124,23 @@ def transpose(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
 def column(pa: Any, values: list[Any]) -> Any:
     """One Arrow column of a batch from its row values (None: a null cell)."""
     types = set(map(type, values))
-    if types <= _PLAIN:  # Arrow takes them as they are: no call a cell
-        return pa.array(values)
     if types & _BINARY:
         binary = binary_column(pa, values)
         if binary is not None:
             return binary
-    return pa.array([cell(value) for value in values])
+    cells = values if types <= _PLAIN else [cell(value) for value in values]  # Arrow takes
+    try:  # plain values as they are: no call a cell
+        return pa.array(cells)
+    except OverflowError:  # an integer past int64 (a uint64 field's top half)
+        return big_integers(pa, cells)
+
+
+def big_integers(pa: Any, values: list[Any]) -> Any:
+    """A column holding an integer past int64: uint64 when none is negative (what a uint64
+    field holds), else each as its decimal text (no Arrow integer type holds them all)."""
+    if all(v is None or (isinstance(v, int) and 0 <= v < 1 << 64) for v in values):
+        return pa.array(values, pa.uint64())
+    return pa.array([None if v is None else _text(v) for v in values], pa.string())
 
 
 def binary_column(pa: Any, values: list[Any]) -> Any:
