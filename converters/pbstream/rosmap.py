@@ -67,23 +67,40 @@ def textures(rec: PbstreamRecording) -> tuple[list[Texture], int]:
             )
     found: list[tuple[tuple[int, int], Texture]] = []
     skipped = 0
+    # A record whose bytes (and submap id, hence pose) were seen already gives the same
+    # texture object: decoded once, and `assemble` paints a run of it at once.
+    made: dict[tuple[tuple[int, int], bool, bytes], Texture | None] = {}
     for number in rec.numbers_of(SUBMAP).tolist():
         _, entry = rec.entry(number)
         key = (int(entry.get("trajectory_id", 0)), int(entry.get("index", 0)))
-        body = decode_record(SUBMAP, entry)
-        two, three = body.get("submap_2d"), body.get("submap_3d")
-        texture = None
-        if two is not None and "grid" in two and key in poses:
-            texture = texture_of(two["grid"], pose7(two.get("local_pose")), poses[key])
-        elif three is not None and "low_resolution_hybrid_grid" in three and key in poses:
-            high = three.get("high_resolution_hybrid_grid")
-            texture = None if high is None else texture_3d(high, poses[key])
+        raw = entry.get("member", entry.get("payload"))
+        seen = (key, bool(entry.get("bare")), raw) if isinstance(raw, bytes) else None
+        if seen is not None and seen in made:
+            texture = made[seen]
+        else:
+            texture = _texture(entry, key, poses)
+            if seen is not None:
+                made[seen] = texture
         if texture is None:
             skipped += 1
         else:
             found.append((key, texture))
     found.sort(key=lambda item: item[0])
     return [texture for _, texture in found], skipped
+
+
+def _texture(
+    entry: dict[str, Any], key: tuple[int, int], poses: dict[tuple[int, int], tuple[float, ...]]
+) -> Texture | None:
+    """The texture of one submap record entry, None when it cannot be drawn."""
+    body = decode_record(SUBMAP, entry)
+    two, three = body.get("submap_2d"), body.get("submap_3d")
+    if two is not None and "grid" in two and key in poses:
+        return texture_of(two["grid"], pose7(two.get("local_pose")), poses[key])
+    if three is not None and "low_resolution_hybrid_grid" in three and key in poses:
+        high = three.get("high_resolution_hybrid_grid")
+        return None if high is None else texture_3d(high, poses[key])
+    return None
 
 
 def _corners(texture: Texture) -> NDArray[np.float64]:
@@ -112,8 +129,12 @@ def assemble(rec: PbstreamRecording, resolution: float | None = None) -> Occupan
         raise UsageError(f"a {size[0]} x {size[1]} map is too large: choose a coarser resolution")
     origin = (-low + np.float32(PADDING)).astype(np.float64)
     canvas = np.full((int(size[1]), int(size[0])), UNKNOWN, np.int32)
-    for texture, corners in zip(found, device, strict=True):
-        _paint(canvas, texture, corners + origin, origin, res)
+    start = 0
+    for end in range(1, len(found) + 1):
+        # a run of one texture (a submap record repeated) is sampled once
+        if end == len(found) or found[end] is not found[start]:
+            _paint(canvas, found[start], device[start] + origin, origin, res, end - start)
+            start = end
     image = canvas.astype(np.uint8)
     map_origin = (-float(origin[0]) * res, (float(origin[1]) - image.shape[0]) * res)
     return OccupancyMap(image, res, map_origin, len(found), skipped)
@@ -125,10 +146,11 @@ def _paint(
     corners: NDArray[np.float64],
     origin: NDArray[np.float64],
     res: float,
+    times: int = 1,
 ) -> None:
-    """Paint one texture over the canvas's red channel as Cairo/pixman do: the device ->
-    texture transform in 16.16 fixed point, 7-bit bilinear weights between the four nearest
-    texels (transparent outside the texture), then premultiplied OVER."""
+    """Paint one texture `times` times in a row over the canvas's red channel as Cairo/pixman
+    do: the device -> texture transform in 16.16 fixed point, 7-bit bilinear weights between
+    the four nearest texels (transparent outside the texture), then premultiplied OVER."""
     h, rs = texture.to_world, texture.resolution
     ctm = (
         np.array([[1 / res, 0, origin[0]], [0, 1 / res, origin[1]], [0, 0, 1]])
@@ -175,8 +197,32 @@ def _paint(
     columns = x1 - x0
     where = (chosen // columns + y0) * canvas.shape[1] + chosen % columns + x0
     pixels = canvas.reshape(-1)
-    product = pixels[where] * (255 - alpha) + 0x80
-    pixels[where] = np.minimum(value + (((product >> 8) + product) >> 8), 255)
+    if times == 1:
+        pixels[where] = _over(pixels[where], value, alpha)
+        return
+    # OVER `times` times: per (value, alpha) pair present, the table of its blend over each
+    # of the 256 canvas values, raised to the power `times` by squaring.
+    code = value << 8 | alpha
+    present = np.zeros(1 << 16, bool)
+    present[code] = True
+    pairs = np.flatnonzero(present)
+    row = np.zeros(1 << 16, np.int64)
+    row[pairs] = np.arange(len(pairs))
+    step = _over(np.arange(256, dtype=np.int64), pairs[:, None] >> 8, pairs[:, None] & 0xFF)
+    power = np.broadcast_to(np.arange(256, dtype=np.int64), step.shape)
+    while times:
+        if times & 1:
+            power = np.take_along_axis(step, power, axis=1)
+        times >>= 1
+        if times:
+            step = np.take_along_axis(step, step, axis=1)
+    pixels[where] = power[row[code], pixels[where]]
+
+
+def _over(canvas: Any, value: Any, alpha: Any) -> Any:
+    """Premultiplied OVER of (value, alpha) on canvas values, pixman's 8-bit rounding."""
+    product = canvas * (255 - alpha) + 0x80
+    return np.minimum(value + (((product >> 8) + product) >> 8), 255)
 
 
 @dataclass(frozen=True)
