@@ -124,8 +124,8 @@ def unpack_varints(data: bytes | memoryview, base: int = 0) -> NDArray[np.uint64
     """A packed run of varints, decoded at once (grid cells, point data).
 
     Whole-buffer numpy, no Python per varint: the bytes below 0x80 end the varints. Runs of
-    varints of at most 3 bytes (grid cells) read the word of each varint's last byte and the
-    two before it in one gather (`_short_varints`); longer ones are built from their last
+    varints of at most 3 bytes (grid cells) gather each varint's last byte and the two
+    before it (`_short_varints`); longer ones are built from their last
     byte down (shift 7, add the byte before), one gather per byte position. Bits past 64 are
     dropped, as `read_varint` drops them."""
     raw = np.frombuffer(data, np.uint8)
@@ -156,24 +156,22 @@ def unpack_varints(data: bytes | memoryview, base: int = 0) -> NDArray[np.uint64
 
 
 def _short_varints(raw: NDArray[np.uint8], ends: NDArray[np.intp]) -> NDArray[np.uint64]:
-    """Varints of at most 3 bytes ending at `ends`: for each, the little-endian word of the
-    two bytes before its last and its last (zeros before the start) in one gather; their 7-bit
+    """Varints of at most 3 bytes ending at `ends`: for each, its last byte and the two
+    before it (zeros before the start), three gathers through shifted views; their 7-bit
     groups packed together, then shifted down past the bytes that belong to the varint
     before (a byte before the last counts when it and those after it continue)."""
-    padded = np.zeros(len(raw) + 3, np.uint8)
-    padded[2:-1] = raw
-    # word i: bytes i-2, i-1, i, i+1 of raw (unaligned reads, one per byte offset)
-    words = np.ndarray((len(raw),), "<u4", padded, 0, (1,))[ends]
-    one = np.uint32(1)
-    second = (words >> np.uint32(15)) & one  # the byte before the last continues
-    first = (words >> np.uint32(7)) & second  # ... and so does the one before it
-    low = words & np.uint32(0x7F7F7F)
+    padded = np.zeros(len(raw) + 2, np.uint8)
+    padded[2:] = raw
+    last = np.take(padded[2:], ends).astype(np.uint32)
+    before = np.take(padded[1:], ends)
+    first = np.take(padded, ends)
+    seven, low = np.uint8(7), np.uint8(0x7F)
+    second_counts = before >> seven
+    first_counts = (first >> seven) & second_counts
     packed = (
-        (low & np.uint32(0x7F))
-        | (low >> one & np.uint32(0x3F80))
-        | (low >> np.uint32(2) & np.uint32(0x1FC000))
+        last << np.uint32(14) | (before & low).astype(np.uint32) << np.uint32(7) | (first & low)
     )
-    drop = (np.uint32(2) - second - first) * np.uint32(7)
+    drop = (np.uint8(2) - second_counts - first_counts) * seven
     decoded: NDArray[np.uint64] = (packed >> drop).astype(np.uint64)
     return decoded
 
