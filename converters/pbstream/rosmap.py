@@ -200,23 +200,33 @@ def _paint(
     if times == 1:
         pixels[where] = _over(pixels[where], value, alpha)
         return
-    # OVER `times` times: per (value, alpha) pair present, the table of its blend over each
-    # of the 256 canvas values, raised to the power `times` by squaring.
+    pixels[where] = _over_times(pixels[where], value, alpha, times)
+
+
+def _over_times(canvas: Any, value: Any, alpha: Any, times: int) -> Any:
+    """`_over` applied `times` times, computed once per distinct (value, alpha, canvas)
+    triple: numbered by a presence mask per (value, alpha) pair present, not sorted. OVER is
+    monotone in the canvas value, so its repeats reach a fixed point within 256 steps."""
     code = value << 8 | alpha
     present = np.zeros(1 << 16, bool)
     present[code] = True
     pairs = np.flatnonzero(present)
     row = np.zeros(1 << 16, np.int64)
-    row[pairs] = np.arange(len(pairs))
-    step = _over(np.arange(256, dtype=np.int64), pairs[:, None] >> 8, pairs[:, None] & 0xFF)
-    power = np.broadcast_to(np.arange(256, dtype=np.int64), step.shape)
-    while times:
-        if times & 1:
-            power = np.take_along_axis(step, power, axis=1)
-        times >>= 1
-        if times:
-            step = np.take_along_axis(step, step, axis=1)
-    pixels[where] = power[row[code], pixels[where]]
+    row[pairs] = np.arange(len(pairs)) << 8
+    triple = row[code] | canvas
+    seen = np.zeros(len(pairs) << 8, bool)
+    seen[triple] = True
+    distinct = np.flatnonzero(seen)
+    slot = np.zeros(len(seen), np.int64)
+    slot[distinct] = np.arange(len(distinct))
+    pair = pairs[distinct >> 8]
+    result, pair_value, pair_alpha = distinct & 0xFF, pair >> 8, pair & 0xFF
+    for _ in range(min(times, 256)):
+        after = _over(result, pair_value, pair_alpha)
+        if np.array_equal(after, result):
+            break
+        result = after
+    return result[slot[triple]]
 
 
 def _over(canvas: Any, value: Any, alpha: Any) -> Any:

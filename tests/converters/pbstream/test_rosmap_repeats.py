@@ -41,7 +41,7 @@ def _one_by_one(canvas: NDArray[np.int32], texture: Any, *args: Any) -> None:
     rosmap._paint(canvas, texture, *args)
 
 
-@pytest.mark.parametrize("times", [1, 2, 3, 7, 39, 64])
+@pytest.mark.parametrize("times", [1, 2, 3, 7, 39, 64, 300])
 @pytest.mark.parametrize("seed", range(4))
 def test_painting_a_run_equals_painting_each(seed: int, times: int) -> None:
     rng = np.random.default_rng(100 + seed)
