@@ -164,43 +164,73 @@ def _paint(
     x1, y1 = min(x1, canvas.shape[1]), min(y1, canvas.shape[0])
     if x0 >= x1 or y0 >= y1:
         return
-    # The transform is affine: its column and row terms are added, not multiplied per pixel.
-    vx = np.arange(x0, x1, dtype=np.int64) * 65536 + 0x8000  # pixel centres
-    vy = np.arange(y0, y1, dtype=np.int64)[:, None] * 65536 + 0x8000
-    sx = ((fixed[0, 0] * vx + (fixed[0, 1] * vy + (fixed[0, 2] * 65536 + 0x8000))) >> 16) - 0x8000
-    sy = ((fixed[1, 0] * vx + (fixed[1, 1] * vy + (fixed[1, 2] * 65536 + 0x8000))) >> 16) - 0x8000
     height, width = texture.value.shape
+    stride = width + 4
+    sx, sy = _samples(fixed, x0, x1, y0, y1, (height + 4) * stride)
     # Value and alpha in one int64 (alpha 32 bits up: no sum reaches 2**32), with a border of
     # two transparent texels: a texel outside the texture reads 0, whatever its distance.
-    packed = np.zeros((height + 4, width + 4), np.int64)
-    packed[2:-2, 2:-2] = texture.value.astype(np.int64) | texture.alpha.astype(np.int64) << 32
-    stride = width + 4
-    at = (np.clip(sy >> 16, -2, height) + 2) * stride + np.clip(sx >> 16, -2, width) + 2
+    packed = np.zeros((height + 4, stride), np.int64)
+    if np.little_endian:  # value in byte 0, alpha in byte 4: no int64 arithmetic per texel
+        lanes = packed.view(np.uint8).reshape(height + 4, stride, 8)
+        lanes[2:-2, 2:-2, 0], lanes[2:-2, 2:-2, 4] = texture.value, texture.alpha
+    else:  # pragma: no cover - big-endian machines
+        packed[2:-2, 2:-2] = texture.value.astype(np.int64) | texture.alpha.astype(np.int64) << 32
+    # index in `packed` of each pixel's top-left texel of four, clipped to the border
+    at = sy >> 16
+    np.clip(at, -2, height, out=at)
+    at *= stride
+    column = sx >> 16
+    np.clip(column, -2, width, out=column)
+    at += column
+    at += 2 * stride + 2
+    del column
     # A pixel whose four texels are all transparent leaves the canvas as it is (OVER of 0 with
     # alpha 0 gives back every value 0...255): only the others are blended.
     known = packed != 0
     touched = known.copy()
     touched[:-1] |= known[1:]
     touched[:, :-1] |= touched[:, 1:]
-    chosen = np.flatnonzero(touched.reshape(-1)[at.reshape(-1)])
+    chosen = np.flatnonzero(touched.reshape(-1).take(at.reshape(-1)))
     if not len(chosen):
         return
-    at = at.reshape(-1)[chosen]
-    sx, sy = sx.reshape(-1)[chosen], sy.reshape(-1)[chosen]
+    at = at.reshape(-1).take(chosen)
+    sx, sy = sx.reshape(-1).take(chosen), sy.reshape(-1).take(chosen)
     dx, dy = ((sx >> 9) & 0x7F) << 1, ((sy >> 9) & 0x7F) << 1
     flat = packed.reshape(-1)
     # Bilinear in two steps: the same exact integer sum as the four weighted texels.
-    top = flat[at] * (256 - dx) + flat[at + 1] * dx
-    bottom = flat[at + stride] * (256 - dx) + flat[at + stride + 1] * dx
+    left = 256 - dx
+    top = flat.take(at) * left + flat.take(at + 1) * dx
+    at += stride
+    bottom = flat.take(at) * left + flat.take(at + 1) * dx
     total = top * (256 - dy) + bottom * dy
     value, alpha = (total & 0xFFFFFFFF) >> 16, total >> 48
     columns = x1 - x0
-    where = (chosen // columns + y0) * canvas.shape[1] + chosen % columns + x0
+    row, column = np.divmod(chosen, columns)
+    where = (row + y0) * canvas.shape[1] + column + x0
     pixels = canvas.reshape(-1)
     if times == 1:
         pixels[where] = _over(pixels[where], value, alpha)
         return
     pixels[where] = _over_times(pixels[where], value, alpha, times)
+
+
+def _samples(
+    fixed: NDArray[np.int64], x0: int, x1: int, y0: int, y1: int, texels: int
+) -> tuple[NDArray[np.signedinteger[Any]], NDArray[np.signedinteger[Any]]]:
+    """The 16.16 texture coordinates (x, y) sampled at the centres of pixels x0..x1, y0..y1
+    through the fixed-point inverse transform `fixed`, as pixman computes them. A centre is
+    65536 x + 0x8000, so ((f0 (65536 x + 0x8000) + f1 vy + c) >> 16) - 0x8000 is exactly
+    f0 x + (((f0 0x8000 + f1 vy + c) >> 16) - 0x8000): a column term plus a row term, one
+    addition per pixel, in int32 where every sum (and `texels`, the largest index) fits."""
+    xs = np.arange(x0, x1, dtype=np.int64)
+    vy = np.arange(y0, y1, dtype=np.int64) * 65536 + 0x8000
+    terms = []
+    for f0, f1, c in fixed[:2].tolist():
+        terms.append((f0 * xs, ((f0 * 0x8000 + f1 * vy + (c * 65536 + 0x8000)) >> 16) - 0x8000))
+    bound = max(int(np.abs(t).max()) for pair in terms for t in pair)
+    kind = np.int32 if 2 * bound < 1 << 31 and texels < 1 << 30 else np.int64
+    sx, sy = (col.astype(kind) + row.astype(kind)[:, None] for col, row in terms)
+    return sx, sy
 
 
 def _over_times(canvas: Any, value: Any, alpha: Any, times: int) -> Any:
