@@ -247,8 +247,6 @@ def _over_times(canvas: Any, value: Any, alpha: Any, times: int) -> Any:
     seen = np.zeros(len(pairs) << 8, bool)
     seen[triple] = True
     distinct = np.flatnonzero(seen)
-    slot = np.zeros(len(seen), np.int64)
-    slot[distinct] = np.arange(len(distinct))
     pair = pairs[distinct >> 8]
     result, pair_value, pair_alpha = distinct & 0xFF, pair >> 8, pair & 0xFF
     for _ in range(min(times, 256)):
@@ -256,7 +254,9 @@ def _over_times(canvas: Any, value: Any, alpha: Any, times: int) -> Any:
         if np.array_equal(after, result):
             break
         result = after
-    return result[slot[triple]]
+    outcome = np.zeros(len(seen), np.uint8)  # the result of each triple, by triple
+    outcome[distinct] = result
+    return outcome[triple]
 
 
 def _over(canvas: Any, value: Any, alpha: Any) -> Any:
