@@ -204,9 +204,10 @@ def _paint(
     bottom = flat.take(at) * left + flat.take(at + 1) * dx
     total = top * (256 - dy) + bottom * dy
     value, alpha = (total & 0xFFFFFFFF) >> 16, total >> 48
-    columns = x1 - x0
-    row, column = np.divmod(chosen, columns)
-    where = (row + y0) * canvas.shape[1] + column + x0
+    # the canvas index of each chosen pixel: a gather, cheaper than dividing by the width
+    kind = np.int32 if canvas.size < 1 << 31 else np.int64
+    index = np.arange(y0, y1, dtype=kind)[:, None] * canvas.shape[1] + np.arange(x0, x1, dtype=kind)
+    where = index.reshape(-1).take(chosen)
     pixels = canvas.reshape(-1)
     if times == 1:
         pixels[where] = _over(pixels[where], value, alpha)
