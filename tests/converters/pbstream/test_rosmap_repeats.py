@@ -60,11 +60,18 @@ def test_painting_a_run_equals_painting_each(seed: int, times: int) -> None:
     assert times == 1 or not np.array_equal(run, start)
 
 
-def _sources() -> list[Path]:
-    return [*sorted(SAMPLES.glob("pbstream-*.pbstream")), *REAL]
+def _sources() -> list[Any]:
+    """The samples and the real files, those over 1 MB marked slow (seconds each)."""
+    return [
+        *sorted(SAMPLES.glob("pbstream-*.pbstream")),
+        *(
+            pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 1 << 20 else p
+            for p in REAL
+        ),
+    ]
 
 
-@pytest.mark.parametrize("path", _sources(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: getattr(p, "name", str(p)))
 def test_repeated_submaps_decode_once_and_paint_as_each(
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
