@@ -121,53 +121,58 @@ def float_at(buf: bytes | memoryview, pos: int) -> float:
 
 
 def unpack_varints(data: bytes | memoryview, base: int = 0) -> NDArray[np.uint64]:
-    """A packed run of varints, decoded at once (grid cells, point data)."""
+    """A packed run of varints, decoded at once (grid cells, point data).
+
+    Whole-buffer numpy, no Python per varint: the bytes below 0x80 end the varints. Runs of
+    varints of at most 3 bytes (grid cells) gather each varint's last byte and the two
+    before it (`_short_varints`); longer ones are built from their last
+    byte down (shift 7, add the byte before), one gather per byte position. Bits past 64 are
+    dropped, as `read_varint` drops them."""
     raw = np.frombuffer(data, np.uint8)
     if not len(raw):
         return np.zeros(0, np.uint64)
-    ends = np.flatnonzero(raw < 0x80)
-    if not len(ends) or ends[-1] != len(raw) - 1:
+    if raw[-1] >= 0x80:
         raise FormatError("a packed varint field ends inside a varint", offset=base + len(raw))
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
-    lengths = ends - starts + 1
+    cont = raw >= 0x80
+    if not cont.any():
+        return raw.astype(np.uint64)
+    ends = np.flatnonzero(~cont)
+    if len(raw) < 3 or not (cont[2:] & cont[1:-1] & cont[:-2]).any():
+        return _short_varints(raw, ends)
+    lengths = np.diff(ends, prepend=-1)
     longest = int(lengths.max())
     if longest > 10:
-        raise FormatError("a packed varint is longer than 10 bytes", offset=base)
-    if longest == 1:
-        return raw[ends].astype(np.uint64)
-    if longest <= 3:
-        return _short_varints(raw, ends)
-    # Byte k of every varint at once (a shorter varint's read past its end is masked out);
-    # uint32 holds the 28 bits of varints up to 4 bytes (grid cells: 3 at most).
-    low = (raw & np.uint8(0x7F)).astype(np.uint32 if longest <= 4 else np.uint64)
-    result = low[starts]
-    last = len(raw) - 1
+        at = int(ends[int(np.argmax(lengths))] - longest + 1)
+        raise FormatError("a packed varint is longer than 10 bytes", offset=base + at)
+    # uint32 holds the 28 bits of varints up to 4 bytes
+    kind = np.uint32 if longest <= 4 else np.uint64
+    value = raw[ends].astype(kind)
+    seven, low = kind(7), np.uint8(0x7F)
     for k in range(1, longest):
-        group = low[np.minimum(starts + k, last)]
-        group[lengths <= k] = 0
-        result |= group << low.dtype.type(7 * k)
-    decoded: NDArray[np.uint64] = result.astype(np.uint64)
+        byte = raw[np.maximum(ends - k, 0)] & low
+        value = np.where(lengths > k, value << seven | byte, value)
+    decoded: NDArray[np.uint64] = value.astype(np.uint64)
     return decoded
 
 
 def _short_varints(raw: NDArray[np.uint8], ends: NDArray[np.intp]) -> NDArray[np.uint64]:
-    """Varints of at most 3 bytes (grid cells) without an index per byte: each byte's 7 bits
-    shifted by its place (how many continuation bytes precede it), then the one or two bytes
-    before each last byte added."""
-    cont = (raw >> 7).astype(np.uint32)
-    low = (raw & np.uint8(0x7F)).astype(np.uint32)
-    after_one = np.zeros_like(cont)  # the byte before continues this varint
-    after_one[1:] = cont[:-1]
-    after_two = np.zeros_like(cont)  # ... and so does the one before it
-    after_two[2:] = cont[:-2]
-    after_two &= after_one
-    shifted = low << (np.uint32(7) * (after_one + after_two))
-    total = shifted.copy()
-    total[1:] += after_one[1:] * shifted[:-1]
-    total[2:] += after_two[2:] * shifted[:-2]
-    decoded: NDArray[np.uint64] = total[ends].astype(np.uint64)
+    """Varints of at most 3 bytes ending at `ends`: for each, its last byte and the two
+    before it (zeros before the start), three gathers through shifted views; their 7-bit
+    groups packed together, then shifted down past the bytes that belong to the varint
+    before (a byte before the last counts when it and those after it continue)."""
+    padded = np.zeros(len(raw) + 2, np.uint8)
+    padded[2:] = raw
+    last = np.take(padded[2:], ends).astype(np.uint32)
+    before = np.take(padded[1:], ends)
+    first = np.take(padded, ends)
+    seven, low = np.uint8(7), np.uint8(0x7F)
+    second_counts = before >> seven
+    first_counts = (first >> seven) & second_counts
+    packed = (
+        last << np.uint32(14) | (before & low).astype(np.uint32) << np.uint32(7) | (first & low)
+    )
+    drop = (np.uint8(2) - second_counts - first_counts) * seven
+    decoded: NDArray[np.uint64] = (packed >> drop).astype(np.uint64)
     return decoded
 
 

@@ -141,3 +141,26 @@ def test_files_paint_as_the_reference(path: Path) -> None:
         pytest.skip(f"{path.name} has no 2D submap to draw")
     fast = _paint_all(found, rosmap._paint)
     assert np.array_equal(fast, _paint_all(found, reference_paint))
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.7, 1e-3, 5e4])
+def test_samples_split_into_column_and_row_terms_equal_pixmans_formula(scale: float) -> None:
+    """`rosmap._samples` (a column term plus a row term, int32 where it fits) against the
+    16.16 product per pixel that `_paint` computed before, on random transforms (the last
+    scale needs int64)."""
+    rng = np.random.default_rng(int(scale * 10))
+    for _ in range(20):
+        fixed = np.rint(rng.uniform(-scale, scale, (3, 3)) * 65536).astype(np.int64)
+        fixed[:2, 2] = rng.integers(-(1 << 20), 1 << 20, 2)
+        x0, y0 = (int(v) for v in rng.integers(0, 500, 2))
+        x1, y1 = x0 + int(rng.integers(1, 80)), y0 + int(rng.integers(1, 80))
+        vx = np.arange(x0, x1, dtype=np.int64) * 65536 + 0x8000
+        vy = np.arange(y0, y1, dtype=np.int64)[:, None] * 65536 + 0x8000
+        expected = [
+            ((f[0] * vx + (f[1] * vy + (f[2] * 65536 + 0x8000))) >> 16) - 0x8000 for f in fixed[:2]
+        ]
+        got = rosmap._samples(fixed, x0, x1, y0, y1, 1000)
+        for mine, theirs in zip(got, expected, strict=True):
+            assert mine.shape == theirs.shape
+            assert np.array_equal(mine.astype(np.int64), theirs)
+        assert got[0].dtype == (np.int64 if scale > 1e4 else np.int32)
