@@ -55,7 +55,7 @@ from .meta import read_meta as read_meta
 from .runs import fast_rows
 from .source import frame_head, resync
 from .walk import Truncation
-from .world import WorldTablesBuilder
+from .world_tables import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
 FRAME_START_ID = 0  # the same in every release (spec §4)

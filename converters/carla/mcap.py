@@ -46,7 +46,8 @@ from nanorec.selection import Selection
 
 from .ids import ActorType
 from .message import _DAMAGE
-from .world import Actor, World, posed_actors
+from .world import Actor, World
+from .world_build import posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
