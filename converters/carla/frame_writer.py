@@ -80,7 +80,6 @@ _F64 = struct.Struct("<d")
 _FRAME_START = struct.Struct("<BIQdd")
 _SINGLE = struct.Struct("<BId")
 _DURATION_OFFSET = 5 + 8  # packet header + u64 frame id
-_WEATHER_FIELDS: tuple[str, ...] = fixed_dtype(Kind.WEATHER, Engine.UE4).names or ()
 
 
 @dataclass
@@ -160,12 +159,6 @@ class FrameWriter:
         self.stats = WriterStats()
         self._actor_types: dict[int, int] = {}
 
-        self._output: AbstractContextManager[BinaryIO] | None = None
-        if isinstance(target, (str, os.PathLike)):
-            self._output = atomic_output(target, overwrite=overwrite)
-            self._stream: BinaryIO = self._output.__enter__()
-        else:
-            self._stream = target
         self._closed = False
 
         self._buf = bytearray()
@@ -188,6 +181,13 @@ class FrameWriter:
         )
         self._buf += header
         self.stats.size = len(header)
+        # Last: nothing above can fail and leave a partial file open.
+        self._output: AbstractContextManager[BinaryIO] | None = None
+        if isinstance(target, (str, os.PathLike)):
+            self._output = atomic_output(target, overwrite=overwrite)
+            self._stream: BinaryIO = self._output.__enter__()
+        else:
+            self._stream = target
 
     # ------------------------------------------------------------------ lifecycle
 
