@@ -25,6 +25,7 @@ import argparse
 import datetime
 import platform
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -157,16 +158,16 @@ def protobuf_comparison(recording: Any) -> str:
 
     from nanorec.converters.carla.mcap import frame_records
 
+    sys.path.insert(0, str(HERE.parent))  # the JSON reference lives in tests/
+    from tests.converters.carla.reference import mcap_dicts
+
     worlds = [recording.frame(i) for i in range(min(len(recording), 100))]
     stamps = recording.reader.index.timestamp_us
     topics = {"/carla/scene"}
 
     def encode(dicts: bool) -> list[bytes]:
-        return [
-            r.data
-            for w in worlds
-            for r in frame_records(w, int(stamps[w.index]) * 1000, topics, dicts=dicts)
-        ]
+        records = mcap_dicts.frame_records if dicts else frame_records
+        return [r.data for w in worlds for r in records(w, int(stamps[w.index]) * 1000, topics)]
 
     ours_time, json_time = best(lambda: encode(False)), best(lambda: encode(True))
     ours, encoded = encode(False), encode(True)

@@ -21,7 +21,7 @@ from .ids import FAMILIES
 from .ids import family as family_named
 from .message import ORDER_KEY
 from .meta import HEAD_KEY, META_MEMBER, WORLD_MEMBER, _meta
-from .world import WorldTablesBuilder
+from .world_tables import WorldTablesBuilder
 
 
 def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:

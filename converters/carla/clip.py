@@ -33,7 +33,7 @@ from .message import (
 )
 from .recording import CarlaRecording
 from .records import ActorAdd, PhysicsControl, serialize_var_body
-from .world import SPARSE_FIXED_KINDS, WorldTables
+from .world_tables import SPARSE_FIXED_KINDS, WorldTables
 
 _COUNT = struct.Struct("<H")
 

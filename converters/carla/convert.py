@@ -55,7 +55,7 @@ from .meta import read_meta as read_meta
 from .runs import fast_rows
 from .source import frame_head, resync
 from .walk import Truncation
-from .world import WorldTablesBuilder
+from .world_tables import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
 FRAME_START_ID = 0  # the same in every release (spec §4)
@@ -141,173 +141,31 @@ def _write_archive(
     overwrite: bool,
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
-    world = WorldTablesBuilder(fam.engine)
-    packer = msgpack.Packer()
-    encoder = FrameMaps(fam)
-    raw_counts: dict[int, int] = {}
-    prelude = b""
-    done = header.size  # bytes converted so far
-    truncation: Truncation | None = None
-    damaged: list[tuple[int, int, int]] = []  # (frame written before, start, end) offsets
-    last_time = 0
     with ArchiveWriter(
         out,
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf), "family": fam.name},
     ) as writer:
-        released = 0
-        template: dict[str, Any] = {}
-
-        def release(upto: int) -> None:
-            """Drop the source pages already converted from memory (bounded RSS on big files)."""
-            nonlocal released
-            if isinstance(buf, mmap.mmap) and upto - released >= _RELEASE_BYTES:
-                end = upto - upto % mmap.PAGESIZE
-                with contextlib.suppress(OSError, ValueError):
-                    buf.madvise(mmap.MADV_DONTNEED, released, end - released)
-                released = end
-
-        def write(run: Frame, last_time: int) -> int:
-            nonlocal done, template
-            first = writer.message_count == 0
-            last_time, template = write_frame(
-                writer,
-                packer,
-                world,
-                buf,
-                writer.message_count,
-                run,
-                raw_counts,
-                last_time,
-                encoder,
-                first_head(bytes(buf[: header.size]), fam, prelude) if first else None,
-            )
-            done = run.end
-            release(done)
-            return last_time
-
-        def write_whole(frame: Frame, of: Run | None, last_time: int) -> int:
-            """Write `frame`, proven whole by its successor: the fast way when it is the last
-            frame of run `of` and matches the frames before it (`runs.py`)."""
-            nonlocal done
-            rows = None
-            if of is not None:
-                at = of.count - 2  # `template` is its map's, or that of a frame it matched
-                index = writer.message_count
-                rows = fast_rows(
-                    buf, of, at, template, fam, encoder.orders, world, index, last_time, last=True
-                )
-            if rows is None:
-                return write(frame, last_time)
-            write_rows(writer, rows, template)
-            done = frame.end
-            release(done)
-            return rows.last_time
-
-        # Hold one run back: only a well-formed FrameStart after it proves a run whole, and
-        # only at the end is it known whether the last one is complete. A run followed by a
-        # malformed one, or by a cut mid-file, is damage (a broken size field throws the
-        # walk off): its bytes are kept verbatim and the walk starts again at the next
-        # FrameStart that continues the recording, if one follows.
-        pending: Frame | None = None
-        last_of: Run | None = None  # the run whose last frame `pending` is
-        position: int | None = header.size
-        previous: int | None = None  # frame id of the last frame written
-        while position is not None:
-            resume: int | None = None
-            for run in iter_frames(buf, position, fam):
-                if isinstance(run, Run):
-                    item: Frame | Truncation = run.first
-                else:
-                    item = run
-                if isinstance(item, Truncation):
-                    if pending is not None and previous is not None:
-                        resume = resync(buf, pending.start + 1, previous)
-                    if resume is None:
-                        truncation = item
-                    break
-                if item.ids[0] != FRAME_START_ID:  # packets before the first FrameStart
-                    prelude = bytes(buf[item.start : item.end])
-                    done = item.end
-                    continue
-                if pending is not None:
-                    head = frame_head(buf, pending)
-                    if head is None or frame_head(buf, item) is None:
-                        resume = resync(buf, pending.start + 1, previous)
-                        if resume is None:
-                            truncation = Truncation(pending.start, "damaged: no frame follows")
-                            pending = None
-                        break
-                    last_time = write_whole(pending, last_of, last_time)
-                    previous = head
-                    if progress is not None and writer.message_count % 1024 == 0:
-                        progress(done)
-                pending = item
-                last_of = None
-                if not isinstance(run, Run):
-                    continue
-                # A run: each frame written the per-frame way is the template of the frames
-                # after it, written at once while they match it (`runs.py`). Every frame is
-                # proven whole by the next (same layout, so a well-formed FrameStart); the
-                # last one waits, like any, for what follows the run.
-                at = 0  # `pending` is frame `at` of the run
-                while at + 1 < run.count:
-                    assert pending is not None
-                    last_time = write(pending, last_time)
-                    previous = frame_head(buf, pending)
-                    rows = fast_rows(
-                        buf,
-                        run,
-                        at,
-                        template,
-                        fam,
-                        encoder.orders,
-                        world,
-                        writer.message_count,
-                        last_time,
-                    )
-                    if rows is not None:
-                        write_rows(writer, rows, template)
-                        at += rows.count
-                        last_time = rows.last_time
-                        previous = rows.last_frame_id
-                        done = run.first.start + (at + 1) * run.stride
-                        release(done)
-                        if progress is not None:
-                            progress(done)
-                    at += 1
-                    pending = run.frame(at)
-                last_of = run
-            if resume is not None:
-                assert pending is not None
-                damaged.append((writer.message_count - 1, pending.start, resume))
-                done = resume
-                pending = None
-            position = resume
-        if pending is not None:
-            # Complete once its FrameEnd is written, even if a cut packet follows or user
-            # packets come after it (as they do in mid-file frames).
-            if FRAME_END_ID in pending.ids:
-                write(pending, last_time)
-            elif truncation is None:
-                truncation = Truncation(pending.start, "the last frame has no FrameEnd")
+        conversion = _Conversion(buf, writer, header, fam, progress)
+        conversion.walk()
+        conversion.finish()
         written = writer.message_count
-        tail = bytes(buf[done:])
+        tail = bytes(buf[conversion.done :])
         sha = digest.hexdigest()
         writer.source["sha256"] = sha
-        writer.add_member(WORLD_MEMBER, zlib.compress(world.to_bytes(), 6))
+        writer.add_member(WORLD_MEMBER, zlib.compress(conversion.world.to_bytes(), 6))
         writer.add_member(
             META_MEMBER,
             _meta(
                 header,
                 bytes(buf[: header.size]),
                 fam,
-                prelude,
+                conversion.prelude,
                 tail,
-                truncation,
-                encoder.orders,
-                [[after, bytes(buf[start:end])] for after, start, end in damaged],
+                conversion.truncation,
+                conversion.encoder.orders,
+                [[after, bytes(buf[start:end])] for after, start, end in conversion.damaged],
             ),
         )
     if progress is not None:
@@ -319,9 +177,201 @@ def _write_archive(
         frames=written,
         source_size=len(buf),
         archive_size=out.stat().st_size,
-        raw_packets=raw_counts,
+        raw_packets=conversion.raw_counts,
         tail_bytes=len(tail),
-        truncation=truncation,
+        truncation=conversion.truncation,
         sha256=sha,
-        damaged=[(start, end - start) for _, start, end in damaged],
+        damaged=[(start, end - start) for _, start, end in conversion.damaged],
     )
+
+
+class _Conversion:
+    """The walk over a source's frames into an archive, with the state it carries: how far
+    it got, the frame held back until its successor proves it whole, the template of the
+    frames written at once, and what is kept raw (prelude, damage, truncation)."""
+
+    def __init__(
+        self,
+        buf: Any,
+        writer: ArchiveWriter,
+        header: Header,
+        fam: Family,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.buf = buf
+        self.writer = writer
+        self.header = header
+        self.fam = fam
+        self.progress = progress
+        self.world = WorldTablesBuilder(fam.engine)
+        self.packer = msgpack.Packer()
+        self.encoder = FrameMaps(fam)
+        self.raw_counts: dict[int, int] = {}  # packet id -> packets kept verbatim
+        self.prelude = b""  # packets before the first FrameStart
+        self.done = header.size  # bytes converted so far
+        self.released = 0  # source bytes whose pages were given back
+        self.template: dict[str, Any] = {}  # the map the next frames of a run may match
+        self.last_time = 0  # µs, of the last frame written
+        self.truncation: Truncation | None = None
+        self.damaged: list[tuple[int, int, int]] = []  # (frame written before, start, end)
+        self.pending: Frame | None = None  # the frame held back until its successor
+        self.last_of: Run | None = None  # the run whose last frame `pending` is
+        self.previous: int | None = None  # frame id of the last frame written
+
+    def release(self, upto: int) -> None:
+        """Drop the source pages already converted from memory (bounded RSS on big files)."""
+        buf = self.buf
+        if isinstance(buf, mmap.mmap) and upto - self.released >= _RELEASE_BYTES:
+            end = upto - upto % mmap.PAGESIZE
+            with contextlib.suppress(OSError, ValueError):
+                buf.madvise(mmap.MADV_DONTNEED, self.released, end - self.released)
+            self.released = end
+
+    def write(self, run: Frame) -> None:
+        """Write `run`, one frame, the per-frame way; its map becomes the template."""
+        writer, fam = self.writer, self.fam
+        first = writer.message_count == 0
+        self.last_time, self.template = write_frame(
+            writer,
+            self.packer,
+            self.world,
+            self.buf,
+            writer.message_count,
+            run,
+            self.raw_counts,
+            self.last_time,
+            self.encoder,
+            first_head(bytes(self.buf[: self.header.size]), fam, self.prelude) if first else None,
+        )
+        self.done = run.end
+        self.release(self.done)
+
+    def write_whole(self, frame: Frame, of: Run | None) -> None:
+        """Write `frame`, proven whole by its successor: the fast way when it is the last
+        frame of run `of` and matches the frames before it (`runs.py`)."""
+        rows = None
+        if of is not None:
+            at = of.count - 2  # `template` is its map's, or that of a frame it matched
+            index = self.writer.message_count
+            rows = fast_rows(
+                self.buf,
+                of,
+                at,
+                self.template,
+                self.fam,
+                self.encoder.orders,
+                self.world,
+                index,
+                self.last_time,
+                last=True,
+            )
+        if rows is None:
+            self.write(frame)
+            return
+        write_rows(self.writer, rows, self.template)
+        self.done = frame.end
+        self.release(self.done)
+        self.last_time = rows.last_time
+
+    def walk(self) -> None:
+        """Write every frame proven whole. Hold one run back: only a well-formed FrameStart
+        after it proves a run whole, and only at the end is it known whether the last one
+        is complete. A run followed by a malformed one, or by a cut mid-file, is damage (a
+        broken size field throws the walk off): its bytes are kept verbatim and the walk
+        starts again at the next FrameStart that continues the recording, if one follows."""
+        position: int | None = self.header.size
+        while position is not None:
+            resume = self._walk_from(position)
+            if resume is not None:
+                assert self.pending is not None
+                self.damaged.append((self.writer.message_count - 1, self.pending.start, resume))
+                self.done = resume
+                self.pending = None
+            position = resume
+
+    def _walk_from(self, position: int) -> int | None:
+        """Walk the frames from `position` until the end or damage; returns where the walk
+        starts again after damage, or None."""
+        buf, fam, writer, progress = self.buf, self.fam, self.writer, self.progress
+        resume: int | None = None
+        for run in iter_frames(buf, position, fam):
+            if isinstance(run, Run):
+                item: Frame | Truncation = run.first
+            else:
+                item = run
+            if isinstance(item, Truncation):
+                if self.pending is not None and self.previous is not None:
+                    resume = resync(buf, self.pending.start + 1, self.previous)
+                if resume is None:
+                    self.truncation = item
+                break
+            if item.ids[0] != FRAME_START_ID:  # packets before the first FrameStart
+                self.prelude = bytes(buf[item.start : item.end])
+                self.done = item.end
+                continue
+            pending = self.pending
+            if pending is not None:
+                head = frame_head(buf, pending)
+                if head is None or frame_head(buf, item) is None:
+                    resume = resync(buf, pending.start + 1, self.previous)
+                    if resume is None:
+                        self.truncation = Truncation(pending.start, "damaged: no frame follows")
+                        self.pending = None
+                    break
+                self.write_whole(pending, self.last_of)
+                self.previous = head
+                if progress is not None and writer.message_count % 1024 == 0:
+                    progress(self.done)
+            self.pending = item
+            self.last_of = None
+            if not isinstance(run, Run):
+                continue
+            self._write_run(run)
+            self.last_of = run
+        return resume
+
+    def _write_run(self, run: Run) -> None:
+        """A run: each frame written the per-frame way is the template of the frames after
+        it, written at once while they match it (`runs.py`). Every frame is proven whole by
+        the next (same layout, so a well-formed FrameStart); the last one waits, like any,
+        for what follows the run."""
+        buf, writer, progress = self.buf, self.writer, self.progress
+        at = 0  # `pending` is frame `at` of the run
+        while at + 1 < run.count:
+            pending = self.pending
+            assert pending is not None
+            self.write(pending)
+            self.previous = frame_head(buf, pending)
+            rows = fast_rows(
+                buf,
+                run,
+                at,
+                self.template,
+                self.fam,
+                self.encoder.orders,
+                self.world,
+                writer.message_count,
+                self.last_time,
+            )
+            if rows is not None:
+                write_rows(writer, rows, self.template)
+                at += rows.count
+                self.last_time = rows.last_time
+                self.previous = rows.last_frame_id
+                self.done = run.first.start + (at + 1) * run.stride
+                self.release(self.done)
+                if progress is not None:
+                    progress(self.done)
+            at += 1
+            self.pending = run.frame(at)
+
+    def finish(self) -> None:
+        """Write the frame held back if it is complete (its FrameEnd is there), even if a
+        cut packet follows or user packets come after it (as they do in mid-file frames)."""
+        pending = self.pending
+        if pending is None:
+            return
+        if FRAME_END_ID in pending.ids:
+            self.write(pending)
+        elif self.truncation is None:
+            self.truncation = Truncation(pending.start, "the last frame has no FrameEnd")

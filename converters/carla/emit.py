@@ -17,7 +17,7 @@ from .ids import Family, Kind
 from .message import FRAME_START, KIND_KEYS, RAW_KEY, _text, kind_key
 from .meta import HEAD_KEY
 from .runs import FastRows
-from .world import WorldTablesBuilder
+from .world_tables import WorldTablesBuilder
 
 STATE_FLAG = 1 << 40  # index flag: the message also carries a NanoVer `state` change
 _KEY_BITS = {key: kind.bit for kind, key in KIND_KEYS.items()}

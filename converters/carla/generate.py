@@ -35,6 +35,8 @@ import numpy.typing as npt
 
 from nanorec.errors import UsageError
 
+from .frame_writer import DEFAULT_DATE, WriterStats
+from .geometry import wrap_degrees
 from .ids import (
     ActorType,
     AttributeType,
@@ -47,16 +49,8 @@ from .ids import (
     family as family_named,
 )
 from .records import PhysicsControl, fixed_dtype
-from .writer import (
-    DEFAULT_DATE,
-    ENVIRONMENT_ID,
-    RecordingWriter,
-    WriterStats,
-    bones_dtype,
-    default_physics_control,
-    wheels_dtype,
-    wrap_degrees,
-)
+from .rows import bones_dtype, default_physics_control, wheels_dtype
+from .writer import ENVIRONMENT_ID, RecordingWriter
 
 __all__ = ["GenerationReport", "generate", "generate_to", "main", "summary"]
 

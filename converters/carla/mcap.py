@@ -17,7 +17,8 @@ Every frame repeats every live actor, so a viewer that seeks shows the full scen
 An actor whose pose is not finite is left out of that frame. `/tf` and `/carla/scene` are
 Foxglove's protobuf (`mcap_proto`: every double of every actor of every frame, written by
 numpy), the others JSON. Frames are drawn in runs from the archive's arrays
-(`mcap_frames`); `frame_records` is the reference path, one `World` at a time.
+(`mcap_frames`); `frame_records` is the reference path, one `World` at a time (the tests
+compare it with Foxglove's JSON built as dicts: tests/converters/carla/reference/).
 
 Axes. CARLA (Unreal) is left-handed: x forward, y right, z up, centimetres, rotations in
 degrees (roll about x, pitch about y with nose up positive, yaw about z turning x toward
@@ -46,7 +47,8 @@ from nanorec.selection import Selection
 
 from .ids import ActorType
 from .message import _DAMAGE
-from .world import Actor, World, posed_actors
+from .world import Actor, World
+from .world_build import posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
@@ -242,18 +244,24 @@ def mcap_messages(
 
 
 def frame_records(
-    world: World,
-    time_ns: int,
-    topics: set[str],
-    actors: list[Actor] | None = None,
-    *,
-    dicts: bool = False,
+    world: World, time_ns: int, topics: set[str], actors: list[Actor] | None = None
 ) -> Iterator[McapRecord]:
     """One frame's messages on `topics`, all logged at `time_ns`. `actors`: the world's
     actors in order (by default built only as far as drawing needs, `posed_actors`).
-    `/tf` and `/carla/scene` are protobuf (`mcap_proto`) unless `dicts`: then Foxglove's
-    JSON, built as dicts (`mcap_dicts`: the reference the tests compare the protobuf with)."""
-    sequence = world.index
+    `/tf` and `/carla/scene` are protobuf (`mcap_proto`), the others JSON (`json_records`)."""
+    from . import mcap_proto
+
+    drawn, position, quaternion = drawable_poses(world, actors)
+    yield from mcap_proto.frame_records(world, drawn, position, quaternion, time_ns, topics)
+    yield from json_records(world, time_ns, topics)
+
+
+def drawable_poses(
+    world: World, actors: list[Actor] | None = None
+) -> tuple[list[Actor], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The actors of a frame that can be drawn (`actors`, by default `posed_actors`), with
+    their positions (metres) and quaternions in Foxglove's axes: an actor whose pose is not
+    finite is left out of the frame."""
     actors = posed_actors(world) if actors is None else actors
     location = _vectors([a.location for a in actors])
     rotation = _vectors([a.rotation for a in actors])
@@ -262,14 +270,12 @@ def frame_records(
         actors = [actors[row] for row in np.flatnonzero(finite).tolist()]
         location, rotation = location[finite], rotation[finite]
     position, quaternion = to_foxglove(location, rotation)
-    if not dicts:
-        from . import mcap_proto
+    return actors, position, quaternion
 
-        yield from mcap_proto.frame_records(world, actors, position, quaternion, time_ns, topics)
-    else:
-        from . import mcap_dicts
 
-        yield from mcap_dicts.frame_records(world, actors, position, quaternion, time_ns, topics)
+def json_records(world: World, time_ns: int, topics: set[str]) -> Iterator[McapRecord]:
+    """One frame's JSON messages on `topics`: traffic lights, events and collisions."""
+    sequence = world.index
     if TOPICS["traffic_lights"] in topics and world.traffic_lights:
         yield McapRecord(
             TOPICS["traffic_lights"],
@@ -390,7 +396,9 @@ def _who(world: World, actor_id: int, hero: bool) -> str:
 
 __all__ = [
     "TOPICS",
+    "drawable_poses",
     "frame_records",
+    "json_records",
     "mcap_messages",
     "parse_topics",
     "reference_frame",

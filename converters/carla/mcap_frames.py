@@ -43,7 +43,7 @@ from .message import kind_key, records
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
-    from .world import _Sparse
+    from .world_tables import _Sparse
 
 #: Frames drawn together at most (and between two progress reports).
 RUN_FRAMES = 64

@@ -36,7 +36,9 @@ from .ids import family as family_named
 from .message import _DAMAGE, checked_frame, records
 from .meta import WORLD_MEMBER, _side_limit, read_meta
 from .records import FIXED_DTYPES
-from .world import World, WorldTables, build_world
+from .world import World
+from .world_build import build_world
+from .world_tables import WorldTables
 
 #: Rotations in Python: named fields, in `carla.Rotation`'s order (degrees).
 ROTATION_DTYPE = np.dtype([("pitch", "<f8"), ("yaw", "<f8"), ("roll", "<f8")])

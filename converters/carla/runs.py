@@ -33,7 +33,7 @@ from .frames import Frame, Run
 from .ids import SHAPES, Family, Kind, Shape
 from .message import INDEX_KEY, KEY_KINDS, KIND_KEYS, ORDER_KEY, wheel_records
 from .records import FIXED_DTYPES, WHEEL_ANIM_DTYPE
-from .world import SPARSE_FIXED_KINDS, WorldTablesBuilder
+from .world_tables import SPARSE_FIXED_KINDS, WorldTablesBuilder
 
 #: Kinds a fast frame may hold: records the world tables never look at frame by frame.
 _EVENT_KINDS = frozenset({Kind.EVENT_ADD, Kind.EVENT_DEL, Kind.EVENT_PARENT, *SPARSE_FIXED_KINDS})

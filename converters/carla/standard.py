@@ -44,7 +44,8 @@ from nanorec.errors import EmptySelectionError
 from nanorec.selection import Selection
 
 from .mcap import _vectors, reference_frame, to_foxglove
-from .world import Actor, World, posed_actors
+from .world import Actor, World
+from .world_build import posed_actors
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording

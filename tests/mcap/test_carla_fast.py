@@ -2,7 +2,8 @@
 busy synthetic town: frames drawn in runs from the archive's arrays (`mcap_frames`) give
 the bytes of the reference path (`mcap.frame_records`: a `World` per frame, actors built as
 far as drawing needs, `mcap_proto`), and those protobuf messages, decoded by the `protobuf`
-package, are the values of Foxglove's JSON built as dicts from whole actors."""
+package, are the values of Foxglove's JSON built as dicts from whole actors (the reference
+in tests/converters/carla/reference/mcap_dicts.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from nanorec.converters.carla.mcap import TOPICS, frame_records
 from nanorec.converters.carla.mcap_frames import RUN_FRAMES, FrameDrawer
 from nanorec.converters.carla.recording import CarlaRecording
 from tests.conftest import SAMPLES, carla_realdata
+from tests.converters.carla.reference import mcap_dicts
 from tests.mcap.decode import record_value
 
 FILES = [*sorted(SAMPLES.glob("*.log")), *carla_realdata()]
@@ -44,7 +46,7 @@ def assert_same_messages(recording: CarlaRecording, numbers: list[int]) -> int:
                     ]
                     assert ours.data == theirs.data, (number, ours.topic)
             whole = [world.actors[actor_id] for actor_id in world.actors]
-            dicts = list(frame_records(world, time_ns, topics, whole, dicts=True))
+            dicts = list(mcap_dicts.frame_records(world, time_ns, topics, whole))
             assert [r.topic for r in reference] == [r.topic for r in dicts]
             for ours, theirs in zip(reference, dicts, strict=True):
                 assert record_value(ours) == record_value(theirs), (number, ours.topic)
@@ -115,3 +117,13 @@ def test_poses_that_are_not_finite_leave_their_actor_out(
             assert hidden[number] in recording.frame(number).actors  # alive, left out
             checked += 1
         assert checked
+
+
+def test_the_json_reference_ships_with_the_tests_only() -> None:
+    """Foxglove JSON built as dicts is what the tests compare the protobuf with: it lives in
+    tests/converters/carla/reference/, not in the shipped package nor behind an option."""
+    import importlib.util
+    import inspect
+
+    assert importlib.util.find_spec("nanorec.converters.carla.mcap_dicts") is None
+    assert "dicts" not in inspect.signature(frame_records).parameters

@@ -9,6 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nanorec.converters.carla.frame_writer import BACK_PATCHED, DEFAULT_DATE
+from nanorec.converters.carla.geometry import (
+    carla_delta,
+    elapsed_times,
+    normalize_rotation,
+    quaternion_from_rotation,
+    rotation_from_quaternion,
+    wrap_degrees,
+)
 from nanorec.converters.carla.ids import (
     ADDITIONAL_DATA,
     FAMILIES,
@@ -25,18 +34,8 @@ from nanorec.converters.carla.records import (
     WalkerBones,
     fixed_dtype,
 )
-from nanorec.converters.carla.writer import (
-    BACK_PATCHED,
-    DEFAULT_DATE,
-    RecordingWriter,
-    carla_delta,
-    default_physics_control,
-    elapsed_times,
-    normalize_rotation,
-    quaternion_from_rotation,
-    rotation_from_quaternion,
-    wrap_degrees,
-)
+from nanorec.converters.carla.rows import default_physics_control
+from nanorec.converters.carla.writer import RecordingWriter
 from nanorec.errors import FormatError, OutputExistsError, UnsupportedError
 
 HEADER_TOWN01 = bytes.fromhex(
@@ -380,6 +379,26 @@ def test_file_appearing_meanwhile_is_not_clobbered(tmp_path: Path) -> None:
     with pytest.raises(OutputExistsError):
         rec.close()
     assert out.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.log"]
+
+
+def test_a_path_is_written_through_nanorecs_partial_file(tmp_path: Path) -> None:
+    """As every nanorec output: `.<name>.partial` beside it while written, locked against a
+    second writer; one left by a killed write is refused, or replaced with overwrite."""
+    out = tmp_path / "rec.log"
+    partial = tmp_path / ".rec.log.partial"
+    rec = RecordingWriter(out, "0.9.16", map_name="Town01")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [partial.name]
+    with pytest.raises(OutputExistsError, match="being written by another nanorec"):
+        RecordingWriter(out, "0.9.16", map_name="Town01")
+    rec.abort()
+    assert list(tmp_path.iterdir()) == []
+    partial.write_bytes(b"left by a killed write")
+    with pytest.raises(OutputExistsError, match="interrupted write"):
+        RecordingWriter(out, "0.9.16", map_name="Town01")
+    with RecordingWriter(out, "0.9.16", map_name="Town01", overwrite=True) as rec:
+        rec.begin_frame(elapsed=0.0)
+    assert out.read_bytes() == HEADER_TOWN01 + EMPTY_FRAME_0916
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.log"]
 
 

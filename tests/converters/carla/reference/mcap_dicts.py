@@ -1,6 +1,7 @@
-"""CARLA's `/tf` and `/carla/scene` as Foxglove's JSON, built as dicts from whole actors:
-the reference the tests compare the exported protobuf with (`mcap.frame_records(...,
-dicts=True)`), rounded as the protobuf is (`mcap_proto.quantized`)."""
+"""CARLA's MCAP messages of one frame with `/tf` and `/carla/scene` as Foxglove's JSON, built
+as dicts from whole actors: the reference the tests compare the exported protobuf with
+(`mcap.frame_records`), rounded as the protobuf is (`mcap_proto.quantized`). Only tests
+(and bench/bench_mcap.py) use it, so it lives here and not in the shipped package."""
 
 from __future__ import annotations
 
@@ -10,15 +11,30 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.converters.carla.mcap import (
+    TOPICS,
+    _boxes,
+    _labels,
+    drawable_poses,
+    json_records,
+    reference_frame,
+)
+from nanorec.converters.carla.mcap_proto import QUATERNION_BITS, quantized
+from nanorec.converters.carla.world import Actor, World
 from nanorec.outputs import mcap_foxglove as fox
 from nanorec.outputs.mcap import McapRecord
 
-from .mcap import TOPICS, _boxes, _labels, reference_frame
-from .mcap_proto import QUATERNION_BITS, quantized
-from .world import Actor, World
-
 
 def frame_records(
+    world: World, time_ns: int, topics: set[str], actors: list[Actor] | None = None
+) -> Iterator[McapRecord]:
+    """`mcap.frame_records` with `/tf` and `/carla/scene` as Foxglove's JSON."""
+    drawn, position, quaternion = drawable_poses(world, actors)
+    yield from _tf_and_scene(world, drawn, position, quaternion, time_ns, topics)
+    yield from json_records(world, time_ns, topics)
+
+
+def _tf_and_scene(
     world: World,
     actors: list[Actor],
     position: npt.NDArray[np.float64],

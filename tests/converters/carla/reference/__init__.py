@@ -1,0 +1,1 @@
+"""Reference implementations that only tests (and benchmarks) compare nanorec with."""
