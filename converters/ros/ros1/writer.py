@@ -112,7 +112,11 @@ class BagWriter:
             self._append(connection_record(conn, topic, fields))
             self._written.add(conn)
         self._chunk_index.setdefault(conn, []).append((time_ns, self._chunk_size))
-        self._append(message_record(conn, time_ns, data))
+        # the record's head and its data kept apart: a message of a GiB is not copied into
+        # a record, nor into a joined chunk when chunks are stored uncompressed
+        head = message_record(conn, time_ns, b"")
+        self._append(head[:-4] + pack_u32(len(data)))
+        self._append(data)
         self.messages += 1
         if self._chunk_size > self.chunk_threshold:
             self.flush_chunk()
@@ -135,9 +139,14 @@ class BagWriter:
         if not self._chunk_index:
             return
         position = self.stream.tell()
-        data = b"".join(self._chunk)
-        stored = compressions.compress(self.compression, data)
-        self.stream.write(self.chunk_header(len(data), len(stored)) + stored)
+        if self.compression == "none":
+            self.stream.write(self.chunk_header(self._chunk_size, self._chunk_size))
+            for piece in self._chunk:
+                self.stream.write(piece)
+        else:
+            data = b"".join(self._chunk)
+            stored = compressions.compress(self.compression, data)
+            self.stream.write(self.chunk_header(len(data), len(stored)) + stored)
         times = [t for entries in self._chunk_index.values() for t, _ in entries]
         counts = {}
         for conn in sorted(self._chunk_index):
