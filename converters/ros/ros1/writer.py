@@ -93,7 +93,7 @@ class BagWriter:
         self.chunk_threshold = chunk_threshold
         self.connections: dict[int, tuple[str, Fields]] = {}
         self._written: set[int] = set()
-        self._chunk: list[bytes] = []
+        self._chunk: list[bytes | bytearray] = []
         self._chunk_size = 0
         self._chunk_index: dict[int, list[tuple[int, int]]] = {}
         self._chunk_infos: list[tuple[int, int, int, dict[int, int]]] = []
@@ -104,7 +104,7 @@ class BagWriter:
         """Declare connection `conn` (its record is written with its first message)."""
         self.connections[conn] = (topic, fields)
 
-    def write(self, conn: int, time_ns: int, data: bytes) -> None:
+    def write(self, conn: int, time_ns: int, data: bytes | bytearray) -> None:
         if conn not in self.connections:
             raise UnknownNameError(f"connection {conn} was not added")
         if conn not in self._written:
@@ -121,7 +121,7 @@ class BagWriter:
         if self._chunk_size > self.chunk_threshold:
             self.flush_chunk()
 
-    def _append(self, data: bytes) -> None:
+    def _append(self, data: bytes | bytearray) -> None:
         self._chunk.append(data)
         self._chunk_size += len(data)
 
