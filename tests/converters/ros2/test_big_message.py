@@ -90,7 +90,8 @@ def _peak_mb(out: Path, *args: object) -> float:
 
 @pytest.mark.slow
 def test_a_256_mib_image_is_read_in_memory_of_about_its_size(tmp_path: Path) -> None:
-    """Before: cat 17x the message, CSV 22x, play 17x, ROS1 export 5.7x (64 MiB image)."""
+    """Before: cat 17x the message, CSV 22x, play 17x, ROS1 export 5.7x (64 MiB image);
+    now (512 MiB image) cat, CSV and play 1.24x, ROS1 2.05x."""
     size = 256 << 20
     bag = big_image_db3(tmp_path / "big.db3", size)
     assert bag.stat().st_size < 1 << 20
@@ -110,12 +111,12 @@ def test_a_256_mib_image_is_read_in_memory_of_about_its_size(tmp_path: Path) -> 
     assert text.stat().st_size == start + 3 * width * height - 2 + len("]}}\n")
     csv_text = tmp_path / "cat.csv"
     args = ("--messages", "2:3", "--topic", "/camera", "--format", "csv")
-    assert _peak_mb(csv_text, "cat", archive, *args) < 2.5 * mb + 100
+    assert _peak_mb(csv_text, "cat", archive, *args) < 1.6 * mb + 100
     assert _peak_mb(tmp_path / "play.txt", "play", archive, "--immediate", "--messages",
                     "2:3") < 1.6 * mb + 100  # fmt: skip
     assert filecmp.cmp(tmp_path / "play.txt", text, shallow=False)
     ros1 = tmp_path / "big.bag"
     assert _peak_mb(tmp_path / "x.txt", "export", archive, "--format", "ros1", "-o", ros1) < (
-        3 * mb + 100
+        2.5 * mb + 100
     )
     assert ros1.stat().st_size > size
