@@ -129,7 +129,7 @@ def play(
 
     Example: nanorec play recording.nanover.zip --rate 2 --start 10 --duration 5
     """
-    from nanorec.outputs.tables import dumps
+    from nanorec.outputs.tables import write_line
     from nanorec.selection import Selection
 
     def action() -> None:
@@ -142,7 +142,7 @@ def play(
             terminal_player(recording, pause, loop=loop, immediate=immediate, **options) as player,
         ):
             for message in player.paced(recording.message):
-                sys.stdout.write(dumps(message_dict(message)) + "\n")
+                write_line(message_dict(message), sys.stdout)
                 if not immediate:
                     sys.stdout.flush()
         sys.stdout.flush()

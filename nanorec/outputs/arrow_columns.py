@@ -171,7 +171,8 @@ def binary_column(pa: Any, values: list[Any]) -> Any:
             f"binary column holds at most {MAX_BINARY} bytes (batches end at far less, so one "
             "cell is that large, more than Parquet stores)"
         )
-    data = pa.py_buffer(b"".join(parts))
+    # one byte string (a camera image's pixels) is shared, not copied by a join
+    data = pa.py_buffer(parts[0] if len(parts) == 1 else b"".join(parts))
     mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return pa.Array.from_buffers(
         pa.binary(),

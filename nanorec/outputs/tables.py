@@ -19,32 +19,37 @@ from typing import IO, Any
 
 import numpy as np
 
+from nanorec.outputs.json_pieces import BigArrays, csv_row_pieces, dumps_pieces, is_big
+
 Row = dict[str, Any]
 
 #: Rows buffered to learn the CSV header before the first line is written.
 HEADER_ROWS = 256
 
 
-def json_safe(value: Any) -> Any:
-    """`value` as plain JSON values (see the module docstring for the rules)."""
+def json_safe(value: Any, big: BigArrays | None = None) -> Any:
+    """`value` as plain JSON values (see the module docstring for the rules); with `big`,
+    a big array becomes a marker `big` holds it by (`json_pieces`)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:  # text that was not UTF-8 in the file (surrogate-escaped)
-            return json_safe(value.encode("utf-8", "surrogateescape"))
+            return json_safe(value.encode("utf-8", "surrogateescape"), big)
         return value
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, Mapping):
-        return {_key(key): json_safe(item) for key, item in value.items()}
+        return {_key(key): json_safe(item, big) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [json_safe(item) for item in value]
+        return [json_safe(item, big) for item in value]
     if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
+        if big is not None and is_big(value):
+            return big.add(value)
+        return json_safe(value.tolist(), big)
     if isinstance(value, np.generic):
-        return json_safe(value.item())
+        return json_safe(value.item(), big)
     if isinstance(value, bytes | bytearray | memoryview):
         data = bytes(value)
         try:
@@ -95,9 +100,16 @@ def write_ndjson(rows: Iterable[Mapping[str, Any]], stream: IO[str]) -> int:
     """Write one JSON object per line; returns the number of rows."""
     count = 0
     for row in rows:
-        stream.write(dumps(row) + "\n")
+        write_line(row, stream)
         count += 1
     return count
+
+
+def write_line(value: Any, stream: IO[str]) -> None:
+    """`dumps(value)` and a newline, written in pieces when `value` holds a big array."""
+    for piece in dumps_pieces(value):
+        stream.write(piece)
+    stream.write("\n")
 
 
 def write_csv(
@@ -124,7 +136,14 @@ def write_csv(
     writer.writerow(columns)
     count = 0
     for row in _chain(buffered, iterator):
-        writer.writerow([_cell(row.get(name)) for name in columns])
+        cells = [row.get(name) for name in columns]
+        if any(is_big(cell) for cell in cells):  # written in pieces (`json_pieces`)
+            big = BigArrays()
+            marked = [big.add(cell) if is_big(cell) else _cell(cell) for cell in cells]
+            for piece in csv_row_pieces(marked, big):
+                stream.write(piece)
+        else:
+            writer.writerow([_cell(cell) for cell in cells])
         count += 1
     return count
 
@@ -146,4 +165,4 @@ def _cell(value: Any) -> Any:
     return value
 
 
-__all__ = ["Row", "dumps", "flatten", "json_safe", "write_csv", "write_ndjson"]
+__all__ = ["Row", "dumps", "flatten", "json_safe", "write_csv", "write_line", "write_ndjson"]

@@ -148,7 +148,8 @@ def _ros1_messages(
             reader.release_pages()
             read = 0
         try:
-            data = crossing.transcode(source)
+            made = crossing.transcode(source)
+            data = bytes(made) if isinstance(made, bytearray) else made  # ROS1 -> CDR: bytes
         except FormatError as error:
             damaged += 1
             if damaged <= 10:

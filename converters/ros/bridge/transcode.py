@@ -50,7 +50,7 @@ LEVELS_TO_ROS1: Final = {v: k for k, v in LEVELS_TO_ROS2.items()}
 MAX_EMPTY: Final = 1 << 16
 CDR_LE: Final = b"\x00\x01\x00\x00"
 
-Transcode = Callable[[bytes | memoryview], bytes]
+Transcode = Callable[[bytes | memoryview], bytes | bytearray]
 
 
 @dataclass(frozen=True)
@@ -450,11 +450,26 @@ def ros1_to_cdr(plan: Plan, root: str) -> Transcode:
     return transcode
 
 
+#: Payloads past this size are read through a memoryview and their output given as the
+#: bytearray it was built in (why: a 512 MiB image's pixels were otherwise copied twice
+#: more, a slice of the payload and `bytes` of the output; smaller ones keep `bytes`
+#: slices, the cheapest small pieces Python has).
+_BIG: Final = 1 << 20
+
+
+def _viewed(data: bytes | memoryview) -> bytes | memoryview:
+    return memoryview(data) if len(data) > _BIG else data
+
+
+def _given(out: bytearray) -> bytes | bytearray:
+    return out if len(out) > _BIG else bytes(out)
+
+
 def cdr_to_ros1(plan: Plan, root: str) -> Transcode:
     """A function converting little-endian CDR payloads of `root` (a plan type) to ROS1."""
     function = _Generator(plan, root, False).compile()
 
-    def transcode(data: bytes | memoryview) -> bytes:
+    def transcode(data: bytes | memoryview) -> bytes | bytearray:
         if len(data) < 4 or data[0] != 0 or data[1] > 1:
             kind = bytes(data[:2]).hex() if len(data) >= 2 else "missing"
             raise FormatError(f"{root}: not a CDR payload (encapsulation {kind})", offset=0)
@@ -463,7 +478,7 @@ def cdr_to_ros1(plan: Plan, root: str) -> Transcode:
                 f"{root}: big-endian CDR; the bridge converts little-endian CDR only", offset=0
             )
         try:
-            out, end = function(data)
+            out, end = function(_viewed(data))
         except NanorecError as error:
             raise FormatError(f"{root}: {error.message}", offset=error.offset) from None
         except (struct.error, IndexError, ValueError, TypeError, OverflowError):
@@ -474,6 +489,6 @@ def cdr_to_ros1(plan: Plan, root: str) -> Transcode:
                 f"{len(data)} bytes",
                 offset=end,
             )
-        return bytes(out)
+        return _given(out)
 
     return transcode

@@ -95,7 +95,7 @@ class Crossing:
     source_type: str
     target_type: str
     target_text: str
-    transcode: Callable[[bytes | memoryview], bytes]
+    transcode: Callable[[bytes | memoryview], bytes | bytearray]
     notes: tuple[str, ...]
 
 

@@ -58,13 +58,13 @@ def decoded_line(recording: Any) -> Callable[[int], dict[str, Any]]:
 
 def play_lines(recording: Any, player: Any, *, immediate: bool, quiet: bool) -> None:
     """Print the player's messages as NDJSON, and rosbag's status line on stderr."""
-    from nanorec.outputs.tables import dumps
+    from nanorec.outputs.tables import write_line
 
     origin, total = recording.start_time, recording.duration
     status = 0.0
     try:
         for row in player.paced(decoded_line(recording)):
-            sys.stdout.write(dumps(row) + "\n")
+            write_line(row, sys.stdout)
             if not immediate:
                 sys.stdout.flush()
             if not quiet and time.monotonic() - status > 0.1:

@@ -93,7 +93,7 @@ class BagWriter:
         self.chunk_threshold = chunk_threshold
         self.connections: dict[int, tuple[str, Fields]] = {}
         self._written: set[int] = set()
-        self._chunk: list[bytes] = []
+        self._chunk: list[bytes | bytearray] = []
         self._chunk_size = 0
         self._chunk_index: dict[int, list[tuple[int, int]]] = {}
         self._chunk_infos: list[tuple[int, int, int, dict[int, int]]] = []
@@ -104,7 +104,7 @@ class BagWriter:
         """Declare connection `conn` (its record is written with its first message)."""
         self.connections[conn] = (topic, fields)
 
-    def write(self, conn: int, time_ns: int, data: bytes) -> None:
+    def write(self, conn: int, time_ns: int, data: bytes | bytearray) -> None:
         if conn not in self.connections:
             raise UnknownNameError(f"connection {conn} was not added")
         if conn not in self._written:
@@ -112,12 +112,16 @@ class BagWriter:
             self._append(connection_record(conn, topic, fields))
             self._written.add(conn)
         self._chunk_index.setdefault(conn, []).append((time_ns, self._chunk_size))
-        self._append(message_record(conn, time_ns, data))
+        # the record's head and its data kept apart: a message of a GiB is not copied into
+        # a record, nor into a joined chunk when chunks are stored uncompressed
+        head = message_record(conn, time_ns, b"")
+        self._append(head[:-4] + pack_u32(len(data)))
+        self._append(data)
         self.messages += 1
         if self._chunk_size > self.chunk_threshold:
             self.flush_chunk()
 
-    def _append(self, data: bytes) -> None:
+    def _append(self, data: bytes | bytearray) -> None:
         self._chunk.append(data)
         self._chunk_size += len(data)
 
@@ -135,9 +139,14 @@ class BagWriter:
         if not self._chunk_index:
             return
         position = self.stream.tell()
-        data = b"".join(self._chunk)
-        stored = compressions.compress(self.compression, data)
-        self.stream.write(self.chunk_header(len(data), len(stored)) + stored)
+        if self.compression == "none":
+            self.stream.write(self.chunk_header(self._chunk_size, self._chunk_size))
+            for piece in self._chunk:
+                self.stream.write(piece)
+        else:
+            data = b"".join(self._chunk)
+            stored = compressions.compress(self.compression, data)
+            self.stream.write(self.chunk_header(len(data), len(stored)) + stored)
         times = [t for entries in self._chunk_index.values() for t, _ in entries]
         counts = {}
         for conn in sorted(self._chunk_index):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.outputs.json_pieces import dumps_pieces
 from nanorec.outputs.tables import dumps
 
 from .datas import Datas
@@ -78,7 +79,18 @@ def ndjson_lines(
                 if data[:4] != ZSTD_MAGIC:
                     value = known[2](data)
             if value is None:
-                out.append(dumps(line(number)))
+                pieces = dumps_pieces(line(number))
+                text = next(pieces)
+                more = next(pieces, None)
+                if more is None:
+                    out.append(text)
+                    continue
+                # a big array (`nanorec.outputs.json_pieces`): the lines so far, then it in pieces
+                out.append(text + more)
+                yield "\n".join(out)
+                out = []
+                yield from pieces
+                yield "\n"
                 continue
             row = {
                 "number": number,

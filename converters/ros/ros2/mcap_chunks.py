@@ -38,34 +38,13 @@ from .mcap_skeleton import (
     SKELETON_VERSION,
     Ops,
 )
-from .storage import Batch, StoredMessage, batched
+from .mcap_window import chunk_windows, is_big, record_starts
+from .storage import Batch, StoredMessage, batched, release_pages
 
 if TYPE_CHECKING:
     from .mcap_file import McapFile
 
 _LENGTH = struct.Struct("<Q")
-
-
-def record_starts(records: Any, empty_run: int) -> tuple[NDArray[np.int64], int]:
-    """Where each complete record of `records` starts, and where the last one ends (the
-    walk of `mcap_file._walk`: it stops at a record running past the end, or where
-    `empty_run` empty records' worth of zeros begins)."""
-    size = len(records)
-    unpack = _LENGTH.unpack_from
-    starts = array("q")
-    add = starts.append
-    pos = 0
-    zeros = bytes(9 * empty_run)
-    while size - pos >= 9:
-        length = unpack(records, pos + 1)[0]
-        end = pos + 9 + length
-        if end > size:
-            break
-        if not length and not records[pos] and records[pos : pos + len(zeros)] == zeros:
-            break
-        add(pos)
-        pos = end
-    return np.frombuffer(starts, np.int64) if starts else np.zeros(0, np.int64), pos
 
 
 def checked_starts(records: Any, base: int, empty_run: int) -> NDArray[np.int64]:
@@ -91,12 +70,11 @@ def _fields(data: NDArray[np.uint8], at: NDArray[np.int64], dtype: str) -> NDArr
 
 
 def _messages(
-    records: Any, base: int, empty_run: int
+    records: Any, starts: NDArray[np.int64]
 ) -> tuple[Batch, NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
-    """A chunk's messages as a batch (their datas joined), where each data starts and ends,
-    and which bytes of `records` are data."""
+    """The messages of `records` (a chunk's, whole records starting at `starts`) as a batch
+    (their datas joined), where each data starts and ends, and which bytes are data."""
     data = np.frombuffer(records, np.uint8)
-    starts = checked_starts(records, base, empty_run)
     ends = np.append(starts[1:], len(data))
     chosen = data[starts] == rec.MESSAGE
     starts, ends = starts[chosen], ends[chosen]
@@ -135,7 +113,7 @@ def mcap_batches(file: McapFile) -> Iterator[Batch]:
         else:
             yield from batched(loose)
             loose = []
-            yield _chunk(file, ops, *item, order, EMPTY_RUN)
+            yield from _chunk(file, ops, *item, order, EMPTY_RUN)
             ops.spill()
     yield from batched(loose)
     ops.raw(buf[file._stop :])
@@ -144,10 +122,16 @@ def mcap_batches(file: McapFile) -> Iterator[Batch]:
     file._spilled = (ops, len(buf))
 
 
-def _chunk(file: McapFile, ops: Ops, pos: int, end: int, order: list[int], run: int) -> Batch:
-    """One chunk's messages, its skeleton operations added to `ops` (`_chunk_messages`)."""
+def _chunk(
+    file: McapFile, ops: Ops, pos: int, end: int, order: list[int], run: int
+) -> Iterator[Batch]:
+    """One chunk's messages, its skeleton operations added to `ops` (`_chunk_messages`);
+    a big one a window at a time (`mcap_window`)."""
     buf = file._buf
     chunk = rec.chunk_head(buf, pos, end)
+    if is_big(chunk):
+        yield from big_chunk(file, ops, pos, end, chunk, run)
+        return
     records = file._records(pos, chunk)
     method: int | None = 0
     if chunk.compression:
@@ -155,23 +139,37 @@ def _chunk(file: McapFile, ops: Ops, pos: int, end: int, order: list[int], run: 
         method = rec.find_rebuilder(chunk.compression, compressed, bytes(records), order)
         if chunk.records_end - chunk.records_start >= 1 << 32:
             method = None  # END records the size in 32 bits
-    batch, cuts, ends, is_data = _messages(records, pos, run)
+    batch, cuts, ends, is_data = _messages(records, checked_starts(records, pos, run))
     count = len(batch.times)
     if method is None:  # kept: its bytes as they are, its datas dropped by join
         file.kept_chunks += 1
         ops.raw(buf[pos:end])
         if count:
             ops.op(DROP, count)
-        return batch
+        yield batch
+        return
     file.chunks += 1
     ops.raw(buf[pos : chunk.records_start])
     if method:
         name = rec.REBUILDERS[method][1]
         file.rebuilt_by[name] = file.rebuilt_by.get(name, 0) + 1
         ops.op(BEGIN, method)
+    _cut(ops, records, cuts, ends, is_data)
+    if method:
+        compressed = buf[chunk.records_start : chunk.records_end]
+        ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))
+    ops.raw(buf[chunk.records_end : end])
+    yield batch
+
+
+def _cut(ops: Ops, records: Any, cuts: NDArray[np.int64], ends: NDArray[np.int64],
+         is_data: NDArray[np.bool_]) -> None:  # fmt: skip
+    """The operations of whole records (a chunk's, or a window of them) whose messages'
+    datas start at `cuts` and end at `ends`: COPY everything since the last data up to
+    each data, then DATA (what is left is `ops.pending`, copied before the next)."""
     size = len(records)
+    count = len(cuts)
     if count:
-        # COPY everything since the last data up to each message's data, then DATA
         copies = cuts - np.concatenate(([0], ends[:-1]))
         copies[0] += ops.pending
         args = np.zeros(2 * count, np.uint64)
@@ -183,11 +181,34 @@ def _chunk(file: McapFile, ops: Ops, pos: int, end: int, order: list[int], run: 
     else:
         ops.blob += records
         ops.pending += size
-    if method:
-        compressed = buf[chunk.records_start : chunk.records_end]
-        ops.op(END, (len(compressed) << 32) | zlib.crc32(compressed))
-    ops.raw(buf[chunk.records_end : end])
-    return batch
+
+
+def big_chunk(file: McapFile, ops: Ops, pos: int, end: int, chunk: rec.ChunkHead,
+               run: int) -> Iterator[Batch]:  # fmt: skip
+    """A big chunk's messages a window at a time: an uncompressed one's datas cut out as
+    from any chunk, a compressed one kept as it is (it would need its records whole to be
+    compressed again: see `mcap_window`)."""
+    buf = file._buf
+    kept = bool(chunk.compression)
+    if kept:
+        file.kept_chunks += 1
+        ops.raw(buf[pos:end])
+    else:
+        file.chunks += 1
+        ops.raw(buf[pos : chunk.records_start])
+    count = 0
+    for records, starts in chunk_windows(buf, pos, chunk, run):
+        batch, cuts, ends, is_data = _messages(records, starts)
+        count += len(cuts)
+        if not kept:
+            _cut(ops, records, cuts, ends, is_data)
+            if isinstance(ops, SpilledOps):
+                ops.spill()
+        yield batch
+    if kept and count:
+        ops.op(DROP, count)
+    if not kept:
+        ops.raw(buf[chunk.records_end : end])
 
 
 class SpilledOps(Ops):
@@ -204,6 +225,20 @@ class SpilledOps(Ops):
         self._scratch = scratch
         self._files: list[IO[bytes]] = []
         self._counts = [0, 0]  # operations and blob bytes spilled
+
+    def raw(self, piece: memoryview | bytes) -> None:
+        """A piece past `SPILL_BYTES` (a big chunk kept whole) goes straight to the blob's
+        file a slice at a time, never through memory whole."""
+        if len(piece) < self.SPILL_BYTES:
+            super().raw(piece)
+            return
+        self.spill(now=True)
+        view = memoryview(piece)
+        for at in range(0, len(view), self.SPILL_BYTES):
+            self._files[2].write(view[at : at + self.SPILL_BYTES])
+            release_pages(view)
+        self._counts[1] += len(view)
+        self.pending += len(view)
 
     def spill(self, *, now: bool = False) -> None:
         """Move what is in memory to the files, if it is large (or `now`)."""

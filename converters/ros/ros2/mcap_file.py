@@ -32,14 +32,16 @@ from collections.abc import Callable, Iterator
 from typing import IO
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.contract import Region
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
-from .mcap_chunks import SpilledOps, checked_starts, mcap_batches
+from .mcap_chunks import SpilledOps, big_chunk, checked_starts, mcap_batches
 from .mcap_salvage import declare, describe, salvage_at
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
+from .mcap_window import chunk_windows, is_big
 from .storage import (
     RELEASE_BYTES,
     Batch,
@@ -297,21 +299,15 @@ class McapFile:
         channels: dict[int, rec.ChannelRecord],
     ) -> None:
         chunk = rec.chunk_head(self._buf, pos, end)
-        records = self._records(pos, chunk)
         found_schemas: list[rec.SchemaRecord] = []
         found_channels: list[rec.ChannelRecord] = []
-        view = memoryview(records)
-        starts = checked_starts(records, pos, EMPTY_RUN)
-        opcodes = np.frombuffer(records, np.uint8)[starts]
-        ends = np.append(starts[1:], len(records))
-        wanted = np.flatnonzero((opcodes == rec.SCHEMA) | (opcodes == rec.CHANNEL))
-        for start, opcode, stop in zip(
-            starts[wanted].tolist(), opcodes[wanted].tolist(), ends[wanted].tolist(), strict=True
-        ):
-            if opcode == rec.SCHEMA:
-                found_schemas.append(rec.parse_schema(rec.Fields(view, start + 9, stop, pos)))
-            elif opcode == rec.CHANNEL:
-                found_channels.append(rec.parse_channel(rec.Fields(view, start + 9, stop, pos)))
+        if is_big(chunk):
+            for window, starts in chunk_windows(self._buf, pos, chunk, EMPTY_RUN):
+                _declared(window, starts, pos, found_schemas, found_channels)
+        else:
+            records = self._records(pos, chunk)
+            starts = checked_starts(records, pos, EMPTY_RUN)
+            _declared(records, starts, pos, found_schemas, found_channels)
         # only a chunk that parsed whole adds to what the file declares
         for schema in found_schemas:
             schemas.setdefault(schema.id, schema)
@@ -368,6 +364,15 @@ class McapFile:
     ) -> Iterator[StoredMessage]:
         buf = self._buf
         chunk = rec.chunk_head(self._buf, pos, end)
+        if is_big(chunk):  # a window at a time (`mcap_window`), as batches() reads it
+            for batch in big_chunk(self, ops, pos, end, chunk, EMPTY_RUN):
+                datas = memoryview(batch.buf).cast("B")
+                for topic, time, at, size in zip(
+                    batch.topics.tolist(), batch.times.tolist(), batch.starts.tolist(),
+                    batch.lengths.tolist(), strict=True,
+                ):  # fmt: skip
+                    yield StoredMessage(topic, time, datas[at : at + size])
+            return
         records = self._records(pos, chunk)
         view = memoryview(records)
         method: int | None = 0
@@ -443,6 +448,28 @@ class McapFile:
                 pass
         assert self._skeleton is not None
         return self._skeleton
+
+
+def _declared(
+    records: bytes | memoryview,
+    starts: NDArray[np.int64],
+    pos: int,
+    schemas: list[rec.SchemaRecord],
+    channels: list[rec.ChannelRecord],
+) -> None:
+    """The schemas and channels among `records` (a chunk's, at `pos`, whole records starting
+    at `starts`), added to the lists."""
+    view = memoryview(records)
+    opcodes = np.frombuffer(records, np.uint8)[starts]
+    ends = np.append(starts[1:], len(records))
+    wanted = np.flatnonzero((opcodes == rec.SCHEMA) | (opcodes == rec.CHANNEL))
+    for start, opcode, stop in zip(
+        starts[wanted].tolist(), opcodes[wanted].tolist(), ends[wanted].tolist(), strict=True
+    ):
+        if opcode == rec.SCHEMA:
+            schemas.append(rec.parse_schema(rec.Fields(view, start + 9, stop, pos)))
+        elif opcode == rec.CHANNEL:
+            channels.append(rec.parse_channel(rec.Fields(view, start + 9, stop, pos)))
 
 
 def open_mcap(buf: bytes | mmap.mmap | memoryview) -> McapFile:

@@ -38,6 +38,8 @@ _BATCH = 1 << 16
 _BATCH_BYTES = 16 << 20
 #: Operations read at once when the skeleton is opened.
 _WINDOW = 1 << 18
+#: A COPY this long (a big chunk kept as it is) is given as views of the blob, not joined.
+_BIG_COPY = 16 << 20
 
 
 class Ops:
@@ -195,7 +197,29 @@ class _Joined:
         self.blob_at = 0
         self.taken = 0
 
-    def batch(self, first: int, stop: int) -> Iterator[bytes]:
+    def batch(self, first: int, stop: int) -> Iterator[bytes | memoryview]:
+        """The pieces of operations `first` to `stop`; a COPY past `_BIG_COPY` splits them,
+        its bytes given as views of the blob (why: joined with the batch's datas, a 1 GiB
+        kept chunk would be copied whole in memory)."""
+        args = self.ops.args[first:stop]
+        big = np.flatnonzero((self.ops.kinds[first:stop] == COPY) & (args >= _BIG_COPY))
+        at = first
+        for mark in big.tolist():
+            if first + mark > at:
+                yield from self._batch(at, first + mark)
+            size = int(args[mark])
+            piece = self.blob[self.blob_at : self.blob_at + size]
+            self.blob_at += size
+            if self.chunk is not None:
+                self.chunk.append(bytes(piece))
+            else:
+                for start in range(0, size, _BIG_COPY):
+                    yield piece[start : start + _BIG_COPY]
+            at = first + mark + 1
+        if at < stop:
+            yield from self._batch(at, stop)
+
+    def _batch(self, first: int, stop: int) -> Iterator[bytes]:
         ops = self.ops
         kinds = ops.kinds[first:stop]
         args = ops.args[first:stop].astype(np.int64)

@@ -200,8 +200,11 @@ class Ros2Recording(ArchiveRecording):
 
     def decode(self, number: int) -> Any:
         topic = self.kind_of(number)
+        # definitions resolved first: resolving may decode (and inflate) this very message
+        # as a trial, which must not live beside this one's (twice a 512 MiB image)
+        undefined = self.undefined(self.type_of(topic))
         data = self.serialized(number)
-        if self.undefined(self.type_of(topic)):
+        if undefined:
             return data
         try:
             return self.decoder_of(self.type_of(topic)).decode(self.type_of(topic), data)
