@@ -3,9 +3,9 @@
 CARLA's own writer is the simulator: it fixes the header, the per-frame packet order of
 its release (spec §3.2), which packets are written even when empty, the −1.0 duration
 left in the last frame and the back-patched durations of all the others (spec §3.3).
-`FrameWriter` reproduces all of that for any `Family`; what goes into a frame is added as
-records of a kind (`add_records`, `add_var`, `add_raw`), and `RecordingWriter`
-(`writer.py`) adds one method per packet kind on top.
+`FrameWriter` reproduces all of that for any `Family`, taking each frame's records as
+serialized bytes per kind (`_add`); `RecordingWriter` (`writer.py`) is what callers use:
+one method per packet kind, and `add_records` / `add_var` / `add_raw` for bulk writers.
 
 It never seeks: the last frame is kept in memory until the next frame's time is known,
 then its duration is patched in the buffer and the buffer is written out. So it streams
