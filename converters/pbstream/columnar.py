@@ -1,0 +1,199 @@
+"""`PbstreamRecording.table_columns`: the tables of a pbstream as columns for
+`nanorec.outputs.arrow`, a run of records at a time.
+
+Rows record by record cost ~45 us an IMU record: a message read, its gzip member inflated
+by zlib (whose set-up is most of it for a member of ~100 bytes), the protobuf decoded into
+dicts. Here the records of one kind are read a run at once (`ArchiveReader.raw_run` over
+each stretch of consecutive records), each stored message unpacked by msgpack in C, the
+run's members inflated in one ISA-L call (`scan.inflate_run`), and the sensor records of
+the fixed shape Cartographer writes (every field present: odometry, fixed-frame poses,
+IMU) read with numpy over the joined payloads (`sensor_run`). A record of any other shape,
+and every other table, goes through `tables.record_rows` as `rows` does, so the values,
+their types and their order are those of `rows`; a run with anything unusual (a damaged
+message, another gzip header, no ISA-L) is taken record by record, which raises the
+`rows` error in its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+import msgpack
+import numpy as np
+
+from nanorec.errors import NanorecError, UsageError
+from nanorec.outputs.arrow import BATCH_ROWS, Progress
+from nanorec.outputs.arrow_columns import transpose
+from nanorec.selection import Selection
+
+from .columnar_wire import SHAPES, sensor_run
+from .convert import NONE_ID
+from .records import UNIX_EPOCH_TICKS
+from .scan import WHOLE_BELOW, inflate_run
+from .stream import GZIP_HEADER, SIZE
+from .tables import TABLES, record_rows, selected
+
+if TYPE_CHECKING:
+    from .recording import PbstreamRecording
+
+Ints = np.ndarray[Any, np.dtype[np.int64]]
+Columns = dict[str, Any]
+
+#: Records read and decoded at once (a batch of the table at most).
+RUN: Final = 8192
+#: The keys a stored record entry of the fast path may hold (no `payload`, no `bare`).
+_PLAIN_KEYS: Final = frozenset({"member", "trajectory_id", "index", "timestamp"})
+#: Ticks whose Unix nanoseconds fit int64 (beyond: Python ints, left to `rows`).
+_LOW: Final = UNIX_EPOCH_TICKS - 2**62 // 100
+_HIGH: Final = UNIX_EPOCH_TICKS + 2**62 // 100
+_PREFIX: Final = bytes(SIZE.size)
+
+
+def table_columns(
+    rec: PbstreamRecording,
+    kinds: list[str],
+    selection: Selection | None = None,
+    progress: Progress | None = None,
+) -> Iterator[tuple[str, Columns]]:
+    """`(kind, columns)` of each table of `kinds`, in runs (see the module docstring);
+    `progress(done, total)` in tables."""
+    for kind in kinds:
+        if kind not in TABLES:
+            raise UsageError(f"no table {kind!r} (tables: {', '.join(TABLES)})")
+    for done, kind in enumerate(kinds, 1):
+        if kind in SHAPES:
+            numbers = selected(rec, kind, selection)
+            for first in range(0, len(numbers), RUN):
+                yield from _run(rec, kind, numbers[first : first + RUN])
+        else:
+            yield from ((kind, columns) for columns in _batched(TABLES[kind](rec, selection)))
+        if progress is not None:
+            progress(done, len(kinds))
+
+
+def _batched(rows: Iterator[dict[str, Any]]) -> Iterator[Columns]:
+    """Rows as columns, `BATCH_ROWS` rows a batch (the tables here hold no large values)."""
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= BATCH_ROWS:
+            yield _columns(batch)
+            batch = []
+    if batch:
+        yield _columns(batch)
+
+
+def _columns(rows: list[dict[str, Any]]) -> Columns:
+    columns: Columns = transpose(rows)
+    columns.pop("recording", None)  # `nanorec.outputs.arrow` puts the recording's own first
+    return columns
+
+
+def _run(rec: PbstreamRecording, kind: str, numbers: list[int]) -> Iterator[tuple[str, Columns]]:
+    """The columns of records `numbers` of `kind`: at once, else record by record."""
+    columns = None
+    try:
+        columns = _at_once(rec, kind, np.asarray(numbers, np.int64))
+    except NanorecError:  # `rows` says what, record by record
+        columns = None
+    if columns is None:
+        yield from ((kind, part) for part in _batched(record_rows(rec, kind, numbers)))
+    elif len(columns["number"]):
+        yield kind, columns
+
+
+def _at_once(rec: PbstreamRecording, kind: str, numbers: Ints) -> Columns | None:
+    """The columns of records `numbers`, or None when the run must go record by record."""
+    if not len(numbers):
+        return None
+    if not (rec.trajectory_ids[numbers] != NONE_ID).all() or not rec.timed[numbers].all():
+        return None  # rows lacking a column: `transpose` orders the keys as they come
+    ticks = rec.ticks[numbers].astype(np.int64)
+    if ((ticks < _LOW) | (ticks > _HIGH)).any():
+        return None
+    origin_ns = round(rec.start_time * 1e6) * 1000
+    if abs(origin_ns) >= 2**62:
+        return None
+    members = _members(rec, kind, numbers)
+    if members is None:
+        return None
+    sizes = np.fromiter(map(len, members), np.int64, len(members))
+    if (sizes >= WHOLE_BELOW).any() or (sizes < 18).any():
+        return None
+    joined = b"".join([_PREFIX + member for member in members])
+    starts = np.cumsum(sizes + SIZE.size) - sizes
+    inflated = inflate_run(joined, starts, sizes)
+    if inflated is None:
+        return None
+    payloads, lengths = inflated
+    decoded = sensor_run(kind, payloads, lengths)
+    if decoded is None:
+        return None
+    ok, fields = decoded
+    unix_ns = (ticks - UNIX_EPOCH_TICKS) * 100
+    columns: Columns = {
+        "number": numbers,
+        "time": (unix_ns - origin_ns).astype(np.float64) / 1e9,
+        "trajectory_id": rec.trajectory_ids[numbers].astype(np.int64),
+        "timestamp": ticks,
+        "unix_ns": unix_ns,
+    }
+    columns.update(fields)
+    if not ok.all() and not _patch(rec, kind, numbers, ok, columns):
+        return None
+    return columns
+
+
+def _members(rec: PbstreamRecording, kind: str, numbers: Ints) -> list[bytes] | None:
+    """The gzip members of records `numbers` (read a stretch of consecutive records at
+    once), or None when one is not a plain entry of `kind` holding a Cartographer member."""
+    reader = rec.reader
+    breaks = np.flatnonzero(np.diff(numbers) != 1) + 1
+    members: list[bytes] = []
+    unpack: Callable[[memoryview], Any] = msgpack.unpackb
+    for part in np.split(numbers, breaks):
+        first, stop = int(part[0]), int(part[-1]) + 1
+        data, starts = reader.raw_run(first, stop)
+        lengths = reader.index.length[first:stop].tolist()
+        view = memoryview(data)
+        for at, length in zip(starts.tolist(), lengths, strict=True):
+            try:
+                message = unpack(view[at : at + length])
+            except Exception:  # any damage: `rows` names it
+                return None
+            if type(message) is not dict:
+                return None
+            message.pop("nanorec.t", None)
+            entry = message.get(kind)
+            if len(message) != 1 or type(entry) is not dict or not _PLAIN_KEYS.issuperset(entry):
+                return None
+            member = entry.get("member")
+            if type(member) is not bytes or member[:10] != GZIP_HEADER:
+                return None
+            members.append(member)
+    return members
+
+
+def _patch(
+    rec: PbstreamRecording, kind: str, numbers: Ints, ok: np.ndarray[Any, Any], columns: Columns
+) -> bool:
+    """Puts the rows of the records `sensor_run` did not read (`~ok`) in `columns`, from
+    `record_rows`; False when they are not one row a record with the columns' keys and
+    types (then the run goes record by record)."""
+    slow = np.flatnonzero(~ok)
+    rows = list(record_rows(rec, kind, numbers[slow].tolist()))
+    if len(rows) != len(slow) or any(row.keys() != columns.keys() for row in rows):
+        return False
+    for name, values in columns.items():
+        got = [row[name] for row in rows]
+        wanted = float if values.dtype.kind == "f" else int
+        if any(type(value) is not wanted for value in got):
+            return False
+        column = values.copy()
+        column[slow] = got
+        columns[name] = column
+    return True
+
+
+__all__ = ["RUN", "table_columns"]
