@@ -27,11 +27,11 @@ from nanorec.outputs.arrow import BATCH_ROWS, Progress
 from nanorec.outputs.arrow_columns import transpose
 from nanorec.selection import Selection
 
-from .columnar_wire import SHAPES, sensor_run
+from .columnar_wire import SHAPES, record_run
 from .convert import NONE_ID
 from .records import UNIX_EPOCH_TICKS
 from .scan import WHOLE_BELOW, inflate_run
-from .stream import GZIP_HEADER, SIZE
+from .stream import GZIP_HEADER, SIZE, inflate_member
 from .tables import TABLES, record_rows, selected
 
 if TYPE_CHECKING:
@@ -118,19 +118,10 @@ def _at_once(rec: PbstreamRecording, kind: str, numbers: Ints) -> Columns | None
     members = _members(rec, kind, numbers)
     if members is None:
         return None
-    sizes = np.fromiter(map(len, members), np.int64, len(members))
-    if (sizes >= WHOLE_BELOW).any() or (sizes < 18).any():
-        return None
-    joined = b"".join([_PREFIX + member for member in members])
-    starts = np.cumsum(sizes + SIZE.size) - sizes
-    inflated = inflate_run(joined, starts, sizes)
+    inflated = _inflated(members)
     if inflated is None:
         return None
-    payloads, lengths = inflated
-    decoded = sensor_run(kind, payloads, lengths)
-    if decoded is None:
-        return None
-    ok, fields = decoded
+    ok, fields = record_run(kind, *inflated)
     unix_ns = (ticks - UNIX_EPOCH_TICKS) * 100
     columns: Columns = {
         "number": numbers,
@@ -143,6 +134,22 @@ def _at_once(rec: PbstreamRecording, kind: str, numbers: Ints) -> Columns | None
     if not ok.all() and not _patch(rec, kind, numbers, ok, columns):
         return None
     return columns
+
+
+def _inflated(members: list[bytes]) -> tuple[bytes, Ints] | None:
+    """The payloads of `members` joined and each one's size: small members in one ISA-L
+    call, a run holding a large one (node clouds) a member at a time (`FormatError` for a
+    damaged one); None when ISA-L declines."""
+    sizes = np.fromiter(map(len, members), np.int64, len(members))
+    if (sizes >= WHOLE_BELOW).any():
+        payloads = [inflate_member(member, 0) for member in members]
+        lengths = np.fromiter(map(len, payloads), np.int64, len(payloads))
+        return b"".join(payloads), lengths
+    if (sizes < 18).any():
+        return None
+    joined = b"".join([_PREFIX + member for member in members])
+    starts = np.cumsum(sizes + SIZE.size) - sizes
+    return inflate_run(joined, starts, sizes)
 
 
 def _members(rec: PbstreamRecording, kind: str, numbers: Ints) -> list[bytes] | None:
@@ -178,7 +185,7 @@ def _members(rec: PbstreamRecording, kind: str, numbers: Ints) -> list[bytes] | 
 def _patch(
     rec: PbstreamRecording, kind: str, numbers: Ints, ok: np.ndarray[Any, Any], columns: Columns
 ) -> bool:
-    """Puts the rows of the records `sensor_run` did not read (`~ok`) in `columns`, from
+    """Puts the rows of the records `record_run` did not read (`~ok`) in `columns`, from
     `record_rows`; False when they are not one row a record with the columns' keys and
     types (then the run goes record by record)."""
     slow = np.flatnonzero(~ok)

@@ -17,7 +17,7 @@ from nanorec.converters.pbstream import columnar, tables
 from nanorec.converters.pbstream.convert import convert
 from nanorec.converters.pbstream.generate import Plan, iter_payloads
 from nanorec.converters.pbstream.recording import PbstreamRecording
-from nanorec.converters.pbstream.records import FIXED_FRAME, IMU, ODOMETRY
+from nanorec.converters.pbstream.records import FIXED_FRAME, IMU, NODE, ODOMETRY
 from nanorec.converters.pbstream.stream import MAGIC, SIZE, build_member
 from nanorec.converters.pbstream.wire import iter_fields
 from nanorec.errors import NanorecError
@@ -105,11 +105,11 @@ def _generated(plan: Plan) -> list[bytes]:
     return list(iter_payloads(plan, "2"))
 
 
-IMU_KEY, ODOMETRY_KEY = 6 << 3 | 2, 7 << 3 | 2
+IMU_KEY, ODOMETRY_KEY, NODE_KEY = 6 << 3 | 2, 7 << 3 | 2, 4 << 3 | 2
 
 
 def test_generated_file_reads_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The generator's IMU and odometry records (zeros left out) take the fast path: no
+    """The generator's IMU, odometry and node records (zeros left out) take the fast path: no
     record of theirs goes through `record_rows`."""
     path = _write(tmp_path / "g.pbstream", _generated(Plan(trajectories=2, nodes=30)))
     slow_kinds: list[str] = []
@@ -122,7 +122,7 @@ def test_generated_file_reads_at_once(tmp_path: Path, monkeypatch: pytest.Monkey
     with _opened(path, tmp_path) as rec:
         _same_tables(rec)
         monkeypatch.setattr(columnar, "record_rows", counted)
-        for kind in (IMU, ODOMETRY):
+        for kind in (IMU, ODOMETRY, NODE):
             assert _fast(rec, kind).num_rows == len(rec.numbers_of(kind))
     assert slow_kinds == []
 
@@ -190,12 +190,20 @@ def _error(produce: Any) -> str:
     return str(caught.value)
 
 
-@pytest.mark.parametrize("change", [_garbled, _cut])
-@pytest.mark.parametrize("key", [IMU_KEY, ODOMETRY_KEY])
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        (_garbled, IMU_KEY),
+        (_cut, IMU_KEY),
+        (_garbled, ODOMETRY_KEY),
+        (_cut, ODOMETRY_KEY),
+        (_garbled, NODE_KEY),
+    ],
+)
 def test_damaged_records_give_the_per_record_error(change: Any, key: int, tmp_path: Path) -> None:
     payloads = _changed(_generated(Plan(trajectories=2, nodes=25)), key, 11, change)
     with _opened(_write(tmp_path / "bad.pbstream", payloads), tmp_path) as rec:
-        kind = IMU if key == IMU_KEY else ODOMETRY
+        kind = {IMU_KEY: IMU, ODOMETRY_KEY: ODOMETRY, NODE_KEY: NODE}[key]
         if not len(rec.numbers_of(kind)):
             pytest.skip("the damaged records are not of the kind any more")
         slow = _error(lambda: _slow(rec, kind))
