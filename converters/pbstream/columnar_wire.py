@@ -30,10 +30,11 @@ Ints = np.ndarray[Any, np.dtype[np.int64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
 Floats = np.ndarray[Any, np.dtype[np.float64]]
 _EIGHT: Final = np.arange(8)
-#: A field read into a column: a double (wire type 1) or an int32 (varint); `SKIP_VARINT`
-#: and `SKIP_BYTES` are fields read past (a time the entry holds; packed values).
-DOUBLE, INT32, SKIP_VARINT, SKIP_BYTES = "double", "int32", "varint", "bytes"
-_WIRES: Final = {DOUBLE: 1, INT32: 0, SKIP_VARINT: 0, SKIP_BYTES: 2}
+#: A field read into a column: a double (wire type 1), an int32 or int64 (varint);
+#: `SKIP_VARINT` and `SKIP_BYTES` are fields read past (a time the entry holds; packed values).
+DOUBLE, INT32, INT64 = "double", "int32", "int64"
+SKIP_VARINT, SKIP_BYTES = "varint", "bytes"
+_WIRES: Final = {DOUBLE: 1, INT32: 0, INT64: 0, SKIP_VARINT: 0, SKIP_BYTES: 2}
 
 
 @dataclass(frozen=True)
@@ -152,12 +153,23 @@ class _Walk:
                     at = run.base + np.minimum(pos + 1, run.sizes)
                     values = run.flat.take(at[:, None] + _EIGHT).view("<f8")[:, 0]
                     self.columns[name] = np.where(chosen, values, self.columns[name])
+                elif name and kind == INT64:
+                    self.columns[name] = np.where(chosen, value.view(np.int64), self.columns[name])
                 elif name:
                     low = (value & np.uint64(0xFFFF_FFFF)).astype(np.uint32).view(np.int32)
                     self.columns[name] = np.where(chosen, low, self.columns[name])
             last = np.where(going, key, last)
             pos = np.where(going, stop, pos)
         self.ok &= ~active | (pos == end)
+
+
+def message_run(shape: Message, joined: bytes, sizes: Ints) -> tuple[Bools, dict[str, Any]]:
+    """(ok, the columns of `shape`) of messages joined (`sizes` bytes each), each read
+    whole as one `shape`; the values meaningful where `ok`."""
+    run = _Run(joined + bytes(32), sizes)
+    walk = _Walk(run, shape)
+    walk.message(shape, np.zeros(len(sizes), np.int64), sizes, walk.ok.copy())
+    return walk.ok, walk.columns
 
 
 def record_run(kind: str, payloads: bytes, sizes: Ints) -> tuple[Bools, dict[str, Any]]:
@@ -175,4 +187,4 @@ def record_run(kind: str, payloads: bytes, sizes: Ints) -> tuple[Bools, dict[str
     return walk.ok, {name: walk.columns[name] for name in names}
 
 
-__all__ = ["SHAPES", "record_run"]
+__all__ = ["SHAPES", "Message", "message_run", "record_run"]

@@ -226,3 +226,97 @@ def test_fixed_frame_and_a_selection(tmp_path: Path) -> None:
                     continue
                 assert pa.Table.from_batches(batches).equals(slow), (kind, selection)
                 assert np.all(np.diff(slow["number"].to_numpy()) > 0)
+
+
+def _graphs(rec: PbstreamRecording) -> tuple[Any, Any, bool]:
+    """The pose graph parsed at once and by the decoder, and whether the first was taken."""
+    from nanorec.converters.pbstream import graph_columns
+    from nanorec.converters.pbstream.trajectory import PoseGraph
+
+    body = rec.body(int(rec.numbers_of("pose_graph")[0]))
+    taken = graph_columns.parse(*body) is not None
+    fast = PoseGraph.parse(*body)
+    saved = graph_columns.parse
+    graph_columns.parse = lambda *args: None  # type: ignore[assignment]
+    try:
+        slow = PoseGraph.parse(*body)
+    finally:
+        graph_columns.parse = saved
+    return fast, slow, taken
+
+
+def _same_graph(fast: Any, slow: Any) -> None:
+    for mine, theirs in ((fast.nodes, slow.nodes), (fast.submaps, slow.submaps)):
+        assert list(mine) == list(theirs)
+        for tid, poses in theirs.items():
+            for name in ("index", "timestamp", "translation", "rotation"):
+                got, want = getattr(mine[tid], name), getattr(poses, name)
+                assert got.dtype == want.dtype and np.array_equal(got, want), (tid, name)
+            assert mine[tid].source == poses.source
+    assert fast.constraints.tobytes() == slow.constraints.tobytes()
+    assert fast.landmarks == slow.landmarks
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_pose_graph_at_once_is_the_decoded_graph(path: Path, tmp_path: Path) -> None:
+    with _opened(path, tmp_path) as rec:
+        if not len(rec.numbers_of("pose_graph")):
+            pytest.skip("no pose graph")
+        fast, slow, taken = _graphs(rec)
+        assert taken
+        _same_graph(fast, slow)
+
+
+def test_pose_graph_of_another_shape_is_decoded(tmp_path: Path) -> None:
+    """A node pose given twice in the pose graph (the last wins): declined, decoded as before;
+    a garbled one: the decoder's error, noted as before."""
+    payloads = _generated(Plan(trajectories=1, nodes=20))
+    graph = next(p for p in payloads if p[0] == 0x0A)
+    fields = list(iter_fields(graph))
+    _, _, a, b = fields[0]
+    body = graph[a:b]
+    # the first node of the first trajectory: 22 len (trajectory) 0a len (node) ...
+    at = body.index(b"\x0a", body.index(b"\x22") + 2)
+    node_length = body[at + 1]
+    node = body[at + 2 : at + 2 + node_length]
+    twice = (
+        node + node[node.index(b"\x2a") : node.index(b"\x2a") + 2 + node[node.index(b"\x2a") + 1]]
+    )
+    for replacement, declined in ((twice, True), (node[:-9] + b"\x1f" + node[-8:], True)):
+        if len(replacement) >= 0x80:
+            pytest.skip("the generated node is too long for this edit")
+        changed = body[:at] + bytes([0x0A, len(replacement)]) + replacement
+        changed += body[at + 2 + node_length :]
+        start = body.index(b"\x22")
+        length = len(changed) - start - 3  # the trajectory: 22 and a 2-byte length
+        if not 0x80 <= length < 0x4000 or body[start + 1] < 0x80:
+            pytest.skip("the generated trajectory's length is not two bytes")
+        changed = (
+            changed[: start + 1] + bytes([length & 0x7F | 0x80, length >> 7]) + changed[start + 3 :]
+        )
+        new = bytes([graph[0]]) + _varint(len(changed)) + changed
+        out = [new if p is graph else p for p in payloads]
+        with _opened(_write(tmp_path / f"graph{len(replacement)}.pbstream", out), tmp_path) as rec:
+            from nanorec.converters.pbstream import graph_columns
+
+            assert (
+                graph_columns.parse(*rec.body(int(rec.numbers_of("pose_graph")[0]))) is None
+            ) == declined
+            try:
+                fast, slow, _ = _graphs(rec)
+            except NanorecError as error:
+                with pytest.raises(NanorecError, match=str(error)[:20]):
+                    _graphs(rec)
+                continue
+            _same_graph(fast, slow)
+        tmp_path = tmp_path / "next"
+        tmp_path.mkdir()
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
