@@ -32,7 +32,8 @@ from .convert import NONE_ID
 from .records import UNIX_EPOCH_TICKS
 from .scan import WHOLE_BELOW, inflate_run
 from .stream import GZIP_HEADER, SIZE, inflate_member
-from .tables import TABLES, record_rows, selected
+from .tables import POSE, TABLES, pose_rows, record_rows, selected
+from .trajectory import TAGS
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording
@@ -66,16 +67,69 @@ def table_columns(
             numbers = selected(rec, kind, selection)
             for first in range(0, len(numbers), RUN):
                 yield from _run(rec, kind, numbers[first : first + RUN])
+        elif kind in _GRAPH_TABLES and _whole_time(selection):
+            yield from ((kind, part) for part in _GRAPH_TABLES[kind](rec))
         else:
             yield from ((kind, columns) for columns in _batched(TABLES[kind](rec, selection)))
         if progress is not None:
             progress(done, len(kinds))
 
 
-def _batched(rows: Iterator[dict[str, Any]]) -> Iterator[Columns]:
-    """Rows as columns, `BATCH_ROWS` rows a batch (the tables here hold no large values)."""
+def _whole_time(selection: Selection | None) -> bool:
+    """Whether `selection` has no time range (the pose graph's tables ignore the rest)."""
+    return selection is None or (selection.start is None and selection.end is None)
+
+
+def _sliced(columns: Columns) -> Iterator[Columns]:
+    """`columns` in batches of `BATCH_ROWS` rows (none when empty)."""
+    rows = len(next(iter(columns.values())))
+    for first in range(0, rows, BATCH_ROWS):
+        yield {name: values[first : first + BATCH_ROWS] for name, values in columns.items()}
+
+
+def _trajectory(rec: PbstreamRecording) -> Iterator[Columns]:
+    """`tables._trajectory` of the node poses at once, a trajectory at a time."""
+    for poses in rec.trajectories().values():
+        ticks = poses.timestamp.astype(np.int64)
+        if ((ticks < _LOW) | (ticks > _HIGH)).any():  # Python ints in `rows`: as they come
+            yield from _batched(pose_rows(poses, "node_index"), source=poses.source)
+            continue
+        count = len(poses)
+        columns: Columns = {
+            "trajectory_id": np.full(count, poses.trajectory_id, np.int64),
+            "node_index": poses.index.astype(np.int64),
+            "timestamp": ticks,
+            "unix_ns": (ticks - UNIX_EPOCH_TICKS) * 100,
+        }
+        pose = np.concatenate([poses.translation, poses.rotation], axis=1).reshape(-1, 7)
+        columns.update((name, pose[:, k].copy()) for k, name in enumerate(POSE))
+        columns["source"] = [poses.source] * count
+        yield from _sliced(columns)
+
+
+def _constraint(rec: PbstreamRecording) -> Iterator[Columns]:
+    """`tables._constraint` at once, from the pose graph's constraint array."""
+    found = rec.pose_graph().constraints
+    columns: Columns = {
+        name: found[name].astype(np.int64)
+        for name in ("submap_trajectory_id", "submap_index", "node_trajectory_id", "node_index")
+    }
+    columns["tag"] = [TAGS.get(tag, str(tag)) for tag in found["tag"].tolist()]
+    for name in ("translation_weight", "rotation_weight"):
+        columns[name] = found[name].astype(np.float64)
+    columns.update((name, found["pose"][:, k].copy()) for k, name in enumerate(POSE))
+    yield from _sliced(columns)
+
+
+_GRAPH_TABLES: Final = {"trajectory": _trajectory, "constraint": _constraint}
+
+
+def _batched(rows: Iterator[dict[str, Any]], **more: Any) -> Iterator[Columns]:
+    """Rows (with `more` columns) as columns, `BATCH_ROWS` rows a batch (the tables here
+    hold no large values)."""
     batch: list[dict[str, Any]] = []
     for row in rows:
+        row.update(more)
         batch.append(row)
         if len(batch) >= BATCH_ROWS:
             yield _columns(batch)
