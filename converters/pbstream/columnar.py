@@ -16,7 +16,7 @@ message, another gzip header, no ISA-L) is taken record by record, which raises 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import msgpack
@@ -212,27 +212,34 @@ def _members(rec: PbstreamRecording, kind: str, numbers: Ints) -> list[bytes] | 
     reader = rec.reader
     breaks = np.flatnonzero(np.diff(numbers) != 1) + 1
     members: list[bytes] = []
-    unpack: Callable[[memoryview], Any] = msgpack.unpackb
     for part in np.split(numbers, breaks):
         first, stop = int(part[0]), int(part[-1]) + 1
         data, starts = reader.raw_run(first, stop)
-        lengths = reader.index.length[first:stop].tolist()
-        view = memoryview(data)
-        for at, length in zip(starts.tolist(), lengths, strict=True):
-            try:
-                message = unpack(view[at : at + length])
-            except Exception:  # any damage: `rows` names it
-                return None
-            if type(message) is not dict:
-                return None
-            message.pop("nanorec.t", None)
-            entry = message.get(kind)
-            if len(message) != 1 or type(entry) is not dict or not _PLAIN_KEYS.issuperset(entry):
-                return None
-            member = entry.get("member")
-            if type(member) is not bytes or member[:10] != GZIP_HEADER:
-                return None
-            members.append(member)
+        ends = (starts + reader.index.length[first:stop]).tolist()
+        # one Unpacker over the stretch (~3 us a message; `unpackb` ~5 us), each message
+        # ending where the index says
+        unpacker = msgpack.Unpacker(max_buffer_size=max(len(data), 1))
+        unpacker.feed(data)
+        count = 0
+        try:
+            for message, end in zip(unpacker, ends, strict=False):
+                count += 1
+                if unpacker.tell() != end or type(message) is not dict:
+                    return None
+                message.pop("nanorec.t", None)
+                entry = message.get(kind)
+                if len(message) != 1 or type(entry) is not dict:
+                    return None
+                member = entry.get("member")
+                if not _PLAIN_KEYS.issuperset(entry) or type(member) is not bytes:
+                    return None
+                if member[:10] != GZIP_HEADER:
+                    return None
+                members.append(member)
+        except Exception:  # any damage: `rows` names it
+            return None
+        if count != len(ends):
+            return None
     return members
 
 
