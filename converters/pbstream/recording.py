@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -206,6 +206,18 @@ class PbstreamRecording(ArchiveRecording):
         from .tables import iter_rows
 
         return iter_rows(self, kind, selection)
+
+    def table_columns(
+        self,
+        kinds: list[str],
+        selection: Selection | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The tables of `kinds` as columns, sensor records a run at once (for
+        `nanorec.outputs.arrow`'s Parquet export; see `columnar.py`): `rows`' values."""
+        from .columnar import table_columns
+
+        return table_columns(self, kinds, selection, progress)
 
     def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]:
         """Foxglove messages for MCAP export (see `mcap.py`)."""

@@ -126,22 +126,28 @@ def _record_rows(kind: str) -> Callable[[PbstreamRecording, Selection | None], I
     """Rows of one record kind: the common columns, then `_FIELDS[kind]` of its body."""
 
     def rows(rec: PbstreamRecording, selection: Selection | None) -> Iterator[Row]:
-        origin_ns = round(rec.start_time * 1e6) * 1000
-        for number in selected(rec, kind, selection):
-            _, entry = rec.entry(number)
-            body = decode_record(kind, entry, packed=False)  # no table holds them
-            base: Row = {"number": number, "time": rec.time_of(number)}
-            if "trajectory_id" in entry:
-                base["trajectory_id"] = entry["trajectory_id"]
-            if "timestamp" in entry:
-                base["timestamp"] = entry["timestamp"]
-                base["unix_ns"] = ticks_to_unix_ns(entry["timestamp"])
-                # seconds from the start by the record's own time, not its (clamped) index time
-                base["time"] = (base["unix_ns"] - origin_ns) / 1e9
-            for extra in _FIELDS[kind](body):
-                yield {**base, **extra}
+        return record_rows(rec, kind, selected(rec, kind, selection))
 
     return rows
+
+
+def record_rows(rec: PbstreamRecording, kind: str, numbers: list[int]) -> Iterator[Row]:
+    """The rows of records `numbers` of `kind`, one record at a time (`columnar.py` takes
+    the records it cannot decode at once through here)."""
+    origin_ns = round(rec.start_time * 1e6) * 1000
+    for number in numbers:
+        _, entry = rec.entry(number)
+        body = decode_record(kind, entry, packed=False)  # no table holds them
+        base: Row = {"number": number, "time": rec.time_of(number)}
+        if "trajectory_id" in entry:
+            base["trajectory_id"] = entry["trajectory_id"]
+        if "timestamp" in entry:
+            base["timestamp"] = entry["timestamp"]
+            base["unix_ns"] = ticks_to_unix_ns(entry["timestamp"])
+            # seconds from the start by the record's own time, not its (clamped) index time
+            base["time"] = (base["unix_ns"] - origin_ns) / 1e9
+        for extra in _FIELDS[kind](body):
+            yield {**base, **extra}
 
 
 def _imu(body: Row) -> Iterator[Row]:
@@ -251,4 +257,4 @@ def options_dims(rec: PbstreamRecording) -> set[int]:
     return found
 
 
-__all__ = ["POSE", "TABLES", "iter_rows", "options_dims", "pose_rows"]
+__all__ = ["POSE", "TABLES", "iter_rows", "options_dims", "pose_rows", "record_rows", "selected"]

@@ -110,6 +110,20 @@ class PoseGraph:
 
     @classmethod
     def parse(cls, payload: bytes, start: int = 0, end: int | None = None) -> PoseGraph:
+        from .graph_columns import parse
+
+        quick = parse(payload, start, end)  # numpy over the usual shapes (None: others)
+        if quick is not None:
+            node_rows, submap_rows, rows, landmarks = quick
+            constraints = np.zeros(len(rows), CONSTRAINT_DTYPE)
+            for row, item in enumerate(rows):
+                constraints[row] = item
+            return cls(
+                {tid: _poses(tid, found, "pose_graph") for tid, found in node_rows.items()},
+                {tid: _poses(tid, found, "pose_graph") for tid, found in submap_rows.items()},
+                constraints,
+                landmarks,
+            )
         graph = decode_message(payload, "PoseGraph", start, end)
         nodes: dict[int, Poses] = {}
         submaps: dict[int, Poses] = {}

@@ -1,0 +1,190 @@
+"""Records of a run read at once with numpy (`columnar.py`), a protobuf field at a time
+for every record together: the payload's one SerializedData field (any one-byte key,
+spanning the payload), then the record's message walked by `Message`s:
+
+    IMU:   [08 trajectory] 12 { 08 time, 12 Vector3d, 1a Vector3d }
+    poses: [08 trajectory] 12 { 08 time, 12 Rigid3d { 0a Vector3d, 12 Quaterniond } }
+    node:  0a { 08 trajectory, 10 index } 2a { 08 time, 12 Quaterniond, 1a 22 2a clouds
+           { 08 num_points, 1a packed points (skipped) }, 32 histogram (skipped), 3a Rigid3d }
+
+(Vector3d, Quaterniond: doubles `09 11 19 [21]`.) Each field may be left out (proto3
+omits zeros: a 2D pose has no z, qx, qy) and reads as 0, as `tables.py` reads it. Fields
+must come in ascending order, each once, with the wire type of their schema, as
+Cartographer writes them: a record with anything else (a field twice, unknown fields,
+long keys, damage) is not `ok` and is read record by record, so the values are those
+`decode.decode_record` gives (packed fields left out, as the tables do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from .records import FIXED_FRAME, IMU, NODE, ODOMETRY
+from .tables import POSE
+from .vector import _Run
+
+Ints = np.ndarray[Any, np.dtype[np.int64]]
+Bools = np.ndarray[Any, np.dtype[np.bool_]]
+Floats = np.ndarray[Any, np.dtype[np.float64]]
+_EIGHT: Final = np.arange(8)
+#: A field read into a column: a double (wire type 1), an int32 or int64 (varint);
+#: `SKIP_VARINT` and `SKIP_BYTES` are fields read past (a time the entry holds; packed values).
+DOUBLE, INT32, INT64 = "double", "int32", "int64"
+SKIP_VARINT, SKIP_BYTES = "varint", "bytes"
+_WIRES: Final = {DOUBLE: 1, INT32: 0, INT64: 0, SKIP_VARINT: 0, SKIP_BYTES: 2}
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message's fields by one-byte key: a sub-message, or (kind, column name or "")."""
+
+    fields: dict[int, Message | tuple[str, str]] = field(default_factory=dict)
+
+    def columns(self) -> dict[str, str]:
+        """Column name -> kind, of this message and those inside it."""
+        found: dict[str, str] = {}
+        for part in self.fields.values():
+            if isinstance(part, Message):
+                found.update(part.columns())
+            elif part[1]:
+                found[part[1]] = part[0]
+        return found
+
+
+def _doubles(*names: str) -> Message:
+    return Message({key: (DOUBLE, name) for key, name in zip((9, 17, 25, 33), names, strict=False)})
+
+
+_TIME: Final = (SKIP_VARINT, "")
+_IMU: Final = Message(
+    {
+        0x08: _TIME,
+        0x12: Message(
+            {
+                0x08: _TIME,
+                0x12: _doubles(*(f"linear_acceleration_{a}" for a in "xyz")),
+                0x1A: _doubles(*(f"angular_velocity_{a}" for a in "xyz")),
+            }
+        ),
+    }
+)
+_RIGID: Final = Message({0x0A: _doubles(*POSE[:3]), 0x12: _doubles(*POSE[3:])})
+_POSE: Final = Message({0x08: _TIME, 0x12: Message({0x08: _TIME, 0x12: _RIGID})})
+
+
+def _cloud(name: str) -> Message:
+    return Message({0x08: (INT32, name), 0x1A: (SKIP_BYTES, "")})
+
+
+_NODE: Final = Message(
+    {
+        0x0A: Message({0x08: _TIME, 0x10: (INT32, "node_index")}),
+        0x2A: Message(
+            {
+                0x08: _TIME,
+                0x12: _doubles("", "", "", ""),
+                0x1A: _cloud("filtered_gravity_aligned_points"),
+                0x22: _cloud("high_resolution_points"),
+                0x2A: _cloud("low_resolution_points"),
+                0x32: (SKIP_BYTES, ""),
+                0x3A: _RIGID,
+            }
+        ),
+    }
+)
+_CLOUDS: Final = ("filtered_gravity_aligned_points", "high_resolution_points")
+#: The record kinds read here: their message, and their columns in `tables.py`'s order.
+SHAPES: Final = {
+    IMU: (_IMU, tuple(_IMU.columns())),
+    ODOMETRY: (_POSE, POSE),
+    FIXED_FRAME: (_POSE, POSE),
+    NODE: (_NODE, ("node_index", *POSE, *_CLOUDS, "low_resolution_points")),
+}
+
+
+class _Walk:
+    """The reads of one run: `ok` per record, the columns found so far."""
+
+    def __init__(self, run: _Run, shape: Message) -> None:
+        self.run = run
+        count = len(run.sizes)
+        self.ok = np.ones(count, np.bool_)
+        self.columns: dict[str, Any] = {
+            name: np.zeros(count, np.float64 if kind == DOUBLE else np.int64)
+            for name, kind in shape.columns().items()
+        }
+
+    def varint(self, pos: Ints, limit: Ints, active: Bools) -> tuple[Any, Ints]:
+        ok = self.ok.copy()
+        value, after = self.run.varint(pos, limit, ok)
+        self.ok &= ~active | ok
+        return value, after
+
+    def message(self, shape: Message, pos: Ints, end: Ints, active: Bools) -> None:
+        """Reads `shape` in `[pos, end)` of the `active` records into `columns`."""
+        run = self.run
+        last = np.zeros(len(pos), np.int64)  # the key before: keys go up
+        for _ in range(len(shape.fields)):
+            going = active & self.ok & (pos < end)
+            if not going.any():
+                break
+            key = run.byte(pos, end, ok := self.ok.copy())
+            self.ok &= ~going | (ok & (key > last) & np.isin(key, list(shape.fields)))
+            wire = key & 7
+            value, after = self.varint(pos + 1, end, going & (wire != 1))
+            stop = np.where(wire == 1, pos + 9, after)
+            sized = going & (wire == 2)
+            ok = value < (1 << 40)
+            stop = np.where(sized, after + np.minimum(value, 1 << 40).astype(np.int64), stop)
+            self.ok &= ~going | ((~sized | ok) & (stop <= end))
+            for number, part in shape.fields.items():
+                chosen = going & self.ok & (key == number)
+                if not chosen.any():
+                    continue
+                if isinstance(part, Message):
+                    self.message(part, after, stop, chosen)
+                    continue
+                kind, name = part
+                self.ok &= ~chosen | (wire == _WIRES[kind])
+                if name and kind == DOUBLE:
+                    at = run.base + np.minimum(pos + 1, run.sizes)
+                    values = run.flat.take(at[:, None] + _EIGHT).view("<f8")[:, 0]
+                    self.columns[name] = np.where(chosen, values, self.columns[name])
+                elif name and kind == INT64:
+                    self.columns[name] = np.where(chosen, value.view(np.int64), self.columns[name])
+                elif name:
+                    low = (value & np.uint64(0xFFFF_FFFF)).astype(np.uint32).view(np.int32)
+                    self.columns[name] = np.where(chosen, low, self.columns[name])
+            last = np.where(going, key, last)
+            pos = np.where(going, stop, pos)
+        self.ok &= ~active | (pos == end)
+
+
+def message_run(shape: Message, joined: bytes, sizes: Ints) -> tuple[Bools, dict[str, Any]]:
+    """(ok, the columns of `shape`) of messages joined (`sizes` bytes each), each read
+    whole as one `shape`; the values meaningful where `ok`."""
+    run = _Run(joined + bytes(32), sizes)
+    walk = _Walk(run, shape)
+    walk.message(shape, np.zeros(len(sizes), np.int64), sizes, walk.ok.copy())
+    return walk.ok, walk.columns
+
+
+def record_run(kind: str, payloads: bytes, sizes: Ints) -> tuple[Bools, dict[str, Any]]:
+    """(ok, the `SHAPES[kind]` columns) of payloads joined (`sizes` bytes each), the values
+    meaningful where `ok` (see the module docstring)."""
+    shape, names = SHAPES[kind]
+    run = _Run(payloads + bytes(32), sizes)
+    walk = _Walk(run, shape)
+    zero = np.zeros(len(sizes), np.int64)
+    key = run.byte(zero, sizes, walk.ok)
+    walk.ok &= (key & 7 == 2) & (key >= 8) & (key < 0x80)  # one length-delimited field
+    length, pos = walk.varint(zero + 1, sizes, walk.ok.copy())
+    walk.ok &= (length < (1 << 40)) & (pos + np.minimum(length, 1 << 40).astype(np.int64) == sizes)
+    walk.message(shape, pos, sizes, walk.ok.copy())
+    return walk.ok, {name: walk.columns[name] for name in names}
+
+
+__all__ = ["SHAPES", "Message", "message_run", "record_run"]
