@@ -24,6 +24,8 @@ Where theirs is wrong, this one is right, and differs:
 - `get_walker_speed` is a float (theirs the text, a str); a scene light's `active` is its
   recorded on/off (theirs `bool("False")`, always True); a traffic light keeps its
   transform (theirs replaces a traffic light's transform by its state).
+- A crashed recording's incomplete last frame is not a frame here (the archive keeps it
+  as its tail, for export): CARLA's text prints it, so theirs counts one frame more.
 - A frame outside 1..N raises `OutOfRangeError` (an IndexError); theirs reads frame 0
   as the last frame.
 """
