@@ -29,8 +29,9 @@ HERO, ADVERSARY, WALKER, LIGHT = 10, 11, 20, 30
 TIMES = (0.0, 0.05, 0.1, 0.15)
 
 
-def write_log(path: Path) -> Path:
-    """Four frames: a hero, an adversary that hits it in frame 2 and is gone in frame 3."""
+def write_log(path: Path, *, collide: bool = True) -> Path:
+    """Four frames: a hero, an adversary that hits it in frame 2 (unless not `collide`) and
+    is gone in frame 3."""
     with RecordingWriter(path, "0.9.16", map_name="Town03", additional_data=True) as out:
         for number, elapsed in enumerate(TIMES, start=1):
             with out.frame(elapsed=elapsed):
@@ -54,7 +55,7 @@ def write_log(path: Path) -> Path:
                 alive = [HERO, WALKER] if number >= 3 else [HERO, ADVERSARY, WALKER]
                 if number == 3:
                     out.destroy(ADVERSARY)
-                if number == 2:
+                if number == 2 and collide:
                     out.collision(5, ADVERSARY, HERO, actor2_hero=True)
                 out.positions(
                     alive,
