@@ -46,7 +46,7 @@ from nanorec.errors import OutOfRangeError
 from .ids import Kind
 from .message import records
 from .metrics_physics import physics_control
-from .metrics_types import carla_api
+from .metrics_types import box, carla_api, location, transform, vector
 from .query.base import LIGHT_NAMES
 from .recording import CarlaRecording
 
@@ -185,7 +185,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
     def get_actor_transform(self, actor_id: int, frame: int) -> Any:
         """The actor's recorded transform (metres, degrees) in `frame`, None when none."""
         row = self._row(frame, Kind.POSITION, actor_id)
-        return None if row is None else self._transform(row)
+        return None if row is None else transform(self.carla, row)
 
     def get_all_actor_transforms(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
@@ -200,7 +200,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
     def get_actor_velocity(self, actor_id: int, frame: int) -> Any:
         """The recorded linear velocity (a Vector3D, as recorded), None when none."""
         row = self._row(frame, Kind.KINEMATICS, actor_id)
-        return None if row is None else self._vector(row["linear_velocity"])
+        return None if row is None else vector(self.carla, row["linear_velocity"])
 
     def get_all_actor_velocities(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
@@ -215,7 +215,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
     def get_actor_angular_velocity(self, actor_id: int, frame: int) -> Any:
         """The recorded angular velocity (a Vector3D, deg/s), None when none."""
         row = self._row(frame, Kind.KINEMATICS, actor_id)
-        return None if row is None else self._vector(row["angular_velocity"])
+        return None if row is None else vector(self.carla, row["angular_velocity"])
 
     def get_all_actor_angular_velocities(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
@@ -239,7 +239,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
         if before is None or delta == 0:
             return self.carla.Vector3D(0.0, 0.0, 0.0)
         change = row["linear_velocity"].astype(np.float64) - before["linear_velocity"]
-        return self._vector(change / delta)
+        return vector(self.carla, change / delta)
 
     def get_all_actor_accelerations(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
@@ -386,26 +386,6 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
                 states[actor_id] = get(actor_id, frame)
         return states
 
-    def _vector(self, values: npt.ArrayLike, scale: float = 1.0) -> Any:
-        x, y, z = (float(v) * scale for v in np.asarray(values, np.float64).reshape(3))
-        return self.carla.Vector3D(x=x, y=y, z=z)
-
-    def _location(self, values: npt.ArrayLike) -> Any:
-        x, y, z = (float(v) / 100 for v in np.asarray(values, np.float64).reshape(3))
-        return self.carla.Location(x=x, y=y, z=z)
-
-    def _transform(self, row: Any) -> Any:
-        roll, pitch, yaw = (float(v) for v in row["rotation"])
-        rotation = self.carla.Rotation(pitch=pitch, yaw=yaw, roll=roll)
-        return self.carla.Transform(self._location(row["location"]), rotation)
-
-    def _box(self, row: Any) -> Any:
-        """A recorded box in metres; NaN origins and infinite extents (sensors) as zero."""
-        origin, extent = row["origin"], row["extent"]
-        location = self.carla.Location() if np.isnan(origin).any() else self._location(origin)
-        size = self.carla.Vector3D() if np.isinf(extent).any() else self._vector(extent, 0.01)
-        return self.carla.BoundingBox(location, size)
-
     def _description(self, actor_id: int) -> Any:
         return self.recording.tables.description(self._last_row[actor_id])
 
@@ -416,7 +396,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
         description = tables.description(row)
         actor: dict[str, Any] = {
             "type_id": description.type_id,
-            "location": self._location(description.location),
+            "location": location(self.carla, description.location),
             "created": start + 1,
         }
         actor.update(description.attributes)
@@ -433,5 +413,5 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
             sparse = tables.sparse[kind]
             hits = np.flatnonzero((sparse.rows["id"] == actor_id) & (sparse.frames >= start))
             if len(hits):
-                actor[name] = self._box(sparse.rows[int(hits[-1])])
+                actor[name] = box(self.carla, sparse.rows[int(hits[-1])])
         return actor

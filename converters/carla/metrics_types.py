@@ -4,7 +4,8 @@ A metric written for `srunner.metrics.tools.metrics_log.MetricsLog` reads attrib
 (`transform.location.x`), subtracts locations, divides vectors by a scalar and tests
 `light in lights`. These classes offer the same names and operators so such metrics run
 without the CARLA client installed; `carla_api()` hands out the real `carla` module
-instead when it imports, so a user who has it gets the genuine classes.
+instead when it imports, so a user who has it gets the genuine classes. `vector`, `location`,
+`transform` and `box` build them from recorded values, in either module's classes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(slots=True)
@@ -223,6 +227,34 @@ class VehiclePhysicsControl:
 
     def __repr__(self) -> str:
         return f"VehiclePhysicsControl({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+def vector(api: ModuleType, values: npt.ArrayLike, scale: float = 1.0) -> Any:
+    """`api.Vector3D` of three recorded values times `scale`."""
+    x, y, z = (float(v) * scale for v in np.asarray(values, np.float64).reshape(3))
+    return api.Vector3D(x=x, y=y, z=z)
+
+
+def location(api: ModuleType, values: npt.ArrayLike) -> Any:
+    """`api.Location` in metres of a recorded location in cm."""
+    x, y, z = (float(v) / 100 for v in np.asarray(values, np.float64).reshape(3))
+    return api.Location(x=x, y=y, z=z)
+
+
+def transform(api: ModuleType, row: Any) -> Any:
+    """`api.Transform` of a Position record (cm; rotation stored roll, pitch, yaw)."""
+    roll, pitch, yaw = (float(v) for v in row["rotation"])
+    rotation = api.Rotation(pitch=pitch, yaw=yaw, roll=roll)
+    return api.Transform(location(api, row["location"]), rotation)
+
+
+def box(api: ModuleType, row: Any) -> Any:
+    """`api.BoundingBox` in metres of a recorded box; NaN origins and infinite extents
+    (sensors) as zero, as scenario_runner's parser does."""
+    origin, extent = row["origin"], row["extent"]
+    centre = api.Location() if np.isnan(origin).any() else location(api, origin)
+    size = api.Vector3D() if np.isinf(extent).any() else vector(api, extent, 0.01)
+    return api.BoundingBox(centre, size)
 
 
 def carla_api(prefer_real: bool = True) -> ModuleType:
