@@ -16,7 +16,7 @@ import pytest
 
 from nanorec.cli import app
 from nanorec.converters.carla.query import file_info
-from tests.conftest import carla_realdata, make_runner
+from tests.conftest import SAMPLES, carla_realdata, make_runner
 
 from .metrics_reference import REFERENCE, load_reference, their_text
 from .test_metrics import write_log
@@ -109,6 +109,19 @@ def test_a_metric_printing_from_a_real_log(tmp_path: Path) -> None:
     result = make_runner().invoke(app, ["carla", "metrics", str(real[0]), "--metric", str(module)])
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("ego ") and "top speed" in result.stdout
+
+
+def test_the_example_metric_by_module_name() -> None:
+    """The README's example: a dotted module name, on a bundled sample."""
+    sample = str(SAMPLES / "carla-0.9.16-town03.log")
+    module = "nanorec.converters.carla.metrics_example"
+    result = make_runner().invoke(app, ["carla", "metrics", sample, "--metric", module])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("ego 6: frames 1-300, ") and "m driven" in result.stdout
+    result = make_runner().invoke(
+        app, ["carla", "metrics", sample, "--metric", module, "--class", "Nope"]
+    )
+    assert result.exit_code == 2 and "expected class Nope, found 0" in result.stderr
 
 
 def test_a_metric_needing_the_map_says_so(tmp_path: Path) -> None:
