@@ -22,8 +22,9 @@ Where theirs is wrong, this one is right, and differs:
 - `get_actor_transforms_at_frame` (and the velocities/accelerations forms) name the
   actors of frame `f`. Theirs takes the actor ids of frame f+1 and the values of `f`.
 - `get_walker_speed` is a float (theirs the text, a str); a scene light's `active` is its
-  recorded on/off (theirs `bool("False")`, always True); a traffic light keeps its
-  transform (theirs replaces a traffic light's transform by its state).
+  recorded on/off (theirs `bool("False")`, always True). An actor with both a Position
+  and a traffic-light State in a frame keeps its transform (theirs replaces its states by
+  the light's; no recording we have positions its traffic lights, so this stays rare).
 - A crashed recording's incomplete last frame is not a frame here (the archive keeps it
   as its tail, for export): CARLA's text prints it, so theirs counts one frame more.
 - A frame outside 1..N raises `OutOfRangeError` (an IndexError); theirs reads frame 0
