@@ -135,7 +135,7 @@ class CarlaConverter:
         return rebuild_members(reader)
 
     def commands(self) -> typer.Typer | None:
-        from . import cli_queries  # noqa: F401 - its commands join the app
+        from . import cli_metrics, cli_queries  # noqa: F401 - their commands join the app
         from .cli import app
 
         return app
