@@ -13,7 +13,6 @@ from nanorec import registry
 from nanorec.archive.atomic import file_sha256
 from nanorec.archive.layout import COMPACT, STORED, use_layout
 from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, one_line, run
-from nanorec.cli.dispatch import given_extra, pinned_format
 from nanorec.cli.inputs import (
     check_input,
     check_output,
@@ -105,8 +104,9 @@ def convert(
 
     Example: nanorec convert run.bag -o run.nanover.zip
     """
-    pinned = pinned_format()
-    fmt = fmt or pinned
+    from nanorec.cli.dispatch import given_extra, pinned_format
+
+    fmt = fmt or pinned_format()
     if len(sources) != 1 or (sources[0].is_dir() and not registry.for_directory(sources[0])):
         from nanorec.cli.batch import batch_convert
 

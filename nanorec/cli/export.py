@@ -13,8 +13,6 @@ import typer
 from nanorec import registry
 from nanorec.archive.atomic import file_sha256
 from nanorec.cli import EXIT_PROBLEM, app, run
-from nanorec.cli.dispatch import run_verb
-from nanorec.cli.hooks import VerbCall
 from nanorec.cli.inputs import (
     check_input,
     check_output,
@@ -37,7 +35,8 @@ from nanorec.cli.surface import check_choice, verb_command
 from nanorec.contract import STORAGES, Converter, ExportReport, export_forms, foreign_forms
 from nanorec.errors import UsageError
 
-if TYPE_CHECKING:  # numpy: imported by the commands, not for `nanorec --help`
+if TYPE_CHECKING:  # numpy, the verbs' machinery: imported by the commands, not for --help
+    from nanorec.cli.hooks import VerbCall
     from nanorec.selection import Selection
 
 
@@ -66,6 +65,8 @@ def export(
 
     Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
     """
+    from nanorec.cli.dispatch import run_verb
+
     chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
 
     def action() -> int:

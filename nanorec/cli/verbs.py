@@ -11,13 +11,11 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from nanorec.cli import app, run
-from nanorec.cli.dispatch import run_verb
-from nanorec.cli.hooks import Pace, VerbCall
 from nanorec.cli.inputs import check_output, message_dict
 from nanorec.cli.options import (
     Duration,
@@ -37,6 +35,9 @@ from nanorec.cli.options import (
 from nanorec.cli.surface import check_choice, verb_command
 from nanorec.errors import UsageError
 
+if TYPE_CHECKING:  # the verbs' machinery: imported when one runs, not for `nanorec --help`
+    from nanorec.cli.hooks import VerbCall
+
 #: The input argument of the verbs the core hands to a format: kept as typed (a ROS 2
 #: storage file's `Files:` line shows it so).
 Input = Annotated[str, typer.Argument(help="An archive or a native recording.", show_default=False)]
@@ -50,6 +51,8 @@ def info(file: Input, as_json: Json = False) -> None:
 
     Example: nanorec info recording.nanover.zip --json
     """
+    from nanorec.cli.dispatch import run_verb
+
     raise typer.Exit(run(lambda: run_verb("info", file, _info, as_json=as_json)))
 
 
@@ -86,6 +89,8 @@ def cat(
 
     Example: nanorec cat recording.nanover.zip --type frame --format csv > frames.csv
     """
+    from nanorec.cli.dispatch import run_verb
+
     chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
     raise typer.Exit(run(lambda: run_verb("cat", file, _cat, selection=chosen, form=fmt)))
 
@@ -133,6 +138,9 @@ def play(
 
     Example: nanorec play recording.nanover.zip --rate 2 --start 10 --duration 5
     """
+    from nanorec.cli.dispatch import run_verb
+    from nanorec.cli.hooks import Pace
+
     chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
     pace = Pace(rate=rate, loop=loop, immediate=immediate, pause=pause)
     raise typer.Exit(run(lambda: run_verb("play", file, _play, selection=chosen, pace=pace)))
@@ -213,6 +221,8 @@ def plot(
 
     Example: nanorec plot recording.nanover.zip -o timeline.png
     """
+    from nanorec.cli.dispatch import run_verb
+
     chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
 
     def action() -> int:

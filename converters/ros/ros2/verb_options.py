@@ -9,7 +9,7 @@ from typing import Annotated
 
 from nanorec.cli.hooks import option
 
-from .bundle import DISTROS
+from ..about import ROS2_DISTROS as DISTROS
 
 _TZ = "Time zone of the dates (default: this machine's, as ROS)."
 
