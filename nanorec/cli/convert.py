@@ -117,7 +117,7 @@ def convert(
             force=force,
             keep_going=keep_going,
             fmt=fmt,
-            options={**given_extra("convert", None, None), **_options(option)},
+            options=run(lambda: {**given_extra("convert", None, None), **_options(option)}),
             layout=STORED if stored else COMPACT,
         )
         raise typer.Exit(code)

@@ -57,6 +57,13 @@ def test_convert_jobs_and_from_with_one_input(tmp_path: Path) -> None:
     assert (tmp_path / "j.zip").read_bytes() == (tmp_path / "f.zip").read_bytes()
 
 
+def test_a_bad_o_option_of_a_batch_is_one_line(tmp_path: Path) -> None:
+    """`convert A B -O 1` raised its UsageError outside the command's boundary (a traceback
+    under `nanorec`): found by the contract's every-option check."""
+    code, _, err = _run("convert", CARLA, CARLA, "-O", "1", "-o", tmp_path)
+    _one_line_error(code, err, "--option takes KEY=VALUE")
+
+
 def test_a_format_option_of_convert_is_its_o_option(tmp_path: Path) -> None:
     """CARLA's `--family` (its former `carla convert`'s) is `-O family=`: the same archive."""
     for name, args in (("o", ("-O", "family=0.9.15")), ("family", ("--family", "0.9.15"))):

@@ -291,8 +291,8 @@ def check_every_option(sample: Path, work: Path) -> None:
             spelling = param.opts[0]
             if param.param_type_name != "option" or spelling in _SKIPPED:
                 continue
-            kind = getattr(param.type, "name", "text")
-            value = None if param.is_flag else {"integer": "1", "float": "1"}.get(kind, "x")
+            flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
+            value = None if flag else "1"  # a number, a name, a path: it parses as each
             if param.name in ("output",):
                 continue  # given below
             lines = [[sample]] + ([copies] if verb == "convert" else [])
