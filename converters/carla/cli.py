@@ -1,8 +1,8 @@
 """`nanorec carla ...`: what only CARLA recordings have (the server's query texts, tables of
-record kinds, world-state play, bird's-eye plots), and CARLA's own convert and roundtrip.
+record kinds, world-state play, bird's-eye plots), and CARLA's own roundtrip.
 
-The generic verbs hand a CARLA file to the command of the same name here (see `nanorec.cli`),
-and `nanorec collisions` / `nanorec blocked` answer as aliases.
+The core's verbs call the hooks here on a CARLA file (`nanorec.cli.hooks`; their options in
+`verb_options.py`), and `nanorec collisions` / `nanorec blocked` answer as aliases.
 """
 
 from __future__ import annotations
@@ -15,31 +15,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nanorec.cli import fail, run
-from nanorec.cli.inputs import check_input
-from nanorec.cli.options import (
-    Duration,
-    End,
-    ExportFormat,
-    Force,
-    Immediate,
-    Kinds,
-    Loop,
-    Messages,
-    OptionalOutput,
-    Output,
-    Pause,
-    Rate,
-    Start,
-    Storage,
-    Stored,
-    TableFormat,
-)
-from nanorec.cli.surface import check_choice, verb_command
+from nanorec.cli import fail
+from nanorec.cli.hooks import VerbCall, verb_hook
+from nanorec.cli.surface import check_choice
 from nanorec.errors import NanorecError, UsageError
-from nanorec.selection import Selection
 
 from .ids import FAMILIES
+from .verb_options import (
+    FAMILY_HELP,
+    CarlaCatOptions,
+    CarlaFamilyOptions,
+    CarlaPlayOptions,
+    CarlaPlotOptions,
+)
 
 app = typer.Typer(
     name="carla",
@@ -51,7 +39,7 @@ app = typer.Typer(
 if TYPE_CHECKING:
     from .recording import CarlaRecording
 
-_FAMILY_HELP = "Force a release family instead of detecting it: " + ", ".join(FAMILIES) + "."
+_FAMILY_HELP = FAMILY_HELP
 
 
 @app.command("roundtrip")
@@ -127,62 +115,24 @@ def _check_family(family: str | None) -> None:
 _FAMILY = Annotated[str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")]
 
 
-@app.command("convert")
-def convert_command(
-    source: Annotated[Path, typer.Argument(help="CARLA recorder file (.log/.rec).")],
-    output: OptionalOutput = None,
-    force: Force = False,
-    family: _FAMILY = None,
-    keep_going: Annotated[
-        bool,
-        typer.Option("--keep-going", help="Exit 0 even when the input was damaged or warned."),
-    ] = False,
-    stored: Stored = False,
-) -> None:
-    """Convert a CARLA recording into an indexed, seekable nanorec archive.
+def _open(call: VerbCall[Any]) -> CarlaRecording:
+    """The call's input as a CARLA recording, converted with its --family when native (as
+    CARLA's commands always opened it: no damage warnings of the generic open)."""
+    from .recording import CarlaRecording
 
-    One archive message per CARLA frame; a crashed recording converts every complete
-    frame and keeps the rest, so `nanorec export` gives the exact file back.
-
-    Example: nanorec convert town03.log -o town03.nanover.zip --family 0.9.15
-    """
-    from nanorec.archive.layout import COMPACT, STORED, use_layout
-    from nanorec.cli.convert import convert_report_lines
-    from nanorec.cli.inputs import check_input, check_output, native_converter, progress_bar
-
-    def action() -> int:
-        _check_family(family)
-        check_input(source)
-        converter = native_converter(source, "carla")
-        out = output or source.with_name(source.name + ".nanover.zip")
-        check_output(out, source)
-        with (
-            use_layout(STORED if stored else COMPACT),
-            progress_bar("converting", source.stat().st_size) as update,
-        ):
-            report = converter.convert(
-                source, out, overwrite=force, progress=update, options={"family": family}
-            )
-        typer.echo("\n".join(convert_report_lines(report)))
-        return 0 if report.clean or keep_going else 1
-
-    raise typer.Exit(run(action))
+    _check_family(call.extra.family)
+    return CarlaRecording.open(call.source, family=call.extra.family)
 
 
-@verb_command(app, "export")
-def export_command(
-    file: Annotated[Path, typer.Argument(help="A CARLA archive, or a .log/.rec file.")],
-    output: Output,
-    force: Force = False,
-    start: Start = None,
-    end: End = None,
-    duration: Duration = None,
-    messages: Messages = None,
-    kinds: Kinds = None,
-    fmt: ExportFormat = "native",
-    storage: Storage = None,
-    family: _FAMILY = None,
-) -> None:
+def _frames(rec: CarlaRecording, call: VerbCall[Any]) -> range:
+    """The archive frames the common options choose (`EmptySelectionError` for none): a
+    CARLA message is a frame, and `--type` says what of each frame, never which frames."""
+    numbers = call.selecting(None).chosen(rec.reader.index)
+    return range(int(numbers[0]), int(numbers[-1]) + 1)
+
+
+@verb_hook(app, "export", options=CarlaFamilyOptions)
+def export_hook(call: VerbCall[CarlaFamilyOptions]) -> int:
     """Write the CARLA file back byte for byte, or a clip CARLA replays (its first frame
     spawns every actor alive at the start; frame ids restart at 1, elapsed at 0).
 
@@ -190,67 +140,24 @@ def export_command(
     """
     from nanorec.cli.export import export_file
 
-    def action() -> int:
-        _check_family(family)
-        if kinds and fmt == "native":
-            raise UsageError("a CARLA clip keeps whole frames: --type does not apply to export")
-        selection = Selection.make(
-            start=start, end=end, duration=duration, messages=messages, kinds=kinds
-        )
-        options = {"family": family} if family else None
-        return export_file(
-            file,
-            output,
-            selection,
-            force=force,
-            to=fmt,
-            storage=storage,
-            convert_options=options,
-        )
-
-    raise typer.Exit(run(action))
+    family, form = call.extra.family, call.form or "native"
+    _check_family(family)
+    if call.kinds and form == "native":
+        raise UsageError("a CARLA clip keeps whole frames: --type does not apply to export")
+    assert call.output is not None and call.selection is not None
+    return export_file(
+        call.source,
+        call.output,
+        call.selection,
+        force=call.force,
+        to=form,
+        storage=call.storage,
+        convert_options={"family": family} if family else None,
+    )
 
 
-# ------------------------------------------------------------------ cat, play, plot (issue 5)
-
-_RECORDING_HELP = "A CARLA recording: a nanorec archive (*.nanover.zip) or a CARLA .log/.rec file."
-
-
-def _frames(
-    rec: CarlaRecording,
-    start: float | None,
-    end: float | None,
-    duration: float | None,
-    messages: str | None,
-) -> range:
-    """The archive frames the common options choose (`EmptySelectionError` for none): a
-    CARLA message is a frame, and `--type` says what of each frame, never which frames."""
-    selection = Selection.make(start=start, end=end, duration=duration, messages=messages)
-    numbers = selection.chosen(rec.reader.index)
-    return range(int(numbers[0]), int(numbers[-1]) + 1)
-
-
-@verb_command(
-    app,
-    "cat",
-    kinds="Record type: position, state, anim_vehicle, kinematics, bounding_box, collision, "
-    "event_add, wheels... or a short alias (pos, tl, veh, kin, bbox, hit); repeatable "
-    "(NDJSON). Without it: each frame as one NDJSON message line (its world state).",
-)
-def cat_command(
-    file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
-    kinds: Kinds = None,
-    actor: Annotated[
-        int | None,
-        typer.Option("--actor", "-a", help="Only records naming this actor id.", metavar="ID"),
-    ] = None,
-    start: Start = None,
-    end: End = None,
-    duration: Duration = None,
-    messages: Messages = None,
-    fmt: TableFormat = "ndjson",
-    family: _FAMILY = None,
-) -> None:
+@verb_hook(app, "cat", options=CarlaCatOptions)
+def cat_hook(call: VerbCall[CarlaCatOptions]) -> int:
     """Print the records of one kind as a table: one row per record, streamed.
 
     Columns: frame (CARLA frame id), index (archive frame), time (elapsed s), then the
@@ -259,32 +166,28 @@ def cat_command(
 
     Example: nanorec cat town03.log --type position --actor 6 --format csv > hero.csv
     """
-    from .recording import CarlaRecording
     from .table import columns, iter_rows, parse_kind, write_csv, write_ndjson
 
-    def action() -> None:
-        check_choice("--format", fmt, ("ndjson", "csv"))
-        check_input(file)
-        chosen = [parse_kind(kind) for kind in kinds or ()]
-        if fmt == "csv" and len(chosen) != 1:
-            raise UsageError("CSV holds one table: give one --type (NDJSON takes them all)")
-        Selection.make(start=start, end=end, duration=duration, messages=messages)  # checks
-        # Strings in a recording are bytes that are usually UTF-8: write them back as found.
-        if isinstance(sys.stdout, io.TextIOWrapper):
-            sys.stdout.reconfigure(errors="surrogateescape")
-        with CarlaRecording.open(file, family=family) as rec:
-            frames = _frames(rec, start, end, duration, messages)
-            if not chosen:
-                _cat_frames(rec, frames)
-            for kind in chosen:
-                rows = iter_rows(rec, kind, actor=actor, frames=frames)
-                if fmt == "csv":
-                    write_csv(rows, sys.stdout, columns(kind))
-                else:
-                    write_ndjson(rows, sys.stdout)
-            sys.stdout.flush()
-
-    run(action)
+    fmt = call.form or "ndjson"
+    check_choice("--format", fmt, ("ndjson", "csv"))
+    chosen = [parse_kind(kind) for kind in call.kinds]
+    if fmt == "csv" and len(chosen) != 1:
+        raise UsageError("CSV holds one table: give one --type (NDJSON takes them all)")
+    # Strings in a recording are bytes that are usually UTF-8: write them back as found.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="surrogateescape")
+    with _open(call) as rec:
+        frames = _frames(rec, call)
+        if not chosen:
+            _cat_frames(rec, frames)
+        for kind in chosen:
+            rows = iter_rows(rec, kind, actor=call.extra.actor, frames=frames)
+            if fmt == "csv":
+                write_csv(rows, sys.stdout, columns(kind))
+            else:
+                write_ndjson(rows, sys.stdout)
+        sys.stdout.flush()
+    return 0
 
 
 def _cat_frames(rec: CarlaRecording, frames: range) -> None:
@@ -302,35 +205,13 @@ def _cat_frames(rec: CarlaRecording, frames: range) -> None:
         sys.stdout.write(dumps(message_dict(message)) + "\n")
 
 
-@verb_command(
-    app,
-    "play",
-    kinds="Parts of the state to print, comma-separated or repeated: actors, traffic_lights, "
-    "scene_lights, weather, events (default: all but scene_lights).",
-)
-def play_command(
-    file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
-    rate: Rate = 1.0,
-    start: Start = None,
-    end: End = None,
-    duration: Duration = None,
-    messages: Messages = None,
-    loop: Loop = False,
-    kinds: Kinds = None,
-    parts: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--parts", "--types", help="Same as --type (its older spelling).", metavar="PARTS"
-        ),
-    ] = None,
-    immediate: Immediate = False,
-    pause: Pause = False,
-    family: _FAMILY = None,
-) -> None:
+@verb_hook(app, "play", options=CarlaPlayOptions)
+def play_hook(call: VerbCall[CarlaPlayOptions]) -> int:
     """Print each frame's state as one JSON line, at the recorded pace (like rosbag play).
 
     On a terminal, space pauses and resumes, s steps one frame while paused, q quits.
-    Each line has index, frame, time and the chosen parts; units are the file's (cm,
+    Each line has index, frame, time and the chosen parts (--type: actors, traffic_lights,
+    scene_lights, weather, events; default all but scene_lights); units are the file's (cm,
     degrees, seconds).
 
     Example: nanorec play town03.log --rate 2 --start 10 --duration 5 --type actors,events
@@ -339,99 +220,55 @@ def play_command(
     from nanorec.outputs.tables import dumps
 
     from .play import DEFAULT_PARTS, check_parts, iter_dicts
-    from .recording import CarlaRecording
 
-    given = [*(kinds or ()), *(parts or ())]
-    chosen = [part.strip() for item in given for part in item.split(",") if part.strip()]
+    chosen = [part.strip() for item in call.kinds for part in item.split(",") if part.strip()]
+    check_parts(chosen)
+    pace = call.pace
+    with (
+        _open(call) as rec,
+        terminal_player(
+            rec,
+            pace.pause,
+            loop=pace.loop,
+            immediate=pace.immediate,
+            rate=pace.rate,
+            selection=call.selecting(None),
+        ) as player,
+    ):
+        out = sys.stdout
+        for item in iter_dicts(player, chosen or DEFAULT_PARTS):
+            out.write(dumps(item) + "\n")
+            if not pace.immediate:
+                out.flush()
+        out.flush()
+    return 0
 
-    def action() -> None:
-        check_input(file)
-        check_parts(chosen)
-        selection = Selection.make(start=start, end=end, duration=duration, messages=messages)
-        options: dict[str, Any] = dict(rate=rate, selection=selection)
-        with (
-            CarlaRecording.open(file, family=family) as rec,
-            terminal_player(rec, pause, loop=loop, immediate=immediate, **options) as player,
-        ):
-            out = sys.stdout
-            for item in iter_dicts(player, chosen or DEFAULT_PARTS):
-                out.write(dumps(item) + "\n")
-                if not immediate:
-                    out.flush()
-            out.flush()
 
-    run(action)
-
-
-@verb_command(
-    app,
-    "plot",
-    output="Picture to write: .png, .svg or .pdf.",
-    kinds="Draw only actors of this kind: vehicle, bike, walker or other; repeatable "
-    "(default: all but other).",
-)
-def plot_command(
-    file: Annotated[Path, typer.Argument(help=_RECORDING_HELP)],
-    output: Output,
-    frame: Annotated[
-        int | None,
-        typer.Option(
-            "--frame",
-            "-n",
-            help="Draw footprints at this archive frame (0-based; default: the last one "
-            "of the range).",
-            metavar="N",
-        ),
-    ] = None,
-    start: Start = None,
-    end: End = None,
-    duration: Duration = None,
-    messages: Messages = None,
-    kinds: Kinds = None,
-    actors: Annotated[
-        list[int] | None,
-        typer.Option(
-            "--actor",
-            "-a",
-            help="Draw only this actor id (repeat for more; default: vehicles and walkers).",
-            metavar="ID",
-        ),
-    ] = None,
-    follow: Annotated[
-        int | None,
-        typer.Option("--follow", help="Frame the view around this actor's path.", metavar="ID"),
-    ] = None,
-    force: Force = False,
-    family: _FAMILY = None,
-) -> None:
+@verb_hook(app, "plot", options=CarlaPlotOptions)
+def plot_hook(call: VerbCall[CarlaPlotOptions]) -> int:
     """Draw a bird's-eye view: vehicle and walker paths framed with a margin, footprints,
-    collisions (where and when, with the two actors), the hero, nearby traffic lights.
+    collisions (where and when, with the two actors), the hero, nearby traffic lights
+    (--type: only actors of this kind: vehicle, bike, walker or other).
 
     Axes in metres, y pointing down as in CARLA's top view. Prints one line saying what it
     drew. Needs matplotlib, the optional plot extra of nanorec (pip install matplotlib).
 
     Example: nanorec plot town03.log -o town03.png --start 10 --end 25 --actor 6 --actor 7
     """
-    from nanorec.cli.inputs import check_output
-
     from .plot import plot
-    from .recording import CarlaRecording
 
-    def action() -> None:
-        check_input(file)
-        check_output(output, file)
-        Selection.make(start=start, end=end, duration=duration, messages=messages)  # checks
-        with CarlaRecording.open(file, family=family) as rec:
-            report = plot(
-                rec,
-                output,
-                frame=frame,
-                frames=_frames(rec, start, end, duration, messages),
-                actors=actors,
-                types=kinds,
-                follow=follow,
-                overwrite=force,
-            )
-        typer.echo(report.line())
-
-    run(action)
+    extra = call.extra
+    assert call.output is not None
+    with _open(call) as rec:
+        report = plot(
+            rec,
+            call.output,
+            frame=extra.frame,
+            frames=_frames(rec, call),
+            actors=extra.actors,
+            types=list(call.kinds) or None,
+            follow=extra.follow,
+            overwrite=call.force,
+        )
+    typer.echo(report.line())
+    return 0

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 
 from nanorec.cli import fail, run
+from nanorec.cli.hooks import VerbCall, verb_hook
 from nanorec.cli.inputs import check_input
-from nanorec.cli.options import Json
-from nanorec.cli.surface import verb_command
 from nanorec.outputs.tables import json_safe
 from nanorec.selection import check_number, check_seconds
 
 from .cli import _FAMILY, _check_family, app
+from .verb_options import CarlaInfoOptions
 
 if TYPE_CHECKING:
     from .query import HashOrderName, Labels
@@ -86,34 +86,8 @@ def _NO_JSON(_: Path) -> object:  # a marker: plain text wanted
     return None
 
 
-@verb_command(
-    app,
-    "info",
-    as_json="A JSON document instead: header, frames, duration, actors spawned and destroyed "
-    "with blueprint, type, attributes, frame and time; packet counts.",
-)
-def info_command(
-    file: Annotated[
-        Path, typer.Argument(help="CARLA recorder file (.log/.rec) or its nanorec archive.")
-    ],
-    show_all: Annotated[
-        bool, typer.Option("--show-all", help="Every packet of every frame, as show_all=True.")
-    ] = False,
-    tz: Annotated[str | None, typer.Option("--tz", help=_TZ_HELP, metavar="ZONE")] = None,
-    windows: Annotated[bool, typer.Option("--windows", help=_WINDOWS_HELP)] = False,
-    as_json: Json = False,
-    family: _FAMILY = None,
-    labels: Annotated[
-        str | None,
-        typer.Option(
-            "--labels",
-            help="Label form: old (`Rotation (`, `Brake `; 0.9.6-0.9.14) or new "
-            "(`Rotation: (`, `Brake: `; 0.9.15+). Default: by release family.",
-            metavar="old|new",
-        ),
-    ] = None,
-    form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
-) -> None:
+@verb_hook(app, "info", options=CarlaInfoOptions)
+def info_hook(call: VerbCall[CarlaInfoOptions]) -> int:
     """Print exactly what CARLA's client.show_recorder_file_info(FILE, show_all) prints.
 
     Labels follow the release that wrote the file; numbers and the date follow the
@@ -123,23 +97,27 @@ def info_command(
     """
     from .query import file_info_json, iter_file_info
 
-    _check_family(family)
-    if labels not in (None, "old", "new"):
-        fail(f"--labels takes old or new, not {labels!r}")
-    chosen = cast("Labels | None", labels)
+    extra = call.extra
+    _check_family(extra.family)
+    if extra.labels not in (None, "old", "new"):
+        fail(f"--labels takes old or new, not {extra.labels!r}")
+    chosen = cast("Labels | None", extra.labels)
     _query(
-        file,
+        call.source,
         lambda native: iter_file_info(
             native,
-            show_all=show_all,
-            tz=tz,
-            windows=windows,
-            family=family,
+            show_all=extra.show_all,
+            tz=extra.tz,
+            windows=extra.windows,
+            family=extra.family,
             labels=chosen,
-            form=form,
+            form=extra.form,
         ),
-        (lambda native: file_info_json(native, tz=tz, family=family)) if as_json else _NO_JSON,
+        (lambda native: file_info_json(native, tz=extra.tz, family=extra.family))
+        if call.as_json
+        else _NO_JSON,
     )
+    return 0
 
 
 @app.command("collisions")

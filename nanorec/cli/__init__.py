@@ -1,12 +1,14 @@
 """The `nanorec` command: format-neutral verbs, and one sub-command group per format.
 
 The verbs (`convert export info cat play plot verify recover repack roundtrip`, in `verbs.py`
-and `container.py`) work on any archive and any registered format through the contract. A
-format may have its own command of the same name (a bag's `info` prints what `rosbag info`
-prints): the verb then hands its whole command line to it, so `nanorec info x.bag --freq`
-runs `nanorec rosbag info x.bag --freq`. What only one format has lives under its group
-(`nanorec carla collisions`); such a command also answers at the top level when no other
-format has one by that name (`nanorec collisions`).
+and `container.py`) work on any archive and any registered format through the contract. The
+core parses each verb itself, every format's options flattened in, and calls the input's
+format's hook (a bag's `info` prints what `rosbag info` prints): see `dispatch.py` and
+`hooks.py`; `nanorec rosbag info` is the same command with the format pinned. What only one
+format has lives under its group (`nanorec carla collisions`); such a command also answers
+at the top level when no other format has one by that name (`nanorec collisions`), and a
+format's command named like a verb that is not a hook yet (`nanorec carla roundtrip`) gets
+the verb's command line on a file of its format.
 
 Library errors are caught only at the command boundary by `run`: one line on stderr and
 exit status 2. Library warnings (a damaged part of an input that still opens) become one
@@ -48,7 +50,7 @@ VERBS = (
     "repack",
     "roundtrip",
 )
-#: Verbs taking many inputs: handed to a format only when given exactly one file.
+#: Verbs taking many inputs: handed to a format's own command only when given one file.
 _MANY_INPUTS = ("convert", "roundtrip")
 
 
@@ -106,8 +108,8 @@ def first_sentence(text: str) -> str:
 
 
 class _RoutingGroup(WholeHelpGroup):
-    """Lists the verbs first, routes a verb to its format's own command (see above), and
-    ends a verb's help with what each format adds to it.
+    """Lists the verbs first, routes a format's own command (see above), and ends a verb's
+    help with what each format adds to it.
 
     A format's group joins when a command line names it or routes to it, not before: its
     commands are imported then (they import numpy, the format's decoders...). `--help` lists
@@ -122,8 +124,13 @@ class _RoutingGroup(WholeHelpGroup):
         return registry.command_titles()
 
     def get_command(self, ctx: Any, name: str) -> Any:
-        if name not in self.commands:
-            built = _verb_command(name) if name in VERBS else _format_group(name)
+        known = self.commands.get(name)
+        if name in VERBS and not hasattr(known, "nanorec_pinned"):  # built by typer: plain
+            built = _verb_command(name)
+            if built is not None:
+                self.add_command(built, name)
+        elif known is None and name not in VERBS:
+            built = _format_group(name)
             if built is not None:
                 self.add_command(built, name)
         command = super().get_command(ctx, name)
@@ -265,17 +272,22 @@ def _verbs() -> dict[str, Any]:
     }
 
 
-def _verb_command(name: str) -> Any:
-    """The click command of verb `name`, built now as `app` builds its commands (None: no
+def _verb_command(name: str, pinned: str | None = None) -> Any:
+    """The click command of verb `name`, built now as `app` builds its commands, with the
+    formats' options of the verb (only format `pinned`'s for its group) added (None: no
     such verb registered)."""
+    from nanorec.cli.dispatch import attach
+
     info = _verbs().get(name)
     if info is None:
         return None
-    return typer.main.get_command_from_info(
+    command = typer.main.get_command_from_info(
         info,
         pretty_exceptions_short=app.pretty_exceptions_short,
         rich_markup_mode=app.rich_markup_mode,
     )
+    command.nanorec_pinned = pinned  # type: ignore[attr-defined]
+    return attach(command, name, pinned)
 
 
 def _group_help(title: str) -> str:
@@ -296,7 +308,14 @@ def _format_group(name: str) -> Any:
         add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
     )
     holder.add_typer(commands, name=name, help=_group_help(converter.title), cls=WholeHelpGroup)
-    return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    group = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    from nanorec.cli.dispatch import hook_help, hooked_verbs
+
+    for verb in hooked_verbs(name):  # `nanorec rosbag info`: the verb with the format pinned
+        alias = _verb_command(verb, pinned=name)
+        alias.help = hook_help(name, verb) or alias.help
+        group.add_command(alias, verb)
+    return group
 
 
 def _formats_epilog(command: Any, verb: str, ctx: Any, formatter: Any) -> None:
@@ -320,8 +339,9 @@ def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
             return args  # a batch may mix formats
         source = inputs[0] if inputs else None
         name = _format_of(source) if source is not None and source.exists() else None
-        if name is not None and verb in getattr(group.get_command(ctx, name), "commands", {}):
-            return [name, verb, *rest]
+        own = getattr(group.get_command(ctx, name), "commands", {}) if name else {}
+        if name and verb in own and getattr(own[verb], "nanorec_pinned", None) is None:
+            return [name, verb, *rest]  # a format's command not yet a hook of the core's verb
         return args
     if group.get_command(ctx, verb) is None:  # an alias: the one format having that command
         formats = _format_groups(group, ctx)
@@ -370,19 +390,9 @@ def _inputs_of(args: Sequence[str], value_options: set[str]) -> list[Path]:
 
 
 def _format_of(path: Path) -> str | None:
-    from nanorec import registry
-    from nanorec.archive.reader import ArchiveReader
+    from nanorec.cli.dispatch import format_of
 
-    try:
-        head = registry.read_head(path)
-        if registry.is_archive(head):
-            with ArchiveReader(path) as reader:
-                converter = registry.for_archive(reader)
-        else:
-            converter = registry.for_native(path, head)
-    except (NanorecError, OSError, TypeError):
-        return None  # the verb itself will say what is wrong
-    return None if converter is None else converter.name
+    return format_of(path)
 
 
 class _Never(Exception):

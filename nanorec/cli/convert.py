@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,7 +25,7 @@ from nanorec.cli.options import (
     KeepGoing,
     Stored,
 )
-from nanorec.contract import ConvertReport
+from nanorec.contract import Converter, ConvertReport, Progress
 from nanorec.errors import NanorecError, UsageError
 
 FormatName = Annotated[
@@ -102,6 +104,9 @@ def convert(
 
     Example: nanorec convert run.bag -o run.nanover.zip
     """
+    from nanorec.cli.dispatch import given_extra, pinned_format
+
+    fmt = fmt or pinned_format()
     if len(sources) != 1 or (sources[0].is_dir() and not registry.for_directory(sources[0])):
         from nanorec.cli.batch import batch_convert
 
@@ -112,7 +117,7 @@ def convert(
             force=force,
             keep_going=keep_going,
             fmt=fmt,
-            options=_options(option),
+            options=run(lambda: {**given_extra("convert", None, None), **_options(option)}),
             layout=STORED if stored else COMPACT,
         )
         raise typer.Exit(code)
@@ -123,18 +128,42 @@ def convert(
         converter = native_converter(source, fmt)
         out = output or source.with_name(source.name + ".nanover.zip")
         check_output(out, source)
-        options = _options(option)
+        extra = given_extra("convert", source, converter.name)
+        options = {**_given_fields(extra), **_options(option)}
         with (
             use_layout(STORED if stored else COMPACT),
             progress_bar("converting", registry.input_size(source)) as update,
         ):
-            report = converter.convert(
-                source, out, overwrite=force, progress=update, options=options
-            )
+            report = convert_file(converter, source, out, force, update, options)
         typer.echo("\n".join(convert_report_lines(report)))
         return 0 if report.clean or keep_going else EXIT_PROBLEM
 
     raise typer.Exit(run(action))
+
+
+def convert_file(
+    converter: Converter,
+    source: Path,
+    output: Path,
+    force: bool,
+    progress: Progress,
+    options: Mapping[str, Any],
+) -> ConvertReport:
+    """The one place the convert verb calls a converter."""
+    return converter.convert(source, output, overwrite=force, progress=progress, options=options)
+
+
+def _given_fields(extra: Any) -> dict[str, Any]:
+    """A format's convert options given on the command line (`--family 0.9.15`), as the
+    converter's options (the same as `-O family=0.9.15`)."""
+    if extra is None:
+        return {}
+    default = type(extra)()
+    return {
+        field.name: getattr(extra, field.name)
+        for field in dataclasses.fields(extra)
+        if getattr(extra, field.name) != getattr(default, field.name)
+    }
 
 
 @app.command()

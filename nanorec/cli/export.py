@@ -35,13 +35,17 @@ from nanorec.cli.surface import check_choice, verb_command
 from nanorec.contract import STORAGES, Converter, ExportReport, export_forms, foreign_forms
 from nanorec.errors import UsageError
 
-if TYPE_CHECKING:  # numpy: imported by the commands, not for `nanorec --help`
+if TYPE_CHECKING:  # numpy, the verbs' machinery: imported by the commands, not for --help
+    from nanorec.cli.hooks import VerbCall
     from nanorec.selection import Selection
 
 
 @verb_command(app, "export")
 def export(
-    file: Annotated[Path, typer.Argument(help="An archive (or a native file, converted first).")],
+    file: Annotated[
+        str,
+        typer.Argument(help="An archive (or a native file, converted first).", show_default=False),
+    ],
     output: Output,
     force: Force = False,
     start: Start = None,
@@ -61,15 +65,36 @@ def export(
 
     Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
     """
-    from nanorec.selection import Selection
+    from nanorec.cli.dispatch import run_verb
 
-    selection = run(
-        lambda: Selection.make(
-            start=start, end=end, duration=duration, messages=messages, kinds=kinds
+    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+
+    def action() -> int:
+        check_output(output, Path(file))
+        return run_verb(
+            "export",
+            file,
+            _export,
+            selection=chosen,
+            output=output,
+            force=force,
+            form=fmt,
+            storage=storage,
         )
-    )
-    raise typer.Exit(
-        run(lambda: export_file(file, output, selection, force=force, to=fmt, storage=storage))
+
+    raise typer.Exit(run(action))
+
+
+def _export(call: VerbCall[Any]) -> int:
+    """export of a recording whose format adds nothing to it."""
+    assert call.output is not None and call.selection is not None
+    return export_file(
+        call.source,
+        call.output,
+        call.selection,
+        force=call.force,
+        to=call.form or "native",
+        storage=call.storage,
     )
 
 
@@ -113,9 +138,7 @@ def export_file(
         options: dict[str, Any] = {} if to == "native" else {"format": to}
         if storage is not None:
             options["storage"] = storage
-        report = converter.export(
-            reader, output, selection=selection, overwrite=force, options=options or None
-        )
+        report = export_native(converter, reader, output, selection, force, options)
     verdict = (
         (
             f"a cut of {report.messages} messages"
@@ -131,6 +154,21 @@ def export_file(
     for note in report.details.get("notes", []):  # why it is not what was asked (a new bag)
         typer.echo(f"note: {note}")
     return EXIT_PROBLEM if report.identical is False else 0
+
+
+def export_native(
+    converter: Converter,
+    reader: Any,
+    output: Path,
+    selection: Selection,
+    force: bool,
+    options: Mapping[str, Any],
+) -> ExportReport:
+    """The one place the export verb calls a converter (its native file, a cut, its own
+    forms)."""
+    return converter.export(
+        reader, output, selection=selection, overwrite=force, options=options or None
+    )
 
 
 #: What `--format` of export takes for every format (a format may add its own: the

@@ -1,17 +1,17 @@
 """One surface for every format: the options each verb has whatever the file, declared here
-once and given to every command named like a verb, the generic ones and each format's own.
+once and given to the core's command of each verb (`COMMON`); a format adds its own options
+and answer through `nanorec.cli.hooks`, never by renaming or dropping one of these.
 
-A format's `cat` (say) is written as
+The core's verb is written as
 
-    @verb_command(app, "cat", kinds="A topic; repeatable.")
+    @verb_command(app, "cat")
     def cat(file: ..., kinds: Kinds = None, fmt: TableFormat = "ndjson", start: Start = None,
-            ..., freq: Annotated[...] = False) -> None:
+            ...) -> None:
 
-and must take every common parameter of the verb by its name (`COMMON`): the decorator
-refuses the function otherwise (at import, so a format cannot drift), and replaces each
-common parameter's declaration with the core's (same spellings, aliases and short forms
-for every format; a format may only reword the help). Its own options come on top.
-`tests/converters/contract.py` checks every registered format's commands against `COMMON`.
+and must take every common parameter of the verb by its name: the decorator refuses the
+function otherwise (at import), and replaces each common parameter's declaration with the
+one here (same spellings, aliases and short forms). `tests/converters/contract.py` checks
+every registered format's commands against `COMMON`.
 """
 
 from __future__ import annotations
@@ -116,17 +116,23 @@ def common_spellings(verb: str) -> set[str]:
 
 def format_options_help(verb: str) -> str:
     """For the verb's plain `--help`: what each installed format adds to it (its own
-    options, and for export its own output forms)."""
+    options, and for export its own output forms), without importing a format's commands."""
     from nanorec import registry
+    from nanorec.cli.dispatch import declared_options, options_of
+    from nanorec.cli.hooks import fields_of
     from nanorec.contract import export_forms
 
-    common = common_spellings(verb) | {"--help", "-h"}
+    declared = options_of(verb)
     lines = []
     for name, converter in sorted(registry.converters().items()):
         parts = []
-        group = converter.commands()
+        if name in declared:
+            parts += ["/".join(field.option.flags) for field in fields_of(declared[name])]
+        # a format declaring no verb options may still have its own command of the verb
+        group = converter.commands() if name not in declared_options() else None
         command = _command_of(group, verb) if group is not None else None
-        if command is not None:
+        if command is not None:  # a format's command not yet a hook of the core's verb
+            common = common_spellings(verb) | {"--help", "-h"}
             for param in command.params:
                 spellings = [*param.opts, *param.secondary_opts]
                 if param.param_type_name == "option" and not common & set(spellings):
@@ -141,5 +147,7 @@ def format_options_help(verb: str) -> str:
 
 
 def _command_of(group: typer.Typer, verb: str) -> Any:
+    if not group.registered_commands and not group.registered_groups:
+        return None  # only hooks of the core's verbs
     command = typer.main.get_command(group)
     return getattr(command, "commands", {}).get(verb)

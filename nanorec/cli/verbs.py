@@ -11,16 +11,12 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from nanorec.cli import app, run
-from nanorec.cli.inputs import (
-    check_output,
-    message_dict,
-    opened,
-)
+from nanorec.cli.inputs import check_output, message_dict
 from nanorec.cli.options import (
     Duration,
     End,
@@ -39,40 +35,48 @@ from nanorec.cli.options import (
 from nanorec.cli.surface import check_choice, verb_command
 from nanorec.errors import UsageError
 
+if TYPE_CHECKING:  # the verbs' machinery: imported when one runs, not for `nanorec --help`
+    from nanorec.cli.hooks import VerbCall
+
+#: The input argument of the verbs the core hands to a format: kept as typed (a ROS 2
+#: storage file's `Files:` line shows it so).
+Input = Annotated[str, typer.Argument(help="An archive or a native recording.", show_default=False)]
+
 
 @verb_command(app, "info")
-def info(
-    file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
-    as_json: Json = False,
-) -> None:
+def info(file: Input, as_json: Json = False) -> None:
     """Summarise a recording: format, messages, times, kinds.
 
     Formats have their own richer text (CARLA's and rosbag's info), used automatically.
 
     Example: nanorec info recording.nanover.zip --json
     """
+    from nanorec.cli.dispatch import run_verb
+
+    raise typer.Exit(run(lambda: run_verb("info", file, _info, as_json=as_json)))
+
+
+def _info(call: VerbCall[Any]) -> int:
+    """info on a recording whose format adds nothing: its summary."""
     from nanorec.outputs.tables import dumps
 
-    def action() -> None:
-        with opened(file) as recording:
-            summary = recording.summary()
-        if as_json:
-            typer.echo(dumps(summary))
-            return
-        for key, value in summary.items():
-            if isinstance(value, dict):
-                typer.echo(f"{key}:")
-                for name, item in value.items():
-                    typer.echo(f"  {name}: {item}")
-            else:
-                typer.echo(f"{key}: {value}")
-
-    run(action)
+    summary = call.recording.summary()
+    if call.as_json:
+        typer.echo(dumps(summary))
+        return 0
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            typer.echo(f"{key}:")
+            for name, item in value.items():
+                typer.echo(f"  {name}: {item}")
+        else:
+            typer.echo(f"{key}: {value}")
+    return 0
 
 
 @verb_command(app, "cat")
 def cat(
-    file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
+    file: Input,
     kinds: Kinds = None,
     fmt: TableFormat = "ndjson",
     start: Start = None,
@@ -85,34 +89,39 @@ def cat(
 
     Example: nanorec cat recording.nanover.zip --type frame --format csv > frames.csv
     """
+    from nanorec.cli.dispatch import run_verb
+
+    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    raise typer.Exit(run(lambda: run_verb("cat", file, _cat, selection=chosen, form=fmt)))
+
+
+def _cat(call: VerbCall[Any]) -> int:
+    """cat of any recording: its messages, or the rows of the kinds asked for."""
     from nanorec.outputs.tables import write_csv, write_ndjson
-    from nanorec.selection import Selection
 
-    def action() -> None:
-        check_choice("--format", fmt, ("ndjson", "csv"))
-        selection = Selection.make(
-            start=start, end=end, duration=duration, messages=messages, kinds=kinds
-        )
-        with opened(file) as recording:
-            selection.chosen(recording.reader.index)
-            if not kinds:
-                if fmt == "csv":
-                    raise UsageError("CSV needs one --type (one table); NDJSON takes them all")
-                write_ndjson(map(message_dict, recording.messages(selection)), sys.stdout)
-                return
-            if fmt == "csv" and len(kinds) > 1:
-                raise UsageError("CSV holds one table: give one --type")
-            for kind in kinds:
-                rows = recording.rows(kind, selection)
-                (write_csv if fmt == "csv" else write_ndjson)(rows, sys.stdout)
+    fmt, selection, kinds = call.form, call.selection, call.kinds
+    assert selection is not None
+    check_choice("--format", fmt or "", ("ndjson", "csv"))
+    recording = call.recording
+    selection.chosen(recording.reader.index)
+    if not kinds:
+        if fmt == "csv":
+            raise UsageError("CSV needs one --type (one table); NDJSON takes them all")
+        write_ndjson(map(message_dict, recording.messages(selection)), sys.stdout)
         sys.stdout.flush()
-
-    run(action)
+        return 0
+    if fmt == "csv" and len(kinds) > 1:
+        raise UsageError("CSV holds one table: give one --type")
+    for kind in kinds:
+        rows = recording.rows(kind, selection)
+        (write_csv if fmt == "csv" else write_ndjson)(rows, sys.stdout)
+    sys.stdout.flush()
+    return 0
 
 
 @verb_command(app, "play")
 def play(
-    file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
+    file: Input,
     rate: Rate = 1.0,
     start: Start = None,
     end: End = None,
@@ -129,25 +138,33 @@ def play(
 
     Example: nanorec play recording.nanover.zip --rate 2 --start 10 --duration 5
     """
+    from nanorec.cli.dispatch import run_verb
+    from nanorec.cli.hooks import Pace
+
+    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    pace = Pace(rate=rate, loop=loop, immediate=immediate, pause=pause)
+    raise typer.Exit(run(lambda: run_verb("play", file, _play, selection=chosen, pace=pace)))
+
+
+def _play(call: VerbCall[Any]) -> int:
+    """play of any recording: each message as one JSON line, paced."""
     from nanorec.outputs.tables import write_line
-    from nanorec.selection import Selection
 
-    def action() -> None:
-        selection = Selection.make(
-            start=start, end=end, duration=duration, messages=messages, kinds=kinds
-        )
-        options: dict[str, Any] = dict(rate=rate, selection=selection)
-        with (
-            opened(file) as recording,
-            terminal_player(recording, pause, loop=loop, immediate=immediate, **options) as player,
-        ):
-            for message in player.paced(recording.message):
-                write_line(message_dict(message), sys.stdout)
-                if not immediate:
-                    sys.stdout.flush()
-        sys.stdout.flush()
-
-    run(action)
+    pace, recording = call.pace, call.recording
+    with terminal_player(
+        recording,
+        pace.pause,
+        loop=pace.loop,
+        immediate=pace.immediate,
+        rate=pace.rate,
+        selection=call.selection,
+    ) as player:
+        for message in player.paced(recording.message):
+            write_line(message_dict(message), sys.stdout)
+            if not pace.immediate:
+                sys.stdout.flush()
+    sys.stdout.flush()
+    return 0
 
 
 @contextlib.contextmanager
@@ -190,7 +207,7 @@ def terminal_player(
 
 @verb_command(app, "plot")
 def plot(
-    file: Annotated[Path, typer.Argument(help="An archive or a native recording.")],
+    file: Input,
     output: Output,
     force: Force = False,
     start: Start = None,
@@ -204,17 +221,24 @@ def plot(
 
     Example: nanorec plot recording.nanover.zip -o timeline.png
     """
+    from nanorec.cli.dispatch import run_verb
+
+    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+
+    def action() -> int:
+        check_output(output, Path(file))
+        return run_verb("plot", file, _plot, selection=chosen, output=output, force=force)
+
+    raise typer.Exit(run(action))
+
+
+def _plot(call: VerbCall[Any]) -> int:
+    """plot of any recording: its messages' timeline."""
     from nanorec.outputs.timeline import plot_timeline
-    from nanorec.selection import Selection
 
-    def action() -> None:
-        check_output(output, file)
-        selection = Selection.make(
-            start=start, end=end, duration=duration, messages=messages, kinds=kinds
-        )
-        with opened(file) as recording:
-            selection.chosen(recording.reader.index)
-            size = plot_timeline(recording, output, overwrite=force, selection=selection)
-        typer.echo(f"{output}: {size} bytes")
-
-    run(action)
+    assert call.selection is not None and call.output is not None
+    recording = call.recording
+    call.selection.chosen(recording.reader.index)
+    size = plot_timeline(recording, call.output, overwrite=call.force, selection=call.selection)
+    typer.echo(f"{call.output}: {size} bytes")
+    return 0

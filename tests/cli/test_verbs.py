@@ -233,11 +233,14 @@ def test_a_warning_is_one_clean_line(tmp_path: Path) -> None:
 
 
 def test_a_verbs_help_shows_the_formats_options() -> None:
-    """On a file, the format's own help; plain, the verb's help ends with what each format
-    adds (a bag's --freq, pbstream's --trajectory, a bag's export form `indexed`)."""
+    """The verb's help lists every format's options (one command, issue 35), and ends with
+    what each format adds (a bag's --freq, pbstream's --trajectory, a bag's export form
+    `indexed`); the format's group gives its own help and options only."""
     bag = SAMPLES / "rosbag-robot.bag"
     code, out, _ = _run("info", bag, "--help")
-    assert code == 0 and out.startswith("Usage: nanorec rosbag info") and "--freq" in out
+    assert code == 0 and out.startswith("Usage: nanorec info") and "--freq" in out
+    code, out, _ = _run("rosbag", "info", "--help")
+    assert code == 0 and "rosbag info" in out and "--freq" in out and "--show-all" not in out
     code, out, _ = _run("info", "--help")
     assert code == 0 and "rosbag: --freq" in out.replace("\n", " ")
     code, out, _ = _run("export", "--help")

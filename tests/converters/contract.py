@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-import typer
 
 from nanorec import registry
 from nanorec.archive.reader import ArchiveReader
@@ -240,22 +239,82 @@ class ConverterContract:
     # -- one surface ---------------------------------------------------------------------------
 
     def test_format_commands_take_the_common_options(self, converter: Converter) -> None:
-        """Every command of the format named like a verb accepts the verb's common options
-        (declared once in `nanorec.cli.surface`), under the same spellings."""
-        commands = converter.commands()
-        if commands is None:
-            return
-        group = typer.main.get_command(commands)
+        """The format's verbs are the core's (`nanorec.cli.hooks`): its group's command of a
+        verb (`nanorec rosbag info`) takes the verb's common options, under the same
+        spellings, and its own options are declared (and spelled) as the core builds them."""
+        from nanorec.cli import _format_group
+        from nanorec.cli.dispatch import flattened, hooked_verbs, options_of
+
+        _register()
+        for verb in hooked_verbs(self.name):
+            options_of(verb, self.name)  # declared, importable
+            assert all(self.name in entry.owners for entry in flattened(verb, self.name))
+        group = _format_group(self.name)
         for verb in COMMON:
             command = getattr(group, "commands", {}).get(verb)
             if command is not None:
                 missing = common_spellings(verb) - option_names(command)
                 assert not missing, f"{self.name} {verb} lacks {sorted(missing)}"
+                assert getattr(command, "nanorec_pinned", None) == self.name, verb
+
+    @pytest.mark.slow
+    def test_every_listed_option_works(self, samples: list[Path], tmp_path: Path) -> None:
+        """Every option a verb's `--help` lists is taken with one input of this format (and
+        with two where the verb takes many): answered by the verb, never "No such option"."""
+        check_every_option(min(samples, key=lambda p: p.stat().st_size), tmp_path)
 
     @pytest.mark.slow
     def test_common_options_mean_the_same(self, samples: list[Path], tmp_path: Path) -> None:
         """The same command lines give the same kind of answer on every format."""
         check_common_options(min(samples, key=lambda p: p.stat().st_size), tmp_path)
+
+
+#: Options left out (a value of each is made up: the verb may refuse it, it must parse and
+#: reach the verb): a terminal (`--pause`), a pace the check does not wait for.
+_SKIPPED = {"--help", "-h", "--pause", "--start-paused", "--rate", "--loop", "--clock", "--delay"}
+
+
+def check_every_option(sample: Path, work: Path) -> None:
+    """Each option of each verb's command, once, on `sample` (and for convert on two copies):
+    exit 0, 1 or 2, one line when 2, never a usage error from the parser."""
+    from nanorec.cli import _verb_command
+
+    _register()
+    many = work / "many"
+    many.mkdir()
+    copies = [many / ("a-" + sample.name), many / ("b-" + sample.name)]
+    for copy in copies:
+        (copy.symlink_to(sample.resolve(), target_is_directory=sample.is_dir()))
+    for verb in ("info", "cat", "play", "plot", "export", "convert", "verify"):
+        command = _verb_command(verb)
+        for param in command.params:
+            spelling = param.opts[0]
+            if param.param_type_name != "option" or spelling in _SKIPPED:
+                continue
+            flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
+            value = None if flag else "1"  # a number, a name, a path: it parses as each
+            if param.name in ("output",):
+                continue  # given below
+            lines = [[sample]] + ([copies] if verb == "convert" else [])
+            for inputs in lines:
+                out = work / f"{verb}-{param.name}-{len(inputs)}"
+                args: list[object] = [verb, *inputs, spelling, *([value] if value else [])]
+                if verb in ("plot", "export", "convert"):
+                    args += ["-o", out.with_suffix(".png") if verb == "plot" else out]
+                if verb in ("cat", "play", "plot", "export"):
+                    args += ["--messages", "0:2"] if spelling not in _RANGES else []
+                if verb == "play":
+                    args.append("--immediate")
+                result = _runner.invoke(app, [str(a) for a in args])
+                err = result.stderr
+                assert isinstance(result.exception, SystemExit | None), (args, result.exception)
+                assert "No such option" not in err and "Usage:" not in err, (args, err)
+                assert result.exit_code in (0, 1, 2), (args, result.exit_code, err)
+                if result.exit_code == 2:
+                    assert err.startswith("nanorec: ") and err.count("\n") == 1, (args, err)
+
+
+_RANGES = {"--messages", "--start", "-s", "--end", "--duration", "-u", "--start-offset"}
 
 
 def check_common_options(sample: Path, work: Path) -> None:

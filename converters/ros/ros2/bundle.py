@@ -29,10 +29,11 @@ from typing import Final
 
 from nanorec.errors import FormatError, UsageError
 
+from ..about import ROS2_DISTROS
 from .msgdef import SEPARATOR, canonical, dependencies, from_msg_path, parse_msg
 
 #: The distros bundled, oldest first (Rolling has the newest release's definitions).
-DISTROS: Final = ("humble", "iron", "jazzy", "kilted", "lyrical", "rolling")
+DISTROS: Final = ROS2_DISTROS
 #: The distro of a bag that names none (or one before Humble): rosbag2 wrote
 #: `ros_distro` only from Iron on, so a bag without it is most likely Humble's.
 DEFAULT: Final = "humble"
