@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from nanorec.errors import NanorecError, UnsupportedError, UsageError
+from nanorec.errors import NanorecError, TruncatedError, UnsupportedError, UsageError
 
 #: The suffix fetched at open: the zip's end records, central directory and (usually) the
 #: description of an archive of up to a few hundred thousand messages.
@@ -126,6 +126,12 @@ def glob_urls(pattern: str) -> list[str]:
     return [f"{folder}/{found}" for found in names if fnmatch.fnmatchcase(found, name)]
 
 
+def _first_line(error: Exception) -> str:
+    """The sentence of an obstore error, without its debug dump."""
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 class RemoteSource:
     """The object at `url` read by ranges (a `ByteSource`), `requests` and `bytes_read`
     counted. Opening fetches its last `TAIL` bytes (`tail`)."""
@@ -136,7 +142,13 @@ class RemoteSource:
         self._store, self._path = _store(url)
         self.requests = 0
         self.bytes_read = 0
-        result = self._get({"range": {"suffix": TAIL}})
+        try:
+            result = self._get({"range": {"suffix": TAIL}})
+        except RemoteError as error:
+            if " 416 " not in error.message:
+                raise
+            # a suffix range of an empty object is not satisfiable: say what it means
+            raise TruncatedError(f"{url} is empty", offset=0, actual=0) from None
         meta = result.meta
         self._size: int = int(meta["size"])
         self._etag: str | None = meta.get("e_tag")
@@ -180,7 +192,12 @@ class RemoteSource:
             self._pool = None
 
     def _get(self, options: dict[str, Any]) -> Any:
-        from obstore.exceptions import BaseError, NotFoundError, PreconditionError
+        from obstore.exceptions import (
+            BaseError,
+            NotFoundError,
+            NotSupportedError,
+            PreconditionError,
+        )
 
         self.requests += 1
         try:
@@ -189,11 +206,12 @@ class RemoteSource:
             raise FileNotFoundError(f"{self.url}: no such object") from None
         except PreconditionError:
             raise self._changed("its ETag no longer matches") from None
+        except NotSupportedError as error:  # obstore's word for a 200 answering a range
+            if "range" not in str(error).lower():
+                raise RemoteError(f"{self.url}: {_first_line(error)}") from None
+            raise self._ignored_range(-1) from None
         except BaseError as error:
-            text = str(error).splitlines()[0] if str(error) else type(error).__name__
-            if "range" in text.lower():
-                raise self._ignored_range(-1) from None
-            raise RemoteError(f"{self.url}: {text}") from None
+            raise RemoteError(f"{self.url}: {_first_line(error)}") from None
 
     def _changed(self, why: str) -> RemoteError:
         return RemoteError(f"{self.url} changed while it was read ({why}): open it again")
@@ -202,7 +220,8 @@ class RemoteSource:
         what = "a range" if offset < 0 else f"{wanted} bytes at {offset}"
         return RemoteError(
             f"{self.url}: the server ignores Range requests (asked {what}, "
-            f"{'it refused' if got < 0 else f'got {got} bytes'}): an archive is read in place "
+            f"{'it answered with the whole object' if got < 0 else f'got {got} bytes'}): an "
+            "archive is read in place "
             "only from a server that serves ranges; download it first",
             offset=None if offset < 0 else offset,
         )

@@ -15,6 +15,7 @@ pytest.importorskip("obstore")
 from nanorec import ArchiveReader, registry, verify
 from nanorec.archive.remote import RemoteError
 from nanorec.archive.source import PAGE
+from nanorec.errors import TruncatedError
 
 from ..conftest import SAMPLES
 from ..container.helpers import sample_messages, write_archive
@@ -125,6 +126,14 @@ def test_an_archive_replaced_under_the_reader_is_refused(server: RangeServer, fo
 def test_a_missing_object_is_file_not_found(server: RangeServer) -> None:
     with pytest.raises(FileNotFoundError):
         ArchiveReader(server.url("absent.nanover.zip"))
+
+
+def test_an_empty_object_is_truncated_not_a_range_problem(
+    server: RangeServer, folder: Path
+) -> None:
+    (folder / "empty.nanover.zip").write_bytes(b"")
+    with pytest.raises(TruncatedError, match="is empty"):
+        ArchiveReader(server.url("empty.nanover.zip"))
 
 
 def test_plain_http_is_refused_off_loopback() -> None:
