@@ -30,10 +30,11 @@ from nanorec.archive.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.archive.describe import parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
-from nanorec.archive.members import iter_member_data, mapped_member, open_members
+from nanorec.archive.members import Member, iter_member_data, mapped_member, open_members
 from nanorec.archive.remote import RemoteSource, is_url, url_path
 from nanorec.archive.source import RangeBuffer, window
 from nanorec.archive.wire import INDEX_MEMBER, MESSAGES_MEMBER, TIMESTAMP_KEY, read_array_header
+from nanorec.archive.zipfile64 import Buffer
 from nanorec.errors import (
     ArchiveError,
     FormatError,
@@ -287,7 +288,11 @@ class ArchiveFile:
         if member.stored:
             mm = self._map()
             return mm[member.data_start : member.data_start + member.size]
-        return b"".join(iter_member_data(self._map(), member))
+        buf: Buffer = self._map()
+        if isinstance(buf, RangeBuffer):  # its compressed bytes in one parallel fetch
+            buf = buf[member.data_start : member.data_start + member.size]
+            member = Member(member.header, 0)
+        return b"".join(iter_member_data(buf, member))
 
     def member_chunks(self, name: str) -> Iterator[bytes]:
         """Member `name`'s uncompressed bytes in chunks of a few MiB (a large member without
