@@ -186,7 +186,14 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     from nanorec.archive.remote import is_url
 
     if is_url(path):
-        return _archive_recording(ArchiveReader(path))
+        try:
+            reader = ArchiveReader(path)
+        except TruncatedError as error:  # no zip end: a native file, or an archive cut short
+            raise UnsupportedError(
+                f"{path} is not a complete archive ({error.message}); by URL nanorec reads "
+                "archives only: convert a native file from a local copy"
+            ) from None
+        return _archive_recording(reader)
     path = Path(path)
     head = read_head(path)
     if is_archive(head):

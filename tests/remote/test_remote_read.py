@@ -15,7 +15,7 @@ pytest.importorskip("obstore")
 from nanorec import ArchiveReader, registry, verify
 from nanorec.archive.remote import RemoteError
 from nanorec.archive.source import PAGE
-from nanorec.errors import TruncatedError
+from nanorec.errors import TruncatedError, UnsupportedError
 
 from ..conftest import SAMPLES
 from ..container.helpers import sample_messages, write_archive
@@ -134,6 +134,12 @@ def test_an_empty_object_is_truncated_not_a_range_problem(
     (folder / "empty.nanover.zip").write_bytes(b"")
     with pytest.raises(TruncatedError, match="is empty"):
         ArchiveReader(server.url("empty.nanover.zip"))
+
+
+def test_a_native_file_by_url_is_not_taken(server: RangeServer, folder: Path) -> None:
+    (folder / "native.log").write_bytes(CARLA.read_bytes())
+    with pytest.raises(UnsupportedError, match="archives only"):
+        registry.open(server.url("native.log"))
 
 
 def test_plain_http_is_refused_off_loopback() -> None:
