@@ -174,3 +174,30 @@ def test_s3_open_read_and_export(s3: str, folder: Path, tmp_path: Path) -> None:
     assert report.identical
     assert (tmp_path / "back.log").read_bytes() == CARLA.read_bytes()
     assert verify("s3://runs/day1/compact.nanover.zip").ok
+
+
+@pytest.mark.parametrize(
+    "bag", ["rosbag2_cpp_bags_topics_and_services_db3", "rosbag2_humble_py_talker"]
+)
+def test_a_real_ros2_bag_exports_from_http_as_from_disk(
+    realdata_dir: Path, tmp_path: Path, bag: str
+) -> None:
+    """Real rosbag2 recordings (../shared/realdata/ros2): the export of the archive read by
+    URL is the export of the archive read from disk, file for file."""
+    source = realdata_dir / "ros2" / bag
+    if not source.is_dir():
+        pytest.skip(f"{source} is not present")
+    converter = registry.get("ros2")
+    archive = tmp_path / f"{bag}.nanover.zip"
+    converter.convert(source, archive)
+    with (
+        RangeServer(tmp_path).running() as server,
+        registry.open(server.url(archive.name)) as remote,
+        registry.open(archive) as local,
+    ):
+        converter.export(remote.reader, tmp_path / "remote")
+        converter.export(local.reader, tmp_path / "local")
+    remote_files = sorted(p.name for p in (tmp_path / "remote").iterdir())
+    assert remote_files == sorted(p.name for p in (tmp_path / "local").iterdir())
+    for name in remote_files:
+        assert (tmp_path / "remote" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
