@@ -176,6 +176,7 @@ def test_s3_open_read_and_export(s3: str, folder: Path, tmp_path: Path) -> None:
     assert verify("s3://runs/day1/compact.nanover.zip").ok
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     "bag", ["rosbag2_cpp_bags_topics_and_services_db3", "rosbag2_humble_py_talker"]
 )
