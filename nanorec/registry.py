@@ -174,25 +174,30 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     `UnsupportedError` for a file no converter takes, `NanorecError`s for damaged input,
     `OSError` for the file itself. `progress(done, total)` follows the conversion of a
     native file (in bytes of it), for a bar: it is the long part of opening one.
+
+    An archive named by URL (`s3://bucket/key.nanover.zip`, `gs://`, `https://`, `http://` on
+    loopback; the `remote` extra) is read in place by range requests
+    (`nanorec.archive.remote`), a native file by URL is not taken.
     """
     import shutil
     import tempfile
 
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.recording import ArchiveRecording
+    from nanorec.archive.remote import is_url
 
+    if is_url(path):
+        try:
+            reader = ArchiveReader(path)
+        except TruncatedError as error:  # no zip end: a native file, or an archive cut short
+            raise UnsupportedError(
+                f"{path} is not a complete archive ({error.message}); by URL nanorec reads "
+                "archives only: convert a native file from a local copy"
+            ) from None
+        return _archive_recording(reader)
     path = Path(path)
     head = read_head(path)
     if is_archive(head):
-        reader = ArchiveReader(path)
-        try:
-            converter = for_archive(reader)
-            if converter is None:
-                return ArchiveRecording(reader)
-            return converter.open_archive(reader)
-        except BaseException:
-            reader.close()
-            raise
+        return _archive_recording(ArchiveReader(path))
     converter = for_native(path, head)
     workdir = Path(tempfile.mkdtemp(prefix="nanorec-"))
     try:
@@ -207,6 +212,21 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
         warnings.warn(f"{path}: damaged: {problem}", UserWarning, stacklevel=2)
     reader = ArchiveReader(archive, temporary_dir=workdir)
     try:
+        return converter.open_archive(reader)
+    except BaseException:
+        reader.close()
+        raise
+
+
+def _archive_recording(reader: ArchiveReader) -> Recording:
+    """`reader`'s archive as its converter's recording (an `ArchiveRecording` for a plain or
+    NanoVer one); `reader` is closed if that fails."""
+    from nanorec.recording import ArchiveRecording
+
+    try:
+        converter = for_archive(reader)
+        if converter is None:
+            return ArchiveRecording(reader)
         return converter.open_archive(reader)
     except BaseException:
         reader.close()

@@ -18,7 +18,7 @@ import shutil
 import threading
 import weakref
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 import msgpack
@@ -30,8 +30,11 @@ from nanorec.archive.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.archive.describe import parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
-from nanorec.archive.members import iter_member_data, mapped_member, open_members
+from nanorec.archive.members import Member, iter_member_data, mapped_member, open_members
+from nanorec.archive.remote import RemoteSource, is_url, url_path
+from nanorec.archive.source import RangeBuffer, window
 from nanorec.archive.wire import INDEX_MEMBER, MESSAGES_MEMBER, TIMESTAMP_KEY, read_array_header
+from nanorec.archive.zipfile64 import Buffer
 from nanorec.errors import (
     ArchiveError,
     FormatError,
@@ -52,7 +55,8 @@ _SPOOL_MEMBER: Final = 16 << 20
 class ArchiveFile:
     """The archive at `path` opened for reading: its mapping, members, description, block
     table and `index`, and the raw bytes of its messages. `ArchiveReader` (`nanorec.archive.reader`)
-    is the public class; see it for the arguments and what opening raises.
+    is the public class; see it for the arguments and what opening raises. A URL (`s3://`,
+    `https://`...: `nanorec.archive.remote`) is read in place by ranges instead of mapped.
     """
 
     def __init__(
@@ -62,7 +66,8 @@ class ArchiveFile:
         use_description: bool = True,
         temporary_dir: Path | None = None,
     ) -> None:
-        self.path = Path(path)
+        # A URL keeps its whole text (`str(path)`) for reopening it, a `Path`'s `.name` for titles.
+        self.path: Path = url_path(str(path)) if is_url(path) else Path(path)  # type: ignore[assignment]
         # A directory holding a temporary archive (a native file opened directly): removed at
         # close, at garbage collection or at exit, whichever comes first.
         self._cleanup = (
@@ -75,7 +80,11 @@ class ArchiveFile:
         self._inflated: mmap.mmap | None = None  # a deflated messages member, inflated
         self._index_data: bytes | None = None
         self._positions: NDArray[np.int64] | None = None
-        self._mm: mmap.mmap | None = None
+        self._mm: mmap.mmap | RangeBuffer | None = None
+        self._file = None
+        if isinstance(self.path, PurePosixPath) and is_url(self.path):
+            self._open_remote(str(self.path), use_description)
+            return
         self._file = open(self.path, "rb")  # noqa: SIM115 - owned until close()
         try:
             size = os.fstat(self._file.fileno()).st_size
@@ -89,6 +98,23 @@ class ArchiveFile:
         except BaseException:
             self.close()
             raise
+
+    def _open_remote(self, url: str, use_description: bool) -> None:
+        try:
+            source = RemoteSource(url)
+            self._mm = RangeBuffer(source, tail=source.tail)
+            if source.size == 0:
+                raise TruncatedError(f"{url} is empty", offset=0, actual=0)
+            self._open(use_description)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def remote(self) -> RangeBuffer | None:
+        """The ranges an archive read by URL is read through (its `source` counts requests and
+        bytes), None for a local file."""
+        return self._mm if isinstance(self._mm, RangeBuffer) else None
 
     @property
     def compact(self) -> bool:
@@ -173,7 +199,7 @@ class ArchiveFile:
         if index_member.stored:
             assert self._mm is not None
             start = index_member.data_start
-            head = self._mm[start : start + min(5, index_member.size)]
+            head = bytes(self._mm[start : start + min(5, index_member.size)])
             count, _ = read_array_header(head)
             if count != description.message_count:
                 raise IndexMismatchError(
@@ -214,14 +240,17 @@ class ArchiveFile:
         a span of them at a time (`BlockReader.sequential`)."""
         if self._blocks is not None:
             self._blocks.sequential = True
-        if self._mm is not None:
+        if isinstance(self._mm, RangeBuffer):
+            self._mm.sequential = True  # a miss reads ahead in large ranges
+        elif self._mm is not None:
             with contextlib.suppress(AttributeError, OSError, ValueError):
                 self._mm.madvise(mmap.MADV_SEQUENTIAL)
 
     def release_pages(self) -> None:
         """Let the kernel drop the file pages mapped so far (they are read again on demand):
-        keeps resident memory flat during a pass over a file larger than RAM."""
-        if self._mm is not None:
+        keeps resident memory flat during a pass over a file larger than RAM (a remote
+        archive's pages are a bounded LRU already)."""
+        if isinstance(self._mm, mmap.mmap):
             with contextlib.suppress(OSError, ValueError):
                 self._mm.madvise(mmap.MADV_DONTNEED)
 
@@ -230,11 +259,14 @@ class ArchiveFile:
         if self._inflated is not None:
             self._inflated.close()
             self._inflated = None
-        if self._mm is not None:
+        if isinstance(self._mm, RangeBuffer):
+            self._mm.source.close()
+        elif self._mm is not None:
             with contextlib.suppress(BufferError):  # a member_view still alive: unmapped
                 self._mm.close()  # when it goes
-            self._mm = None
-        self._file.close()
+        self._mm = None
+        if self._file is not None:
+            self._file.close()
         if self._cleanup is not None:
             self._cleanup()
 
@@ -256,7 +288,11 @@ class ArchiveFile:
         if member.stored:
             mm = self._map()
             return mm[member.data_start : member.data_start + member.size]
-        return b"".join(iter_member_data(self._map(), member))
+        buf: Buffer = self._map()
+        if isinstance(buf, RangeBuffer):  # its compressed bytes in one parallel fetch
+            buf = buf[member.data_start : member.data_start + member.size]
+            member = Member(member.header, 0)
+        return b"".join(iter_member_data(buf, member))
 
     def member_chunks(self, name: str) -> Iterator[bytes]:
         """Member `name`'s uncompressed bytes in chunks of a few MiB (a large member without
@@ -296,14 +332,14 @@ class ArchiveFile:
         if member is None:
             raise ArchiveError(f"{self.path} has no member {name!r}")
         if member.stored:
-            view = memoryview(self._map())[member.data_start : member.data_start + member.size]
+            view = window(self._map(), member.data_start, member.data_start + member.size)
             return view.toreadonly()
         if member.header.uncompressed_size < _SPOOL_MEMBER:
             return memoryview(self.member(name))
         # A large deflated member (a compact archive's per-message arrays): file-backed pages.
         return memoryview(mapped_member(self._map(), member)).toreadonly()
 
-    def _map(self) -> mmap.mmap:
+    def _map(self) -> mmap.mmap | RangeBuffer:
         if self._mm is None:
             raise UsageError("I/O operation on a closed ArchiveReader")
         return self._mm

@@ -17,6 +17,7 @@ from typing import Any, Final
 import numpy as np
 
 from nanorec.archive.deflate import isal_zlib
+from nanorec.archive.source import window
 from nanorec.archive.zipfile64 import Buffer
 from nanorec.errors import ArchiveError, TruncatedError
 
@@ -144,7 +145,7 @@ class BlockReader:
         stop = self._data_start + (
             self._starts[following] if following < len(self._starts) else self._data_size
         )
-        return memoryview(self._buf)[start:stop]
+        return window(self._buf, start, stop)
 
     def _inflate(self, inflater: Any, data: bytes | memoryview, want: int, block: int) -> bytes:
         try:

@@ -10,10 +10,14 @@ from collections.abc import Iterator
 from typing import Final
 from zipfile import ZIP_DEFLATED, ZIP_STORED
 
+from nanorec.archive.source import RangeBuffer
 from nanorec.archive.wire import MAX_INFLATE_RATIO, inflates_acceptably
 from nanorec.archive.zipdirectory import CentralHeader, EndRecords, parse_central_directory
 from nanorec.archive.zipfile64 import FLAG_ENCRYPTED, Buffer, LocalHeader
 from nanorec.errors import ArchiveError, TruncatedError, UnsupportedError
+
+#: Bytes read for a local header (its name and extra fields follow its fixed 30 bytes).
+_LOCAL_HEADER_READ: Final = 1024
 
 
 class Member:
@@ -49,7 +53,10 @@ def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
     """
     end = EndRecords.parse(buf)
     members: dict[str, Member] = {}
-    for header in parse_central_directory(buf, end):
+    headers = parse_central_directory(buf, end)
+    if isinstance(buf, RangeBuffer):  # the local headers in one parallel batch, not in turn
+        buf.prefetch((h.local_header_offset, _LOCAL_HEADER_READ) for h in headers)
+    for header in headers:
         if header.name in members:
             raise ArchiveError(
                 f"two members are named {header.name!r}: which one the archive holds is "

@@ -171,7 +171,7 @@ class CentralHeader:
             internal_attr,
             external_attr,
             header_offset,
-        ) = CENTRAL_HEADER.unpack_from(buf, offset)
+        ) = CENTRAL_HEADER.unpack(buf[offset : offset + CENTRAL_HEADER.size])
         if signature != stringCentralDir:
             raise bad_signature(
                 "bad central directory header signature", offset, stringCentralDir, signature
@@ -302,9 +302,12 @@ class EndRecords:
         zip64 = False
         if (
             locator_offset >= 0
-            and ZIP64_LOCATOR.unpack_from(buf, locator_offset)[0] == stringEndArchive64Locator
+            and ZIP64_LOCATOR.unpack(buf[locator_offset : locator_offset + ZIP64_LOCATOR.size])[0]
+            == stringEndArchive64Locator
         ):
-            _, _, record_offset, _ = ZIP64_LOCATOR.unpack_from(buf, locator_offset)
+            _, _, record_offset, _ = ZIP64_LOCATOR.unpack(
+                buf[locator_offset : locator_offset + ZIP64_LOCATOR.size]
+            )
             if record_offset + ZIP64_END_RECORD.size > locator_offset:
                 raise ArchiveError(
                     "zip64 end locator points past itself",
@@ -312,7 +315,9 @@ class EndRecords:
                     expected=f"< {locator_offset - ZIP64_END_RECORD.size}",
                     actual=record_offset,
                 )
-            fields = ZIP64_END_RECORD.unpack_from(buf, record_offset)
+            fields = ZIP64_END_RECORD.unpack(
+                buf[record_offset : record_offset + ZIP64_END_RECORD.size]
+            )
             if fields[0] != stringEndArchive64:
                 raise bad_signature(
                     "bad zip64 end-of-central-directory signature",

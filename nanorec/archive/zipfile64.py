@@ -27,10 +27,11 @@ from zipfile import (  # type: ignore[attr-defined]  # typeshed leaves the recor
     structFileHeader,
 )
 
+from nanorec.archive.source import RangeBuffer
 from nanorec.errors import ArchiveError, TruncatedError
 
-#: Anything the parsers accept: they only index and slice it.
-Buffer = bytes | bytearray | memoryview | mmap.mmap
+#: Anything the parsers accept: they only take its length and slice it.
+Buffer = bytes | bytearray | memoryview | mmap.mmap | RangeBuffer
 
 ZIP64_EXTRA_ID: Final = 0x0001
 
@@ -237,7 +238,7 @@ class LocalHeader:
             usize,
             name_len,
             extra_len,
-        ) = LOCAL_HEADER.unpack_from(buf, offset)
+        ) = LOCAL_HEADER.unpack(buf[offset : offset + LOCAL_HEADER.size])
         if signature != stringFileHeader:
             raise bad_signature(
                 "no local file header signature where the central directory points",
@@ -275,7 +276,7 @@ class LocalHeader:
         never patched (a crashed writer). Raises `TruncatedError`/`ArchiveError`.
         """
         need_bytes(len(buf), offset, LOCAL_HEADER.size, "local file header")
-        fields = LOCAL_HEADER.unpack_from(buf, offset)
+        fields = LOCAL_HEADER.unpack(buf[offset : offset + LOCAL_HEADER.size])
         if fields[0] != stringFileHeader:
             raise bad_signature(
                 "no local file header signature", offset, stringFileHeader, fields[0]

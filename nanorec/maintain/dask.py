@@ -2,8 +2,10 @@
 `dask.distributed` client (the `[dask]` extra).
 
 `read_kind(paths, kind)` is a lazy `dask.dataframe` with one partition per archive (local
-paths or any fsspec URL: `s3://`, `gs://`, `https://`...; remote archives are copied to the
-worker's temporary directory first, since archives are read through `mmap`). Each partition
+paths, or URLs read in place by range requests: `s3://`, `gs://`, `https://`, see
+`nanorec.archive.remote`; a pattern such as `"s3://bucket/*.nanover.zip"` is expanded by
+listing). A partition reads its archive's index and the blocks of the kind's messages, never
+a copy of the archive. Each partition
 is `nanorec.outputs.arrow.table(recording, kind).to_pandas()`, with the `recording` column; an
 archive without the kind gives an empty partition, so a kind some recordings lack (a CARLA
 log without collisions, a bag without a topic) still reads as one frame.
@@ -11,19 +13,19 @@ log without collisions, a bag without a topic) still reads as one frame.
 
 Pointing it at a real cluster: `client = distributed.Client("tcp://scheduler:8786")`, with
 nanorec installed on every worker and the archives where the workers can read them (a shared
-file system, or object storage through fsspec).
+file system, or object storage with credentials in the workers' environment).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from nanorec.archive.remote import glob_urls, is_url
 from nanorec.errors import UnknownNameError, UnsupportedError, UsageError
 from nanorec.maintain.batch import Outcome, convert_one, is_done, plan
 
@@ -37,22 +39,20 @@ def _dask() -> tuple[Any, Any]:
     return dask, dd
 
 
-@contextlib.contextmanager
-def local_copy(url: str) -> Iterator[Path]:
-    """`url` as a local path: itself when local, else a temporary copy (fsspec)."""
-    if "://" not in url or url.startswith("file://"):
-        yield Path(url.removeprefix("file://"))
-        return
-    import fsspec
-
-    folder = Path(tempfile.mkdtemp(prefix="nanorec-dask-"))
-    try:
-        target = folder / Path(url.split("?")[0]).name
-        with fsspec.open(url, "rb") as source, target.open("wb") as sink:
-            shutil.copyfileobj(source, sink, 1 << 20)
-        yield target
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def expand(urls: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
+    """`urls` as a list of archives: one name, or a list, each a path, a URL or a pattern
+    (`*`, `?`, `[...]`: local paths by `glob`, URLs by listing the store)."""
+    names = [urls] if isinstance(urls, str | os.PathLike) else list(urls)
+    out: list[str] = []
+    for name in map(str, names):
+        name = name.removeprefix("file://")
+        if not glob.has_magic(name):
+            out.append(name)
+        elif is_url(name):
+            out.extend(glob_urls(name))
+        else:
+            out.extend(sorted(glob.glob(name)))
+    return out
 
 
 def kind_frame(url: str, kind: str) -> Any:
@@ -70,7 +70,7 @@ def _frame(url: str, kind: str, *, whole: bool) -> Any:
     from nanorec import registry
     from nanorec.outputs.arrow import iter_batches, table
 
-    with local_copy(url) as path, registry.open(path) as recording:
+    with registry.open(url) as recording:
         if kind not in recording.table_kinds():
             return None
         if whole:
@@ -78,15 +78,16 @@ def _frame(url: str, kind: str, *, whole: bool) -> Any:
         return next(iter_batches(recording, kind)).to_pandas()
 
 
-def read_kind(urls: Sequence[str | os.PathLike[str]], kind: str) -> Any:
-    """A lazy `dask.dataframe.DataFrame` of `kind` over `urls`, one partition per archive.
+def read_kind(urls: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], kind: str) -> Any:
+    """A lazy `dask.dataframe.DataFrame` of `kind` over `urls` (see `expand`), one partition
+    per archive.
 
     The columns come from the first archive with rows of `kind` (read eagerly, up to its
     first batch, for Dask's metadata); an archive without the kind is an empty partition."""
     dask, dd = _dask()
-    names = [str(url) for url in urls]
+    names = expand(urls)
     if not names:
-        raise UsageError("read_kind needs at least one archive")
+        raise UsageError(f"read_kind needs at least one archive ({urls!s} names none)")
     meta = _meta(names, kind)
     parts = [dask.delayed(_partition)(name, kind, meta) for name in names]
     return dd.from_delayed(parts, meta=meta)
@@ -147,4 +148,4 @@ def convert_many(
     return outcomes
 
 
-__all__ = ["convert_many", "kind_frame", "local_copy", "read_kind"]
+__all__ = ["convert_many", "expand", "kind_frame", "read_kind"]

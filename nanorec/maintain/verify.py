@@ -37,6 +37,8 @@ from nanorec.archive.describe import parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.members import Member, iter_member_data, open_members
+from nanorec.archive.remote import RemoteSource, is_url, url_path
+from nanorec.archive.source import RangeBuffer
 from nanorec.archive.wire import TIMESTAMP_KEY
 from nanorec.archive.writer import INDEX_MEMBER, MESSAGES_MEMBER
 from nanorec.archive.zipfile64 import FLAG_DATA_DESCRIPTOR, LocalHeader
@@ -103,7 +105,9 @@ def _problem_from(error: NanorecError, kind: str, member: str | None = None) -> 
 
 
 class _Verifier:
-    def __init__(self, path: Path, mm: mmap.mmap, progress: Callable[[int, int], None] | None):
+    def __init__(
+        self, path: Path, mm: mmap.mmap | RangeBuffer, progress: Callable[[int, int], None] | None
+    ):
         self.path = path
         self.mm = mm
         self.progress = progress
@@ -487,8 +491,18 @@ def verify(
     """Check the archive at `path` and report every problem found (first bad entry per kind).
 
     `progress(done, total)` is called now and then while messages are checked. Damage is
-    reported, not raised; `OSError` (missing or unreadable file) passes through.
+    reported, not raised; `OSError` (missing or unreadable file) passes through. A URL
+    (`nanorec.archive.remote`) is checked in place, every byte of it read once by ranges.
     """
+    if is_url(path):
+        source = RemoteSource(str(path))
+        try:
+            buffer = RangeBuffer(source, tail=source.tail)
+            buffer.sequential = True  # every member is read through: large ranges
+            where: Path = url_path(str(path))  # type: ignore[assignment]  # a Path's surface
+            return _Verifier(where, buffer, progress).run()
+        finally:
+            source.close()
     target = Path(path)
     with open(target, "rb") as file:
         if os.fstat(file.fileno()).st_size == 0:
