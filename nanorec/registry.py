@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nanorec.archive.layout import scratch
+from nanorec.archive.urls import is_url
 from nanorec.contract import (
     COMMANDS_GROUP,
     DIRECTORY_HOOK,
@@ -99,7 +100,10 @@ def get(name: str) -> Converter:
 
 def read_head(path: Path) -> bytes:
     """The first `SNIFF_BYTES` bytes of a file (nothing for a folder, nor for a FIFO or
-    device, which opening would wait on: `check_input` refuses them)."""
+    device, which opening would wait on: `check_input` refuses them). By URL nanorec reads
+    archives only: a URL's head is taken as an archive's (opening it says if it is not)."""
+    if is_url(path):
+        return _ZIP_SIGNATURES[0]
     if path.is_dir() or (path.exists() and not path.is_file()):
         return b""
     with path.open("rb") as handle:
@@ -183,7 +187,6 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     import tempfile
 
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.archive.remote import is_url
 
     if is_url(path):
         try:

@@ -77,12 +77,16 @@ def export(
 def native_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     """The path of `path`'s native CARLA bytes: `path` itself for a CARLA file, or for a
     nanorec archive its export into a temporary directory (removed afterwards)."""
-    path = Path(path)
-    with path.open("rb") as handle:
-        is_archive = handle.read(4) == b"PK\x03\x04"
-    if not is_archive:
-        yield path
-        return
+    from nanorec.archive.urls import is_url, url_path
+
+    if is_url(path):  # an archive read in place (by URL nanorec reads archives only)
+        path = url_path(str(path))
+    else:
+        path = Path(path)
+        with path.open("rb") as handle:
+            if handle.read(4) != b"PK\x03\x04":
+                yield path
+                return
     with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
         native = Path(folder) / path.name.removesuffix(".zip").removesuffix(".nanover")
         export(path, native)

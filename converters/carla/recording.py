@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.urls import is_url
 from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError, OutOfRangeError
 from nanorec.recording import ArchiveRecording
@@ -96,7 +97,10 @@ class CarlaRecording(ArchiveRecording):
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, family: str | None = None) -> CarlaRecording:
         """Open a CARLA archive, or a native CARLA file converted into a temporary archive
-        (removed when the recording is closed or collected)."""
+        (removed when the recording is closed or collected). By URL: an archive read in
+        place."""
+        if is_url(path):
+            return cls(ArchiveReader(path))
         path = Path(path)
         with path.open("rb") as handle:
             head = handle.read(18)

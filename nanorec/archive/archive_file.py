@@ -31,8 +31,9 @@ from nanorec.archive.describe import parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.members import Member, iter_member_data, mapped_member, open_members
-from nanorec.archive.remote import RemoteSource, is_url, url_path
+from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer, window
+from nanorec.archive.urls import is_url, url_path
 from nanorec.archive.wire import INDEX_MEMBER, MESSAGES_MEMBER, TIMESTAMP_KEY, read_array_header
 from nanorec.archive.zipfile64 import Buffer
 from nanorec.errors import (

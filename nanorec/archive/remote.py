@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import PurePosixPath
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -28,39 +26,10 @@ TAIL: Final = 256 << 10
 #: Range requests in flight at once for one read.
 PARALLEL: Final = 8
 
-_URL: Final = re.compile(r"^(s3|gs|gcs|https?)://", re.IGNORECASE)
-
 
 class RemoteError(NanorecError):
     """A remote archive could not be read by ranges: the server ignores `Range`, the object
     changed while it was read, or the store refused a request."""
-
-
-def is_url(path: object) -> bool:
-    """Whether `path` names an archive by URL rather than a local path."""
-    return isinstance(path, UrlPath) or (isinstance(path, str) and bool(_URL.match(path)))
-
-
-class UrlPath(PurePosixPath):
-    """A URL where an archive's `path` is kept: `str()` and `os.fspath()` give the URL back
-    (what reopening it needs), `.name` its last segment (what titles show)."""
-
-    url: str = ""
-
-    def __str__(self) -> str:
-        return self.url or super().__str__()
-
-    def __fspath__(self) -> str:
-        return str(self)
-
-
-def url_path(url: str | UrlPath) -> UrlPath:
-    """`url` as a `UrlPath`."""
-    if isinstance(url, UrlPath):
-        return url
-    path = UrlPath(urlsplit(url).path or "/")
-    path.url = url
-    return path
 
 
 def _obstore() -> Any:
@@ -227,4 +196,4 @@ class RemoteSource:
         )
 
 
-__all__ = ["TAIL", "RemoteError", "RemoteSource", "UrlPath", "glob_urls", "is_url", "url_path"]
+__all__ = ["TAIL", "RemoteError", "RemoteSource", "glob_urls"]

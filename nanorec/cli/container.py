@@ -19,14 +19,21 @@ from nanorec import registry
 from nanorec.archive.layout import COMPACT, STORED, use_layout
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
-from nanorec.cli.inputs import check_input, check_output
+from nanorec.cli.inputs import check_input, check_output, input_path, is_remote
 from nanorec.cli.options import Force, Json, Output, Stored
 from nanorec.errors import NanorecError
 
 
 @app.command()
 def verify(
-    file: Annotated[Path, typer.Argument(help="An archive, or a native recording.")],
+    typed: Annotated[
+        str,
+        typer.Argument(
+            help="An archive (local or by URL), or a native recording.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing when all is well.")
     ] = False,
@@ -39,9 +46,11 @@ def verify(
     """
     from nanorec.outputs.tables import dumps
 
+    file = input_path(typed)
+
     def action() -> int:
         check_input(file)
-        if registry.is_archive(registry.read_head(file)):
+        if is_remote(file) or registry.is_archive(registry.read_head(file)):
             result = _verify_archive(file, quiet or as_json)
         else:
             result = _verify_native(file)

@@ -181,10 +181,11 @@ def format_of(path: Path) -> str | None:
     archive or what no converter takes (the verb then says what is wrong)."""
     from nanorec import registry
     from nanorec.archive.reader import ArchiveReader
+    from nanorec.cli.inputs import is_remote
     from nanorec.errors import NanorecError
 
     try:
-        head = registry.read_head(path)
+        head = b"PK\x03\x04" if is_remote(path) else registry.read_head(path)  # URL: archive
         if registry.is_archive(head):
             with ArchiveReader(path) as reader:
                 converter = registry.for_archive(reader)
@@ -297,23 +298,28 @@ def run_verb(
 ) -> int:
     """Run `verb` on the input `typed`: its format's hook, else `generic` (see the module
     docstring); returns the exit status."""
-    from nanorec.cli.inputs import check_input
+    from nanorec.cli.inputs import check_input, input_path, is_remote
     from nanorec.selection import Selection
 
     given, extras, pinned = click.globals.get_current_context().meta.get(_GIVEN, ({}, {}, None))
-    source = Path(typed)
+    source = input_path(typed)
     check_input(source)
-    name = pinned or format_of(source)  # a format's group: its answer, whatever the file
-    extra = _extra(verb, name, source, given, extras)
-    if selection is not None:
-        selection, pace = _respelled(given, extras, dict(selection), pace)
-    chosen = Selection.make(**selection) if selection is not None else None
     opener = Opener(source, show_conversion)
-    kinds = tuple((selection or {}).get("kinds") or ())
-    call = VerbCall(
-        source, typed, chosen, output, force, form, as_json, extra, storage, pace, opener, kinds
-    )
     try:
+        if pinned:  # a format's group: its answer, whatever the file
+            name: str | None = pinned
+        elif is_remote(source):  # opened once: an archive's format is in its description
+            name = opener.archive_format()
+        else:
+            name = format_of(source)
+        extra = _extra(verb, name, source, given, extras)
+        if selection is not None:
+            selection, pace = _respelled(given, extras, dict(selection), pace)
+        chosen = Selection.make(**selection) if selection is not None else None
+        kinds = tuple((selection or {}).get("kinds") or ())
+        call = VerbCall(
+            source, typed, chosen, output, force, form, as_json, extra, storage, pace, opener, kinds
+        )
         hook = hook_of(name, verb)
         result = hook(call) if hook is not None else None
         if result is None:

@@ -136,6 +136,15 @@ class Opener:
             self._stack = stack
         return self._recording
 
+    def archive_format(self) -> str | None:
+        """The format of the input, an archive (read by URL): its converter's name, None
+        for a plain archive."""
+        from nanorec import registry
+
+        reader = getattr(self.recording(), "reader", None)
+        converter = None if reader is None else registry.for_archive(reader)
+        return None if converter is None else converter.name
+
     def close(self) -> None:
         if self._stack is not None:
             self._stack.close()

@@ -10,19 +10,34 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 
 from nanorec import registry
 from nanorec.archive.layout import scratch
+from nanorec.archive.urls import is_url, url_path
 from nanorec.contract import Converter, Message, Recording
 from nanorec.errors import UsageError
 
 
+def input_path(typed: str) -> Path:
+    """An input as typed: a URL (`s3://`, `https://`...: an archive read in place, see
+    `nanorec.archive.remote`) kept whole, else a local path."""
+    if is_url(typed):  # a PurePosixPath keeping the URL: what the readers take for a path
+        return cast("Path", url_path(typed))
+    return Path(typed)
+
+
+def is_remote(path: Path) -> bool:
+    return is_url(path)
+
+
 def check_input(path: Path) -> None:
     """One wording for an input that is not there, not a file (or a recording folder), or
-    empty."""
+    empty. A URL is checked by its store when it is opened."""
+    if is_remote(path):
+        return
     if not path.exists():
         raise UsageError(f"{path}: no such file")
     if path.is_dir() and registry.for_directory(path) is not None:
@@ -80,7 +95,8 @@ def opened(path: Path, *, show_conversion: bool = False) -> Iterator[Recording]:
     """The recording of `path`; a native file is converted into a temporary archive first,
     with a `converting` bar when `show_conversion` (long passes: exports)."""
     check_input(path)
-    if show_conversion and not registry.is_archive(registry.read_head(path)):
+    local = not is_remote(path)
+    if show_conversion and local and not registry.is_archive(registry.read_head(path)):
         with progress_bar("converting", path.stat().st_size) as update:
             recording = registry.open(path, progress=update)
     else:

@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nanorec.archive.remote import glob_urls, is_url
+from nanorec.archive.remote import glob_urls
+from nanorec.archive.urls import is_url
 from nanorec.errors import UnknownNameError, UnsupportedError, UsageError
 from nanorec.maintain.batch import Outcome, convert_one, is_done, plan
 

@@ -37,8 +37,9 @@ from nanorec.archive.describe import parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.members import Member, iter_member_data, open_members
-from nanorec.archive.remote import RemoteSource, is_url, url_path
+from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer
+from nanorec.archive.urls import is_url, url_path
 from nanorec.archive.wire import TIMESTAMP_KEY
 from nanorec.archive.writer import INDEX_MEMBER, MESSAGES_MEMBER
 from nanorec.archive.zipfile64 import FLAG_DATA_DESCRIPTOR, LocalHeader
