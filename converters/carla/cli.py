@@ -36,9 +36,11 @@ from nanorec.cli.options import (
     TableFormat,
 )
 from nanorec.cli.surface import check_choice, verb_command
+from nanorec.contract import ConvertRequest
 from nanorec.errors import NanorecError, UsageError
 from nanorec.selection import Selection
 
+from .converter import CarlaConvertOptions
 from .ids import FAMILIES
 
 app = typer.Typer(
@@ -160,9 +162,8 @@ def convert_command(
             use_layout(STORED if stored else COMPACT),
             progress_bar("converting", source.stat().st_size) as update,
         ):
-            report = converter.convert(
-                source, out, overwrite=force, progress=update, options={"family": family}
-            )
+            wanted = ConvertRequest(force, update, CarlaConvertOptions(family))
+            report = converter.convert(source, out, wanted)
         typer.echo("\n".join(convert_report_lines(report)))
         return 0 if report.clean or keep_going else 1
 

@@ -30,6 +30,7 @@ from nanorec.cli.options import (
     TableFormat,
 )
 from nanorec.cli.surface import check_choice, verb_command
+from nanorec.contract import ExportRequest
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
@@ -284,7 +285,7 @@ def export_command(
         )
         options: dict[str, Any] = {}
         if trajectory:
-            options["trajectories"] = list(trajectory)
+            options["trajectories"] = tuple(trajectory)
         if nodes is not None:
             options["nodes"] = parse_range("--nodes", nodes)
         if options and fmt != "native":
@@ -309,19 +310,14 @@ def _export_with_options(
 ) -> int:
     from nanorec.cli.inputs import check_output
 
-    from .converter import CONVERTER
+    from .converter import CONVERTER, PbstreamExportOptions
 
     check_output(output, file)
     with opened(file) as rec:
         if not selection.everything:
             selection.chosen(rec.reader.index)
-        report = CONVERTER.export(
-            rec.reader,
-            output,
-            selection=selection,
-            overwrite=force,
-            options={**options, "format": to},
-        )
+        wanted = ExportRequest(selection, force, form=to, options=PbstreamExportOptions(**options))
+        report = CONVERTER.export(rec.reader, output, wanted)
     cut = f" (a cut of {report.messages} messages)" if to == "native" else ""
     typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256}{cut}")
     return 0

@@ -23,7 +23,7 @@ from nanorec.cli.options import (
     KeepGoing,
     Stored,
 )
-from nanorec.contract import ConvertReport
+from nanorec.contract import ConvertReport, ConvertRequest, ExportRequest, convert_request
 from nanorec.errors import NanorecError, UsageError
 
 FormatName = Annotated[
@@ -128,9 +128,8 @@ def convert(
             use_layout(STORED if stored else COMPACT),
             progress_bar("converting", registry.input_size(source)) as update,
         ):
-            report = converter.convert(
-                source, out, overwrite=force, progress=update, options=options
-            )
+            wanted = convert_request(converter, options, overwrite=force, progress=update)
+            report = converter.convert(source, out, wanted)
         typer.echo("\n".join(convert_report_lines(report)))
         return 0 if report.clean or keep_going else EXIT_PROBLEM
 
@@ -183,12 +182,12 @@ def roundtrip_one(path: Path) -> dict[str, Any]:
     converter = native_converter(path, None)
     with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
         archive = Path(folder) / "a.nanover.zip"
-        report = converter.convert(path, archive)
+        report = converter.convert(path, archive, ConvertRequest())
         back = Path(folder) / "back"
         from nanorec.archive.reader import ArchiveReader
 
         with ArchiveReader(archive) as reader:
-            exported = converter.export(reader, back)
+            exported = converter.export(reader, back, ExportRequest())
         if path.is_dir():  # a recording folder: its files, each against its recorded hash
             identical = exported.identical is True
         else:

@@ -265,7 +265,7 @@ def _write(
         raw = temporary("raw")
         meta = _meta(buf, scan, raw)
         sha = writer.source["sha256"] = hashing.hexdigest()
-        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
+        writer.add_meta(META_MEMBER, meta)
         writer.add_member(RAW_MEMBER, _blocks(raw))
         for name, file in columns.items():
             _add_column(writer, name, file)

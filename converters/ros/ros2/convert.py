@@ -24,13 +24,11 @@ import contextlib
 import hashlib
 import mmap
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, Final
 
-import msgpack
 import numpy as np
 
 from nanorec.archive.writer import ArchiveWriter
@@ -359,7 +357,7 @@ def _write(
             "notes": layout.notes + layout.problems,
             "files": entries,
         }
-        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
+        writer.add_meta(META_MEMBER, meta)
     if isinstance(data, mmap.mmap):
         with contextlib.suppress(BufferError):
             data.close()
