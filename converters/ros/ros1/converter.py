@@ -62,27 +62,11 @@ class BagConverter(ExportsFromAnyRecording):
 
         total = source.stat().st_size
         progress = request.progress
-        done = convert(
+        return convert(
             source,
             output,
             overwrite=request.overwrite,
             progress=None if progress is None else (lambda n: progress(n, total)),
-        )
-        return ConvertReport(
-            source=done.source,
-            output=done.output,
-            format=self.name,
-            messages=done.messages,
-            source_size=done.source_size,
-            archive_size=done.archive_size,
-            sha256=done.sha256,
-            cut=done.cut,
-            damaged=done.damaged,
-            details={
-                "chunks": done.chunks,
-                "kept_chunks": done.kept_chunks,
-                "unindexed": done.unindexed,
-            },
         )
 
     def export(

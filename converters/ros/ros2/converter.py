@@ -65,24 +65,11 @@ class Ros2Converter(ExportsFromAnyRecording):
 
         total = input_size(source)
         progress = request.progress
-        done = convert(
+        return convert(
             source,
             output,
             overwrite=request.overwrite,
             progress=None if progress is None else (lambda n: progress(n, total)),
-        )
-        return ConvertReport(
-            source=source,
-            output=output,
-            format=self.name,
-            messages=done.messages,
-            source_size=done.source_size,
-            archive_size=output.stat().st_size,
-            sha256=done.sha256,
-            cut=done.cut,
-            damaged=done.damaged,
-            warnings=done.warnings,
-            details=done.details,
         )
 
     def export(
