@@ -39,6 +39,8 @@ from typing import Any
 
 from results import write_section
 
+from nanorec.contract import ConvertRequest
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 START, END = "<!-- bridge:start -->", "<!-- bridge:end -->"
@@ -183,13 +185,13 @@ def measure(
 
     converter = registry.for_native(source)
     archive = work / "in.nanover.zip"
-    converter.convert(source, archive, overwrite=True)
+    converter.convert(source, archive, ConvertRequest(overwrite=True))
     size = source.stat().st_size
     out2, out1, theirs = work / "out", work / "out.bag", work / "rosbags"
     export(archive, out2, "ros2")
     topics, messages = bag_messages(out2)
     actions: dict[str, Callable[[], Any]] = {
-        "convert": lambda: converter.convert(source, archive, overwrite=True),
+        "convert": lambda: converter.convert(source, archive, ConvertRequest(overwrite=True)),
         "ros2": lambda: export(source, out2, "ros2"),
         "ros1": lambda: export(source, out1, "ros1"),
         "rosbags Writer": lambda: rosbags_write(theirs, topics, messages),

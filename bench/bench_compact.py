@@ -33,6 +33,7 @@ import nanorec
 from nanorec import ArchiveReader, registry
 from nanorec.archive.atomic import file_sha256
 from nanorec.archive.layout import use_layout
+from nanorec.contract import ConvertRequest, ExportRequest
 
 NOTES = """\
 Targets (issue 20): archive / source <= 1.25 where messages average >= 100 source bytes and
@@ -93,7 +94,9 @@ def measure(path: Path, folder: Path, repeat: int, samples: int) -> dict[str, An
 
             def convert(layout: str = layout) -> None:
                 with use_layout(layout):
-                    report = converter.convert(path, archives[layout], overwrite=True)
+                    report = converter.convert(
+                        path, archives[layout], ConvertRequest(overwrite=True)
+                    )
                 row["messages"] = report.messages
 
             convert_times[layout].append(_best(convert, 1))
@@ -101,7 +104,7 @@ def measure(path: Path, folder: Path, repeat: int, samples: int) -> dict[str, An
 
             def export(layout: str = layout, back: Path = back) -> None:
                 with ArchiveReader(archives[layout]) as reader:
-                    converter.export(reader, back, overwrite=True)
+                    converter.export(reader, back, ExportRequest(overwrite=True))
 
             export_times[layout].append(_best(export, 1))
             if file_sha256(back) != file_sha256(path):

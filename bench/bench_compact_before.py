@@ -46,6 +46,7 @@ START, END = "<!-- compact-before:start -->", "<!-- compact-before:end -->"
 CHILD = """
 import contextlib, hashlib, json, sys, time
 from pathlib import Path
+from nanorec.contract import ConvertRequest, ExportRequest
 import nanorec
 from nanorec import ArchiveReader, registry
 try:
@@ -60,10 +61,10 @@ def clock():
 def once():
     start = clock()
     with use_layout(layout):
-        converter.convert(path, out, overwrite=True)
+        converter.convert(path, out, ConvertRequest(overwrite=True))
     middle = clock()
     with ArchiveReader(out) as reader:
-        converter.export(reader, back, overwrite=True)
+        converter.export(reader, back, ExportRequest(overwrite=True))
     end = clock()
     return [b - a for a, b in (*zip(start, middle), *zip(middle, end))]
 once()

@@ -37,6 +37,8 @@ from typing import Any
 
 from results import write_section
 
+from nanorec.contract import ConvertRequest
+
 HERE = Path(__file__).resolve().parent
 ROUNDS = 3  # timed conversions per layout (best kept), each followed by the MCAP writer
 START, END = "<!-- convert:start -->", "<!-- convert:end -->"
@@ -126,7 +128,7 @@ def bench_format(name: str, work: Path, size: int) -> dict[str, Any]:
     source_size = source.stat().st_size
     archives = {layout: work / f"{name}-{layout}.nanover.zip" for layout in (STORED, COMPACT)}
     # Untimed first conversion: imports and the source's pages (the MCAP writer's are in).
-    converter.convert(source, archives[STORED], overwrite=True)
+    converter.convert(source, archives[STORED], ConvertRequest(overwrite=True))
     with ArchiveReader(archives[STORED]) as reader:
         payloads = [bytes(reader.raw(i)) for i in range(len(reader))]
         stamps = (reader.index.timestamp_us * 1000).tolist()
@@ -141,7 +143,7 @@ def bench_format(name: str, work: Path, size: int) -> dict[str, Any]:
             os.sync()
             with use_layout(layout):
                 start = time.perf_counter()
-                report = converter.convert(source, archive, overwrite=True)
+                report = converter.convert(source, archive, ConvertRequest(overwrite=True))
                 seconds.setdefault(layout, []).append(time.perf_counter() - start)
             mcap = _mcap_seconds(payloads, stamps, kinds, work / "out.mcap", writers[layout])
             seconds.setdefault(f"mcap {layout}", []).append(mcap)

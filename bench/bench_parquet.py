@@ -32,6 +32,8 @@ from bench_bridge import timed
 from bench_crossing import size_of
 from results import write_section
 
+from nanorec.contract import ConvertRequest
+
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 REAL = HERE.parent.parent / "shared" / "realdata" / "pbstream"
@@ -205,7 +207,7 @@ def convert(source: Path, archive: Path) -> None:
     from nanorec import registry
 
     converter = registry.for_native(source)
-    converter.convert(source, archive, overwrite=True)
+    converter.convert(source, archive, ConvertRequest(overwrite=True))
 
 
 def main() -> None:

@@ -34,6 +34,8 @@ from typing import Any
 
 from results import write_section
 
+from nanorec.contract import ExportRequest
+
 HERE = Path(__file__).resolve().parent
 START, END = "<!-- ros2:start -->", "<!-- ros2:end -->"
 
@@ -57,8 +59,10 @@ def child_convert(source: Path, archive: Path) -> tuple[float, float]:
         "import sys, time\n"
         "from pathlib import Path\n"
         "from nanorec import registry\n"
+        "from nanorec.contract import ConvertRequest\n"
         "t = time.perf_counter()\n"
-        "registry.get('ros2').convert(Path(sys.argv[1]), Path(sys.argv[2]), overwrite=True)\n"
+        "wanted = ConvertRequest(overwrite=True)\n"
+        "registry.get('ros2').convert(Path(sys.argv[1]), Path(sys.argv[2]), wanted)\n"
         "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
         "print(time.perf_counter() - t, peak)\n"
     )
@@ -120,8 +124,8 @@ def measure(name: str, source: Path, work: Path) -> dict[str, Any]:
     back = work / "back"
     converter = registry.get("ros2")
     with ArchiveReader(archive) as reader:
-        export_s = timed(lambda: converter.export(reader, back, overwrite=True))
-        identical = converter.export(reader, back, overwrite=True).identical
+        export_s = timed(lambda: converter.export(reader, back, ExportRequest(overwrite=True)))
+        identical = converter.export(reader, back, ExportRequest(overwrite=True)).identical
     shutil.rmtree(back)
     return {
         "name": name,

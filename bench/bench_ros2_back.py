@@ -74,9 +74,11 @@ def child_export(archive: Path, out: Path) -> tuple[float, float]:
         "from pathlib import Path\n"
         "from nanorec import registry\n"
         "from nanorec.archive.reader import ArchiveReader\n"
+        "from nanorec.contract import ExportRequest\n"
         "t = time.process_time()\n"
         "with ArchiveReader(Path(sys.argv[1])) as r:\n"
-        "    assert registry.get('ros2').export(r, Path(sys.argv[2]), overwrite=True).identical\n"
+        "    wanted = ExportRequest(overwrite=True)\n"
+        "    assert registry.get('ros2').export(r, Path(sys.argv[2]), wanted).identical\n"
         "print(time.process_time() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
     done = subprocess.run(

@@ -33,6 +33,8 @@ from typing import Any
 
 from results import write_section
 
+from nanorec.contract import ExportRequest
+
 HERE = Path(__file__).resolve().parent
 REAL = HERE.parent.parent / "shared" / "realdata" / "rosbag"
 START, END = "<!-- rosbag:start -->", "<!-- rosbag:end -->"
@@ -84,12 +86,14 @@ def child_convert(source: Path, archive: Path) -> tuple[float, float]:
         "import sys, time\n"
         "from pathlib import Path\n"
         "from nanorec import registry\n"
+        "from nanorec.contract import ConvertRequest\n"
         "import nanorec.converters.ros.ros1.convert\n"
         "converter = registry.get('rosbag')\n"
         "best = float('inf')\n"
         "for _ in range(2):\n"
         "    t = time.perf_counter()\n"
-        "    converter.convert(Path(sys.argv[1]), Path(sys.argv[2]), overwrite=True)\n"
+        "    wanted = ConvertRequest(overwrite=True)\n"
+        "    converter.convert(Path(sys.argv[1]), Path(sys.argv[2]), wanted)\n"
         "    best = min(best, time.perf_counter() - t)\n"
         "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
         "print(best, peak)\n"
@@ -167,7 +171,7 @@ def measure(name: str, source: Path, work: Path) -> dict[str, Any]:
     back = work / "back.bag"
     converter = registry.get("rosbag")
     with ArchiveReader(archive) as reader:
-        export_s = timed(lambda: converter.export(reader, back, overwrite=True))
+        export_s = timed(lambda: converter.export(reader, back, ExportRequest(overwrite=True)))
     assert back.read_bytes() == source.read_bytes() if size < 2 << 30 else True
     return {
         "name": name,

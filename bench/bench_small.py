@@ -37,6 +37,8 @@ from typing import Any
 
 from results import write_section
 
+from nanorec.contract import ConvertRequest
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 REALDATA = REPO.parent / "shared" / "realdata" / "carla"
@@ -57,7 +59,7 @@ def startup(runs: int, work: Path) -> list[dict[str, Any]]:
 
     small = min((REPO / "samples").glob("carla-*.log"), key=lambda p: p.stat().st_size)
     archive = work / "small.nanover.zip"
-    registry.get("carla").convert(small, archive, overwrite=True)
+    registry.get("carla").convert(small, archive, ConvertRequest(overwrite=True))
     nanorec = str(Path(sys.executable).parent / "nanorec")
     commands = {
         "python -c 'import typer'": [sys.executable, "-c", "import typer"],
@@ -151,7 +153,7 @@ def batch(files: int, work: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
     by_inode: dict[int, tuple[list[bytes], list[int], list[str]]] = {}
     for source in inputs:
         archive = out / (source.name + ".nanover.zip")
-        converter.convert(source, archive, overwrite=True)
+        converter.convert(source, archive, ConvertRequest(overwrite=True))
         inode = source.stat().st_ino
         if inode not in by_inode:
             by_inode[inode] = _payloads(archive)
@@ -162,7 +164,9 @@ def batch(files: int, work: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
     for _ in range(ROUNDS):  # A B A B
         start = time.process_time()
         for source in inputs:
-            converter.convert(source, out / (source.name + ".nanover.zip"), overwrite=True)
+            converter.convert(
+                source, out / (source.name + ".nanover.zip"), ConvertRequest(overwrite=True)
+            )
         seconds.setdefault("in-process", []).append(time.process_time() - start)
         seconds.setdefault("mcap", []).append(_mcap_cpu(messages, work / "out.mcap"))
         command = [nanorec, "convert", str(folder), "-o", str(work / "cli"), "--force"]

@@ -14,11 +14,21 @@ Everything here is format-neutral: times are seconds from the recording's first 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from nanorec.requests import (
+    ConvertRequest,
+    ExportRequest,
+    NoOptions,
+    Progress,
+    convert_request,
+    option_names,
+    parse_options,
+)
 
 if TYPE_CHECKING:
     import typer
@@ -26,8 +36,6 @@ if TYPE_CHECKING:
     from nanorec.archive.reader import ArchiveReader
     from nanorec.selection import Selection
 
-#: `progress(done, total)`: bytes of the input handled so far, out of `total`.
-Progress = Callable[[int, int], None]
 
 #: How many leading bytes of a file `sniff` is given.
 SNIFF_BYTES = 4096
@@ -196,31 +204,23 @@ class Converter(Protocol):
         """Whether a file starting with `head` (up to `SNIFF_BYTES` bytes) is of this format."""
         ...
 
+    #: The dataclass of its `-O` options for convert (`NoOptions`: none); export's.
+    convert_options: type[Any]
+    export_options: type[Any]
+
     def convert(
-        self,
-        source: Path,
-        output: Path,
-        *,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
     ) -> ConvertReport:
         """Convert `source` into a new archive at `output` (atomically: a partial file renamed
         at the end), recording `source={"name", "size", "sha256"}` in its description (batch
         resumption and export checks read them). Raises `OutputExistsError` unless
-        `overwrite`, `NanorecError`s for input that cannot be converted at all; a truncated
-        or damaged input converts what is complete and says the rest in the report."""
+        `request.overwrite`, `NanorecError`s for input that cannot be converted at all; a
+        truncated or damaged input converts what is complete and says the rest in the
+        report. Progress is reported in bytes of the input."""
         ...
 
     def export(
-        self,
-        reader: ArchiveReader,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()
     ) -> ExportReport:
         """Write the native file back from an archive this converter wrote: byte for byte
         without a selection, else a valid native file holding the selection (raises
@@ -236,72 +236,127 @@ class Converter(Protocol):
         ...
 
 
-#: Optional, beyond the protocol: `converter.adopt(reader) -> dict[str, bytes] | None`.
-#: Given an archive rebuilt by `nanorec recover` (a killed writer's messages, without the
-#: members written at close), return those members rebuilt from the messages if the
-#: messages are this format's, else None. `nanorec.maintain.adopt` calls it.
-ADOPT_HOOK = "adopt"
-
-#: Optional too: `converter.export_formats`, a mapping of the `--format` values its `export`
-#: takes beyond native, parquet and mcap (a bag's "indexed") to a line of help. `nanorec
-#: export` refuses every other value, and lists these in its help.
-EXPORT_FORMATS = "export_formats"
+# -- capabilities: optional, each a protocol a converter (or recording) may also satisfy,
+# found with isinstance (why: a misspelt hook was once a silent getattr default) ----------
 
 
-#: Optional too: `converter.sniff_directory(path) -> bool`, whether the folder `path` is
-#: one recording of this format (a ROS 2 bag: `metadata.yaml` and its storage files). Such a
-#: folder is an input like a file: `convert`, every verb and a batch take it whole, and its
-#: export is a folder again.
-DIRECTORY_HOOK = "sniff_directory"
+@runtime_checkable
+class Adopting(Protocol):
+    """A converter that can take back an archive rebuilt by `nanorec recover` (a killed
+    writer's messages, without the members written at close): `adopt` returns those members
+    rebuilt from the messages if they are this format's, else None (`nanorec.maintain.adopt`)."""
+
+    def adopt(self, reader: ArchiveReader) -> dict[str, bytes] | None: ...
 
 
-#: Optional too: `converter.foreign_formats`, a mapping of `--format` values under which the
-#: converter writes its native format from a recording of *any* format (a ROS 2 bag from a
-#: ROS1 bag or a CARLA recording: "ros2") to a line of help; and
-#: `converter.export_from(recording, output, *, selection, overwrite, progress, options)
-#: -> ExportReport` doing it. Recordings of other formats offer their content through
-#: `nanorec.standard` (standard message types); the report's `details["left_out"]` says what
-#: could not be carried over and why.
-FOREIGN_FORMATS = "foreign_formats"
+@runtime_checkable
+class DirectoryFormat(Protocol):
+    """A converter whose recordings may be folders (a ROS 2 bag: `metadata.yaml` and its
+    storage files). Such a folder is an input like a file: `convert`, every verb and a batch
+    take it whole, and its export is a folder again."""
+
+    def sniff_directory(self, path: Path) -> bool:
+        """Whether the folder `path` is one recording of this format."""
+        ...
 
 
-#: Optional too, and declared beside the converter's entry point: a format with its own
-#: commands names its `title` (a str, in a module importing nothing heavy) under this
-#: entry-point group and its converter's name, e.g. `carla = "pkg.about:TITLE"`. `nanorec
-#: --help` lists the format's commands from it without loading the format, whose commands are
-#: imported only when a command line uses them. A converter not declared here is asked
-#: `commands()` (importing them) to learn whether it has any.
+@runtime_checkable
+class ExtraExportForms(Protocol):
+    """A converter whose `export` takes `--format` values beyond native, parquet and mcap
+    (a bag's "indexed"), each with a line of help; `nanorec export` refuses every other
+    value and lists these in its help."""
+
+    export_formats: Mapping[str, str]
+
+
+@runtime_checkable
+class ForeignWriter(Protocol):
+    """A converter that writes its native format from a recording of *any* format (a ROS 2
+    bag from a ROS1 bag or a CARLA recording) under the `--format` values of
+    `foreign_formats`. Recordings of other formats offer their content through
+    `nanorec.standard`; the report's `details["left_out"]` says what could not be carried
+    over and why."""
+
+    foreign_formats: Mapping[str, str]
+
+    def export_from(
+        self, recording: Recording, output: Path, request: ExportRequest
+    ) -> ExportReport: ...
+
+
+@runtime_checkable
+class StorageChoice(Protocol):
+    """A converter whose native output can be stored several ways (a ROS 2 bag: sqlite3,
+    mcap), chosen with `--storage`; export refuses `--storage` for a format without them."""
+
+    storages: tuple[str, ...]
+
+
+@runtime_checkable
+class ChecksMembers(Protocol):
+    """A recording that can read each of its side members once (`nanorec verify`: a whole
+    zip with a short or hostile side member would pass every other check, then fail on first
+    read). Raises a `NanorecError` naming the first bad member."""
+
+    def check_members(self) -> None: ...
+
+
+@runtime_checkable
+class ExportsToMcap(Protocol):
+    """A recording that gives its own MCAP records (schemas and channels of its format)
+    instead of the generic JSON ones (`nanorec.outputs.mcap`)."""
+
+    def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]: ...
+
+
+#: Declared beside the converter's entry point: a format with its own commands names its
+#: `title` (a str, in a module importing nothing heavy) under this entry-point group and its
+#: converter's name, e.g. `carla = "pkg.about:TITLE"`. `nanorec --help` lists the format's
+#: commands from it without loading the format, whose commands are imported only when a
+#: command line uses them. A converter not declared here is asked `commands()` (importing
+#: them) to learn whether it has any.
 COMMANDS_GROUP = "nanorec.commands"
 
 
-#: Optional too: `converter.storages`, the `--storage` values its native output can take (a
-#: ROS 2 bag: sqlite3, mcap); export refuses `--storage` for a format without them.
-STORAGES = "storages"
-
-
 def export_forms(converter: object) -> tuple[str, ...]:
-    """The `--format` values `converter`'s export adds (see `EXPORT_FORMATS`)."""
-    return tuple(getattr(converter, EXPORT_FORMATS, {}))
+    """The `--format` values `converter`'s export adds (see `ExtraExportForms`)."""
+    return tuple(converter.export_formats) if isinstance(converter, ExtraExportForms) else ()
 
 
 def foreign_forms(converter: object) -> tuple[str, ...]:
-    """The `--format` values `converter` writes from any recording (see `FOREIGN_FORMATS`)."""
-    return tuple(getattr(converter, FOREIGN_FORMATS, {}))
+    """The `--format` values `converter` writes from any recording (see `ForeignWriter`)."""
+    return tuple(converter.foreign_formats) if isinstance(converter, ForeignWriter) else ()
+
+
+def storages(converter: object) -> tuple[str, ...]:
+    """The `--storage` values `converter`'s native output takes (see `StorageChoice`)."""
+    return tuple(converter.storages) if isinstance(converter, StorageChoice) else ()
 
 
 __all__ = [
     "COMMANDS_GROUP",
-    "DIRECTORY_HOOK",
-    "FOREIGN_FORMATS",
     "SNIFF_BYTES",
-    "STORAGES",
+    "Adopting",
+    "ChecksMembers",
     "ConvertReport",
+    "ConvertRequest",
     "Converter",
+    "DirectoryFormat",
     "ExportReport",
+    "ExportRequest",
+    "ExportsToMcap",
+    "ExtraExportForms",
+    "ForeignWriter",
     "Message",
+    "NoOptions",
     "Progress",
     "Recording",
     "Region",
+    "StorageChoice",
+    "convert_request",
     "export_forms",
     "foreign_forms",
+    "option_names",
+    "parse_options",
+    "storages",
 ]

@@ -23,9 +23,10 @@ from nanorec.archive.layout import scratch
 from nanorec.archive.urls import is_url
 from nanorec.contract import (
     COMMANDS_GROUP,
-    DIRECTORY_HOOK,
     SNIFF_BYTES,
     Converter,
+    ConvertRequest,
+    DirectoryFormat,
     Progress,
     Recording,
 )
@@ -116,12 +117,11 @@ def is_archive(head: bytes) -> bool:
 
 def for_directory(path: Path) -> Converter | None:
     """The converter that takes the folder `path` as one recording (see
-    `contract.DIRECTORY_HOOK`), or None."""
+    `contract.DirectoryFormat`), or None."""
     if not path.is_dir():
         return None
     for converter in converters().values():
-        sniff = getattr(converter, DIRECTORY_HOOK, None)
-        if sniff is not None and sniff(path):
+        if isinstance(converter, DirectoryFormat) and converter.sniff_directory(path):
             return converter
     return None
 
@@ -206,7 +206,7 @@ def open(path: str | os.PathLike[str], *, progress: Progress | None = None) -> R
     try:
         archive = workdir / (path.name + ".nanover.zip")
         with scratch():
-            report = converter.convert(path, archive, progress=progress)
+            report = converter.convert(path, archive, ConvertRequest(progress=progress))
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise

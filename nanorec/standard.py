@@ -7,7 +7,7 @@ yielding `StandardMessage`s, each one of `TYPES`, its value a plain mapping with
 names (times as `{"sec", "nanosec"}`, numeric arrays as numpy arrays). A `TFMessage` of many
 transforms may instead be a `Transforms`: the same mapping, its numbers held as arrays, so a
 writer can lay them out at once rather than read a dict per transform. The writers (see
-`nanorec.contract.FOREIGN_FORMATS`) hold these types' definitions; the core only names them,
+`nanorec.contract.ForeignWriter`) hold these types' definitions; the core only names them,
 so a format never depends on another.
 """
 

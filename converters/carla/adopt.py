@@ -10,10 +10,10 @@ frames. So both members are rebuilt here, from the messages alone.
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import pack_meta
 from nanorec.errors import FormatError, NanorecError
 
 from .header import Header
@@ -59,6 +59,6 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
         if isinstance(order, bytes):
             orders.setdefault(order, len(orders))
     return {
-        WORLD_MEMBER: zlib.compress(world.to_bytes(), 6),
-        META_MEMBER: _meta(header, header_bytes, fam, prelude, b"", None, orders),
+        WORLD_MEMBER: pack_meta(world.to_value()),
+        META_MEMBER: pack_meta(_meta(header, header_bytes, fam, prelude, b"", None, orders)),
     }

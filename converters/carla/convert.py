@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,8 +153,8 @@ def _write_archive(
         tail = bytes(buf[conversion.done :])
         sha = digest.hexdigest()
         writer.source["sha256"] = sha
-        writer.add_member(WORLD_MEMBER, zlib.compress(conversion.world.to_bytes(), 6))
-        writer.add_member(
+        writer.add_meta(WORLD_MEMBER, conversion.world.to_value())
+        writer.add_meta(
             META_MEMBER,
             _meta(
                 header,

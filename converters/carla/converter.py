@@ -7,11 +7,18 @@ listing the registered formats costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress, Region
+from nanorec.contract import (
+    ConvertReport,
+    ConvertRequest,
+    ExportReport,
+    ExportRequest,
+    NoOptions,
+    Region,
+)
 from nanorec.errors import UsageError
 
 from .about import TITLE
@@ -21,9 +28,16 @@ if TYPE_CHECKING:
     import typer
 
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.selection import Selection
 
     from .recording import CarlaRecording
+
+
+@dataclass(frozen=True)
+class CarlaConvertOptions:
+    """`nanorec convert -O family=0.9.15`: read the file as this release family (a name of
+    `ids.FAMILIES`) instead of detecting it."""
+
+    family: str | None = None
 
 
 class CarlaConverter:
@@ -32,32 +46,29 @@ class CarlaConverter:
     name = "carla"
     title = TITLE
     suffixes = (".log", ".rec")
+    convert_options: ClassVar[type[CarlaConvertOptions]] = CarlaConvertOptions
+    export_options: ClassVar[type[NoOptions]] = NoOptions
 
     def sniff(self, head: bytes) -> bool:
         return head[4:18] == MAGIC
 
     def convert(
-        self,
-        source: Path,
-        output: Path,
-        *,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
     ) -> ConvertReport:
-        """Options: `family` (a release family name, default detected)."""
+        """Options: `CarlaConvertOptions`."""
         from .convert import convert
 
+        forced = request.options_as(CarlaConvertOptions).family
         total = source.stat().st_size
+        progress = request.progress
         report = convert(
             source,
             output,
-            family=(options or {}).get("family"),
-            overwrite=overwrite,
+            family=forced,
+            overwrite=request.overwrite,
             progress=None if progress is None else (lambda done: progress(done, total)),
         )
         warnings = []
-        forced = (options or {}).get("family")
         raw = sum(report.raw_packets.values())
         if forced and raw:
             warnings.append(
@@ -88,17 +99,11 @@ class CarlaConverter:
         )
 
     def export(
-        self,
-        reader: ArchiveReader,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()
     ) -> ExportReport:
         """The exact file without a selection; else a clip CARLA replays (frames only: a
         kind filter has no meaning for a CARLA file)."""
+        overwrite, selection = request.overwrite, request.selection
         if selection is None or selection.everything:
             from .export import export
 

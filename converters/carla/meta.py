@@ -9,14 +9,10 @@ messages to give the native file back.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping
 from typing import Any
 
-import msgpack
-
 from nanorec.archive.reader import ArchiveReader
-from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError
 
 from .header import Header
@@ -40,8 +36,9 @@ def _meta(
     truncation: Truncation | None,
     orders: Mapping[bytes, int],
     damaged: list[list[Any]] | None = None,
-) -> bytes:
-    """The `carla.msgpack.zlib` member: what the archive needs to give the native file back."""
+) -> dict[str, Any]:
+    """The `carla.msgpack.zlib` member's value (`ArchiveWriter.add_meta`): what the archive
+    needs to give the native file back."""
     engine = fam.engine
     kinds = {}
     for kind, key in KIND_KEYS.items():
@@ -50,55 +47,39 @@ def _meta(
         if shape in (Shape.SINGLE, Shape.FIXED):
             entry["dtype"] = FIXED_DTYPES[engine][kind].descr
         kinds[key] = entry
-    return zlib.compress(
-        msgpack.packb(
-            {
-                "version": META_VERSION,
-                "family": fam.name,
-                "engine": engine.value,
-                "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
-                "header": {
-                    "bytes": header_bytes,
-                    "version": header.version,
-                    "magic": _text(header.magic),
-                    "date": header.date,
-                    "map_name": _text(header.map_name),
-                },
-                "keys": kinds,
-                "orders": sorted(orders, key=orders.__getitem__),
-                "prelude": prelude,
-                "tail": tail,
-                "damaged": damaged or [],
-                "truncation": None
-                if truncation is None
-                else {"offset": truncation.offset, "reason": truncation.reason},
-            }
-        ),
-        6,
-    )
-
-
-def _side_limit(reader: ArchiveReader) -> int:
-    """The most a CARLA side member may inflate to: its source file's size (the header and a
-    crashed tail are parts of it; the event tables hold less than the frames), plus slack."""
-    source = (reader.description or {}).get("source") or {}
-    size = source.get("size")
-    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
-    return known + (64 << 20)
+    return {
+        "version": META_VERSION,
+        "family": fam.name,
+        "engine": engine.value,
+        "ids": {str(pid): kind.value for pid, kind in fam.ids.items()},
+        "header": {
+            "bytes": header_bytes,
+            "version": header.version,
+            "magic": _text(header.magic),
+            "date": header.date,
+            "map_name": _text(header.map_name),
+        },
+        "keys": kinds,
+        "orders": sorted(orders, key=orders.__getitem__),
+        "prelude": prelude,
+        "tail": tail,
+        "damaged": damaged or [],
+        "truncation": None
+        if truncation is None
+        else {"offset": truncation.offset, "reason": truncation.reason},
+    }
 
 
 def read_meta(reader: ArchiveReader) -> dict[str, Any]:
     """The `carla.msgpack.zlib` member of an archive; FormatError if it is missing or damaged."""
     if META_MEMBER not in reader.member_names:
         raise FormatError(f"{reader.path} is not a CARLA archive (no {META_MEMBER} member)")
+    meta = reader.meta(META_MEMBER)
     try:
-        meta = msgpack.unpackb(
-            inflate_bounded(reader.member(META_MEMBER), _side_limit(reader), META_MEMBER)
-        )
         meta["header"]["bytes"]
         if meta["family"] not in FAMILIES:
             family = meta["family"]
             raise FormatError(f"damaged {META_MEMBER} member: unknown release family {family!r}")
-    except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
+    except (ValueError, KeyError, TypeError) as error:
         raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
     return dict(meta)

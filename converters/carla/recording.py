@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ import numpy.typing as npt
 
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.urls import is_url
-from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError, OutOfRangeError
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
@@ -35,7 +33,7 @@ from .header import Header
 from .ids import MAGIC, Family, Kind
 from .ids import family as family_named
 from .message import _DAMAGE, checked_frame, records
-from .meta import WORLD_MEMBER, _side_limit, read_meta
+from .meta import WORLD_MEMBER, read_meta
 from .records import FIXED_DTYPES
 from .world import World
 from .world_build import build_world
@@ -87,11 +85,7 @@ class CarlaRecording(ArchiveRecording):
             _str(head["map_name"]),
             len(head["bytes"]),
         )
-        try:
-            blob = inflate_bounded(reader.member(WORLD_MEMBER), _side_limit(reader), WORLD_MEMBER)
-        except zlib.error as error:
-            raise FormatError(f"damaged {WORLD_MEMBER} member: {error}") from None
-        self.tables = WorldTables.from_bytes(self.family.engine, blob)
+        self.tables = WorldTables(self.family.engine, reader.meta(WORLD_MEMBER))
         self._cache: OrderedDict[int, Mapping[str, Any]] = OrderedDict()
 
     @classmethod

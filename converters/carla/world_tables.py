@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import msgpack
 import numpy as np
 import numpy.typing as npt
 
@@ -97,14 +96,6 @@ class WorldTables:
         except (KeyError, TypeError, ValueError, IndexError) as error:
             raise FormatError(f"damaged CARLA world tables: {error!r}") from None
         self._descriptions: dict[int, ActorDescription] = {}
-
-    @classmethod
-    def from_bytes(cls, engine: Engine, blob: bytes) -> WorldTables:
-        try:
-            data = msgpack.unpackb(blob)
-        except (ValueError, msgpack.ExtraData) as error:
-            raise FormatError(f"damaged CARLA world tables: {error}") from None
-        return cls(engine, data)
 
     def description(self, row: int) -> ActorDescription:
         """The ActorDescription of spawn row `row` (decoded once, then cached)."""
@@ -244,24 +235,23 @@ class WorldTablesBuilder:
                 self.physics.append(dict(item))
         return spawned, destroyed
 
-    def to_bytes(self) -> bytes:
-        """The tables as one msgpack map (columns as little-endian bytes)."""
+    def to_value(self) -> dict[str, Any]:
+        """The tables as one map for msgpack (columns as little-endian bytes): the world
+        member (`ArchiveWriter.add_meta`), read back by the constructor."""
         parents = np.array(self.parents, dtype=PARENT_DTYPE) if self.parents else None
-        return msgpack.packb(
-            {
-                "spawns": self.spawns,
-                "spawn_ids": np.asarray(self.spawn_ids, np.uint32).tobytes(),
-                "spawn_start": np.asarray(self.spawn_start, np.int64).tobytes(),
-                "spawn_end": np.asarray(self.spawn_end, np.int64).tobytes(),
-                "spawn_first_pose": np.asarray(self.spawn_first_pose, np.int64).tobytes(),
-                "parents": b"" if parents is None else parents.tobytes(),
-                "sparse": {
-                    kind.value: [np.asarray(frames, np.int64).tobytes(), b"".join(blobs)]
-                    for kind, (frames, blobs) in self.sparse.items()
-                    if frames
-                },
-                "physics_frames": np.asarray(self.physics_frames, np.int64).tobytes(),
-                "physics_ids": np.asarray(self.physics_ids, np.uint32).tobytes(),
-                "physics": self.physics,
-            }
-        )
+        return {
+            "spawns": self.spawns,
+            "spawn_ids": np.asarray(self.spawn_ids, np.uint32).tobytes(),
+            "spawn_start": np.asarray(self.spawn_start, np.int64).tobytes(),
+            "spawn_end": np.asarray(self.spawn_end, np.int64).tobytes(),
+            "spawn_first_pose": np.asarray(self.spawn_first_pose, np.int64).tobytes(),
+            "parents": b"" if parents is None else parents.tobytes(),
+            "sparse": {
+                kind.value: [np.asarray(frames, np.int64).tobytes(), b"".join(blobs)]
+                for kind, (frames, blobs) in self.sparse.items()
+                if frames
+            },
+            "physics_frames": np.asarray(self.physics_frames, np.int64).tobytes(),
+            "physics_ids": np.asarray(self.physics_ids, np.uint32).tobytes(),
+            "physics": self.physics,
+        }

@@ -10,9 +10,10 @@ back the start of the original file, every record converted before the kill.
 from __future__ import annotations
 
 from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import pack_meta
 from nanorec.errors import FormatError
 
-from .convert import LEGACY, META_MEMBER, Classifier, Columns, _meta
+from .convert import LEGACY, META_LEVEL, META_MEMBER, Classifier, Columns, _meta
 from .export import kept_raw, member_of, record_entry
 from .records import ALL_KINDS, DAMAGED, HEADER, POSE_GRAPH, Described
 
@@ -63,7 +64,8 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
         if kind == DAMAGED:
             damaged.append((offset, size, str(entry.get("reason", "damaged"))))
         offset += size
-    return {META_MEMBER: _meta(classifier, len(reader), raw, None, b"", damaged, [], columns)}
+    meta = _meta(classifier, len(reader), raw, None, b"", damaged, [], columns)
+    return {META_MEMBER: pack_meta(meta, META_LEVEL)}
 
 
 __all__ = ["rebuild_members"]

@@ -190,7 +190,7 @@ def export_hook(call: VerbCall[PbstreamExportOptions]) -> int | None:
     check_choice("--format", fmt, export_choices(CONVERTER))
     options: dict[str, Any] = {}
     if extra.trajectory:
-        options["trajectories"] = list(extra.trajectory)
+        options["trajectories"] = tuple(extra.trajectory)
     if extra.nodes is not None:
         options["nodes"] = parse_range("--nodes", extra.nodes)
     if options and fmt != "native":
@@ -211,14 +211,14 @@ def export_hook(call: VerbCall[PbstreamExportOptions]) -> int | None:
     if not selection.everything:
         selection.chosen(rec.reader.index)
     assert call.output is not None
-    report = export_native(
-        registry.get(CONVERTER.name),
-        rec.reader,
-        call.output,
-        selection,
-        call.force,
-        {**options, "format": fmt},
+    from nanorec.contract import ExportRequest
+
+    from .converter import PbstreamExportOptions
+
+    wanted = ExportRequest(
+        selection, call.force, form=fmt, options=PbstreamExportOptions(**options)
     )
+    report = export_native(registry.get(CONVERTER.name), rec.reader, call.output, wanted)
     cut = f" (a cut of {report.messages} messages)" if fmt == "native" else ""
     typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256}{cut}")
     return 0

@@ -7,10 +7,18 @@ A thin adapter from the contract (`nanorec.contract.Converter`) to `convert`, `e
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress, Region
+from nanorec.contract import (
+    ConvertReport,
+    ConvertRequest,
+    ExportReport,
+    ExportRequest,
+    NoOptions,
+    Region,
+)
 from nanorec.errors import UsageError
 
 from .about import TITLE
@@ -20,9 +28,18 @@ if TYPE_CHECKING:
     import typer
 
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.selection import Selection
 
     from .recording import PbstreamRecording
+
+
+@dataclass(frozen=True)
+class PbstreamExportOptions:
+    """A native export's cut (`trajectories`: ids to keep; `nodes`: (first, stop) node
+    indexes, either None for open) or a ros-map's `resolution` (metres per cell)."""
+
+    trajectories: tuple[int, ...] | None = None
+    nodes: tuple[int | None, int | None] | None = None
+    resolution: float | None = None
 
 
 class PbstreamConverter:
@@ -31,6 +48,8 @@ class PbstreamConverter:
     name = "pbstream"
     title = TITLE
     suffixes = (".pbstream",)
+    convert_options: ClassVar[type[NoOptions]] = NoOptions
+    export_options: ClassVar[type[PbstreamExportOptions]] = PbstreamExportOptions
     #: `nanorec export --format` values beyond native/parquet/mcap.
     export_formats: ClassVar[Mapping[str, str]] = {
         "ros-map": "the 2D occupancy grid as map_saver writes it (PGM + YAML)"
@@ -40,21 +59,16 @@ class PbstreamConverter:
         return head[:8] == MAGIC
 
     def convert(
-        self,
-        source: Path,
-        output: Path,
-        *,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
     ) -> ConvertReport:
         from .convert import convert
 
         total = source.stat().st_size
+        progress = request.progress
         report = convert(
             source,
             output,
-            overwrite=overwrite,
+            overwrite=request.overwrite,
             progress=None if progress is None else (lambda done: progress(done, total)),
         )
         cut = None
@@ -78,33 +92,25 @@ class PbstreamConverter:
         )
 
     def export(
-        self,
-        reader: ArchiveReader,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()
     ) -> ExportReport:
         """The exact file without a selection or options; a valid stream of a subset with
-        them (options `trajectories`: ids to keep, `nodes`: (first, stop) node indexes);
-        `format="ros-map"` writes the 2D occupancy grid (options `resolution`)."""
-        options = dict(options or {})
-        to = options.pop("format", "native")
+        them (`PbstreamExportOptions`); form "ros-map" writes the 2D occupancy grid."""
+        options = request.options_as(PbstreamExportOptions)
+        to, overwrite, selection = request.form, request.overwrite, request.selection
         if to == "ros-map":
             from .rosmap import export_ros_map
 
             recording = self.open_archive(reader)
             written = export_ros_map(
-                recording, output, resolution=options.get("resolution"), overwrite=overwrite
+                recording, output, resolution=options.resolution, overwrite=overwrite
             )
             return ExportReport(
                 written.pgm, written.size, written.sha256, written.submaps, None, written.details
             )
         if to != "native":
             raise UsageError(f"pbstream exports native, ros-map, parquet or mcap, not {to!r}")
-        if (selection is None or selection.everything) and not options:
+        if request.everything and options == PbstreamExportOptions():
             from .export import export_native
 
             report = export_native(reader, output, overwrite=overwrite)
@@ -117,8 +123,8 @@ class PbstreamConverter:
             self.open_archive(reader),
             output,
             selection=selection,
-            trajectories=options.get("trajectories"),
-            nodes=options.get("nodes"),
+            trajectories=options.trajectories,
+            nodes=options.nodes,
             overwrite=overwrite,
         )
         return ExportReport(cut.output, cut.size, cut.sha256, cut.records, None, cut.details)

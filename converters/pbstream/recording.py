@@ -24,7 +24,7 @@ from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from nanorec.standard import StandardMessage
 
-from .convert import NONE_ID, read_meta
+from .convert import META_MEMBER, NONE_ID, read_meta, read_tail
 from .decode import decode_record
 from .export import record_entry
 from .records import NODE, POSE_GRAPH, SENSOR_KINDS, SUBMAP, UNIX_EPOCH_TICKS, ticks_to_unix_ns
@@ -58,15 +58,23 @@ class PbstreamRecording(ArchiveRecording):
             self.ticks: NDArray[np.int64] = np.frombuffer(columns["ticks"], "<i8")
             self.timed: NDArray[np.bool_] = np.frombuffer(columns["timed"], "i1").astype(bool)
         except KeyError as error:
-            raise FormatError(f"damaged pbstream columns: no {error} column") from None
+            raise FormatError(f"damaged {META_MEMBER} member: no {error} column") from None
         except (TypeError, ValueError) as error:  # not bytes, or not whole rows
-            raise FormatError(f"damaged pbstream columns: {error}") from None
-        if not all(len(a) == len(reader) for a in (self.trajectory_ids, self.indexes, self.ticks)):
-            raise FormatError("the pbstream columns do not match the archive's messages")
+            raise FormatError(f"damaged {META_MEMBER} member: columns: {error}") from None
+        columns_read = (self.trajectory_ids, self.indexes, self.ticks, self.timed)
+        if not all(len(a) == len(reader) for a in columns_read):
+            raise FormatError(
+                f"damaged {META_MEMBER} member: its columns do not match the archive's messages"
+            )
         self._graph: PoseGraph | None = None
         #: Records kept with a problem (a bad time), and records that could not be decoded
         #: where a summary or pose needed them.
         self.problems: list[str] = [str(w) for w in self.meta.get("warnings") or []]
+
+    def check_members(self) -> None:
+        """Read each side member once (`nanorec verify`): the description was read on
+        opening; the tail of a cut stream must hold the bytes recorded (export needs them)."""
+        read_tail(self.reader, self.meta)
 
     def summary_name(self) -> str:
         """The source file's name (the archive's name when none was recorded)."""

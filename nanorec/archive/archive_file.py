@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import msgpack
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import NDArray
 
 from nanorec.archive.blockread import BlockReader
@@ -34,7 +35,14 @@ from nanorec.archive.members import Member, iter_member_data, mapped_member, ope
 from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer, window
 from nanorec.archive.urls import is_url, url_path
-from nanorec.archive.wire import INDEX_MEMBER, MESSAGES_MEMBER, TIMESTAMP_KEY, read_array_header
+from nanorec.archive.wire import (
+    INDEX_MEMBER,
+    MESSAGES_MEMBER,
+    TIMESTAMP_KEY,
+    meta_limit,
+    read_array_header,
+    unpack_meta,
+)
 from nanorec.archive.zipfile64 import Buffer
 from nanorec.errors import (
     ArchiveError,
@@ -311,19 +319,37 @@ class ArchiveFile:
         sha = source.get("sha256") if isinstance(source, dict) else None
         return sha if isinstance(sha, str) else None
 
-    def member_array(self, name: str, dtype: Any) -> NDArray[Any]:
-        """Member `name` as one `dtype` value per message (a format's side column), without
-        copying a stored one; FormatError if it holds another number of bytes (a short or
-        hostile member would be indexed past its end later)."""
+    def member_array(
+        self, name: str, dtype: npt.DTypeLike, count: int | None = None
+    ) -> NDArray[Any]:
+        """Member `name` as `count` `dtype` values (default: one per message, a format's side
+        column), without copying a stored one. `FormatError` if it is missing or holds another
+        number of bytes (why: a short or hostile member would be indexed past its end later)."""
+        if name not in self._members:
+            raise FormatError(f"{self.path} has no {name} member")
         data = self.member_view(name)
         kind = np.dtype(dtype)
-        count = self._count
-        if len(data) != count * kind.itemsize:
+        if kind.hasobject or not kind.itemsize:
+            raise FormatError(f"{name} cannot hold values of type {kind}")
+        wanted = self._count if count is None else count
+        if len(data) != wanted * kind.itemsize:
+            per = "per message for" if count is None else "each for"
             raise FormatError(
-                f"{name} holds {len(data)} bytes, not {kind.itemsize} per message for "
-                f"{count} messages"
+                f"{name} holds {len(data)} bytes, not {kind.itemsize} {per} {wanted} "
+                f"{'messages' if count is None else 'values'}"
             )
         return np.frombuffer(data, kind) if len(data) else np.zeros(0, kind)
+
+    def meta(self, name: str) -> Any:
+        """Side member `name` as `ArchiveWriter.add_meta` wrote it (a msgpack value),
+        inflated to at most its recorded source's size plus slack (`wire.meta_limit`).
+        `FormatError` if it is missing, does not inflate within that or is not msgpack."""
+        if name not in self._members:
+            raise FormatError(f"{self.path} has no {name} member")
+        source = (self.description or {}).get("source")
+        size = source.get("size") if isinstance(source, dict) else None
+        limit = meta_limit(size, 0 if self._mm is None else len(self._mm))  # local or by URL
+        return unpack_meta(self.member(name), limit, name)
 
     def member_view(self, name: str) -> memoryview:
         """Member `name` without copying it: a read-only view of the mapped archive for a

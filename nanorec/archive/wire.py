@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Final
+from typing import Any, Final
 
 import msgpack
 
@@ -177,3 +177,36 @@ def inflate_bounded(data: bytes, limit: int, what: str) -> bytes:
     if not inflater.eof:
         raise FormatError(f"{what} ends before its compressed stream does")
     return out
+
+
+#: What a side member (`ArchiveWriter.add_meta`) may inflate to beyond its source's size.
+META_SLACK: Final = 64 << 20
+#: The bound for a side member when no source size was recorded: this many times the archive.
+META_RATIO_UNKNOWN: Final = 64
+#: zlib level of a side member (`pack_meta`).
+META_LEVEL: Final = 6
+
+
+def pack_meta(value: Any, level: int = META_LEVEL) -> bytes:
+    """A side member's bytes: `value` as msgpack, zlib-deflated at `level` (what
+    `unpack_meta` reads)."""
+    return zlib.compress(msgpack.packb(value), level)
+
+
+def meta_limit(source_size: object, archive_size: int) -> int:
+    """The most a side member may inflate to (why: an archive is input too; a hostile one
+    must fail fast, not allocate): the recorded source's size plus slack, since a side member
+    describes part of its source; without a recorded size, a multiple of the archive's."""
+    if isinstance(source_size, int) and not isinstance(source_size, bool) and source_size >= 0:
+        return source_size + META_SLACK
+    return archive_size * META_RATIO_UNKNOWN + META_SLACK
+
+
+def unpack_meta(data: bytes, limit: int, name: str) -> Any:
+    """The value `pack_meta` packed, inflated to at most `limit` bytes; `FormatError` naming
+    member `name` when it does not inflate or is not one msgpack value."""
+    packed = inflate_bounded(data, limit, f"damaged {name} member:")
+    try:
+        return msgpack.unpackb(packed, strict_map_key=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as error:
+        raise FormatError(f"damaged {name} member: not msgpack ({error})") from None

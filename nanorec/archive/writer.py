@@ -57,6 +57,7 @@ from nanorec.archive.message_stream import (
     MessageStream,
 )
 from nanorec.archive.spool import IndexSpool
+from nanorec.archive.wire import META_LEVEL, pack_meta
 from nanorec.archive.zipout import FLUSH_BYTES, ZipOutput, partial_path
 from nanorec.errors import UsageError
 
@@ -309,6 +310,12 @@ class ArchiveWriter:
             bytes(data) if isinstance(data, bytes | bytearray | memoryview) else data
         )
         self._compress[name] = self.compact if compress is None else compress
+
+    def add_meta(self, name: str, value: Any, *, level: int = META_LEVEL) -> None:
+        """Add side member `name` holding `value` (msgpack, zlib-deflated at `level`:
+        `wire.pack_meta`), which `ArchiveReader.meta(name)` reads back bounded. Raises as
+        `add_member`."""
+        self.add_member(name, pack_meta(value, level))
 
     def flush(self, *, fsync: bool = False) -> None:
         """Write buffered bytes to the partial file (and `fsync` it if asked)."""

@@ -21,6 +21,7 @@ from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
 from nanorec.cli.inputs import check_input, check_output, input_path, is_remote
 from nanorec.cli.options import Force, Json, Output, Stored
+from nanorec.contract import ChecksMembers
 from nanorec.errors import NanorecError
 
 
@@ -101,9 +102,8 @@ def _format_problems(path: Path) -> list[str]:
     `check_members()` reads each of its side members once."""
     try:
         with registry.open(path) as recording:
-            check = getattr(recording, "check_members", None)
-            if callable(check):
-                check()
+            if isinstance(recording, ChecksMembers):
+                recording.check_members()
     except NanorecError as error:
         return [f"format: {error.message}"]
     return []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,7 +24,13 @@ from nanorec.cli.options import (
     KeepGoing,
     Stored,
 )
-from nanorec.contract import Converter, ConvertReport, Progress
+from nanorec.contract import (
+    Converter,
+    ConvertReport,
+    ConvertRequest,
+    ExportRequest,
+    convert_request,
+)
 from nanorec.errors import NanorecError, UsageError
 
 FormatName = Annotated[
@@ -134,7 +139,8 @@ def convert(
             use_layout(STORED if stored else COMPACT),
             progress_bar("converting", registry.input_size(source)) as update,
         ):
-            report = convert_file(converter, source, out, force, update, options)
+            wanted = convert_request(converter, options, overwrite=force, progress=update)
+            report = convert_file(converter, source, out, wanted)
         typer.echo("\n".join(convert_report_lines(report)))
         return 0 if report.clean or keep_going else EXIT_PROBLEM
 
@@ -142,15 +148,10 @@ def convert(
 
 
 def convert_file(
-    converter: Converter,
-    source: Path,
-    output: Path,
-    force: bool,
-    progress: Progress,
-    options: Mapping[str, Any],
+    converter: Converter, source: Path, output: Path, request: ConvertRequest
 ) -> ConvertReport:
     """The one place the convert verb calls a converter."""
-    return converter.convert(source, output, overwrite=force, progress=progress, options=options)
+    return converter.convert(source, output, request)
 
 
 def _given_fields(extra: Any) -> dict[str, Any]:
@@ -212,12 +213,12 @@ def roundtrip_one(path: Path) -> dict[str, Any]:
     converter = native_converter(path, None)
     with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
         archive = Path(folder) / "a.nanover.zip"
-        report = converter.convert(path, archive)
+        report = converter.convert(path, archive, ConvertRequest())
         back = Path(folder) / "back"
         from nanorec.archive.reader import ArchiveReader
 
         with ArchiveReader(archive) as reader:
-            exported = converter.export(reader, back)
+            exported = converter.export(reader, back, ExportRequest())
         if path.is_dir():  # a recording folder: its files, each against its recorded hash
             identical = exported.identical is True
         else:

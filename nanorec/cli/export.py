@@ -32,7 +32,14 @@ from nanorec.cli.options import (
     Storage,
 )
 from nanorec.cli.surface import check_choice, verb_command
-from nanorec.contract import STORAGES, Converter, ExportReport, export_forms, foreign_forms
+from nanorec.contract import (
+    Converter,
+    ExportReport,
+    ExportRequest,
+    export_forms,
+    foreign_forms,
+    storages,
+)
 from nanorec.errors import UsageError
 
 if TYPE_CHECKING:  # numpy, the verbs' machinery: imported by the commands, not for --help
@@ -135,10 +142,8 @@ def export_file(
         check_choice("--format", to, (*COMMON_FORMS, *export_forms(converter)))
         if not selection.everything:
             selection.chosen(reader.index)  # one rule for an empty selection, every format
-        options: dict[str, Any] = {} if to == "native" else {"format": to}
-        if storage is not None:
-            options["storage"] = storage
-        report = export_native(converter, reader, output, selection, force, options)
+        wanted = ExportRequest(selection, force, form=to, storage=storage)
+        report = export_native(converter, reader, output, wanted)
     verdict = (
         (
             f"a cut of {report.messages} messages"
@@ -157,18 +162,11 @@ def export_file(
 
 
 def export_native(
-    converter: Converter,
-    reader: Any,
-    output: Path,
-    selection: Selection,
-    force: bool,
-    options: Mapping[str, Any],
+    converter: Converter, reader: Any, output: Path, request: ExportRequest
 ) -> ExportReport:
     """The one place the export verb calls a converter (its native file, a cut, its own
     forms)."""
-    return converter.export(
-        reader, output, selection=selection, overwrite=force, options=options or None
-    )
+    return converter.export(reader, output, request)
 
 
 #: What `--format` of export takes for every format (a format may add its own: the
@@ -202,11 +200,11 @@ def write_archive_cut(
 
 
 def _check_storage(storage: str, to: str, target: Converter | None) -> None:
-    """`--storage` is one the output's format offers (`nanorec.contract.STORAGES`)."""
-    storages = () if to in ("parquet", "mcap") else getattr(target, STORAGES, ())
-    if not storages:
+    """`--storage` is one the output's format offers (`nanorec.contract.StorageChoice`)."""
+    offered = () if to in ("parquet", "mcap") else storages(target)
+    if not offered:
         raise UsageError(f"--storage: a {to} output has one storage, it takes no --storage")
-    check_choice("--storage", storage, storages)
+    check_choice("--storage", storage, offered)
 
 
 def _source_format(file: Path) -> str | None:
@@ -231,21 +229,15 @@ def _export_other(
     writer: Converter | None = None,
 ) -> int:
     """Parquet tables, MCAP, or another format's native file (`writer`'s foreign export), from any
-    recording (`nanorec.outputs.arrow`, `nanorec.outputs.mcap`, `nanorec.contract.FOREIGN_FORMATS`).
+    recording (`nanorec.outputs.arrow`, `nanorec.outputs.mcap`, `nanorec.contract.ForeignWriter`).
     """
     with opened(file, show_conversion=True) as recording:
         if not selection.everything:  # --type names tables or topics here, not message kinds
             dataclasses.replace(selection, kinds=None).chosen(recording.reader.index)
         with progress_bar(f"exporting {to}", len(recording.reader)) as update:
             if writer is not None and to not in ("parquet", "mcap"):
-                report = writer.export_from(  # type: ignore[attr-defined]
-                    recording,
-                    output,
-                    selection=selection,
-                    overwrite=force,
-                    progress=update,
-                    options={"format": to, "storage": storage},
-                )
+                wanted = ExportRequest(selection, force, update, form=to, storage=storage)
+                report = writer.export_from(recording, output, wanted)  # type: ignore[attr-defined]
                 lines = [f"{report.output}: {report.size} bytes, {report.messages} messages"]
                 lines += [f"left out: {why}" for why in report.details.get("left_out", [])]
                 lines += [f"note: {note}" for note in report.details.get("notes", [])]

@@ -17,7 +17,7 @@ import typer
 from nanorec import registry
 from nanorec.archive.layout import scratch
 from nanorec.archive.urls import is_url, url_path
-from nanorec.contract import Converter, Message, Recording
+from nanorec.contract import Converter, Message, Recording, convert_request
 from nanorec.errors import UsageError
 
 
@@ -126,7 +126,7 @@ def opened_archive(
     with tempfile.TemporaryDirectory(prefix="nanorec-") as folder:
         archive = Path(folder) / (path.name + ".nanover.zip")
         with scratch():
-            converter.convert(path, archive, options=options)
+            converter.convert(path, archive, convert_request(converter, options))
         with ArchiveReader(archive) as reader:
             yield reader
 

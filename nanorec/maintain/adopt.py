@@ -2,7 +2,7 @@
 
 `nanorec recover` rebuilds every complete message of a killed writer, but a converter's own
 members (written at close) and the self-description naming the format are gone. Each
-registered converter with an `adopt` hook (see `nanorec.contract.ADOPT_HOOK`) is asked
+registered converter with an `adopt` hook (`nanorec.contract.Adopting`) is asked
 whether the messages are its own; the first that rebuilds its members gets the archive
 rewritten with them, under its name, so `export` and the format's queries work again.
 """
@@ -10,12 +10,11 @@ rewritten with them, under its name, so `export` and the format's queries work a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from nanorec import registry
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.writer import ArchiveWriter
-from nanorec.contract import ADOPT_HOOK
+from nanorec.contract import Adopting
 
 
 def adopt(path: Path) -> str | None:
@@ -26,8 +25,7 @@ def adopt(path: Path) -> str | None:
         if registry.for_archive(reader) is not None:
             return None
         for converter in registry.converters().values():
-            hook: Any = getattr(converter, ADOPT_HOOK, None)
-            members = None if hook is None else hook(reader)
+            members = converter.adopt(reader) if isinstance(converter, Adopting) else None
             if members is not None:
                 _rewrite(reader, path, converter.name, members)
                 return converter.name

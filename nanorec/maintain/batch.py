@@ -32,6 +32,7 @@ from nanorec import registry
 from nanorec.archive.layout import COMPACT, use_layout
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.writer import partial_path
+from nanorec.contract import convert_request
 from nanorec.errors import NanorecError, UsageError
 
 #: Files each worker converts before the pool is replaced by fresh processes (bounds what a
@@ -175,7 +176,9 @@ def convert_one(
             partial_path(job.output).unlink()  # a killed run's leftover
         converter = registry.get(fmt) if fmt else registry.for_native(job.source)
         with use_layout(layout):
-            report = converter.convert(job.source, job.output, overwrite=True, options=options)
+            report = converter.convert(
+                job.source, job.output, convert_request(converter, options, overwrite=True)
+            )
     except (NanorecError, OSError) as error:
         return Outcome(job, "failed", seconds=time.perf_counter() - start, problem=_line(error))
     except Exception as error:  # a converter bug must not stop the batch: report it

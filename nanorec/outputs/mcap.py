@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from nanorec.archive.atomic import atomic_output
+from nanorec.contract import ExportsToMcap
 from nanorec.errors import FormatError, UnsupportedError, UsageError
 from nanorec.outputs.tables import json_safe
 from nanorec.selection import Selection
@@ -175,14 +176,14 @@ def export_mcap(
     if source is not None and output.resolve() == Path(source).resolve():
         raise UsageError(f"{output} is the recording itself: choose another output")
     selection = selection or Selection()
-    producer = getattr(recording, "mcap_messages", None)
     records: Iterator[McapRecord]
-    if not callable(producer):
+    if not isinstance(recording, ExportsToMcap):
         records = generic_records(recording, selection, progress)
-    elif progress is not None and _takes_progress(producer):
+    elif progress is not None and _takes_progress(recording.mcap_messages):
+        producer: Any = recording.mcap_messages  # a ROS recording's also takes progress
         records = producer(selection, progress=progress)
     else:
-        records = producer(selection)
+        records = recording.mcap_messages(selection)
     first = next(records, None)
     if first is None:
         raise UsageError("the selection holds no message: nothing to export")

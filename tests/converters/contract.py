@@ -25,7 +25,14 @@ from nanorec import registry
 from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
 from nanorec.cli.surface import COMMON, common_spellings, option_names
-from nanorec.contract import SNIFF_BYTES, Converter, Recording, foreign_forms
+from nanorec.contract import (
+    SNIFF_BYTES,
+    Converter,
+    ConvertRequest,
+    ExportRequest,
+    Recording,
+    foreign_forms,
+)
 from nanorec.errors import NanorecError
 from nanorec.selection import Selection
 from tests.conftest import make_runner
@@ -65,7 +72,7 @@ class ConverterContract:
 
     def convert(self, converter: Converter, source: Path, work: Path) -> Path:
         out = work / (source.name + ".nanover.zip")
-        converter.convert(source, out, overwrite=True)
+        converter.convert(source, out, ConvertRequest(overwrite=True))
         return out
 
     # -- registration ------------------------------------------------------------------------
@@ -152,13 +159,13 @@ class ConverterContract:
                 source.write_bytes(data[:cut])
                 out = tmp_path / f"cut-{cut}.nanover.zip"
                 try:
-                    report = converter.convert(source, out, overwrite=True)
+                    report = converter.convert(source, out, ConvertRequest(overwrite=True))
                 except NanorecError:
                     continue  # too little left to be this format: a clear error is right
                 back = tmp_path / f"back-{cut}"
                 with ArchiveReader(out) as reader:
                     assert len(reader) == report.messages
-                    converter.export(reader, back, overwrite=True)
+                    converter.export(reader, back, ExportRequest(overwrite=True))
                 assert back.read_bytes() == data[:cut], (sample, cut)
 
     def test_garbage_is_a_nanorec_error(self, converter: Converter, tmp_path: Path) -> None:
@@ -204,6 +211,17 @@ class ConverterContract:
                 assert result.exit_code in (0, 1, 2), (label, args, result.exit_code)
                 if result.exit_code == 2:
                     assert result.stderr.startswith("nanorec: "), (label, args, result.stderr)
+
+    def test_side_members_damaged(
+        self, converter: Converter, samples: list[Path], tmp_path: Path
+    ) -> None:
+        """Each side member of the smallest sample's archive cut short or garbled: verify
+        names it, every verb ends with exit 0 or 2 and one line (`side_members.py`)."""
+        from tests.converters.side_members import check_side_members
+
+        sample = min(samples, key=lambda p: p.stat().st_size)
+        failures = check_side_members(self.convert(converter, sample, tmp_path), tmp_path)
+        assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures)
 
     # -- fuzz ---------------------------------------------------------------------------------
 

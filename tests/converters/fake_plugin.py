@@ -11,14 +11,20 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nanorec.archive.atomic import atomic_output
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.writer import ArchiveWriter
-from nanorec.contract import ConvertReport, ExportReport, Progress, Region
+from nanorec.contract import (
+    ConvertReport,
+    ConvertRequest,
+    ExportReport,
+    ExportRequest,
+    NoOptions,
+    Region,
+)
 from nanorec.errors import BadMagicError, FormatError, UsageError
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
@@ -26,8 +32,27 @@ from nanorec.selection import Selection
 MAGIC = b"FAKELOG 1\n"
 
 
+#: The side members: the crashed tail's bytes, and its length (`ArchiveWriter.add_meta`).
+TAIL_MEMBER = "fake-tail"
+META_MEMBER = "fake.msgpack.zlib"
+
+
+def read_tail(reader: ArchiveReader) -> bytes:
+    """The kept tail, checked against the length recorded beside it (FormatError naming the
+    member otherwise: a format's side members are input too)."""
+    meta = reader.meta(META_MEMBER)
+    size = meta.get("tail") if isinstance(meta, dict) else None
+    tail = reader.member(TAIL_MEMBER)
+    if not isinstance(size, int) or len(tail) != size:
+        raise FormatError(f"{TAIL_MEMBER} holds {len(tail)} bytes, not the {size} recorded")
+    return tail
+
+
 class FakeRecording(ArchiveRecording):
     format = "fake"
+
+    def check_members(self) -> None:
+        read_tail(self.reader)
 
     def kind_of(self, number: int) -> str:
         return str(self.reader.read(number)["line"]["kind"])
@@ -40,20 +65,17 @@ class FakeConverter:
     name = "fake"
     title = "FAKELOG text log"
     suffixes = (".fakelog",)
+    convert_options = NoOptions
+    export_options = NoOptions
 
     def sniff(self, head: bytes) -> bool:
         return head.startswith(MAGIC)
 
     def convert(
-        self,
-        source: Path,
-        output: Path,
-        *,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
     ) -> ConvertReport:
         data = source.read_bytes()
+        overwrite, progress = request.overwrite, request.progress
         if not data.startswith(MAGIC):
             raise BadMagicError(f"{source} does not start with {MAGIC!r}", offset=0)
         position, count, last, cut = len(MAGIC), 0, 0, None
@@ -81,7 +103,8 @@ class FakeConverter:
                 last, position, count = t_us, end + 1, count + 1
                 if progress is not None:
                     progress(position, len(data))
-            writer.add_member("fake-tail", data[position:])
+            writer.add_member(TAIL_MEMBER, data[position:])
+            writer.add_meta(META_MEMBER, {"tail": len(data) - position})
         return ConvertReport(
             source,
             output,
@@ -94,18 +117,11 @@ class FakeConverter:
         )
 
     def export(
-        self,
-        reader: ArchiveReader,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()
     ) -> ExportReport:
-        if options and options.get("format") not in (None, "native"):
-            raise UsageError(f"fake exports no {options['format']!r}")
-        whole = selection is None or selection.everything
+        if request.form != "native":
+            raise UsageError(f"fake exports no {request.form!r}")
+        selection, overwrite, whole = request.selection, request.overwrite, request.everything
         numbers = (selection or Selection()).numbers(reader.index).tolist()
         digest = hashlib.sha256()
         with atomic_output(output, overwrite=overwrite) as stream:
@@ -125,7 +141,7 @@ class FakeConverter:
             text = f"{stamps.item(number)} {line['kind']} {line['text']}\n"
             yield text.encode("latin-1")
         if whole:
-            yield reader.member("fake-tail")
+            yield read_tail(reader)
 
     def open_archive(self, reader: ArchiveReader) -> FakeRecording:
         return FakeRecording(reader)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from nanorec.archive.atomic import atomic_output, file_sha256
-from nanorec.contract import ExportReport, Progress
+from nanorec.contract import ExportReport, ExportRequest
 from nanorec.errors import FormatError
 from nanorec.selection import Selection
 from nanorec.standard import standard_messages
@@ -121,15 +121,9 @@ class _Connections:
         return self.definitions
 
 
-def export(
-    recording: Any,
-    output: Path,
-    *,
-    selection: Selection | None = None,
-    overwrite: bool = False,
-    progress: Progress | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> ExportReport:
+def export(recording: Any, output: Path, request: ExportRequest) -> ExportReport:
+    """A new bag of `recording`, any format's (`ExportsFromAnyRecording.export_from`)."""
+    selection, overwrite, progress = request.selection, request.overwrite, request.progress
     headers: dict[str, dict[str, str]] = {}
     if isinstance(recording, Ros2Recording):
         definitions, sources = recording.definitions, recording.sources()

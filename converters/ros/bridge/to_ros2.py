@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from nanorec.contract import ExportReport, Progress
+from nanorec.contract import ExportReport, ExportRequest, Progress
 from nanorec.errors import FormatError
 from nanorec.selection import Selection
 from nanorec.standard import standard_messages
@@ -49,17 +49,10 @@ RELEASE_BYTES = 32 << 20
 _STEP = 4096
 
 
-def export(
-    recording: Any,
-    output: Path,
-    *,
-    selection: Selection | None = None,
-    overwrite: bool = False,
-    progress: Progress | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> ExportReport:
-    opts = dict(options or {})
-    target = bag_target(output, opts.get("storage"), source=None)
+def export(recording: Any, output: Path, request: ExportRequest) -> ExportReport:
+    """A new bag of `recording`, any format's (`ExportsFromAnyRecording.export_from`)."""
+    selection, overwrite, progress = request.selection, request.overwrite, request.progress
+    target = bag_target(output, request.storage, source=None)
     storage = target.storage
     left_out: list[str] = []
     notes: list[str] = [] if target.note is None else [target.note]

@@ -1,18 +1,14 @@
 """`export_from`, the contract's hook for writing a format from a recording of any format
-(`nanorec.contract.FOREIGN_FORMATS`), for both ROS converters: the bridge module named by the
+(`nanorec.contract.ForeignWriter`), for both ROS converters: the bridge module named by the
 converter writes its bag. Imported when used, so listing formats costs nothing."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
-from nanorec.contract import ExportReport, Progress, Recording
-
-if TYPE_CHECKING:
-    from nanorec.selection import Selection
+from nanorec.contract import ExportReport, ExportRequest, Recording
 
 
 class ExportsFromAnyRecording:
@@ -21,23 +17,9 @@ class ExportsFromAnyRecording:
     bridge_module: ClassVar[str]
 
     def export_from(
-        self,
-        recording: Recording,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, recording: Recording, output: Path, request: ExportRequest
     ) -> ExportReport:
         """A new bag of this converter's format from `recording` (`converters/ros/bridge`)."""
         bridge = importlib.import_module(f"..bridge.{self.bridge_module}", __package__)
-        report: ExportReport = bridge.export(
-            recording,
-            output,
-            selection=selection,
-            overwrite=overwrite,
-            progress=progress,
-            options=options,
-        )
+        report: ExportReport = bridge.export(recording, output, request)
         return report

@@ -11,13 +11,12 @@ indexed bag, as `--format indexed` does, not the original's bytes.
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import pack_meta
 from nanorec.errors import FormatError
 
 from .connection import Connection
@@ -87,7 +86,7 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
         "adopted": True,
     }
     return {
-        META_MEMBER: zlib.compress(msgpack.packb(meta), 6),
+        META_MEMBER: pack_meta(meta),
         RAW_MEMBER: b"",
         TIME_MEMBER: times.tobytes(),
         CONN_MEMBER: conns.tobytes(),

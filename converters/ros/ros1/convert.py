@@ -19,7 +19,6 @@ import os
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -30,7 +29,7 @@ from numpy.typing import NDArray
 from nanorec.archive.filehash import FileHash
 from nanorec.archive.wire import MAX_INFLATE_RATIO, timestamp_entry
 from nanorec.archive.writer import ArchiveWriter
-from nanorec.contract import Region
+from nanorec.contract import ConvertReport
 from nanorec.errors import OutputExistsError
 
 from .plan import ROW, RawSegment, Scan
@@ -70,28 +69,13 @@ def _head(conn: int, topic: str) -> bytes:
     return b"\x82" + msgpack.packb(topic) + b"\x84\xa4conn" + msgpack.packb(conn) + b"\xa3sec\xce"
 
 
-@dataclass
-class Converted:
-    source: Path
-    output: Path
-    messages: int
-    source_size: int
-    archive_size: int
-    sha256: str
-    cut: Region | None
-    damaged: list[Region] = field(default_factory=list)
-    kept_chunks: int = 0
-    chunks: int = 0
-    unindexed: bool = False
-
-
 def convert(
     source: Path,
     output: Path,
     *,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
-) -> Converted:
+) -> ConvertReport:
     """Convert the bag `source` into a new archive `output` (see the module docstring)."""
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
@@ -140,7 +124,7 @@ def _write(
     overwrite: bool,
     temporary: Callable[[str], IO[bytes]],
     hashing: FileHash,
-) -> Converted:
+) -> ConvertReport:
     count = len(scan.entries)
     rows = np.frombuffer(table, ROW) if count else np.zeros(0, ROW)
     # the sort: the only step holding one value per message (int64 times, then the order)
@@ -265,23 +249,26 @@ def _write(
         raw = temporary("raw")
         meta = _meta(buf, scan, raw)
         sha = writer.source["sha256"] = hashing.hexdigest()
-        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
+        writer.add_meta(META_MEMBER, meta)
         writer.add_member(RAW_MEMBER, _blocks(raw))
         for name, file in columns.items():
             _add_column(writer, name, file)
         writer.add_member(RANK_MEMBER, _blocks_of(rank))
-    return Converted(
+    return ConvertReport(
         source,
         output,
+        SOURCE_FORMAT,
         count,
         len(buf),
         output.stat().st_size,
         sha,
         scan.cut,
         scan.damaged,
-        scan.kept_chunks,
-        len(scan.chunk_stats),
-        scan.unindexed,
+        details={
+            "chunks": len(scan.chunk_stats),
+            "kept_chunks": scan.kept_chunks,
+            "unindexed": scan.unindexed,
+        },
     )
 
 

@@ -7,10 +7,11 @@ A thin adapter from the contract to `convert.py`, `export.py`, `filter.py` and
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress
+from nanorec.contract import ConvertReport, ConvertRequest, ExportReport, ExportRequest, NoOptions
 from nanorec.errors import UsageError
 
 from ..about import ROS1_TITLE
@@ -21,9 +22,15 @@ if TYPE_CHECKING:
     import typer
 
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.selection import Selection
 
     from .recording import BagRecording
+
+
+@dataclass(frozen=True)
+class Ros1ExportOptions:
+    """A new bag's chunk `compression`: none, bz2 or lz4 (an exact export keeps the bag's)."""
+
+    compression: str = "none"
 
 
 class BagConverter(ExportsFromAnyRecording):
@@ -33,6 +40,8 @@ class BagConverter(ExportsFromAnyRecording):
     title = ROS1_TITLE
     suffixes = (".bag", ".bag.active")
     bridge_module = "to_ros1"
+    convert_options: ClassVar[type[NoOptions]] = NoOptions
+    export_options: ClassVar[type[Ros1ExportOptions]] = Ros1ExportOptions
     #: `nanorec export --format` values beyond native/parquet/mcap.
     export_formats: ClassVar[Mapping[str, str]] = {
         "indexed": "a new indexed bag (the repair of a crashed bag)"
@@ -47,69 +56,39 @@ class BagConverter(ExportsFromAnyRecording):
         return head.startswith(b"#ROSBAG V") and len(head) >= len(VERSION_LINE)
 
     def convert(
-        self,
-        source: Path,
-        output: Path,
-        *,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
     ) -> ConvertReport:
         from .convert import convert
 
         total = source.stat().st_size
-        done = convert(
+        progress = request.progress
+        return convert(
             source,
             output,
-            overwrite=overwrite,
+            overwrite=request.overwrite,
             progress=None if progress is None else (lambda n: progress(n, total)),
-        )
-        return ConvertReport(
-            source=done.source,
-            output=done.output,
-            format=self.name,
-            messages=done.messages,
-            source_size=done.source_size,
-            archive_size=done.archive_size,
-            sha256=done.sha256,
-            cut=done.cut,
-            damaged=done.damaged,
-            details={
-                "chunks": done.chunks,
-                "kept_chunks": done.kept_chunks,
-                "unindexed": done.unindexed,
-            },
         )
 
     def export(
-        self,
-        reader: ArchiveReader,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()
     ) -> ExportReport:
-        """The exact bag without a selection; else (or with `options={"format": "indexed"}`,
-        the repair of a crashed bag) a new indexed bag of the selected messages. Option
-        `compression`: none (default), bz2 or lz4 for the new bag's chunks."""
-        opts = dict(options or {})
-        form = opts.get("format") or "native"
+        """The exact bag without a selection; else (or with form "indexed", the repair of a
+        crashed bag) a new indexed bag of the selected messages (`Ros1ExportOptions`)."""
+        form = request.form
         if form not in ("native", "indexed"):
             raise UsageError(f"a bag exports as native or indexed, not {form!r}")
-        if (selection is None or selection.everything) and form == "native":
+        if request.everything and form == "native":
             from .export import export_exact
 
-            return export_exact(reader, output, overwrite=overwrite)
+            return export_exact(reader, output, overwrite=request.overwrite)
         from .filter import export_selection
 
         return export_selection(
             reader,
             output,
-            selection=selection,
-            overwrite=overwrite,
-            compression=str(opts.get("compression") or "none"),
+            selection=request.selection,
+            overwrite=request.overwrite,
+            compression=request.options_as(Ros1ExportOptions).compression,
         )
 
     def open_archive(self, reader: ArchiveReader) -> BagRecording:

@@ -84,6 +84,7 @@ def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> Exp
         from .filter import export_selection
 
         return export_selection(reader, output, selection=None, overwrite=overwrite)
+    meta.check_kept()
     size, sha = write_hashed(output, iter_native(reader, meta), overwrite=overwrite)
     expected = reader.source_sha256
     return ExportReport(

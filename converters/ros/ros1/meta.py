@@ -3,16 +3,13 @@ read only when used (export needs templates and ranks, info times and connection
 
 from __future__ import annotations
 
-import zlib
 from functools import cached_property
 from typing import Any
 
-import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
 from nanorec.archive.reader import ArchiveReader
-from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError, UnsupportedError
 
 from .connection import Connection
@@ -34,14 +31,8 @@ class BagMeta:
         if META_MEMBER not in reader.member_names:
             raise FormatError(f"{reader.path} is not a ROS bag archive (no {META_MEMBER})")
         self.reader = reader
-        source = (reader.description or {}).get("source") or {}
-        size = source.get("size")
-        limit = (size if isinstance(size, int) else reader.path.stat().st_size * 64) + (64 << 20)
+        meta = reader.meta(META_MEMBER)
         try:
-            meta = msgpack.unpackb(
-                inflate_bounded(reader.member(META_MEMBER), limit, META_MEMBER),
-                strict_map_key=False,
-            )
             version = meta.get("version") if isinstance(meta, dict) else None
             if version != META_VERSION:
                 raise UnsupportedError(
@@ -61,7 +52,7 @@ class BagMeta:
             self.cut = meta["cut"]
             #: Rebuilt from a killed conversion's messages: no layout to export exactly.
             self.adopted = bool(meta.get("adopted", False))
-        except (ValueError, KeyError, TypeError, zlib.error, msgpack.ExtraData) as error:
+        except (ValueError, KeyError, TypeError) as error:
             raise FormatError(f"damaged {META_MEMBER} member: {error!r}") from None
 
     def _array(self, name: str, dtype: Any) -> NDArray[Any]:
@@ -73,15 +64,20 @@ class BagMeta:
         _ = (self.time, self.conn, self.raw)
         if not self.adopted:
             _ = (self.template, self.rank)
-            size = len(self.raw)
-            for segment in self.segments:
-                spans = [segment[1:3]] if segment[0] == "raw" else [segment[1], *segment[6]]
-                for start, length in spans:
-                    if start < 0 or length < 0 or start + length > size:
-                        raise FormatError(
-                            f"{META_MEMBER}: kept bytes {start}..{start + length} are past "
-                            f"the {size} bytes of {RAW_MEMBER}"
-                        )
+            self.check_kept()
+
+    def check_kept(self) -> None:
+        """Every kept span the layout names lies inside the kept bytes (export slices them:
+        a short member would give a shorter bag, silently). FormatError otherwise."""
+        size = len(self.raw)
+        for segment in self.segments:
+            spans = [segment[1:3]] if segment[0] == "raw" else [segment[1], *segment[6]]
+            for start, length in spans:
+                if start < 0 or length < 0 or start + length > size:
+                    raise FormatError(
+                        f"{META_MEMBER}: kept bytes {start}..{start + length} are past "
+                        f"the {size} bytes of {RAW_MEMBER}"
+                    )
 
     @cached_property
     def time(self) -> NDArray[np.int64]:

@@ -12,14 +12,13 @@ plays as any ROS 2 archive, and `export` writes its messages as a new bag (as a 
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import asdict
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.wire import pack_meta
 from nanorec.errors import FormatError
 
 from .convert import META_MEMBER, META_VERSION, RANK_DTYPE, RANK_MEMBER, TIME_MEMBER
@@ -81,7 +80,7 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
     if count >= 2**32:
         raise FormatError(f"{count} recovered messages: more than one storage file holds")
     return {
-        META_MEMBER: zlib.compress(msgpack.packb(_meta(bag, topics, definitions, count)), 6),
+        META_MEMBER: pack_meta(_meta(bag, topics, definitions, count)),
         TIME_MEMBER: times.tobytes(),
         RANK_MEMBER: np.arange(count, dtype=RANK_DTYPE).tobytes(),
     }

@@ -24,22 +24,21 @@ import contextlib
 import hashlib
 import mmap
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, Final
 
-import msgpack
 import numpy as np
 
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.contract import ConvertReport
 from nanorec.errors import FormatError, NanorecError, OutputExistsError
 
 from .bag import BagFile, BagLayout, extra, locate
 from .columns import Columns
 from .mcap_file import McapFile
-from .report import Converted, report, source_losses
+from .report import report, source_losses
 from .runs import Runs
 from .storage import (
     RELEASE_BYTES,
@@ -85,7 +84,7 @@ def convert(
     *,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
-) -> Converted:
+) -> ConvertReport:
     """Convert the bag at `source` (a folder or one storage file) into `output`."""
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
@@ -107,7 +106,7 @@ def convert(
             done += entry["size"]
             if progress is not None:
                 progress(done)
-        return _write(layout, entries, spool, columns, topics, output, overwrite)
+        return _write(source, layout, entries, spool, columns, topics, output, overwrite)
 
 
 def _scan_file(
@@ -283,6 +282,7 @@ def _inflated(raw: Any, bag_file: BagFile, target: IO[bytes]) -> Any:
 
 
 def _write(
+    source_path: Path,
     layout: BagLayout,
     entries: list[dict[str, Any]],
     spool: IO[bytes],
@@ -290,7 +290,7 @@ def _write(
     topics: list[str],
     output: Path,
     overwrite: bool,
-) -> Converted:
+) -> ConvertReport:
     # the time column is the time member of a bag in time order: one copy of it, not two
     time_member = columns.read_bytes("time")
     times = np.frombuffer(time_member, "<i8")
@@ -359,11 +359,11 @@ def _write(
             "notes": layout.notes + layout.problems,
             "files": entries,
         }
-        writer.add_member(META_MEMBER, zlib.compress(msgpack.packb(meta), 6))
+        writer.add_meta(META_MEMBER, meta)
     if isinstance(data, mmap.mmap):
         with contextlib.suppress(BufferError):
             data.close()
-    return report(layout, entries, count, source_size, sha)
+    return report(source_path, output, layout, entries, count, source_size, sha)
 
 
 def _read_back(file: IO[bytes]) -> Iterator[bytes]:

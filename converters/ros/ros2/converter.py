@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from nanorec.contract import ConvertReport, ExportReport, Progress
+from nanorec.contract import ConvertReport, ConvertRequest, ExportReport, ExportRequest, NoOptions
 from nanorec.errors import UsageError
 
 from ..about import ROS2_TITLE
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     import typer
 
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.selection import Selection
 
     from .recording import Ros2Recording
 
@@ -39,6 +38,8 @@ class Ros2Converter(ExportsFromAnyRecording):
     #: `nanorec export --storage`: what a new bag is stored in.
     storages = ("sqlite3", "mcap")
     bridge_module = "to_ros2"
+    convert_options: ClassVar[type[NoOptions]] = NoOptions
+    export_options: ClassVar[type[NoOptions]] = NoOptions
     #: `nanorec export --format ros2` from a recording of any format.
     foreign_formats: ClassVar[Mapping[str, str]] = {
         "ros2": "a ROS 2 bag (a folder, or one .db3/.mcap) of a ROS1 bag, a CARLA "
@@ -56,65 +57,39 @@ class Ros2Converter(ExportsFromAnyRecording):
         return is_bag_folder(path)
 
     def convert(
-        self,
-        source: Path,
-        output: Path,
-        *,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
     ) -> ConvertReport:
         from nanorec.registry import input_size
 
         from .convert import convert
 
         total = input_size(source)
-        done = convert(
+        progress = request.progress
+        return convert(
             source,
             output,
-            overwrite=overwrite,
+            overwrite=request.overwrite,
             progress=None if progress is None else (lambda n: progress(n, total)),
-        )
-        return ConvertReport(
-            source=source,
-            output=output,
-            format=self.name,
-            messages=done.messages,
-            source_size=done.source_size,
-            archive_size=output.stat().st_size,
-            sha256=done.sha256,
-            cut=done.cut,
-            damaged=done.damaged,
-            warnings=done.warnings,
-            details=done.details,
         )
 
     def export(
-        self,
-        reader: ArchiveReader,
-        output: Path,
-        *,
-        selection: Selection | None = None,
-        overwrite: bool = False,
-        progress: Progress | None = None,
-        options: Mapping[str, Any] | None = None,
+        self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()
     ) -> ExportReport:
         """The exact bag without a selection (a new bag when the output's storage or shape
-        differs, `export.py`); else (or with `options={"format": "indexed"}`, the repair of
-        a crashed bag) a new bag of the selected messages. Option `storage`: sqlite3 or mcap
-        (default: the output's name's, else the source's; `writer.bag_target`)."""
-        opts = dict(options or {})
-        form = opts.get("format") or "native"
+        differs, `export.py`); else (or with form "indexed", the repair of a crashed bag) a
+        new bag of the selected messages. `request.storage`: sqlite3 or mcap (default: the
+        output's name's, else the source's; `writer.bag_target`)."""
+        form, overwrite, storage = request.form, request.overwrite, request.storage
         if form not in ("native", "indexed"):
             raise UsageError(f"a ROS 2 bag exports as native or indexed, not {form!r}")
-        if (selection is None or selection.everything) and form == "native":
+        if request.everything and form == "native":
             from .export import export_exact
 
-            return export_exact(reader, output, overwrite=overwrite, storage=opts.get("storage"))
+            return export_exact(reader, output, overwrite=overwrite, storage=storage)
         from .cut import export_selection
 
         return export_selection(
-            reader, output, selection=selection, overwrite=overwrite, storage=opts.get("storage")
+            reader, output, selection=request.selection, overwrite=overwrite, storage=storage
         )
 
     def adopt(self, reader: ArchiveReader) -> dict[str, bytes] | None:

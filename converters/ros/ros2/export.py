@@ -39,6 +39,10 @@ def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[b
     skeleton = reader.member_view(skeleton_member(index))
     try:
         yield from join(entry["storage"], skeleton, datas)
+    except FormatError as error:  # say which member: the skeleton is what joins the file
+        raise FormatError(
+            f"joining {skeleton_member(index)}: {error.message}", offset=error.offset
+        ) from None
     finally:
         with contextlib.suppress(BufferError):  # a view of it still alive: freed with it
             skeleton.release()

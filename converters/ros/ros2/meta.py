@@ -1,22 +1,18 @@
 """`Ros2Meta`: what a ROS 2 archive holds beside its messages (see `convert.py`).
 
-Every side member is read bounded (why: an archive is input too, and a hostile one must fail
-with a `FormatError`, not a traceback or a bomb): the metadata map inflates to at most its
-source's size plus slack, as ROS1's and CARLA's do, and each per-message array must hold
-exactly one entry per message of the index."""
+Every side member is read through the core (`ArchiveReader.meta`, `member_array`), bounded
+and length-checked (why: an archive is input too, and a hostile one must fail with a
+`FormatError`, not a traceback or a bomb)."""
 
 from __future__ import annotations
 
-import zlib
 from functools import cached_property
 from typing import Any
 
-import msgpack
 import numpy as np
 from numpy.typing import NDArray
 
 from nanorec.archive.reader import ArchiveReader
-from nanorec.archive.wire import inflate_bounded
 from nanorec.errors import FormatError, UnsupportedError
 
 from .convert import (
@@ -31,23 +27,10 @@ from .convert import (
 from .storage import Definition, Topic
 
 
-def side_limit(reader: ArchiveReader) -> int:
-    """The most a ROS 2 side member may inflate to: its source bag's size plus slack (the
-    metadata map holds less than the bag's own metadata and definitions)."""
-    source = (reader.description or {}).get("source") or {}
-    size = source.get("size")
-    known = size if isinstance(size, int) and size >= 0 else reader.path.stat().st_size * 64
-    return known + (64 << 20)
-
-
 class Ros2Meta:
     def __init__(self, reader: ArchiveReader) -> None:
         self.reader = reader
-        try:
-            packed = inflate_bounded(reader.member(META_MEMBER), side_limit(reader), META_MEMBER)
-            meta = msgpack.unpackb(packed)
-        except (KeyError, zlib.error, ValueError, msgpack.UnpackException) as error:
-            raise FormatError(f"not a ROS 2 archive: {META_MEMBER} unreadable ({error})") from None
+        meta = reader.meta(META_MEMBER)
         if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
             raise FormatError(f"{META_MEMBER}: unknown layout version")
         try:
@@ -87,10 +70,6 @@ class Ros2Meta:
         return self._array(RANK_MEMBER, RANK_DTYPE)
 
     def _array(self, name: str, dtype: Any) -> NDArray[Any]:
-        """Side member `name` as one `dtype` per message; FormatError if it holds another
-        number of bytes (a short or hostile member would index past its end later)."""
-        if name not in self.reader.member_names:
-            raise FormatError(f"not a ROS 2 archive: no {name} member")
         return self.reader.member_array(name, dtype)
 
     def check(self) -> None:

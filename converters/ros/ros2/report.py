@@ -9,24 +9,12 @@ for a damaged bag, to the archive's description (`source.messages_lost` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from nanorec.contract import Region
+from nanorec.contract import ConvertReport, Region
 
 from .bag import BagLayout
-
-
-@dataclass
-class Converted:
-    messages: int
-    source_size: int
-    sha256: str
-    cut: Region | None = None
-    damaged: list[Region] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # files left out (`BagLayout.problems`)
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def source_losses(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -59,16 +47,34 @@ def _damaged(entries: list[dict[str, Any]]) -> list[Region]:
 
 
 def report(
-    layout: BagLayout, entries: list[dict[str, Any]], count: int, size: int, sha: str
-) -> Converted:
-    """The report of a bag converted into `count` messages (`entries`: each file's facts)."""
-    done = Converted(count, size, sha, notes=list(layout.notes), damaged=_damaged(entries))
-    done.warnings = list(layout.problems)
+    source: Path,
+    output: Path,
+    layout: BagLayout,
+    entries: list[dict[str, Any]],
+    count: int,
+    size: int,
+    sha: str,
+) -> ConvertReport:
+    """The contract's report of a bag converted into `count` messages at `output`
+    (`entries`: each file's facts); the format's facts go in `details`. The warnings are the
+    files left out (`BagLayout.problems`)."""
     last = entries[-1]
-    if last["cut"] is not None:
-        done.cut = region_in(last, last["cut"])
+    cut = region_in(last, last["cut"]) if last["cut"] is not None else None
+    notes = list(layout.notes)
     for entry in entries:
-        done.notes += [f"{entry['name']}: {note}" for note in entry["notes"]]
+        notes += [f"{entry['name']}: {note}" for note in entry["notes"]]
+    done = ConvertReport(
+        source=source,
+        output=output,
+        format="ros2",
+        messages=count,
+        source_size=size,
+        archive_size=output.stat().st_size,
+        sha256=sha,
+        cut=cut,
+        damaged=_damaged(entries),
+        warnings=list(layout.problems),
+    )
     done.details = {
         "storage": sorted({e["storage"] for e in entries}),
         "files": [e["name"] for e in entries],
@@ -76,7 +82,7 @@ def report(
         # MCAP chunks that do not compress back identically: kept as stored (their
         # messages are held twice)
         "kept_chunks": sum(e["extra"].get("kept_chunks", 0) for e in entries),
-        "notes": done.notes,
+        "notes": notes,
     }
     if done.damaged:  # messages the bag lost (at least: a cut stream hides how many)
         done.details["messages_lost"] = sum(e.get("lost_messages", 0) for e in entries)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nanorec
+from nanorec.contract import ExportRequest
 from nanorec.converters.carla.walk import iter_walk
 from tests.conftest import SAMPLES
 
@@ -28,6 +29,6 @@ def test_a_clip_ending_on_a_frame_without_frame_end(tmp_path: Path) -> None:
         clip = tmp_path / "clip.log"
         rec_converter = nanorec.registry.get("carla")
         selection = nanorec.Selection.make(messages="90:101")
-        rec_converter.export(rec.reader, clip, selection=selection)
+        rec_converter.export(rec.reader, clip, ExportRequest(selection))
     with nanorec.open(clip) as again:
         assert len(again) == 11

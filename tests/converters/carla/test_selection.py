@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import nanorec
+from nanorec.contract import ExportRequest
 from nanorec.errors import EmptySelectionError
 from tests.conftest import SAMPLES
 
@@ -20,7 +21,7 @@ def test_export_of_an_empty_selection(tmp_path: Path) -> None:
             (nanorec.Selection.make(messages="5:2"), "--messages 5:2 selects no message"),
         ):
             with pytest.raises(EmptySelectionError, match=says):
-                converter.export(rec.reader, tmp_path / "clip.log", selection=selection)
+                converter.export(rec.reader, tmp_path / "clip.log", ExportRequest(selection))
     assert not list(tmp_path.iterdir())
 
 

@@ -22,6 +22,7 @@ from nanorec.archive.layout import use_layout
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.wire import TIMESTAMP_KEY, embed_timestamp
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.contract import ConvertRequest
 from nanorec.converters.ros.ros2 import generate as generated
 from nanorec.converters.ros.ros2 import mcap_chunks, runs
 from nanorec.converters.ros.ros2.converter import CONVERTER
@@ -212,7 +213,7 @@ def test_pack_run_is_msgpack() -> None:
 
 def _convert(source: Path, output: Path, layout: str) -> None:
     with use_layout(layout):
-        CONVERTER.convert(source, output, overwrite=True)
+        CONVERTER.convert(source, output, ConvertRequest(overwrite=True))
 
 
 def _raw_member(path: Path, name: str) -> bytes:

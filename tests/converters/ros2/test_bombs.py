@@ -13,6 +13,7 @@ import pytest
 from nanorec import registry
 from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
+from nanorec.contract import ConvertRequest
 from nanorec.converters.ros.ros2 import mcap_records as rec
 from nanorec.converters.ros.ros2.mcap_file import open_mcap
 from nanorec.converters.ros.ros2.recording import Ros2Recording
@@ -34,7 +35,7 @@ def _run(*args: object) -> tuple[int, str]:
 
 def _convert(source: Path, tmp_path: Path) -> Path:
     out = tmp_path / (source.name + ".nanover.zip")
-    registry.for_native(source).convert(source, out, overwrite=True)
+    registry.for_native(source).convert(source, out, ConvertRequest(overwrite=True))
     return out
 
 

@@ -15,6 +15,7 @@ import pytest
 from nanorec import registry
 from nanorec.archive.layout import use_layout
 from nanorec.archive.reader import ArchiveReader
+from nanorec.contract import ConvertRequest
 from nanorec.converters.ros.ros2 import db3_skeleton, mcap_skeleton
 from nanorec.converters.ros.ros2.convert import skeleton_member
 from nanorec.converters.ros.ros2.datas import Datas, data_of
@@ -34,7 +35,7 @@ REAL = [p for p in REAL if any(f.suffix in (".db3", ".mcap", ".zstd") for f in p
 
 def _convert(bag: Path, tmp_path: Path) -> Path:
     archive = tmp_path / "a.nanover.zip"
-    registry.get("ros2").convert(bag, archive, overwrite=True)
+    registry.get("ros2").convert(bag, archive, ConvertRequest(overwrite=True))
     return archive
 
 

@@ -30,6 +30,7 @@ from mcap.writer import CompressionType, Writer
 from nanorec import registry, verify
 from nanorec.archive.reader import ArchiveReader
 from nanorec.cli import _register, app
+from nanorec.contract import ConvertRequest, ExportRequest
 from nanorec.converters.ros.ros2.mcap_file import open_mcap
 from nanorec.converters.ros.ros2.mcap_skeleton import join_mcap
 from tests.conftest import REALDATA, make_runner
@@ -183,11 +184,11 @@ def _convert_verify_export(source: Path, tmp_path: Path) -> tuple[int, str, str]
     stderr); export must give `source` back."""
     converter = registry.for_native(source)
     archive = tmp_path / f"{source.stem}.nanover.zip"
-    report = converter.convert(source, archive, overwrite=True)
+    report = converter.convert(source, archive, ConvertRequest(overwrite=True))
     checked = verify(archive)
     with ArchiveReader(archive) as reader:
         back = tmp_path / f"back{source.suffix}"
-        assert converter.export(reader, back, overwrite=True).identical is not False
+        assert converter.export(reader, back, ExportRequest(overwrite=True)).identical is not False
     assert back.read_bytes() == source.read_bytes()
     _register()
     native = make_runner().invoke(app, ["verify", str(source)])

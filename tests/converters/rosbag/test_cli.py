@@ -12,6 +12,7 @@ import pytest
 
 from nanorec import registry
 from nanorec.cli import _register, app
+from nanorec.contract import ExportRequest
 from tests.conftest import SAMPLES, make_runner
 from tests.converters.rosbag.bags import make_bag
 
@@ -283,7 +284,7 @@ def test_export_refuses_an_empty_selection(tmp_path: Path) -> None:
     converter = registry.converters()["rosbag"]
     converter.convert(bag, archive)
     with ArchiveReader(archive) as reader, pytest.raises(EmptySelectionError, match="--start"):
-        converter.export(reader, out, selection=Selection.make(start=1000))
+        converter.export(reader, out, ExportRequest(Selection.make(start=1000)))
     assert not out.exists()
 
 

@@ -13,8 +13,10 @@ import pytest
 
 from nanorec import registry
 from nanorec.archive.reader import ArchiveReader
+from nanorec.contract import ExportRequest
 from nanorec.converters.ros.ros1 import compression
 from nanorec.converters.ros.ros1.convert import convert
+from nanorec.converters.ros.ros1.converter import Ros1ExportOptions
 from nanorec.converters.ros.ros1.export import export_exact
 from nanorec.converters.ros.ros1.generate import iter_messages
 from nanorec.converters.ros.ros1.index import read_index
@@ -46,7 +48,7 @@ def test_crashed_bag_keeps_more_than_rosbag_reindex(tmp_path: Path, kind: str) -
     crashed = make_bag(tmp_path, f"run-{kind}.bag.active", compression=kind, crash=True, cut=5)
     closed_chunks = len(read_index(clean).chunks)
     messages, report = _roundtrip(crashed, tmp_path)
-    assert report.unindexed and report.cut is not None  # type: ignore[attr-defined]
+    assert report.details["unindexed"] and report.cut is not None
     with registry.open(clean) as whole:
         assert len(whole) == total
     if kind == "none":
@@ -65,7 +67,7 @@ def test_crashed_bag_repairs_into_a_bag_rosbags_reads(tmp_path: Path) -> None:
     converter.convert(crashed, archive)
     fixed = tmp_path / "fixed.bag"
     with ArchiveReader(archive) as reader:
-        report = converter.export(reader, fixed, options={"format": "indexed"})
+        report = converter.export(reader, fixed, ExportRequest(form="indexed"))
         payloads = sorted(
             bytes(reader[n][next(iter(reader[n]))]["data"]) for n in range(len(reader))
         )
@@ -151,7 +153,7 @@ def test_chunk_that_does_not_recompress_is_kept(
     bag = make_bag(tmp_path, "old.bag", compression="lz4", seconds=0.5, chunk_threshold=16384)
     monkeypatch.setattr(compression, "roslz4", real)
     messages, report = _roundtrip(bag, tmp_path)
-    assert report.kept_chunks == report.chunks > 1  # type: ignore[attr-defined]
+    assert report.details["kept_chunks"] == report.details["chunks"] > 1
     assert messages == _written(0.5)
 
 
@@ -164,7 +166,9 @@ def test_filter_export_is_a_valid_bag(tmp_path: Path) -> None:
     cut = tmp_path / "cut.bag"
     with ArchiveReader(archive) as reader:
         selection = Selection.make(start=1.0, end=2.2, kinds=["/odom", "/rosout"])
-        report = converter.export(reader, cut, selection=selection, options={"compression": "bz2"})
+        report = converter.export(
+            reader, cut, ExportRequest(selection, options=Ros1ExportOptions("bz2"))
+        )
     with rosbag1.Reader(cut) as out:
         topics = {c.topic for c in out.connections}
         stamps = [t for _, t, _ in out.messages()]
