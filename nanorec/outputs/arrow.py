@@ -264,8 +264,11 @@ class _Tables:
             # Dictionaries pay for text (the `recording` column, names), not for numbers:
             # tried on every column they double the writing time and grow the files.
             text = [f.name for f in schema if self.pa.types.is_string(f.type)]
+            # Byte payloads (an image's pixels) get no min/max statistics: useless for them,
+            # and Parquet's writer builds them from copies of the cell (~4x a big one).
+            stats = [f.name for f in schema if not self.pa.types.is_binary(f.type)]
             writer = self.writers[kind] = self.pa.parquet.ParquetWriter(
-                path, schema, use_dictionary=text
+                path, schema, use_dictionary=text, write_statistics=stats
             )
         table = self.pa.Table.from_batches(pending)
         writer.write_table(table, row_group_size=max(table.num_rows, 1))
