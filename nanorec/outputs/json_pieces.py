@@ -6,16 +6,20 @@ string. For a camera image of 512 MiB that is a list of 512 M ints (4 GB of poin
 past `BIG_ARRAY` elements stands in the value as a marker while the rest of the line is
 encoded as usual, and its text is then made and written a window of `STEP` elements at a
 time, in the very characters `dumps` gives (uint8, a camera's pixels, through a numpy
-table; other types as `json.dumps` of the window's list).
+table; other types as `json.dumps` of the window's list). `json_safe`, the rules every
+value passes on its way to JSON (see `tables`), lives here too, since big arrays are one of
+its cases.
 """
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
+import math
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -67,8 +71,6 @@ def is_big(value: Any) -> TypeGuard[NDArray[Any]]:
 
 def array_pieces(value: NDArray[Any]) -> Iterator[str]:
     """`dumps(value)` of a 1-D array, a window at a time."""
-    from nanorec.outputs.tables import json_safe
-
     yield "["
     for start in range(0, len(value), STEP):
         window = value[start : start + STEP]
@@ -93,8 +95,6 @@ def _uint8_text(window: NDArray[np.uint8]) -> str:
 
 def dumps_pieces(value: Any) -> Iterator[str]:
     """`tables.dumps(value)` in pieces (one, when it holds no big array)."""
-    from nanorec.outputs.tables import json_safe
-
     big = BigArrays()
     text = json.dumps(json_safe(value, big), allow_nan=False, ensure_ascii=False)
     if not big.arrays:
@@ -108,3 +108,46 @@ def csv_row_pieces(cells: list[Any], big: BigArrays) -> Iterator[str]:
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerow(cells)
     yield from big.stitch(out.getvalue(), quoted="")
+
+
+def json_safe(value: Any, big: BigArrays | None = None) -> Any:
+    """`value` as plain JSON values (see the module docstring for the rules); with `big`,
+    a big array becomes a marker `big` holds it by (`json_pieces`)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # text that was not UTF-8 in the file (surrogate-escaped)
+            return json_safe(value.encode("utf-8", "surrogateescape"), big)
+        return value
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, Mapping):
+        return {_key(key): json_safe(item, big) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item, big) for item in value]
+    if isinstance(value, np.ndarray):
+        if big is not None and is_big(value):
+            return big.add(value)
+        return json_safe(value.tolist(), big)
+    if isinstance(value, np.generic):
+        return json_safe(value.item(), big)
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(data).decode("ascii")}
+    return str(value)
+
+
+def _key(key: Any) -> str:
+    """A mapping key as a JSON string: bytes a file held that are not UTF-8 become `\\xNN`
+    escapes (a key cannot be a `{"base64": ...}` object)."""
+    text = str(key)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text

@@ -10,64 +10,19 @@ UTF-8), numpy values become JSON numbers and lists.
 
 from __future__ import annotations
 
-import base64
 import csv
 import json
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import numpy as np
 
-from nanorec.outputs.json_pieces import BigArrays, csv_row_pieces, dumps_pieces, is_big
+from nanorec.outputs.json_pieces import BigArrays, csv_row_pieces, dumps_pieces, is_big, json_safe
 
 Row = dict[str, Any]
 
 #: Rows buffered to learn the CSV header before the first line is written.
 HEADER_ROWS = 256
-
-
-def json_safe(value: Any, big: BigArrays | None = None) -> Any:
-    """`value` as plain JSON values (see the module docstring for the rules); with `big`,
-    a big array becomes a marker `big` holds it by (`json_pieces`)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # text that was not UTF-8 in the file (surrogate-escaped)
-            return json_safe(value.encode("utf-8", "surrogateescape"), big)
-        return value
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, Mapping):
-        return {_key(key): json_safe(item, big) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(item, big) for item in value]
-    if isinstance(value, np.ndarray):
-        if big is not None and is_big(value):
-            return big.add(value)
-        return json_safe(value.tolist(), big)
-    if isinstance(value, np.generic):
-        return json_safe(value.item(), big)
-    if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"base64": base64.b64encode(data).decode("ascii")}
-    return str(value)
-
-
-def _key(key: Any) -> str:
-    """A mapping key as a JSON string: bytes a file held that are not UTF-8 become `\\xNN`
-    escapes (a key cannot be a `{"base64": ...}` object)."""
-    text = str(key)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return text
 
 
 def dumps(value: Any) -> str:
