@@ -50,7 +50,7 @@ def tiled_real(path: Path, mb: int) -> None:
     """The real example bag's messages, repeated with shifted times up to `mb` MB."""
     from nanorec import registry
     from nanorec.archive.atomic import atomic_output
-    from nanorec.converters.ros.ros1.export import payload
+    from nanorec.converters.ros.ros1.archived import payload
     from nanorec.converters.ros.ros1.writer import BagWriter
 
     source = REAL / "rosbagjs_example.bag"

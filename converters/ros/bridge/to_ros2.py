@@ -25,7 +25,7 @@ from nanorec.errors import FormatError
 from nanorec.selection import Selection
 from nanorec.standard import standard_messages
 
-from ..ros1.export import payload
+from ..ros1.archived import payload
 from ..ros1.meta import BagMeta
 from ..ros1.recording import BagRecording
 from ..ros2.storage import Definition, Topic

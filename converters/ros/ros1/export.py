@@ -14,18 +14,10 @@ from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
 
 from . import compression
+from .archived import payload
 from .meta import BagMeta
 from .records import pack_u32
 from .template import Template
-
-
-def payload(reader: ArchiveReader, number: int) -> dict[str, Any]:
-    """The `{"conn", "sec", "nsec", "data"}` map of archive message `number`."""
-    message = reader[number]
-    for value in message.values():
-        if isinstance(value, dict) and "data" in value:
-            return value
-    raise FormatError(f"archive message {number} is not a bag message")
 
 
 def message_head(

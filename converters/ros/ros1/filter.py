@@ -11,7 +11,7 @@ from nanorec.contract import ExportReport
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
-from .export import payload
+from .archived import payload
 from .meta import BagMeta
 from .writer import BagWriter
 

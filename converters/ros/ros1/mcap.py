@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from nanorec.outputs.mcap import McapRecord, Progress, Reporter, ros1_record
 from nanorec.selection import Selection
 
-from .export import payload
+from .archived import payload
 
 if TYPE_CHECKING:
     from .recording import BagRecording

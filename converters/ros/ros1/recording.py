@@ -18,7 +18,7 @@ from nanorec.errors import FormatError, UsageError
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
 
-from .export import payload
+from .archived import payload
 from .meta import BagMeta
 from .msgdef import Decoder
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nanorec import registry
-from nanorec.converters.ros.ros1.export import payload
+from nanorec.converters.ros.ros1.archived import payload
 from nanorec.converters.ros.ros1.msgdef import Decoder, parse_definition
 from nanorec.converters.ros.ros1.serialize import encode
 from tests.conftest import REALDATA
