@@ -18,6 +18,8 @@ from tests.conftest import SAMPLES, make_runner
 CARLA = SAMPLES / "carla-0.9.15-crash-town05.log"
 BAG = SAMPLES / "rosbag-robot.bag"
 ROS2 = SAMPLES / "ros2-robot"
+#: A storage file needing no extra (the folder's MCAP has zstd chunks: `[ros]`).
+ROS2_PLAIN = SAMPLES / "ros2-robot.db3"
 PBSTREAM = SAMPLES / "pbstream-small.pbstream"
 runner = make_runner()
 
@@ -130,9 +132,9 @@ def test_the_verb_lists_every_formats_options() -> None:
 
 def test_a_format_respelling_of_a_common_option_is_that_option() -> None:
     """ros2 bag play's `--start-offset` is `--start`, rosbag's `--topics` adds to `--topic`."""
-    common = _run("play", ROS2, "--immediate", "--quiet", "--start", "0.5")
+    common = _run("play", ROS2_PLAIN, "--immediate", "--quiet", "--start", "0.5")
     assert common[0] == 0 and common == _run(
-        "play", ROS2, "--immediate", "--quiet", "--start-offset", "0.5"
+        "play", ROS2_PLAIN, "--immediate", "--quiet", "--start-offset", "0.5"
     )
     topic = json.loads(_run("cat", BAG, "--messages", "0:1")[1].splitlines()[0])["topic"]
     assert _run("cat", BAG, "--topic", topic) == _run("cat", BAG, "--topics", topic)
