@@ -18,7 +18,7 @@ import shutil
 import threading
 import weakref
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Final
 
 import msgpack
@@ -91,7 +91,7 @@ class ArchiveFile:
         self._positions: NDArray[np.int64] | None = None
         self._mm: mmap.mmap | RangeBuffer | None = None
         self._file = None
-        if isinstance(self.path, PurePosixPath) and is_url(self.path):
+        if is_url(self.path):
             self._open_remote(str(self.path), use_description)
             return
         self._file = open(self.path, "rb")  # noqa: SIM115 - owned until close()

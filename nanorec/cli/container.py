@@ -19,7 +19,7 @@ from nanorec import registry
 from nanorec.archive.layout import COMPACT, STORED, use_layout
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
-from nanorec.cli.inputs import check_input, check_output, input_path, is_remote
+from nanorec.cli.inputs import check_input, check_output, input_path
 from nanorec.cli.options import Force, Json, Output, Stored
 from nanorec.contract import ChecksMembers
 from nanorec.errors import NanorecError
@@ -51,7 +51,7 @@ def verify(
 
     def action() -> int:
         check_input(file)
-        if is_remote(file) or registry.is_archive(registry.read_head(file)):
+        if registry.is_archive(registry.read_head(file)):
             result = _verify_archive(file, quiet or as_json)
         else:
             result = _verify_native(file)

@@ -181,11 +181,10 @@ def format_of(path: Path) -> str | None:
     archive or what no converter takes (the verb then says what is wrong)."""
     from nanorec import registry
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.cli.inputs import is_remote
     from nanorec.errors import NanorecError
 
     try:
-        head = b"PK\x03\x04" if is_remote(path) else registry.read_head(path)  # URL: archive
+        head = registry.read_head(path)
         if registry.is_archive(head):
             with ArchiveReader(path) as reader:
                 converter = registry.for_archive(reader)
@@ -298,7 +297,8 @@ def run_verb(
 ) -> int:
     """Run `verb` on the input `typed`: its format's hook, else `generic` (see the module
     docstring); returns the exit status."""
-    from nanorec.cli.inputs import check_input, input_path, is_remote
+    from nanorec.archive.urls import is_url
+    from nanorec.cli.inputs import check_input, input_path
     from nanorec.selection import Selection
 
     given, extras, pinned = click.globals.get_current_context().meta.get(_GIVEN, ({}, {}, None))
@@ -308,7 +308,7 @@ def run_verb(
     try:
         if pinned:  # a format's group: its answer, whatever the file
             name: str | None = pinned
-        elif is_remote(source):  # opened once: an archive's format is in its description
+        elif is_url(source):  # opened once: an archive's format is in its description
             name = opener.archive_format()
         else:
             name = format_of(source)

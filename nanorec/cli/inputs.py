@@ -29,14 +29,10 @@ def input_path(typed: str) -> Path:
     return Path(typed)
 
 
-def is_remote(path: Path) -> bool:
-    return is_url(path)
-
-
 def check_input(path: Path) -> None:
     """One wording for an input that is not there, not a file (or a recording folder), or
     empty. A URL is checked by its store when it is opened."""
-    if is_remote(path):
+    if is_url(path):
         return
     if not path.exists():
         raise UsageError(f"{path}: no such file")
@@ -95,8 +91,7 @@ def opened(path: Path, *, show_conversion: bool = False) -> Iterator[Recording]:
     """The recording of `path`; a native file is converted into a temporary archive first,
     with a `converting` bar when `show_conversion` (long passes: exports)."""
     check_input(path)
-    local = not is_remote(path)
-    if show_conversion and local and not registry.is_archive(registry.read_head(path)):
+    if show_conversion and not registry.is_archive(registry.read_head(path)):
         with progress_bar("converting", path.stat().st_size) as update:
             recording = registry.open(path, progress=update)
     else:
