@@ -7,10 +7,7 @@ on a 256 MiB chunk, in a subprocess (slow)."""
 from __future__ import annotations
 
 import hashlib
-import resource
 import struct
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from nanorec.converters.ros.ros2 import mcap_skeleton, mcap_window
 from nanorec.converters.ros.ros2.mcap_file import open_mcap
 from tests.conftest import REALDATA
 from tests.converters.ros2.big_mcap import write_big_chunk
+from tests.converters.ros2.peak import peak_mb
 
 pytest.importorskip("zstandard")
 pytest.importorskip("lz4")
@@ -144,33 +142,6 @@ def test_real_bags_join_the_same_with_big_copies_given_as_views(
         assert _export(archive, tmp_path / "back.mcap") == source.read_bytes(), source
 
 
-_RSS = """
-import sys
-from nanorec.cli import main
-def peak_kb():  # this program's own peak (VmHWM): getrusage's ru_maxrss keeps, across exec,
-    # the peak of the forked copy of a big parent (a test worker grown to 500 MB)
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-sys.argv = ["nanorec", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as exit:
-    assert not exit.code, exit.code
-print(peak_kb())
-"""
-
-
-def _peak_mb(*args: object) -> float:
-    """The peak RSS of `nanorec ARGS` in a subprocess, in MB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    done = subprocess.run(
-        [sys.executable, "-c", _RSS, *map(str, args)], capture_output=True, text=True, check=True
-    )
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    assert after >= before
-    return int(done.stdout.split()[-1]) / 1024
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("compression", ["zstd", "lz4"])
 def test_a_256_mib_chunk_is_read_in_bounded_memory(compression: str, tmp_path: Path) -> None:
@@ -179,7 +150,7 @@ def test_a_256_mib_chunk_is_read_in_bounded_memory(compression: str, tmp_path: P
     write_big_chunk(source, 256 << 20, 64 << 10, compression)
     assert source.stat().st_size < 8 << 20  # small on disk: the messages repeat
     archive = tmp_path / "big.nanover.zip"
-    assert _peak_mb("info", source) < 250
-    assert _peak_mb("convert", source, "-o", archive) < 250
-    assert _peak_mb("export", archive, "-o", tmp_path / "back.mcap") < 250
+    assert peak_mb("info", source) < 250
+    assert peak_mb("convert", source, "-o", archive) < 250
+    assert peak_mb("export", archive, "-o", tmp_path / "back.mcap") < 250
     assert (tmp_path / "back.mcap").read_bytes() == source.read_bytes()

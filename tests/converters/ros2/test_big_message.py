@@ -11,9 +11,6 @@ import filecmp
 import importlib.util
 import io
 import json
-import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +19,7 @@ import pytest
 from nanorec.outputs import json_pieces
 from nanorec.outputs.tables import dumps, write_csv, write_ndjson
 from tests.converters.ros2.big_message import big_image_db3
+from tests.converters.ros2.peak import peak_mb
 
 pytest.importorskip("zstandard")
 
@@ -63,36 +61,6 @@ def test_a_marker_lookalike_in_the_data_is_only_text(monkeypatch: pytest.MonkeyP
     assert json.loads("".join(json_pieces.dumps_pieces(row))) == json.loads(dumps(row))
 
 
-_RSS = """
-import sys
-from nanorec.cli import main
-def peak_kb():  # this program's own peak (VmHWM): getrusage's ru_maxrss keeps, across exec,
-    # the peak of the forked copy of a big parent (a test worker grown to 500 MB)
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-sys.argv = ["nanorec", *sys.argv[1:]]
-sys.stdout = open(sys.argv.pop(), "w")
-try:
-    main()
-except SystemExit as exit:
-    assert not exit.code, exit.code
-sys.stdout.close()
-print(peak_kb(), file=sys.stderr)
-"""
-
-
-def _peak_mb(out: Path, *args: object) -> float:
-    """The peak RSS of `nanorec ARGS` (its output to `out`) in a subprocess, in MB."""
-    done = subprocess.run(
-        [sys.executable, "-c", _RSS, *map(str, args), str(out)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0
-    return int(done.stderr.split()[-1]) / 1024
-
-
 @pytest.mark.slow
 def test_a_256_mib_image_is_read_in_memory_of_about_its_size(tmp_path: Path) -> None:
     """Before: cat 17x the message, CSV 22x, play 17x, ROS1 export 5.7x, Parquet 10x (64 MiB
@@ -101,10 +69,10 @@ def test_a_256_mib_image_is_read_in_memory_of_about_its_size(tmp_path: Path) -> 
     bag = big_image_db3(tmp_path / "big.db3", size)
     assert bag.stat().st_size < 1 << 20
     archive = tmp_path / "big.nanover.zip"
-    _peak_mb(tmp_path / "convert.txt", "convert", bag, "-o", archive)
+    peak_mb("convert", bag, "-o", archive, out=tmp_path / "convert.txt")
     mb = size / (1 << 20)
     text = tmp_path / "cat.txt"
-    assert _peak_mb(text, "cat", archive, "--messages", "2:3") < 1.6 * mb + 100
+    assert peak_mb("cat", archive, "--messages", "2:3", out=text) < 1.6 * mb + 100
     with text.open() as lines:
         head = lines.read(1000)
     width, height = (
@@ -116,17 +84,17 @@ def test_a_256_mib_image_is_read_in_memory_of_about_its_size(tmp_path: Path) -> 
     assert text.stat().st_size == start + 3 * width * height - 2 + len("]}}\n")
     csv_text = tmp_path / "cat.csv"
     args = ("--messages", "2:3", "--topic", "/camera", "--format", "csv")
-    assert _peak_mb(csv_text, "cat", archive, *args) < 1.6 * mb + 100
-    assert _peak_mb(tmp_path / "play.txt", "play", archive, "--immediate", "--messages",
-                    "2:3") < 1.6 * mb + 100  # fmt: skip
+    assert peak_mb("cat", archive, *args, out=csv_text) < 1.6 * mb + 100
+    args = ("--immediate", "--messages", "2:3")
+    assert peak_mb("play", archive, *args, out=tmp_path / "play.txt") < 1.6 * mb + 100
     assert filecmp.cmp(tmp_path / "play.txt", text, shallow=False)
     ros1 = tmp_path / "big.bag"
-    assert _peak_mb(tmp_path / "x.txt", "export", archive, "--format", "ros1", "-o", ros1) < (
+    assert peak_mb("export", archive, "--format", "ros1", "-o", ros1, out=tmp_path / "x.txt") < (
         2.5 * mb + 100
     )
     # Parquet: 10x (686 MB for 64 MiB) while pyarrow wrote min/max statistics of the pixels
     if importlib.util.find_spec("pyarrow") is not None:
         tables = tmp_path / "tables"
         args = ("--format", "parquet", "-o", tables)
-        assert _peak_mb(tmp_path / "p.txt", "export", archive, *args) < 3.5 * mb + 150
+        assert peak_mb("export", archive, *args, out=tmp_path / "p.txt") < 3.5 * mb + 150
     assert ros1.stat().st_size > size
