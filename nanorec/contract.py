@@ -309,6 +309,30 @@ class ExportsToMcap(Protocol):
     def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]: ...
 
 
+@runtime_checkable
+class Viewable(Protocol):
+    """A recording that draws what happened in `nanorec view` (CARLA's top-down world, a
+    bag's poses and images, a pbstream's map). The page is format-neutral: it draws *layers*,
+    each a dict with a `kind` and flat columns (numpy arrays, one value per item, never
+    per-item objects), in world metres with x right and y up (a format whose axes differ
+    flips them here). Kinds: `boxes` (x, y, yaw in degrees, length, width, class),
+    `points` (x, y, class), `lines` (x, y, starts: offsets of each polyline, class),
+    `markers` (x, y, label), `image` (mime, data: bytes; with `extent` [x0, y0, x1, y1] it
+    lies in the world, e.g. a map, else it is shown beside it, e.g. a camera). Every layer
+    has a `name`; `class` columns are indices into the layer's `classes` (names, which pick
+    the colours). A scene may name `follow`: [x, y], the point the view centres on."""
+
+    def view_overview(self) -> dict[str, Any]:
+        """What does not change with time: {"bounds": [x0, y0, x1, y1], "layers": [...]}
+        (a map, whole trajectories)."""
+        ...
+
+    def view_scene(self, number: int) -> dict[str, Any]:
+        """What message `number` shows: {"layers": [...], "follow": [x, y] (optional)};
+        its cost is bounded by what is on screen, not by the recording's length."""
+        ...
+
+
 #: Declared beside the converter's entry point: a format with its own commands names its
 #: `title` (a str, in a module importing nothing heavy) under this entry-point group and its
 #: converter's name, e.g. `carla = "pkg.about:TITLE"`. `nanorec --help` lists the format's
@@ -353,6 +377,7 @@ __all__ = [
     "Recording",
     "Region",
     "StorageChoice",
+    "Viewable",
     "convert_request",
     "export_forms",
     "foreign_forms",
