@@ -39,7 +39,7 @@ from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
 from .mcap_chunks import SpilledOps, big_chunk, checked_starts, mcap_batches
-from .mcap_salvage import declare, describe, salvage_at
+from .mcap_salvage import Salvage, declare, describe, salvage_at, salvaged_messages
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
 from .mcap_window import chunk_windows, is_big
 from .storage import (
@@ -121,7 +121,7 @@ class McapFile:
         self.rebuilt_by: dict[str, int] = {}
         self._damaged: set[int] = set()  # offsets of records not to look into
         #: offset of the chunk the file is cut in, when it gives messages
-        self._salvaged: set[int] = set()
+        self._salvaged: dict[int, tuple[rec.ChunkHead, Salvage]] = {}
         self._stop = 0  # end of the last complete record
         self._skeleton: bytes | None = None
         #: `batches()`' skeleton, spilled to files, and the file's size
@@ -231,8 +231,8 @@ class McapFile:
             chunk, found = salvage_at(self._buf, pos, end)
         except FormatError:
             return False
-        declare(found, pos, schemas, channels)
-        self._salvaged.add(pos)
+        declare(found, schemas, channels)
+        self._salvaged[pos] = (chunk, found)
         damage = self.damage
         # the chunk lies past the cut: a loss, reported as damage all the same
         damage.losses.append(Region(pos, end - pos, describe(chunk, found)))
@@ -265,13 +265,11 @@ class McapFile:
     def _salvaged_messages(self, ops: Ops, pos: int, end: int) -> Iterator[StoredMessage]:
         """The messages a salvaged chunk gives (its bytes are kept as they are, so their
         datas are dropped by join, as a kept chunk's)."""
-        _, found = salvage_at(self._buf, pos, end)
-        view = memoryview(found.records)
+        chunk, found = self._salvaged[pos]
         head = _CHANNEL_TIME
-        for start, opcode, stop in found.walked:
-            if opcode == rec.MESSAGE:
-                channel, log_time = head.unpack_from(view, start + 9)
-                yield StoredMessage(channel, log_time, view[start + MESSAGE_HEAD : stop])
+        for record in salvaged_messages(self._buf, chunk, found, end):
+            channel, log_time = head.unpack_from(record, 9)
+            yield StoredMessage(channel, log_time, record[MESSAGE_HEAD:])
         if found.messages:
             ops.op(DROP, found.messages)
 

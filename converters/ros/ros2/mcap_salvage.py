@@ -15,12 +15,17 @@ on disk are a prefix of what the writer wrote, while a damaged stream decompress
 bytes well before a zstd/lz4 decoder notices (measured: a byte flipped in a real bag's zstd
 chunk gave wrong messages), and a message is never invented. A prefix that somehow spans
 the whole chunk is still checked against the chunk's CRC.
+
+A cut chunk may be big (a writer killed in a 1 GiB chunk): its prefix is inflated and walked
+in windows of `WINDOW` bytes, twice (once to count and declare, once to give the messages),
+never held whole (#34 item 1).
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from nanorec.errors import FormatError
@@ -29,105 +34,203 @@ from . import mcap_records as rec
 
 #: Output asked of a decompressor at a time (why: a read is what bounds what it inflates).
 _STEP = 1 << 16
+#: Decompressed bytes walked at a time (a record longer than this is held whole, as it must
+#: be to be given).
+WINDOW = 8 << 20
 MESSAGE_HEAD = rec.RECORD_HEAD.size + rec.MESSAGE_HEAD.size
 
 
-@dataclass(frozen=True)
+@dataclass
 class Salvage:
     """What a cut or damaged chunk gives back.
 
-    `records` is the decompressed prefix cut to its last complete record, `walked` the
-    (offset, opcode, end) of those records; `lost_bytes` the declared uncompressed bytes not
-    recovered; `lost_messages` a lower bound of the messages among them (the message record
-    the prefix ends inside, or every message of a chunk failing its CRC); `why` says why the
-    chunk stopped."""
+    `end` is where its last complete record ends in the decompressed prefix (what the
+    messages are read up to), `messages` how many of those records are messages; `lost_bytes`
+    the declared uncompressed bytes not recovered; `lost_messages` a lower bound of the
+    messages among them (the message record the prefix ends inside, or every message of a
+    chunk failing its CRC); `why` says why the chunk stopped; `schemas` and `channels` those
+    its records declare."""
 
-    records: bytes
-    walked: list[tuple[int, int, int]]
-    messages: int
-    lost_bytes: int
-    lost_messages: int
-    why: str
-
-
-def _zstd(data: memoryview, limit: int) -> tuple[bytes, str]:
-    zstandard = rec.load("zstandard")
-    out = bytearray()
-    why = "zstd stream ends early"
-    try:
-        reader = zstandard.ZstdDecompressor().stream_reader(
-            data, read_size=1 << 16, read_across_frames=False
-        )
-        while len(out) < limit:
-            block = reader.read(min(_STEP, limit - len(out)))
-            if not block:
-                break
-            out += block
-    except zstandard.ZstdError as exc:
-        why = f"zstd stream damaged: {exc}"
-    return bytes(out), why
+    end: int = 0
+    messages: int = 0
+    lost_bytes: int = 0
+    lost_messages: int = 0
+    why: str = ""
+    schemas: dict[int, rec.SchemaRecord] = field(default_factory=dict)
+    channels: dict[int, rec.ChannelRecord] = field(default_factory=dict)
 
 
-def _lz4(data: memoryview, limit: int) -> tuple[bytes, str]:
-    dec: Any = rec.load("lz4.frame").LZ4FrameDecompressor()
-    out = bytearray()
-    why = "lz4 frame ends early"
-    try:
-        out += dec.decompress(bytes(data), max_length=min(_STEP, limit))
-        while len(out) < limit and not dec.eof and not dec.needs_input:
-            out += dec.decompress(b"", max_length=min(_STEP, limit - len(out)))
-    except RuntimeError as exc:  # lz4's error for a damaged frame
-        why = f"lz4 frame damaged: {exc}"
-    return bytes(out), why
+class _Prefix:
+    """The decompressed prefix of a chunk's (cut or damaged) compressed bytes, at most
+    `limit` bytes, in pieces; `why` says why it stopped once they are all given."""
+
+    def __init__(self, compression: str, data: memoryview, declared: int) -> None:
+        if compression not in ("", "zstd", "lz4"):
+            raise FormatError(f"unsupported MCAP chunk compression {compression!r}")
+        self.compression = compression
+        self.data = data
+        self.limit = min(declared, rec.chunk_limit(compression, len(data)))
+        self.why = "chunk cut short"
+        self.rest = b""  # what follows the last whole record, once walked (`_windows`)
+
+    def pieces(self) -> Iterator[bytes | memoryview]:
+        if self.compression == "":
+            for at in range(0, min(self.limit, len(self.data)), WINDOW):
+                yield self.data[at : min(at + WINDOW, self.limit)]
+        elif self.compression == "zstd":
+            yield from self._zstd()
+        else:
+            yield from self._lz4()
+
+    def _zstd(self) -> Iterator[bytes]:
+        zstandard = rec.load("zstandard")
+        self.why = "zstd stream ends early"
+        given = 0
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                self.data, read_size=1 << 16, read_across_frames=False
+            )
+            while given < self.limit:
+                block = reader.read(min(_STEP, self.limit - given))
+                if not block:
+                    break
+                given += len(block)
+                yield block
+        except zstandard.ZstdError as exc:
+            self.why = f"zstd stream damaged: {exc}"
+
+    def _lz4(self) -> Iterator[bytes]:
+        dec: Any = rec.load("lz4.frame").LZ4FrameDecompressor()
+        self.why = "lz4 frame ends early"
+        given = 0
+        try:
+            block = dec.decompress(bytes(self.data), max_length=min(_STEP, self.limit))
+            while True:
+                given += len(block)
+                yield block
+                if given >= self.limit or dec.eof or dec.needs_input:
+                    break
+                block = dec.decompress(b"", max_length=min(_STEP, self.limit - given))
+        except RuntimeError as exc:  # lz4's error for a damaged frame
+            self.why = f"lz4 frame damaged: {exc}"
 
 
-def inflate_prefix(compression: str, data: memoryview, declared: int) -> tuple[bytes, str]:
-    """The decompressed prefix of a chunk's (cut or damaged) compressed bytes `data`, at most
-    `declared` bytes, and why it stops. Raises FormatError for an unknown compression."""
-    limit = min(declared, rec.chunk_limit(compression, len(data)))
-    if compression == "":
-        return bytes(data[:limit]), "chunk cut short"
-    if compression == "zstd":
-        return _zstd(data, limit)
-    if compression == "lz4":
-        return _lz4(data, limit)
-    raise FormatError(f"unsupported MCAP chunk compression {compression!r}")
-
-
-def complete_records(records: bytes) -> tuple[list[tuple[int, int, int]], int]:
-    """(offset, opcode, end) of the records of `records` up to the first one that is cut or
-    malformed (a message record too short for its head), and how many are messages."""
+def complete_records(
+    records: bytes | memoryview, pos: int = 0
+) -> tuple[list[tuple[int, int, int]], bool]:
+    """(offset, opcode, end) of the whole records of `records` from `pos`, and whether they
+    stop at a malformed one (a message record too short for its head) rather than at a
+    record running past the end."""
     walked: list[tuple[int, int, int]] = []
-    messages = 0
     head = rec.RECORD_HEAD
-    pos, size = 0, len(records)
+    size = len(records)
     while size - pos >= head.size:
         opcode, length = head.unpack_from(records, pos)
         end = pos + head.size + length
-        if end > size or (opcode == rec.MESSAGE and end - pos < MESSAGE_HEAD):
+        if opcode == rec.MESSAGE and end - pos < MESSAGE_HEAD:
+            return walked, True
+        if end > size:
             break
         walked.append((pos, opcode, end))
-        messages += opcode == rec.MESSAGE
         pos = end
-    return walked, messages
+    return walked, False
+
+
+def _windows(
+    prefix: _Prefix, stop: int | None = None
+) -> Iterator[tuple[bytes, list[tuple[int, int, int]]]]:
+    """The prefix's whole records, a window at a time: (the window's bytes, the records'
+    (offset, opcode, end) in it), up to a malformed record or to byte `stop` of the prefix;
+    the bytes after the last whole record are left in `prefix.rest`."""
+    pending = bytearray()
+    taken = 0  # prefix bytes before `pending`
+    want = WINDOW  # bytes to gather before walking (more when a record is longer)
+    pieces = prefix.pieces()
+    while True:
+        piece = next(pieces, None)
+        if piece is not None:
+            pending += piece
+            if len(pending) < want and (stop is None or taken + len(pending) < stop):
+                continue
+        window = bytes(pending)
+        walked, malformed = complete_records(window)
+        if stop is not None:
+            walked = [r for r in walked if taken + r[2] <= stop]
+        end = walked[-1][2] if walked else 0
+        yield window, walked
+        done = malformed or piece is None or (stop is not None and taken + end >= stop)
+        if done:
+            prefix.rest = window[end:]
+            return
+        del pending[:end]
+        taken += end
+        head = rec.RECORD_HEAD
+        length = head.unpack_from(pending)[1] if len(pending) >= head.size else 0
+        want = max(WINDOW, head.size + length)
 
 
 def salvage(compression: str, data: memoryview, declared: int, crc: int) -> Salvage:
     """What the chunk whose compressed bytes on disk are `data` (all of them, or up to a cut)
     gives back; `declared` and `crc` are its uncompressed size and CRC as it states them."""
-    records, why = inflate_prefix(compression, data, declared)
-    walked, messages = complete_records(records)
-    end = walked[-1][2] if walked else 0
-    if len(records) == declared and crc and zlib.crc32(records) != crc:
+    prefix = _Prefix(compression, data, declared)
+    found = Salvage()
+    running = 0
+    given = 0
+    for window, walked in _windows(prefix):
+        view = memoryview(window)
+        for start, opcode, stop in walked:
+            if opcode == rec.MESSAGE:
+                found.messages += 1
+            elif opcode in (rec.SCHEMA, rec.CHANNEL):
+                _declare_one(view, start, stop, opcode, found)
+        end = walked[-1][2] if walked else 0
+        running = zlib.crc32(view[:end], running)
+        given += end
+    rest = prefix.rest
+    found.end = given
+    whole = given + len(rest)
+    why = prefix.why
+    if whole == declared and crc and zlib.crc32(rest, running) != crc:
         # whole but wrong somewhere: nothing in it can be trusted
-        return Salvage(b"", [], 0, declared, messages, "chunk CRC does not match its records")
-    if len(records) == declared and end == declared:
+        why = "chunk CRC does not match its records"
+        return Salvage(0, 0, declared, found.messages, why)
+    if whole == declared and given == declared:
         why = "chunk records whole"
-    elif len(records) == declared:
+    elif whole == declared:
         why = "chunk records do not parse to its end"
-    rest = records[end:]
-    partial = len(rest) >= 1 and rest[0] == rec.MESSAGE
-    return Salvage(records[:end], walked, messages, declared - end, int(partial), why)
+    found.why = why
+    found.lost_bytes = declared - given
+    found.lost_messages = int(len(rest) >= 1 and rest[0] == rec.MESSAGE)
+    return found
+
+
+def _declare_one(view: memoryview, start: int, stop: int, opcode: int, found: Salvage) -> None:
+    fields = rec.Fields(view, start + 9, stop, start)
+    try:
+        if opcode == rec.SCHEMA:
+            schema = rec.parse_schema(fields)
+            found.schemas.setdefault(schema.id, schema)
+        else:
+            channel = rec.parse_channel(fields)
+            found.channels.setdefault(channel.id, channel)
+    except FormatError:
+        pass  # a damaged schema or channel names nothing: its messages stay unnamed
+
+
+def salvaged_messages(
+    buf: memoryview, chunk: rec.ChunkHead, found: Salvage, end: int
+) -> Iterator[memoryview]:
+    """The message records `found` counted in the chunk `chunk` whose bytes on disk end at
+    `end`, inflated again a window at a time."""
+    if not found.messages:
+        return
+    data = buf[chunk.records_start : min(chunk.records_end, end)]
+    prefix = _Prefix(chunk.compression, data, chunk.uncompressed_size)
+    for window, walked in _windows(prefix, stop=found.end):
+        view = memoryview(window)
+        for start, opcode, stop in walked:
+            if opcode == rec.MESSAGE:
+                yield view[start:stop]
 
 
 def lost_text(found: Salvage) -> str:
@@ -150,23 +253,14 @@ def salvage_at(buf: memoryview, pos: int, end: int) -> tuple[rec.ChunkHead, Salv
 
 def declare(
     found: Salvage,
-    pos: int,
     schemas: dict[int, rec.SchemaRecord],
     channels: dict[int, rec.ChannelRecord],
 ) -> None:
-    """The schemas and channels a salvaged chunk (at `pos`) declares, added to the file's."""
-    view = memoryview(found.records)
-    for start, opcode, stop in found.walked:
-        fields = rec.Fields(view, start + 9, stop, pos)
-        try:
-            if opcode == rec.SCHEMA:
-                schema = rec.parse_schema(fields)
-                schemas.setdefault(schema.id, schema)
-            elif opcode == rec.CHANNEL:
-                channel = rec.parse_channel(fields)
-                channels.setdefault(channel.id, channel)
-        except FormatError:
-            pass  # a damaged schema or channel names nothing: its messages stay unnamed
+    """The schemas and channels a salvaged chunk declares, added to the file's."""
+    for sid, schema in found.schemas.items():
+        schemas.setdefault(sid, schema)
+    for cid, channel in found.channels.items():
+        channels.setdefault(cid, channel)
 
 
 def describe(chunk: rec.ChunkHead, found: Salvage) -> str:
