@@ -1,8 +1,8 @@
 """Which CARLA release family wrote a file: detected from the packets, never from the header.
 
-Every CARLA build writes header version 1 (spec §2), yet ids 21-24 change meaning between
-releases and UE5 doubles every vector (spec §4, §9). Following spec §10, the first few
-hundred frames are scanned and every family of `ids.FAMILIES` is scored on them:
+Every CARLA build up to 0.9.16 writes header version 1 (spec §2), yet ids 21-24 change
+meaning between releases and UE5 doubles every vector (spec §4, §9). Following spec §10, the
+first few hundred frames are scanned and every family of `ids.FAMILIES` is scored on them:
 
 - a packet of an id the family knows whose body does not fit that kind's layout (the
   vector width shows up here: a Position of n records is 2 + 28n bytes in UE4, 2 + 52n in
@@ -11,10 +11,12 @@ hundred frames are scanned and every family of `ids.FAMILIES` is scored on them:
   Collision in door-era builds, wheels and biker after the lights...);
 - "always written" packets missing from a complete frame (VisualTime since 0.9.14,
   VehicleLight since 0.9.10, wheels and biker since 0.9.15...);
-- ids below 100 the family does not know (user packets >= 100 never count).
+- ids below 100 the family does not know (user packets >= 100 never count);
+- a header version other than the family's (the 2026 line writes 2, `ids.HEADER_VERSION_2026`):
+  the weakest evidence, read from two derivatives of the 2026 sources and not from CARLA's
+  own, so one Weather packet (an unknown id elsewhere) outweighs it.
 
-The family with the lowest cost wins; ties go to the older family (a 0.9.16 file without
-weather records cannot be told from ue4-dev 2026 and is reported as 0.9.16). The result
+The family with the lowest cost wins; ties go to the older family. The result
 keeps short human-readable evidence for the report. PhysicsControl wheel records (36 or
 48 bytes) are decided per packet by the record parser, not here.
 """
@@ -35,6 +37,7 @@ from .ids import (
     ADDITIONAL_DATA,
     FAMILIES,
     FIRST_USER_ID,
+    HEADER_VERSION_2026,
     SHAPES,
     Engine,
     Family,
@@ -59,6 +62,7 @@ _MISFIT_COST = 10
 _ORDER_COST = 3
 _UNKNOWN_COST = 3
 _MISSING_COST = 2
+_VERSION_COST = 1
 _VAR_SAMPLE = 12  # non-empty VAR packets parsed per id when scoring
 _PREFIX_RECORDS = 16  # records parsed in a sampled VAR packet that has more
 _PREFIX_PARSERS: dict[Kind, Callable[[Cursor, Engine], object]] = {
@@ -175,6 +179,7 @@ class _Score:
     missing: int
     unknown: int
     example: str | None
+    version: int = 0  # 1 when the header version is not the family's
 
     @property
     def cost(self) -> int:
@@ -183,6 +188,7 @@ class _Score:
             + _ORDER_COST * self.order
             + _MISSING_COST * self.missing
             + _UNKNOWN_COST * self.unknown
+            + _VERSION_COST * self.version
         )
 
     def summary(self) -> str:
@@ -197,10 +203,12 @@ class _Score:
             parts.append(f"{self.missing} always-written packets missing")
         if self.unknown:
             parts.append(f"{self.unknown} packets of unknown ids")
+        if self.version:
+            parts.append(f"header version is not {self.family.header_version}")
         return f"{self.family.name}: " + ", ".join(parts)
 
 
-def _score(scan: _Scan, family: Family) -> _Score:
+def _score(scan: _Scan, family: Family, version: int) -> _Score:
     ids = scan.packets.ids
     misfits = 0
     example: str | None = None
@@ -230,7 +238,8 @@ def _score(scan: _Scan, family: Family) -> _Score:
             if is_additional and not additional:
                 continue
             missing += int(np.count_nonzero(~rows[:, written]))
-    return _Score(family, misfits, order, missing, unknown, example)
+    wrong_version = int(version != family.header_version)
+    return _Score(family, misfits, order, missing, unknown, example, wrong_version)
 
 
 _LAYOUTS: dict[str, tuple[npt.NDArray[np.int16], tuple[tuple[int, bool], ...]]] = {}
@@ -270,6 +279,7 @@ def detect(
     """
     if start is None:
         start = Header.parse(buf).size
+    version = _header_version(buf)
     packets = walk(buf, start, limit=start + max_bytes)
     frame_no = np.cumsum(packets.ids == 0)
     keep = frame_no <= max_frames
@@ -284,11 +294,11 @@ def detect(
         )
     scan = _Scan(buf, packets)
     scores = sorted(
-        (_score(scan, family) for family in FAMILIES.values()),
+        (_score(scan, family, version) for family in FAMILIES.values()),
         key=lambda score: score.cost,  # stable: ties keep the FAMILIES (oldest-first) order
     )
     best = scores[0]
-    reasons = [*_evidence(scan), f"best fit {best.summary()}"]
+    reasons = [*_evidence(scan, version), f"best fit {best.summary()}"]
     if len(scores) > 1:
         runner_up = scores[1]
         if runner_up.cost == best.cost:
@@ -303,10 +313,12 @@ def detect(
     return Detection(best.family, tuple(reasons))
 
 
-def _evidence(scan: _Scan) -> list[str]:
-    """Short facts behind the choice: vector width, ids present, what follows Collision."""
+def _evidence(scan: _Scan, version: int) -> list[str]:
+    """Short facts behind the choice: header version, vector width, ids present, what
+    follows Collision."""
     packets = scan.packets
-    facts: list[str] = []
+    line = ", the 2026 line's" if version == HEADER_VERSION_2026 else ""
+    facts = [f"header version {version}{line}"]
     frames = int(scan.frame_no[-1]) if len(packets) else 0
     facts.append(f"scanned {len(packets)} packets in {frames} frames")
     facts.append(_engine_fact(scan))
@@ -326,6 +338,13 @@ def _evidence(scan: _Scan) -> list[str]:
         }.get(common, "unexpected")
         facts.append(f"after Collision (5) comes id {common}: {meaning}")
     return facts
+
+
+def _header_version(buf: Buffer) -> int:
+    """The header's u16 version (-1 when the buffer is shorter than that)."""
+    if len(buf) < 2:
+        return -1
+    return int(gather(buf, np.zeros(1, np.int64), _U16)[0])
 
 
 def _engine_fact(scan: _Scan) -> str:
