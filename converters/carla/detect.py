@@ -12,9 +12,10 @@ first few hundred frames are scanned and every family of `ids.FAMILIES` is score
 - "always written" packets missing from a complete frame (VisualTime since 0.9.14,
   VehicleLight since 0.9.10, wheels and biker since 0.9.15...);
 - ids below 100 the family does not know (user packets >= 100 never count);
-- a header version other than the family's (the 2026 line writes 2, `ids.HEADER_VERSION_2026`):
-  the weakest evidence, read from two derivatives of the 2026 sources and not from CARLA's
-  own, so one Weather packet (an unknown id elsewhere) outweighs it.
+- a header version other than the family's (the 2026 line writes 2, `ids.HEADER_VERSION_2026`).
+  A 2 weighs as much as a misfit against every older family, since nothing before 2026
+  writes it; a 1 weighs least against the 2026 families, since their 2 is read from two
+  derivatives of the 2026 sources, not from CARLA's own (one Weather packet outweighs it).
 
 The family with the lowest cost wins; ties go to the older family. The result
 keeps short human-readable evidence for the report. PhysicsControl wheel records (36 or
@@ -62,7 +63,8 @@ _MISFIT_COST = 10
 _ORDER_COST = 3
 _UNKNOWN_COST = 3
 _MISSING_COST = 2
-_VERSION_COST = 1
+_VERSION_COST = 1  # a header version other than the family's...
+_NEWER_VERSION_COST = 10  # ... when it is the 2026 line's 2 and the family is older
 _VAR_SAMPLE = 12  # non-empty VAR packets parsed per id when scoring
 _PREFIX_RECORDS = 16  # records parsed in a sampled VAR packet that has more
 _PREFIX_PARSERS: dict[Kind, Callable[[Cursor, Engine], object]] = {
@@ -179,7 +181,7 @@ class _Score:
     missing: int
     unknown: int
     example: str | None
-    version: int = 0  # 1 when the header version is not the family's
+    version: int = 0  # the cost of a header version other than the family's
 
     @property
     def cost(self) -> int:
@@ -188,7 +190,7 @@ class _Score:
             + _ORDER_COST * self.order
             + _MISSING_COST * self.missing
             + _UNKNOWN_COST * self.unknown
-            + _VERSION_COST * self.version
+            + self.version
         )
 
     def summary(self) -> str:
@@ -238,8 +240,13 @@ def _score(scan: _Scan, family: Family, version: int) -> _Score:
             if is_additional and not additional:
                 continue
             missing += int(np.count_nonzero(~rows[:, written]))
-    wrong_version = int(version != family.header_version)
-    return _Score(family, misfits, order, missing, unknown, example, wrong_version)
+    return _Score(family, misfits, order, missing, unknown, example, _version_cost(version, family))
+
+
+def _version_cost(version: int, family: Family) -> int:
+    if version == family.header_version:
+        return 0
+    return _NEWER_VERSION_COST if version == HEADER_VERSION_2026 else _VERSION_COST
 
 
 _LAYOUTS: dict[str, tuple[npt.NDArray[np.int16], tuple[tuple[int, bool], ...]]] = {}

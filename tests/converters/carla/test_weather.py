@@ -262,7 +262,9 @@ def _frame4_weather(data: bytes) -> tuple[int, bytes]:
     return weather_packets(data)[1]
 
 
-def test_garbled_weather_packet_is_a_format_error_naming_its_offset(tmp_path: Path) -> None:
+def test_garbled_weather_packet_is_a_format_error_naming_its_offset(
+    tmp_path: Path, runner: CliRunner
+) -> None:
     data = write(tmp_path / "w.log").read_bytes()
     offset, body = _frame4_weather(data)
     # The count says 3 records where the size holds 2: `2 + 3 * 56` != size.
@@ -273,6 +275,10 @@ def test_garbled_weather_packet_is_a_format_error_naming_its_offset(tmp_path: Pa
     with pytest.raises(FormatError, match=rf"\b{offset}\b") as caught:
         decode(bytes(garbled), family="ue4-dev-2026", strict=True)
     assert "24" in str(caught.value)
+    result = runner.invoke(app, ["carla", "roundtrip", str(bad), "--strict"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("nanorec: ")
+    assert f"packet id 24 (weather) at byte {offset}: count 3 needs" in result.stderr
     # Without `strict` the packet is carried raw and written back verbatim.
     report = convert(bad, tmp_path / "bad.zip", family="ue4-dev-2026")
     assert report.raw_packets == {WEATHER_ID: 1}
@@ -281,10 +287,11 @@ def test_garbled_weather_packet_is_a_format_error_naming_its_offset(tmp_path: Pa
     with CarlaRecording.open(tmp_path / "bad.zip") as rec:
         # Frame 4's records cannot be trusted: the weather stays the last good one.
         assert rec.frame(3).weather == rec.frame(1).weather is not None
-    # Detected rather than forced, a misfit weighs more than the header version: the file
-    # reads as 0.9.16 with two packets of an unknown id, still written back byte for byte.
-    convert(bad, tmp_path / "auto.zip")
-    assert export(tmp_path / "auto.zip", tmp_path / "auto.log").identical is True
+    # Detected, not forced: the header's version 2 still says "2026" (no older release
+    # writes it), so the one misfit does not turn the file into a 0.9.16 one with two
+    # packets of an unknown id.
+    auto = convert(bad, tmp_path / "auto.zip")
+    assert auto.family == "ue4-dev-2026" and auto.raw_packets == {WEATHER_ID: 1}
     assert len(body) == 2 + 2 * 56
 
 
