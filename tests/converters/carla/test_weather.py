@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
+from nanorec.converters.carla.clip import export_clip
 from nanorec.converters.carla.codec import decode
 from nanorec.converters.carla.convert import convert, export
 from nanorec.converters.carla.detect import detect
@@ -105,8 +106,13 @@ def runner() -> CliRunner:
     return make_runner()
 
 
-def test_the_bytes_follow_the_2026_sources(tmp_path: Path) -> None:
-    data = write(tmp_path / "w.log").read_bytes()
+LINE_2026 = ["ue4-dev-2026", "ue5-dev-2026"]
+
+
+@pytest.mark.parametrize("name", LINE_2026)
+def test_the_bytes_follow_the_2026_sources(name: str, tmp_path: Path) -> None:
+    # The record is fourteen `float` in both engines: UE5 widened FVector, not these.
+    data = write(tmp_path / "w.log", name).read_bytes()
     # Header version 2 (`Info.Version = RECORDER_VERSION;`), then the magic.
     assert data[:2] == struct.pack("<H", 2) and data[4:18] == b"CARLA_RECORDER"
     found = weather_packets(data)
@@ -135,8 +141,9 @@ def test_weather_names_are_carla_python_api_names() -> None:
         assert fixed_dtype(Kind.WEATHER, engine).names == CARLA_NAMES
 
 
-def test_world_weather_is_the_last_record_at_or_before_a_frame(tmp_path: Path) -> None:
-    path = write(tmp_path / "w.log")
+@pytest.mark.parametrize("name", LINE_2026)
+def test_world_weather_is_the_last_record_at_or_before_a_frame(name: str, tmp_path: Path) -> None:
+    path = write(tmp_path / "w.log", name)
     noon = Weather(**{n: f32(v) for n, v in NOON.items()})
     odd = Weather(**{n: f32(v) for n, v in ODD.items()})
     convert(path, tmp_path / "w.zip")
@@ -229,14 +236,51 @@ def test_cat_weather_rows(tmp_path: Path, runner: CliRunner) -> None:
     assert len(lines) == 4 and lines[1].startswith("2,1,")
 
 
-def test_convert_and_export_are_byte_exact(tmp_path: Path) -> None:
-    path = write(tmp_path / "w.log")
+@pytest.mark.parametrize("name", LINE_2026)
+def test_convert_and_export_are_byte_exact(name: str, tmp_path: Path) -> None:
+    path = write(tmp_path / "w.log", name)
     archive = tmp_path / "w.zip"
     report = convert(path, archive)
     assert report.raw_packets == {} and report.frames == 5
     back = tmp_path / "back.log"
     assert export(archive, back).identical is True
     assert back.read_bytes() == path.read_bytes()
+
+
+def test_a_clip_starts_with_the_weather_in_force(tmp_path: Path) -> None:
+    path = write(tmp_path / "w.log")
+    with CarlaRecording.open(path) as rec:
+        report = export_clip(rec, tmp_path / "clip.log", start=2, stop=5)
+        noon, odd = rec.frame(2).weather, rec.frame(3).weather
+    assert report.frames == 3
+    data = (tmp_path / "clip.log").read_bytes()
+    assert data[:2] == struct.pack("<H", 2)  # still a 2026 file
+    # Frame 1 of the clip carries NOON again (its replay must start in that weather).
+    first = struct.unpack("<H14f", weather_packets(data)[0][1])
+    assert first[0] == 1 and first[1:] == tuple(f32(NOON[n]) for n in CARLA_NAMES)
+    with CarlaRecording.open(tmp_path / "clip.log") as clip:
+        assert [clip.frame(i).weather for i in range(3)] == [noon, odd, odd]
+
+
+def test_a_crashed_server_loses_the_weather_of_its_last_frame(tmp_path: Path) -> None:
+    # CARLA flushes at the back-patches (spec §9); Weather's size is computed, not patched,
+    # and comes after the last back-patched packet (AnimVehicleWheels): a crash in a frame
+    # that sets the weather leaves neither that frame nor its Weather in the file.
+    path = tmp_path / "crash.log"
+    rec = RecordingWriter(path, "ue4-dev-2026", map_name="Town03", date=DATE)
+    with rec.frame(elapsed=0.0):
+        rec.weather(NOON)
+    rec.begin_frame(delta=0.05)
+    rec.weather(STORM)
+    rec.simulate_crash()
+    data = path.read_bytes()
+    assert len(weather_packets(data)) == 1
+    report = convert(path, tmp_path / "crash.zip")
+    assert report.truncation is not None and report.frames == 1
+    assert export(tmp_path / "crash.zip", tmp_path / "back.log").identical is True
+    assert (tmp_path / "back.log").read_bytes() == data
+    with CarlaRecording.open(tmp_path / "crash.zip") as got:
+        assert got.frame(0).weather == Weather(**{n: f32(v) for n, v in NOON.items()})
 
 
 def test_header_version_tells_the_2026_line_apart(tmp_path: Path) -> None:
