@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from nanorec.errors import FormatError
+
 __all__ = ["WEATHER_FIELDS", "Weather"]
 
 
@@ -50,7 +52,14 @@ class Weather(Mapping[str, float]):
     def from_record(cls, record: np.void | tuple[Any, ...]) -> Weather:
         """From one record of the Weather dtype (`fixed_dtype(Kind.WEATHER, engine)`)."""
         values = record.tolist() if isinstance(record, np.void) else record
-        return cls(*(float(v) for v in values))
+        if len(values) != len(WEATHER_FIELDS):
+            raise FormatError(
+                f"a Weather record has {len(WEATHER_FIELDS)} values, not {len(values)}"
+            )
+        # Built on every seek: fill the frozen instance directly, not through 14 setattrs.
+        weather = object.__new__(cls)
+        weather.__dict__.update(zip(WEATHER_FIELDS, map(float, values), strict=True))
+        return weather
 
     def __getitem__(self, name: str) -> float:
         if name not in _NAMES:

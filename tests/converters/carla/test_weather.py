@@ -139,6 +139,12 @@ def test_weather_names_are_carla_python_api_names() -> None:
     assert WEATHER_FIELDS == CARLA_NAMES
     for engine in Engine:
         assert fixed_dtype(Kind.WEATHER, engine).names == CARLA_NAMES
+    with pytest.raises(FormatError, match="14 values, not 13"):
+        Weather.from_record(tuple(range(13)))
+    # Equal to the same values built the ordinary way, and hashable like any frozen value.
+    values = tuple(float(v) for v in range(14))
+    assert Weather.from_record(values) == Weather(*values)
+    assert hash(Weather.from_record(values)) == hash(Weather(*values))
 
 
 @pytest.mark.parametrize("name", LINE_2026)
