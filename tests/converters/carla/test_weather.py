@@ -242,6 +242,20 @@ def test_cat_weather_rows(tmp_path: Path, runner: CliRunner) -> None:
     assert len(lines) == 4 and lines[1].startswith("2,1,")
 
 
+def test_a_weather_read_writes_back_the_same_record(tmp_path: Path) -> None:
+    source = write(tmp_path / "w.log")
+    with CarlaRecording.open(source) as rec:
+        odd = rec.frame(3).weather
+    assert odd is not None
+    with (
+        RecordingWriter(tmp_path / "again.log", "ue4-dev-2026", map_name="Town03") as again,
+        again.frame(elapsed=0.0),
+    ):
+        again.weather(odd)  # a Weather value is a mapping of its fields
+    written = weather_packets((tmp_path / "again.log").read_bytes())[0][1]
+    assert written[2:] == weather_packets(source.read_bytes())[1][1][2 + 56 :]
+
+
 @pytest.mark.parametrize("name", LINE_2026)
 def test_convert_and_export_are_byte_exact(name: str, tmp_path: Path) -> None:
     path = write(tmp_path / "w.log", name)
