@@ -24,7 +24,6 @@ keeps short human-readable evidence for the report. PhysicsControl wheel records
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ import numpy.typing as npt
 
 from nanorec.errors import NanorecError, UnsupportedError
 
+from .detect_facts import evidence
 from .header import Header
 from .ids import (
     ADDITIONAL_DATA,
@@ -72,7 +72,6 @@ _PREFIX_PARSERS: dict[Kind, Callable[[Cursor, Engine], object]] = {
     Kind.WALKER_BONES: WalkerBones.parse,
     Kind.ANIM_VEHICLE_WHEELS: VehicleWheels.parse,
 }
-_VECTOR_KINDS = ((6, "Position"), (12, "Kinematics"), (13, "BoundingBox"), (17, "TriggerVolume"))
 
 
 @dataclass(frozen=True)
@@ -305,7 +304,10 @@ def detect(
         key=lambda score: score.cost,  # stable: ties keep the FAMILIES (oldest-first) order
     )
     best = scores[0]
-    reasons = [*_evidence(scan, version), f"best fit {best.summary()}"]
+    reasons = [
+        *evidence(scan.buf, packets, scan.counts, scan.frame_no, version),
+        f"best fit {best.summary()}",
+    ]
     if len(scores) > 1:
         runner_up = scores[1]
         if runner_up.cost == best.cost:
@@ -320,77 +322,11 @@ def detect(
     return Detection(best.family, tuple(reasons))
 
 
-def _evidence(scan: _Scan, version: int) -> list[str]:
-    """Short facts behind the choice: header version, vector width, ids present, what
-    follows Collision."""
-    packets = scan.packets
-    line = ", the 2026 line's" if version == HEADER_VERSION_2026 else ""
-    facts = [f"header version {version}{line}"]
-    frames = int(scan.frame_no[-1]) if len(packets) else 0
-    facts.append(f"scanned {len(packets)} packets in {frames} frames")
-    facts.append(_engine_fact(scan))
-    present = [int(pid) for pid in np.flatnonzero(scan.counts)]
-    facts.append("ids present: " + _ranges(present))
-    if 20 in present:
-        facts.append("VisualTime (20) present: 0.9.14 or later")
-    elif 10 in present:
-        facts.append("VehicleLight (10) present, no VisualTime (20): 0.9.10 to 0.9.13")
-    after = np.flatnonzero(packets.ids[:-1] == 5) + 1
-    if len(after):
-        common, _ = Counter(packets.ids[after].tolist()).most_common(1)[0]
-        meaning = {
-            6: "no VehicleDoor slot (0.9.15 or earlier)",
-            21: "VehicleDoor at 21 (ue4-dev nightly or UE5)",
-            23: "VehicleDoor at 23 (0.9.16 or later)",
-        }.get(common, "unexpected")
-        facts.append(f"after Collision (5) comes id {common}: {meaning}")
-    return facts
-
-
 def _header_version(buf: Buffer) -> int:
     """The header's u16 version (-1 when the buffer is shorter than that)."""
     if len(buf) < 2:
         return -1
     return int(gather(buf, np.zeros(1, np.int64), _U16)[0])
-
-
-def _engine_fact(scan: _Scan) -> str:
-    packets = scan.packets
-    for pid, name in _VECTOR_KINDS:
-        mask = (packets.ids == pid) & (packets.sizes >= 4)
-        if not mask.any():
-            continue
-        offsets = packets.offsets[mask]
-        sizes = packets.sizes[mask].astype(np.int64)
-        counts = gather(scan.buf, offsets + 5, _U16).astype(np.int64)
-        hits = np.flatnonzero(counts > 0)
-        if not len(hits):
-            continue
-        i = hits[0]
-        n, size = int(counts[i]), int(sizes[i])
-        if size == 2 + 28 * n:
-            width = "28-byte records: UE4 float32 vectors"
-        elif size == 2 + 52 * n:
-            width = "52-byte records: UE5 float64 vectors"
-        else:
-            width = "neither 28- nor 52-byte records"
-        return f"{name} ({pid}) at byte {int(offsets[i])}: {n} records in {size} bytes, {width}"
-    return "no Position, Kinematics or BoundingBox record in the scan: width from EventAdd"
-
-
-def _ranges(values: list[int]) -> str:
-    if not values:
-        return "none"
-    parts: list[str] = []
-    first = prev = values[0]
-    for value in [*values[1:], None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        parts.append(str(first) if first == prev else f"{first}-{prev}")
-        if value is not None:
-            first = prev = value
-    return ", ".join(parts)
 
 
 def resolve(buf: Buffer, start: int | None = None, family: str | Family | None = None) -> Detection:
