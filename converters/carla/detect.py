@@ -1,4 +1,5 @@
-"""Which CARLA release family wrote a file: detected from the packets, never from the header.
+"""Which CARLA release family wrote a file: detected from the packets; the header's version
+is only a hint (2 in the 2026 line).
 
 Every CARLA build up to 0.9.16 writes header version 1 (spec §2), yet ids 21-24 change
 meaning between releases and UE5 doubles every vector (spec §4, §9). Following spec §10, the

@@ -28,8 +28,9 @@ __all__ = ["WEATHER_FIELDS", "Weather"]
 class Weather(Mapping[str, float]):
     """One Weather record: `carla.WeatherParameters`' fields, in the file's order.
 
-    Angles in degrees, `fog_distance` in metres, `fog_falloff` a density factor, the rest
-    0-100 intensities, as CARLA's Python API documents them; the values are the file's
+    As CARLA's Python API documents them: the sun angles in degrees, `fog_distance` in
+    metres, cloudiness, precipitation, deposits, wind, fog density, wetness and dust storm
+    0-100, the rest (fog falloff, scattering) unitless factors. The values are the file's
     float32 numbers widened to float (no rounding).
     """
 
