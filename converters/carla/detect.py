@@ -1,8 +1,9 @@
-"""Which CARLA release family wrote a file: detected from the packets, never from the header.
+"""Which CARLA release family wrote a file: detected from the packets; the header's version
+is only a hint (2 in the 2026 line).
 
-Every CARLA build writes header version 1 (spec §2), yet ids 21-24 change meaning between
-releases and UE5 doubles every vector (spec §4, §9). Following spec §10, the first few
-hundred frames are scanned and every family of `ids.FAMILIES` is scored on them:
+Every CARLA build up to 0.9.16 writes header version 1 (spec §2), yet ids 21-24 change
+meaning between releases and UE5 doubles every vector (spec §4, §9). Following spec §10, the
+first few hundred frames are scanned and every family of `ids.FAMILIES` is scored on them:
 
 - a packet of an id the family knows whose body does not fit that kind's layout (the
   vector width shows up here: a Position of n records is 2 + 28n bytes in UE4, 2 + 52n in
@@ -11,17 +12,19 @@ hundred frames are scanned and every family of `ids.FAMILIES` is scored on them:
   Collision in door-era builds, wheels and biker after the lights...);
 - "always written" packets missing from a complete frame (VisualTime since 0.9.14,
   VehicleLight since 0.9.10, wheels and biker since 0.9.15...);
-- ids below 100 the family does not know (user packets >= 100 never count).
+- ids below 100 the family does not know (user packets >= 100 never count);
+- a header version other than the family's (the 2026 line writes 2, `ids.HEADER_VERSION_2026`).
+  A 2 weighs as much as a misfit against every older family, since nothing before 2026
+  writes it; a 1 weighs least against the 2026 families, since their 2 is read from two
+  derivatives of the 2026 sources, not from CARLA's own (one Weather packet outweighs it).
 
-The family with the lowest cost wins; ties go to the older family (a 0.9.16 file without
-weather records cannot be told from ue4-dev 2026 and is reported as 0.9.16). The result
+The family with the lowest cost wins; ties go to the older family. The result
 keeps short human-readable evidence for the report. PhysicsControl wheel records (36 or
 48 bytes) are decided per packet by the record parser, not here.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,11 +33,13 @@ import numpy.typing as npt
 
 from nanorec.errors import NanorecError, UnsupportedError
 
+from .detect_facts import evidence
 from .header import Header
 from .ids import (
     ADDITIONAL_DATA,
     FAMILIES,
     FIRST_USER_ID,
+    HEADER_VERSION_2026,
     SHAPES,
     Engine,
     Family,
@@ -59,6 +64,8 @@ _MISFIT_COST = 10
 _ORDER_COST = 3
 _UNKNOWN_COST = 3
 _MISSING_COST = 2
+_VERSION_COST = 1  # a header version other than the family's...
+_NEWER_VERSION_COST = 10  # ... when it is the 2026 line's 2 and the family is older
 _VAR_SAMPLE = 12  # non-empty VAR packets parsed per id when scoring
 _PREFIX_RECORDS = 16  # records parsed in a sampled VAR packet that has more
 _PREFIX_PARSERS: dict[Kind, Callable[[Cursor, Engine], object]] = {
@@ -66,7 +73,6 @@ _PREFIX_PARSERS: dict[Kind, Callable[[Cursor, Engine], object]] = {
     Kind.WALKER_BONES: WalkerBones.parse,
     Kind.ANIM_VEHICLE_WHEELS: VehicleWheels.parse,
 }
-_VECTOR_KINDS = ((6, "Position"), (12, "Kinematics"), (13, "BoundingBox"), (17, "TriggerVolume"))
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,7 @@ class _Score:
     missing: int
     unknown: int
     example: str | None
+    version: int = 0  # the cost of a header version other than the family's
 
     @property
     def cost(self) -> int:
@@ -183,6 +190,7 @@ class _Score:
             + _ORDER_COST * self.order
             + _MISSING_COST * self.missing
             + _UNKNOWN_COST * self.unknown
+            + self.version
         )
 
     def summary(self) -> str:
@@ -197,10 +205,12 @@ class _Score:
             parts.append(f"{self.missing} always-written packets missing")
         if self.unknown:
             parts.append(f"{self.unknown} packets of unknown ids")
+        if self.version:
+            parts.append(f"header version is not {self.family.header_version}")
         return f"{self.family.name}: " + ", ".join(parts)
 
 
-def _score(scan: _Scan, family: Family) -> _Score:
+def _score(scan: _Scan, family: Family, version: int) -> _Score:
     ids = scan.packets.ids
     misfits = 0
     example: str | None = None
@@ -230,7 +240,13 @@ def _score(scan: _Scan, family: Family) -> _Score:
             if is_additional and not additional:
                 continue
             missing += int(np.count_nonzero(~rows[:, written]))
-    return _Score(family, misfits, order, missing, unknown, example)
+    return _Score(family, misfits, order, missing, unknown, example, _version_cost(version, family))
+
+
+def _version_cost(version: int, family: Family) -> int:
+    if version == family.header_version:
+        return 0
+    return _NEWER_VERSION_COST if version == HEADER_VERSION_2026 else _VERSION_COST
 
 
 _LAYOUTS: dict[str, tuple[npt.NDArray[np.int16], tuple[tuple[int, bool], ...]]] = {}
@@ -270,6 +286,7 @@ def detect(
     """
     if start is None:
         start = Header.parse(buf).size
+    version = _header_version(buf)
     packets = walk(buf, start, limit=start + max_bytes)
     frame_no = np.cumsum(packets.ids == 0)
     keep = frame_no <= max_frames
@@ -284,11 +301,14 @@ def detect(
         )
     scan = _Scan(buf, packets)
     scores = sorted(
-        (_score(scan, family) for family in FAMILIES.values()),
+        (_score(scan, family, version) for family in FAMILIES.values()),
         key=lambda score: score.cost,  # stable: ties keep the FAMILIES (oldest-first) order
     )
     best = scores[0]
-    reasons = [*_evidence(scan), f"best fit {best.summary()}"]
+    reasons = [
+        *evidence(scan.buf, packets, scan.counts, scan.frame_no, version),
+        f"best fit {best.summary()}",
+    ]
     if len(scores) > 1:
         runner_up = scores[1]
         if runner_up.cost == best.cost:
@@ -303,68 +323,11 @@ def detect(
     return Detection(best.family, tuple(reasons))
 
 
-def _evidence(scan: _Scan) -> list[str]:
-    """Short facts behind the choice: vector width, ids present, what follows Collision."""
-    packets = scan.packets
-    facts: list[str] = []
-    frames = int(scan.frame_no[-1]) if len(packets) else 0
-    facts.append(f"scanned {len(packets)} packets in {frames} frames")
-    facts.append(_engine_fact(scan))
-    present = [int(pid) for pid in np.flatnonzero(scan.counts)]
-    facts.append("ids present: " + _ranges(present))
-    if 20 in present:
-        facts.append("VisualTime (20) present: 0.9.14 or later")
-    elif 10 in present:
-        facts.append("VehicleLight (10) present, no VisualTime (20): 0.9.10 to 0.9.13")
-    after = np.flatnonzero(packets.ids[:-1] == 5) + 1
-    if len(after):
-        common, _ = Counter(packets.ids[after].tolist()).most_common(1)[0]
-        meaning = {
-            6: "no VehicleDoor slot (0.9.15 or earlier)",
-            21: "VehicleDoor at 21 (ue4-dev nightly or UE5)",
-            23: "VehicleDoor at 23 (0.9.16 or later)",
-        }.get(common, "unexpected")
-        facts.append(f"after Collision (5) comes id {common}: {meaning}")
-    return facts
-
-
-def _engine_fact(scan: _Scan) -> str:
-    packets = scan.packets
-    for pid, name in _VECTOR_KINDS:
-        mask = (packets.ids == pid) & (packets.sizes >= 4)
-        if not mask.any():
-            continue
-        offsets = packets.offsets[mask]
-        sizes = packets.sizes[mask].astype(np.int64)
-        counts = gather(scan.buf, offsets + 5, _U16).astype(np.int64)
-        hits = np.flatnonzero(counts > 0)
-        if not len(hits):
-            continue
-        i = hits[0]
-        n, size = int(counts[i]), int(sizes[i])
-        if size == 2 + 28 * n:
-            width = "28-byte records: UE4 float32 vectors"
-        elif size == 2 + 52 * n:
-            width = "52-byte records: UE5 float64 vectors"
-        else:
-            width = "neither 28- nor 52-byte records"
-        return f"{name} ({pid}) at byte {int(offsets[i])}: {n} records in {size} bytes, {width}"
-    return "no Position, Kinematics or BoundingBox record in the scan: width from EventAdd"
-
-
-def _ranges(values: list[int]) -> str:
-    if not values:
-        return "none"
-    parts: list[str] = []
-    first = prev = values[0]
-    for value in [*values[1:], None]:
-        if value is not None and value == prev + 1:
-            prev = value
-            continue
-        parts.append(str(first) if first == prev else f"{first}-{prev}")
-        if value is not None:
-            first = prev = value
-    return ", ".join(parts)
+def _header_version(buf: Buffer) -> int:
+    """The header's u16 version (-1 when the buffer is shorter than that)."""
+    if len(buf) < 2:
+        return -1
+    return int(gather(buf, np.zeros(1, np.int64), _U16)[0])
 
 
 def resolve(buf: Buffer, start: int | None = None, family: str | Family | None = None) -> Detection:

@@ -34,7 +34,6 @@ from nanorec.errors import FormatError, UnsupportedError, UsageError
 from .geometry import carla_delta
 from .ids import (
     ADDITIONAL_DATA,
-    HEADER_VERSION,
     MAGIC,
     SHAPES,
     Engine,
@@ -174,7 +173,7 @@ class FrameWriter:
         self._pending_deletes: list[int] = []
 
         header = (
-            U16.pack(HEADER_VERSION)
+            U16.pack(self.family.header_version)
             + pack_string(MAGIC.decode("ascii"))
             + I64.pack(date)
             + pack_string(map_name)

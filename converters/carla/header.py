@@ -1,10 +1,10 @@
 """The CARLA recorder file header ("info"): version, magic, date and map name (spec §2).
 
-The header is the only place a CARLA file can be recognised, and it says nothing about the
-release that wrote it (the version is 1 everywhere), so this module only checks the magic
-and keeps every byte: the version is carried as written, the date as the raw signed 64-bit
-Unix seconds, and the map name with `surrogateescape` so that a non-UTF-8 name still
-serializes to the same bytes.
+The header is the only place a CARLA file can be recognised, and it says little about the
+release that wrote it (the version is 1 up to 0.9.16 and 2 in the 2026 line, a hint that
+`detect.py` weighs), so this module only checks the magic and keeps every byte: the version
+is carried as written, the date as the raw signed 64-bit Unix seconds, and the map name
+with `surrogateescape` so that a non-UTF-8 name still serializes to the same bytes.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ class Header:
 
     @classmethod
     def new(cls, map_name: str, date: int, *, version: int = HEADER_VERSION) -> Header:
-        """A header as CARLA writes it (version 1, the standard magic); `date` in Unix s."""
+        """A header as CARLA writes it (version 1 unless given, the standard magic); `date`
+        in Unix s."""
         size = 2 + len(_MAGIC_FIELD) + 8 + 2 + len(map_name.encode("utf-8", "surrogateescape"))
         return cls(version, MAGIC.decode("ascii"), date, map_name, size)
 

@@ -17,6 +17,13 @@ from nanorec.errors import UnknownNameError
 
 MAGIC = b"CARLA_RECORDER"
 HEADER_VERSION = 1
+# The 2026 line writes `RECORDER_VERSION` 2 (`#define RECORDER_VERSION (2)` beside the weather
+# code in both 2026 derivatives we could read, xiao-ma-gua/hutb @66fdd8c, a DReyeVR fork
+# that merged it over its own `Info.Version = 1` of @cfceb47, and louiszengCN/CarlaAir
+# @440c2e0, a UE5 port). 0.9.10-0.9.15 (`Info.Version = 1` @0055672, spec §2), UE5 0.10.0
+# (@0c0c985) and hutb's door-era code before the merge write the literal 1. The official
+# 2026 `CarlaRecorder.cpp` itself was not readable: UNCERTAIN, but the only evidence there is.
+HEADER_VERSION_2026 = 2
 PACKET_HEADER_SIZE = 5  # u8 id + u32 size
 FIRST_USER_ID = 100  # ids >= 100 are reserved for user packets (spec §3.1)
 
@@ -140,6 +147,7 @@ class Family:
     ids: Mapping[int, Kind]
     order: tuple[OrderItem, ...]
     physics_wheel_size: int | None  # UE4 wheel record bytes (36 or 48); None = UE5 opaque
+    header_version: int = HEADER_VERSION  # the u16 its recorder writes at offset 0
     kinds: Mapping[Kind, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -302,6 +310,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 _IDS_2026,
                 _ORDER_2026,
                 48,
+                HEADER_VERSION_2026,
             ),
             Family(
                 "ue5-0.10",
@@ -318,6 +327,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
                 _IDS_2026,
                 _ORDER_2026,
                 None,
+                HEADER_VERSION_2026,
             ),
         )
     }

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from .ids import ActorType, Engine, Kind, TrafficLightState
 from .message import kind_key, maps_to_var, records
 from .records import ActorAdd, PhysicsControl, VarRecord
+from .weather import Weather
 
 __all__ = [
     "Actor",
@@ -35,6 +36,7 @@ __all__ = [
     "TrafficLight",
     "Vector3D",
     "VehicleControl",
+    "Weather",
     "World",
 ]
 
@@ -261,7 +263,7 @@ class World:
     actors: Mapping[int, Actor]
     traffic_lights: Mapping[int, TrafficLight]
     scene_lights: Mapping[int, SceneLight]
-    weather: Mapping[str, float] | None
+    weather: Weather | None  # the last Weather record at or before this frame (2026 files)
     events: FrameEvents
     visual_time: float | None
     platform_time: float | None

@@ -20,6 +20,7 @@ from nanorec.errors import FormatError
 from .ids import Engine, Kind
 from .message import kind_key, records, wheel_records
 from .records import WHEEL_ANIM_DTYPE
+from .weather import Weather
 from .world import (
     Actor,
     BoundingBox,
@@ -74,11 +75,7 @@ def build_world(
         _columns(tables.sparse[Kind.SCENE_LIGHT].latest_rows(index, "light_id")), _scene_light
     )
     weather_rows = tables.sparse[Kind.WEATHER].upto(index)
-    weather = (
-        dict(zip(weather_rows.dtype.names or (), weather_rows[-1].tolist(), strict=True))
-        if len(weather_rows)
-        else None
-    )
+    weather = Weather.from_record(weather_rows[-1]) if len(weather_rows) else None
     actors = _ActorMap(index, frame, tables, rows, traffic_lights, earlier_frame, lookback)
     return World(
         index=index,

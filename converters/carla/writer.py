@@ -263,7 +263,7 @@ class RecordingWriter(FrameWriter):
         self.add_raw(Kind.ANIM_VEHICLE_WHEELS, rows.tobytes(), len(ids))
 
     def weather(self, values: Mapping[str, float]) -> None:
-        """Weather: one record; missing parameters are 0, unknown names raise ValueError."""
+        """Weather (2026 line): one record, from a `Weather` or its fields (missing ones 0)."""
         unknown = set(values) - set(_WEATHER_FIELDS)
         if unknown:
             raise UsageError(f"unknown weather parameters {sorted(unknown)}")

@@ -90,7 +90,8 @@ def walk(data: bytes, fam: Family) -> Walked:
     """Walk every packet; assert ids are known and every record ends at its packet size."""
     ue5 = fam.engine is Engine.UE5
     vec = 24 if ue5 else 12
-    assert struct.unpack_from("<H", data, 0)[0] == 1
+    # `Info.Version = 1` up to 0.9.16 and UE5 0.10; `RECORDER_VERSION (2)` in the 2026 line.
+    assert struct.unpack_from("<H", data, 0)[0] == (2 if fam.name.endswith("-2026") else 1)
     assert data[2:18] == b"\x0e\x00CARLA_RECORDER"
     (date,) = struct.unpack_from("<q", data, 18)
     (map_len,) = struct.unpack_from("<H", data, 26)
