@@ -15,6 +15,7 @@ no replay) plus the collision records of the last `RECENT_S` seconds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,8 @@ import numpy.typing as npt
 
 from nanorec.outputs import layers
 
-from .ids import ActorType, TrafficLightState
+from .ids import ActorType, Kind, TrafficLightState
+from .message import records
 from .plot_data import (
     CM_PER_M,
     DEFAULT_EXTENT_CM,
@@ -43,12 +45,15 @@ __all__ = ["KINDS", "LIGHT_STATES", "RECENT_S", "CarlaView"]
 
 #: The box classes: `plot`'s actor kinds, with traffic lights apart from "other".
 KINDS = ("vehicle", "bike", "walker", "traffic_light", "other")
-#: The traffic-light point classes ("unknown" also for a light with no State record).
-LIGHT_STATES = ("red", "yellow", "green", "off", "unknown")
+#: The traffic-light point classes, in `TrafficLightState`'s numbering ("unknown" also for
+#: a light with no State record in the frame, or a state byte CARLA does not define).
+LIGHT_STATES = tuple(state.name.lower() for state in TrafficLightState)
 #: Collisions whose frame lies at most this many seconds before the scene's are marked.
 RECENT_S = 2.0
 #: The overview's hero path and bounds read at most this many evenly spaced frames.
 OVERVIEW_FRAMES = 4000
+#: Half-sizes (cm) of an actor of no kind `plot` sizes (a light, a sensor): `footprint`'s.
+_OTHER_CM = (50.0, 50.0)
 #: role_name values that make an actor the one the view follows ("hero" first, as `plot`).
 HERO_ROLES = ("hero", "ego")
 
@@ -113,14 +118,14 @@ class CarlaView:
         hero to follow. Raises `OutOfRangeError` outside the recording."""
         world = self.rec.frame(number)
         actors = posed_actors(world)
+        alive = {actor.id: actor for actor in actors}
         scene: dict[str, Any] = {
             "layers": [
                 actor_boxes(actors),
-                self._lights(world),
+                self._lights(world, alive),
                 self._collisions(world.index),
             ]
         }
-        alive = {actor.id: actor for actor in actors}
         for hero in self.heroes:
             if hero in alive:
                 where = alive[hero].location
@@ -128,18 +133,23 @@ class CarlaView:
                 break
         return scene
 
-    def _lights(self, world: World) -> dict[str, Any]:
-        """Each traffic light with a State record or a TrafficLightTime, at its actor's
-        place, classed by its state (`plot_data.traffic_lights` draws the same ones)."""
-        xs, ys, states = [], [], []
-        for light_id, light in world.traffic_lights.items():
-            actor = world.actors.get(light_id)
-            if actor is None:
-                continue
-            xs.append(actor.location.x / CM_PER_M)
-            ys.append(-actor.location.y / CM_PER_M)
-            states.append(_STATE_CLASS.get(light.state, len(LIGHT_STATES) - 1))
-        return layers.points("traffic lights", xs, ys, states, LIGHT_STATES)
+    def _lights(self, world: World, alive: Mapping[int, Actor]) -> dict[str, Any]:
+        """Each traffic light of `world.traffic_lights` (a State record or a
+        TrafficLightTime) that is a live actor, at its place, classed by the frame's State
+        record ("unknown" without one): what `plot_data.traffic_lights` draws, read from the
+        frame's records instead of building a `TrafficLight` and a full `Actor` per light."""
+        states = records(self.rec.frame_map(world.index), Kind.STATE, self.rec.family.engine)
+        codes = dict(zip(states["id"].tolist(), states["state"].tolist(), strict=True))
+        unknown = len(LIGHT_STATES) - 1
+        xs, ys, classes = [], [], []
+        for light_id in world.traffic_lights:
+            actor = alive.get(light_id)
+            if actor is not None:
+                xs.append(actor.location.x / CM_PER_M)
+                ys.append(-actor.location.y / CM_PER_M)
+                code = codes.get(light_id)
+                classes.append(code if code is not None and 0 <= code < unknown else unknown)
+        return layers.points("traffic lights", xs, ys, classes, LIGHT_STATES)
 
     def _collisions(self, number: int) -> dict[str, Any]:
         """The collisions first in contact within `RECENT_S` s before frame `number` (and
@@ -163,15 +173,6 @@ class CarlaView:
         return actor_kinds(self.rec)
 
 
-_STATE_CLASS: dict[TrafficLightState | None, int] = {
-    TrafficLightState.RED: 0,
-    TrafficLightState.YELLOW: 1,
-    TrafficLightState.GREEN: 2,
-    TrafficLightState.OFF: 3,
-    TrafficLightState.UNKNOWN: 4,
-}
-
-
 def kind_of(actor: Actor) -> int:
     """The actor's index in `KINDS`, by `plot_data.actor_kinds`'s rule (a vehicle with two
     wheels is a bike) from the description of the spawn alive at the frame."""
@@ -188,35 +189,34 @@ def actor_boxes(actors: list[Actor]) -> dict[str, Any]:
     """One box per actor: `plot_data.footprint`'s rectangle (the recorded bounding box,
     offset from the actor's origin and turned by its yaw, else `DEFAULT_EXTENT_CM` of its
     kind, else 1 m square) as centre, yaw, length and width, y flipped."""
-    count = len(actors)
-    location = np.empty((count, 2))
-    yaw = np.empty(count)
-    half = np.empty((count, 2))
-    offset = np.zeros((count, 2))
-    classes = np.empty(count, np.int32)
-    for row, actor in enumerate(actors):
+    rows = []
+    for actor in actors:
         kind = kind_of(actor)
-        classes[row] = kind
-        location[row] = actor.location.x, actor.location.y
-        yaw[row] = actor.rotation.yaw
         box = actor.bounding_box
         if box is not None and box.extent.x > 0 and box.extent.y > 0:
-            half[row] = box.extent.x, box.extent.y
-            offset[row] = box.location.x, box.location.y
+            half_x, half_y, off_x, off_y = (
+                box.extent.x,
+                box.extent.y,
+                box.location.x,
+                box.location.y,
+            )
         else:
-            half[row] = DEFAULT_EXTENT_CM.get(KINDS[kind], (50.0, 50.0))
-    turn = np.radians(yaw)
-    cos, sin = np.cos(turn), np.sin(turn)
-    centre_x = location[:, 0] + offset[:, 0] * cos - offset[:, 1] * sin
-    centre_y = location[:, 1] + offset[:, 0] * sin + offset[:, 1] * cos
+            (half_x, half_y), off_x, off_y = DEFAULT_EXTENT_CM.get(KINDS[kind], _OTHER_CM), 0, 0
+        place, turn = actor.location, actor.rotation.yaw
+        rows.append((place.x, place.y, turn, half_x, half_y, off_x, off_y, kind))
+    table = np.array(rows, np.float64).reshape(-1, 8)
+    x, y, yaw, half_x, half_y, off_x, off_y, kinds = table.T
+    cos, sin = np.cos(np.radians(yaw)), np.sin(np.radians(yaw))
+    centre_x = x + off_x * cos - off_y * sin
+    centre_y = y + off_x * sin + off_y * cos
     return layers.boxes(
         "actors",
         centre_x / CM_PER_M,
         -centre_y / CM_PER_M,
         -yaw,
-        2 * half[:, 0] / CM_PER_M,
-        2 * half[:, 1] / CM_PER_M,
-        classes,
+        2 * half_x / CM_PER_M,
+        2 * half_y / CM_PER_M,
+        kinds,
         KINDS,
     )
 
