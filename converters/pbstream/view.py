@@ -30,6 +30,7 @@ from nanorec.outputs.png import PNG_MIME, png_bytes
 from .plot import KINDS, constraint_kind
 from .records import NODE, POSE_GRAPH
 from .rosmap import assemble
+from .trajectory import Poses
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording
@@ -48,14 +49,19 @@ class PbstreamView:
         self.rec = rec
 
     @cached_property
+    def paths(self) -> dict[int, Poses]:
+        """`rec.trajectories()` once (an unfinished state decodes every node record)."""
+        return self.rec.trajectories()
+
+    @cached_property
     def trajectory_ids(self) -> list[int]:
-        return sorted(self.rec.trajectories())
+        return sorted(self.paths)
 
     @cached_property
     def overview(self) -> dict[str, Any]:
         """The map image, trajectories, submaps and constraints, and their bounds."""
         rec = self.rec
-        paths = rec.trajectories()
+        paths = self.paths
         names = [f"trajectory {tid}" for tid in self.trajectory_ids]
         tracks = layers.lines(
             "trajectories",
@@ -97,7 +103,7 @@ class PbstreamView:
         """Each constraint whose submap and node have poses, as a segment, by kind."""
         graph = self.rec.pose_graph()
         submaps = _places(graph.submaps)
-        nodes = _places(self.rec.trajectories())
+        nodes = _places(self.paths)
         segments: list[npt.NDArray[np.float64]] = []
         kinds = list(KINDS)
         classes: list[int] = []
@@ -130,7 +136,7 @@ class PbstreamView:
         graph_records = rec.numbers_of(POSE_GRAPH)
         fallback = int(graph_records[0]) if len(graph_records) else _NEVER
         found_numbers, found_xy, found_class = [], [], []
-        for row, (tid, poses) in enumerate(rec.trajectories().items()):
+        for row, (tid, poses) in enumerate(self.paths.items()):
             found_numbers.append(
                 np.array([recorded.get((tid, i), fallback) for i in poses.index.tolist()])
             )

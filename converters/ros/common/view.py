@@ -10,7 +10,8 @@ measures a track). Each source stays in its own frame: nothing is transformed, a
 A scene at message N is, for each source, its position in the latest message at or before
 N's time (one decode per topic, found by `searchsorted` in the topic's message numbers; tf
 looks back at most `TF_LOOKBACK` messages), and the latest image of each image topic
-(`sensor_msgs/Image` encoded as PNG, `CompressedImage` as its bytes with their mime), so a
+(`sensor_msgs/Image` encoded as PNG at zlib level 1: scrubbing wants it soon more than small,
+`CompressedImage` as its bytes with their mime), so a
 call costs a few decodes whatever the bag's length. The message numbers of the drawn topics
 are the only per-recording cache (4 bytes a message).
 """
@@ -172,7 +173,7 @@ class RosView:
             if frame is not None:
                 pixels = np.round(np.clip(frame.pixels, 0.0, 1.0) * 255).astype(np.uint8)
                 try:
-                    picture = layers.image(topic, PNG_MIME, png_bytes(pixels))
+                    picture = layers.image(topic, PNG_MIME, png_bytes(pixels, level=1))
                 except UsageError:
                     picture = None
         self._images[topic] = (number, picture)
