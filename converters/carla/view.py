@@ -103,8 +103,8 @@ class CarlaView:
         return {"bounds": bounds, "layers": [path_layer]}
 
     def _spawn_places(self) -> npt.NDArray[np.float64]:
-        """Where unparented traffic lights and signs were spawned (m, y up): the lights the
-        scene draws, which no Position record places."""
+        """Where traffic lights and signs were spawned (m, y up): the lights the scene draws,
+        which no Position record places."""
         tables = self.rec.tables
         found = []
         for row in range(len(tables.spawn_ids)):

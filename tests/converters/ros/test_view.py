@@ -116,6 +116,16 @@ def test_raw_images_come_as_png(robot: Any) -> None:
     assert robot.view_scene(first + 1)["layers"][1] is picture  # the same frame: kept
 
 
+def test_new_definitions_make_a_new_view() -> None:
+    """A ROS 2 recording decodes anew when its `msg_path` or `distro` changes; so must its
+    view, which keeps decoded messages (the last image of each topic)."""
+    with registry.open(SAMPLES / "ros2-robot") as rec:
+        first = rec.viewer
+        assert rec.viewer is first
+        rec.msg_path = []
+        assert rec.viewer is not first
+
+
 def test_out_of_range(robot: Any) -> None:
     with pytest.raises(OutOfRangeError):
         robot.view_scene(len(robot))
