@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,9 @@ from .records import FIXED_DTYPES
 from .world import World
 from .world_build import build_world
 from .world_tables import WorldTables
+
+if TYPE_CHECKING:
+    from .view import CarlaView
 
 #: Rotations in Python: named fields, in `carla.Rotation`'s order (degrees).
 ROTATION_DTYPE = np.dtype([("pitch", "<f8"), ("yaw", "<f8"), ("roll", "<f8")])
@@ -87,6 +90,7 @@ class CarlaRecording(ArchiveRecording):
         )
         self.tables = WorldTables(self.family.engine, reader.meta(WORLD_MEMBER))
         self._cache: OrderedDict[int, Mapping[str, Any]] = OrderedDict()
+        self._viewer: CarlaView | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, family: str | None = None) -> CarlaRecording:
@@ -161,6 +165,22 @@ class CarlaRecording(ArchiveRecording):
         from .standard import standard_messages
 
         return standard_messages(self, selection)
+
+    def view_overview(self) -> dict[str, Any]:
+        """The hero's path and the bounds of every actor, for `nanorec view` (`view.py`)."""
+        return self._view().overview
+
+    def view_scene(self, number: int) -> dict[str, Any]:
+        """Frame `number` from above: actors as boxes, traffic lights by state, recent
+        collisions, the hero to follow (`view.py`; y flipped to point up)."""
+        return self._view().scene(number)
+
+    def _view(self) -> CarlaView:
+        from .view import CarlaView
+
+        if self._viewer is None:
+            self._viewer = CarlaView(self)
+        return self._viewer
 
     def summary(self) -> dict[str, Any]:
         summary = super().summary()

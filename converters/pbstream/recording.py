@@ -13,7 +13,8 @@ import contextlib
 import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +32,9 @@ from .records import NODE, POSE_GRAPH, SENSOR_KINDS, SUBMAP, UNIX_EPOCH_TICKS, t
 from .stream import entry_payload
 from .trajectory import PoseGraph, Poses, local_poses, node_dims, node_local
 from .wire import LEN, iter_fields
+
+if TYPE_CHECKING:
+    from .view import PbstreamView
 
 
 def iso(ticks: int) -> str:
@@ -268,6 +272,21 @@ class PbstreamRecording(ArchiveRecording):
             if len(dims) == 2:
                 break
         return dims
+
+    @cached_property
+    def viewer(self) -> PbstreamView:
+        """What `nanorec view` draws of the state (`view.py`), cached per recording."""
+        from .view import PbstreamView
+
+        return PbstreamView(self)
+
+    def view_overview(self) -> dict[str, Any]:
+        """The map, trajectories, submaps and constraints, and their bounds."""
+        return self.viewer.overview
+
+    def view_scene(self, number: int) -> dict[str, Any]:
+        """The nodes reached at record `number`, the current one followed."""
+        return self.viewer.scene(number)
 
     def summary(self) -> dict[str, Any]:
         summary = super().summary()

@@ -31,9 +31,11 @@ from nanorec.contract import (
     ConvertRequest,
     ExportRequest,
     Recording,
+    Viewable,
     foreign_forms,
 )
 from nanorec.errors import NanorecError
+from nanorec.outputs.layers import check_view
 from nanorec.selection import Selection
 from tests.conftest import make_runner
 from tests.converters import fuzz
@@ -51,6 +53,9 @@ class ConverterContract:
     """Subclass with `name` (the converter's) and a `samples` fixture."""
 
     name: ClassVar[str]
+    #: Whether the format's recordings draw themselves in `nanorec view` (`Viewable`); a
+    #: format that does not says so here, and the suite checks it is not half-made.
+    viewable: ClassVar[bool] = True
 
     @pytest.fixture
     def samples(self) -> list[Path]:
@@ -142,6 +147,20 @@ class ConverterContract:
             with registry.open(sample) as rec:
                 text = json.dumps(rec.summary(), allow_nan=False)
                 assert json.loads(text)["messages"] == len(rec)
+
+    def test_view_layers_are_well_formed(self, samples: list[Path]) -> None:
+        """Each sample is `Viewable` (or declared not to be): its overview and the scenes of
+        its first, middle and last messages are layers of flat numeric columns of one
+        length, class indices inside their classes, bounds and follow points finite."""
+        for sample in samples:
+            with registry.open(sample) as rec:
+                if not self.viewable:
+                    assert not isinstance(rec, Viewable), sample
+                    continue
+                assert isinstance(rec, Viewable), sample
+                check_view(rec.view_overview(), overview=True)
+                for number in sorted({0, len(rec) // 2, len(rec) - 1} if len(rec) else ()):
+                    check_view(rec.view_scene(number), overview=False)
 
     # -- damaged input -----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from tests.converters.fake_plugin import sample
 
 class TestFakeContract(ConverterContract):
     name = "fake"
+    viewable = False  # a plug-in that draws nothing is still a format
 
     def fuzz_boundaries(self, data: bytes) -> list[int]:
         return [i + 1 for i, byte in enumerate(data) if byte == 0x0A]

@@ -25,6 +25,7 @@ from .msgdef import Decoder
 if TYPE_CHECKING:
     from nanorec.outputs.mcap import McapRecord, Progress
 
+    from ..common.view import RosView
     from .play import BagPlayer
 
 
@@ -165,6 +166,21 @@ class BagRecording(ArchiveRecording):
         from .mcap import mcap_messages
 
         return mcap_messages(self, selection, progress)
+
+    @cached_property
+    def viewer(self) -> RosView:
+        """What `nanorec view` draws of the bag (`common/view.py`), cached per recording."""
+        from ..common.view import RosView
+
+        return RosView(self)
+
+    def view_overview(self) -> dict[str, Any]:
+        """The paths of every pose-like topic and tf frame, and their bounds."""
+        return self.viewer.overview
+
+    def view_scene(self, number: int) -> dict[str, Any]:
+        """Each path's latest position at message `number` and the latest images."""
+        return self.viewer.scene(number)
 
     def summary(self) -> dict[str, Any]:
         from .info import facts_of_archive

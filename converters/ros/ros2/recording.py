@@ -31,6 +31,7 @@ from .storage import ZSTD_MAGIC
 if TYPE_CHECKING:
     from nanorec.outputs.mcap import McapRecord, Progress
 
+    from ..common.view import RosView
     from .cdr import Decoder
     from .play import Ros2Player
 
@@ -54,7 +55,7 @@ class Ros2Recording(ArchiveRecording):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in ("msg_path", "distro"):  # what `definitions` was resolved from
-            for cached in ("definitions", "decoder", "_trial"):
+            for cached in ("definitions", "decoder", "_trial", "viewer"):
                 self.__dict__.pop(cached, None)
             self.__dict__.get("_checked", {}).clear()
         super().__setattr__(name, value)
@@ -280,6 +281,21 @@ class Ros2Recording(ArchiveRecording):
         from .mcap import mcap_messages
 
         return mcap_messages(self, selection, progress)
+
+    @cached_property
+    def viewer(self) -> RosView:
+        """What `nanorec view` draws of the bag (`common/view.py`), cached per recording."""
+        from ..common.view import RosView
+
+        return RosView(self)
+
+    def view_overview(self) -> dict[str, Any]:
+        """The paths of every pose-like topic and tf frame, and their bounds."""
+        return self.viewer.overview
+
+    def view_scene(self, number: int) -> dict[str, Any]:
+        """Each path's latest position at message `number` and the latest images."""
+        return self.viewer.scene(number)
 
     def summary(self) -> dict[str, Any]:
         from .facts import facts_of_archive
