@@ -1,0 +1,84 @@
+"""`nanorec carla author TABLE -o run.log --map Town03`: a recorder file from a trajectory
+table, the thin command over `author.author` (which documents what is written)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nanorec.cli import run
+from nanorec.cli.inputs import check_input
+from nanorec.cli.options import Force, Json, Output
+
+from .author import DEFAULT_RELEASE, RELEASES
+from .cli import app
+
+_RELEASES = ", ".join(name for name in RELEASES if name[0].isdigit())
+
+
+@app.command("author")
+def author_command(
+    table: Annotated[
+        Path, typer.Argument(help="Trajectory table: .csv, or .parquet (needs pyarrow).")
+    ],
+    output: Output,
+    map_name: Annotated[
+        str, typer.Option("--map", help="The map the recording replays on (e.g. Town03).")
+    ],
+    release: Annotated[
+        str,
+        typer.Option(
+            "--release",
+            help=f"The CARLA release to write for: {_RELEASES}, or a family name.",
+            metavar="VERSION",
+        ),
+    ] = DEFAULT_RELEASE,
+    fps: Annotated[
+        float | None,
+        typer.Option(
+            "--fps",
+            help="Frames at this fixed rate, poses interpolated (default: one frame per "
+            "distinct time t of the table).",
+        ),
+    ] = None,
+    date: Annotated[
+        int | None,
+        typer.Option("--date", help="The header's date, Unix seconds (default: now)."),
+    ] = None,
+    force: Force = False,
+    as_json: Json = False,
+) -> None:
+    """Write a CARLA recorder file that CARLA's replayer plays, from a table of poses.
+
+    One row per actor and time. Columns (metres and degrees, axes as carla.Location and
+    carla.Rotation): t (seconds), id (actor id), type_id (blueprint, e.g.
+    vehicle.tesla.model3, walker.pedestrian.0001), x, y, z, yaw; optional pitch, roll,
+    extent_x, extent_y, extent_z (bounding-box half-extents, m), role_name, uid (the
+    blueprint's number on the server), and vehicle control throttle, steer, brake,
+    hand_brake, reverse, gear. Other columns are ignored.
+
+    An actor is added in the first frame it appears in, moved every frame until its last
+    row (interpolated between rows) and removed in the next frame. The file stores
+    centimetres; `nanorec cat run.log --type position` prints them back.
+
+    Example: nanorec carla author tracks.csv -o run.log --map Town03 --release 0.9.15
+    """
+    from .author import author
+
+    def action() -> None:
+        check_input(table)
+        report = author(
+            table,
+            output,
+            map_name=map_name,
+            release=release,
+            fps=fps,
+            overwrite=force,
+            date=date,
+        )
+        typer.echo(json.dumps(report.as_dict(), indent=2) if as_json else report.line())
+
+    run(action)
