@@ -45,18 +45,26 @@ from .geometry import elapsed_times, normalize_rotation, wrap_degrees
 from .ids import FAMILIES, ActorType, AttributeType, Family, Kind
 from .writer import RecordingWriter
 
-__all__ = ["DEFAULT_RELEASE", "RELEASES", "AuthorReport", "author", "release_family"]
+__all__ = [
+    "DEFAULT_RELEASE",
+    "RELEASES",
+    "RELEASE_NUMBERS",
+    "AuthorReport",
+    "author",
+    "release_family",
+]
 
-#: Release numbers (and family names) `--release` takes, and the family each one writes.
-RELEASES: Mapping[str, str] = {
+#: CARLA releases by number, and the family each one writes.
+RELEASE_NUMBERS: Mapping[str, str] = {
     **{f"0.9.{minor}": "0.9.4-0.9.9" for minor in range(4, 10)},
     **{f"0.9.{minor}": "0.9.10-0.9.13" for minor in range(10, 14)},
     "0.9.14": "0.9.14",
     "0.9.15": "0.9.15",
     "0.9.16": "0.9.16",
     "0.10.0": "ue5-0.10",
-    **{name: name for name in FAMILIES},
 }
+#: What `release` takes: a release number or a family name (nightlies, ue4-dev 2026...).
+RELEASES: Mapping[str, str] = {**RELEASE_NUMBERS, **{name: name for name in FAMILIES}}
 #: The latest CARLA release (the UE4 line's 0.9.16, September 2025).
 DEFAULT_RELEASE = "0.9.16"
 #: More frames than this is a mistake (`fps` far too high for the table's span).
@@ -260,7 +268,9 @@ class _Plan:
             return None
         at = np.clip(self.times[lo:hi], t[0], t[-1])
         j, frac = _segments(t, at)
+        # cm; + 0.0 turns a -0.0 into the 0 a server would print
         location = np.stack([_lerp(columns[a][rows], j, frac) for a in "xyz"], axis=-1) * 100.0
+        location += 0.0
         angles = [_angles(columns, name, rows, j, frac) for name in ("roll", "pitch", "yaw")]
         rotation = _file_rotation(np.stack(angles, axis=-1))
         step = np.where(frac >= 1.0, j + 1, j)  # the row at or before each frame

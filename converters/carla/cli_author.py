@@ -13,10 +13,10 @@ from nanorec.cli import run
 from nanorec.cli.inputs import check_input
 from nanorec.cli.options import Force, Json, Output
 
-from .author import DEFAULT_RELEASE, RELEASES
+from .author import DEFAULT_RELEASE, RELEASE_NUMBERS
 from .cli import app
 
-_RELEASES = ", ".join(name for name in RELEASES if name[0].isdigit())
+_RELEASES = ", ".join(RELEASE_NUMBERS)
 
 
 @app.command("author")
@@ -32,7 +32,8 @@ def author_command(
         str,
         typer.Option(
             "--release",
-            help=f"The CARLA release to write for: {_RELEASES}, or a family name.",
+            help=f"The CARLA release to write for: {_RELEASES}; or a release family name "
+            "(nightly-2023, ue4-dev-2026, ue5-dev-2026...).",
             metavar="VERSION",
         ),
     ] = DEFAULT_RELEASE,
@@ -56,13 +57,16 @@ def author_command(
     One row per actor and time. Columns (metres and degrees, axes as carla.Location and
     carla.Rotation): t (seconds), id (actor id), type_id (blueprint, e.g.
     vehicle.tesla.model3, walker.pedestrian.0001), x, y, z, yaw; optional pitch, roll,
-    extent_x, extent_y, extent_z (bounding-box half-extents, m), role_name, uid (the
-    blueprint's number on the server), and vehicle control throttle, steer, brake,
-    hand_brake, reverse, gear. Other columns are ignored.
+    extent_x, extent_y, extent_z (bounding-box half-extents, m; written as additional
+    data), role_name, uid (the blueprint's number in the server's library: `nanorec cat
+    any.log --type event_add` shows it for a recording made on that server; default the
+    release's own where known), and vehicle control throttle, steer, brake, hand_brake,
+    reverse (written as gear -1), gear. Other columns are ignored.
 
     An actor is added in the first frame it appears in, moved every frame until its last
-    row (interpolated between rows) and removed in the next frame. The file stores
-    centimetres; `nanorec cat run.log --type position` prints them back.
+    row (interpolated between rows) and removed in the next frame. The table's first time
+    is the recording's 0 s. The file stores centimetres; `nanorec cat run.log --type
+    position` prints them back.
 
     Example: nanorec carla author tracks.csv -o run.log --map Town03 --release 0.9.15
     """

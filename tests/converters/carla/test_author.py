@@ -165,12 +165,80 @@ def test_info_text_parses_as_carlas(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     text = file_info(out, show_all=True)
     assert text.startswith("Version: 1\nMap: Town03\nDate: ")
     assert text.endswith("\nFrames: 5\nDuration: 2 seconds\n")
+    assert "\n Create 7: vehicle.tesla.model3 (1) at (1000, 0, 25)\n  role_name = hero\n" in text
+    _register()
+    printed = make_runner().invoke(app, ["info", str(out), "--show-all"])
+    assert printed.exit_code == 0 and printed.stdout == text  # what `nanorec info` prints
     log = their_log(their_text(text))
     assert log.get_ego_vehicle_id() == 7
     assert sorted(log.get_actor_ids_with_type_id("vehicle.*")) == [7, 9]
     assert log.get_actor_alive_frames(9) == (2, 4)  # removed in frame 5
     location = log.get_actor_transform(12, 5).location
     assert (location.x, location.y, location.z) == pytest.approx((3.0, 4.0, 1.0), abs=1e-5)
+
+
+def test_extents_are_bounding_boxes_at_spawn(tmp_path: Path) -> None:
+    table = scene()
+    for axis, half in zip("xyz", (2.4, 0.95, 0.75), strict=True):
+        table[f"extent_{axis}"] = [half if a != 12 else 0.2 for a in table["id"]]
+    author(table, tmp_path / "a.log", map_name="Town03", release="0.9.15", date=DATE)
+    with CarlaRecording.open(tmp_path / "a.log") as rec:
+        boxes = [
+            (r["time"], r["id"], r["extent_x"], r["extent_y"], r["extent_z"])
+            for r in rec.rows("bounding_box")
+        ]
+    assert boxes == [
+        (0.0, 7, 240.0, 95.0, 75.0),
+        (0.5, 9, 240.0, 95.0, 75.0),
+        (1.0, 12, f32(20.0), f32(20.0), f32(20.0)),
+    ]
+    with pytest.raises(UsageError, match="does not record"):
+        author(table, tmp_path / "b.log", map_name="Town03", release="0.9.6")
+
+
+def test_blueprint_uids(tmp_path: Path) -> None:
+    """The release's own numbers (the Tesla is 16 in 0.9.6, 24 in 0.9.15), a uid column
+    first, and every guess listed in the report."""
+
+    def uids(release: str, table: dict[str, list[Any]]) -> tuple[dict[int, int], str]:
+        out = tmp_path / f"{release}.log"
+        report = author(table, out, map_name="Town03", release=release, date=DATE, overwrite=True)
+        with CarlaRecording.open(out) as rec:
+            return {r["id"]: r["uid"] for r in rec.rows("event_add")}, report.line()
+
+    table = scene()
+    assert uids("0.9.6", table)[0] == {7: 16, 9: 2, 12: 0}
+    found, line = uids("0.9.15", table)
+    assert found == {7: 24, 9: 2, 12: 0}
+    assert "walker.pedestrian.0001 written as 0" in line and "give a uid column" in line
+    table["type_id"] = [t.replace("audi.tt", "audi.a2") for t in table["type_id"]]
+    table["uid"] = [60 if a == 12 else 0 for a in table["id"]]
+    with pytest.raises(FormatError, match=r"row 1, column uid: 0 is outside 1\.\.4294967295"):
+        uids("0.9.15", table)
+    table["uid"] = [60 if a == 12 else 23 if a == 9 else 24 for a in table["id"]]
+    found, line = uids("0.9.15", table)
+    assert found == {7: 24, 9: 23, 12: 60} and "not known" not in line
+
+
+def test_reverse_hand_brake_and_ignored_columns(tmp_path: Path) -> None:
+    table = {
+        "t": [0.0, 1.0],
+        "id": [5, 5],
+        "type_id": ["vehicle.audi.tt"] * 2,
+        "x": [0.0, -1.0],
+        "y": [0.0, 0.0],
+        "z": [0.0, 0.0],
+        "yaw": [0.0, 0.0],
+        "reverse": ["true", "1"],
+        "hand_brake": ["false", "True"],
+        "speed_kmh": ["3.6", "3.6"],
+    }
+    source = write_csv(tmp_path / "t.csv", table)
+    report = author(source, tmp_path / "a.log", map_name="Town03", date=DATE)
+    assert report.ignored_columns == ("speed_kmh",)
+    with CarlaRecording.open(tmp_path / "a.log") as rec:
+        rows = [(r["gear"], r["handbrake"]) for r in rec.rows("anim_vehicle")]
+    assert rows == [(-1, False), (-1, True)]
 
 
 # ---------------------------------------------------------------------------- --fps
@@ -200,6 +268,15 @@ def test_fps_interpolates_a_straight_line_exactly(tmp_path: Path) -> None:
         assert row["location_y"] == pytest.approx(f32((-2.0 + 4.0 * s) * 100), abs=1e-3)
         assert same_angle(row["yaw"], 170.0 + 20.0 * s)  # the short way, through 180
     assert rows[-1]["location_x"] == f32(900.0)
+
+
+def test_fps_leaves_out_an_actor_between_two_frames(tmp_path: Path) -> None:
+    table = scene()
+    for name in table:
+        table[name].append({"t": 0.6, "id": 40, "type_id": "vehicle.audi.tt"}.get(name, 0.0))
+    report = author(table, tmp_path / "a.log", map_name="Town03", fps=2, date=DATE)
+    assert report.skipped_actors == (40,) and report.actors == 3
+    assert "1 actors between frames left out" in report.line()
 
 
 def test_fps_adds_and_removes_within_the_rows_span(tmp_path: Path) -> None:
@@ -318,6 +395,19 @@ def test_bad_columns_in_memory_name_the_row() -> None:
     table["yaw"][2] = math.inf
     with pytest.raises(FormatError, match=r"table: row 3, column yaw: inf is not a finite"):
         author(table, "never.log", map_name="Town03")
+
+
+def test_parquet_null_names_the_row(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table: dict[str, list[Any]] = scene()
+    table["y"][1] = None
+    pq.write_table(pa.table(table), tmp_path / "t.parquet")
+    with pytest.raises(FormatError, match=r"t.parquet: row 2, column y: None is not a finite"):
+        author(tmp_path / "t.parquet", tmp_path / "a.log", map_name="Town03")
+    (tmp_path / "t.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(FormatError, match="not a readable Parquet file"):
+        author(tmp_path / "t.parquet", tmp_path / "a.log", map_name="Town03")
 
 
 def test_no_overwrite_without_force(tmp_path: Path) -> None:
