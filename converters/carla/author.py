@@ -27,10 +27,9 @@ anything else 0; the report lists these guesses.
 
 from __future__ import annotations
 
-import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +39,8 @@ import numpy.typing as npt
 
 from nanorec.errors import UnknownNameError, UsageError
 
-from .author_table import CONTROL_COLUMNS, ActorRows, TrajectoryTable, actors, read
-from .geometry import elapsed_times, normalize_rotation, wrap_degrees
+from .author_frames import Stream, Track, frame_times, stream, track
+from .author_table import ActorRows, TrajectoryTable, actors, read
 from .ids import FAMILIES, ActorType, AttributeType, Family, Kind
 from .writer import RecordingWriter
 
@@ -67,9 +66,6 @@ RELEASE_NUMBERS: Mapping[str, str] = {
 RELEASES: Mapping[str, str] = {**RELEASE_NUMBERS, **{name: name for name in FAMILIES}}
 #: The latest CARLA release (the UE4 line's 0.9.16, September 2025).
 DEFAULT_RELEASE = "0.9.16"
-#: More frames than this is a mistake (`fps` far too high for the table's span).
-MAX_FRAMES = 10_000_000
-_EPS = 1e-6  # seconds: a frame this close to an actor's first or last row is at it
 
 # Blueprint UIds as real recordings have them (../shared/realdata/carla: 0.9.6, 0.9.10 and
 # 0.9.13 files and a 0.9.14/0.9.15 one); they differ between releases (the Tesla is 16 in
@@ -207,88 +203,54 @@ def author(
     )
 
 
-# ------------------------------------------------------------------------------ planning
-
-
-@dataclass
-class _Track:
-    """One actor's samples at the frames it exists in, in the file's units."""
-
-    actor: ActorRows
-    type_byte: int
-    uid: int
-    frames: npt.NDArray[np.int64]  # frame numbers, consecutive
-    location: npt.NDArray[np.float64]  # (n, 3) cm
-    rotation: npt.NDArray[np.float64]  # (n, 3) roll, pitch, yaw
-    controls: dict[str, npt.NDArray[Any]]
+# ------------------------------------------------------------------------------ writing
 
 
 class _Plan:
-    """Frame times and every actor's samples, then what each frame writes."""
+    """Frame times, every actor's track, and the streams each frame's packets slice."""
 
     def __init__(
         self, table: TrajectoryTable, found: list[ActorRows], family: Family, fps: float | None
     ) -> None:
-        self.table, self.family = table, family
-        times = table.columns["t"]
-        start, end = float(times.min()), float(times.max())
-        if fps is None:
-            self.times = np.unique(times)
-            self.elapsed = self.times - start
-        else:
-            if not (math.isfinite(fps) and fps > 0):
-                raise UsageError(f"--fps must be a positive number of frames per second, not {fps}")
-            count = math.floor((end - start) * fps + 1e-9) + 1
-            if count > MAX_FRAMES:
-                raise UsageError(
-                    f"--fps {fps:g} over {end - start:g} s makes {count} frames; "
-                    f"at most {MAX_FRAMES} are written"
-                )
-            self.elapsed = elapsed_times(np.full(count, 1.0 / fps))
-            self.times = start + self.elapsed
+        self.family = family
+        self.times, self.elapsed = frame_times(table.columns["t"], fps)
         self.frames = len(self.times)
         self.guessed: dict[str, int] = {}
         self.skipped: list[int] = []
-        self.actors: list[_Track] = []
+        self.actors: list[Track] = []
+        self.uids: dict[int, int] = {}
+        self.types: dict[int, int] = {}
         for actor in found:
-            track = self._track(actor)
-            if track is None:
+            self.types[actor.actor_id] = _type_byte(actor.type_id)
+            sampled = track(table, actor, self.times)
+            if sampled is None:
                 self.skipped.append(actor.actor_id)
-            else:
-                self.actors.append(track)
-        self._by_frame = _index_by_frame(self.actors, self.frames)
-        self._positions_for_other = Kind.VEHICLE_LIGHT in family.kinds  # ~0.9.10 on (§5.6)
-
-    def _track(self, actor: ActorRows) -> _Track | None:
-        columns, rows = self.table.columns, actor.rows
-        t = columns["t"][rows]
-        lo = int(np.searchsorted(self.times, t[0] - _EPS, "left"))
-        hi = int(np.searchsorted(self.times, t[-1] + _EPS, "right"))
-        if hi <= lo:
-            return None
-        at = np.clip(self.times[lo:hi], t[0], t[-1])
-        j, frac = _segments(t, at)
-        # cm; + 0.0 turns a -0.0 into the 0 a server would print
-        location = np.stack([_lerp(columns[a][rows], j, frac) for a in "xyz"], axis=-1) * 100.0
-        location += 0.0
-        angles = [_angles(columns, name, rows, j, frac) for name in ("roll", "pitch", "yaw")]
-        rotation = _file_rotation(np.stack(angles, axis=-1))
-        step = np.where(frac >= 1.0, j + 1, j)  # the row at or before each frame
-        controls: dict[str, npt.NDArray[Any]] = {}
-        for name in CONTROL_COLUMNS:
-            if name in columns:
-                values = columns[name][rows]
-                linear = name in ("throttle", "steer", "brake")
-                controls[name] = _lerp(values, j, frac) if linear else values[step]
-        return _Track(
-            actor,
-            _type_byte(actor.type_id, self.family),
-            self._uid(actor),
-            np.arange(lo, hi, dtype=np.int64),
-            location,
-            rotation,
-            controls,
+                continue
+            self.actors.append(sampled)
+            self.uids[actor.actor_id] = self._uid(actor)
+        self.starting: dict[int, list[Track]] = {}
+        self.ending: dict[int, list[int]] = {}
+        for sampled in self.actors:
+            self.starting.setdefault(sampled.first, []).append(sampled)
+            if sampled.last + 1 < self.frames:
+                self.ending.setdefault(sampled.last + 1, []).append(sampled.actor.actor_id)
+        others = Kind.VEHICLE_LIGHT in family.kinds  # Position for "Other" since ~0.9.10 (§5.6)
+        self.positions = self._stream(
+            lambda kind: others or kind != ActorType.OTHER,
+            lambda t: {"location": t.location, "rotation": t.rotation[:, [1, 2, 0]]},
         )
+        self.vehicles = self._stream(lambda kind: kind == ActorType.VEHICLE, lambda t: t.controls)
+        self.walkers = self._stream(
+            lambda kind: kind == ActorType.WALKER, lambda t: {"speed": t.speed}
+        )
+
+    def _stream(
+        self,
+        keep: Callable[[int], bool],
+        columns: Callable[[Track], Mapping[str, npt.NDArray[np.generic]]],
+    ) -> Stream:
+        chosen = [t for t in self.actors if keep(self.types[t.actor.actor_id])]
+        return stream(chosen, self.frames, columns)
 
     def _uid(self, actor: ActorRows) -> int:
         """The table's uid, the release's known one, a car's for another vehicle (the
@@ -305,133 +267,57 @@ class _Plan:
         self.guessed[actor.type_id] = uid
         return uid
 
-    # -------------------------------------------------------------------- writing
-
     def write_frame(self, writer: RecordingWriter, frame: int) -> None:
         """Add frame `frame`'s records to the open frame of `writer`."""
-        alive, starting, ending = self._by_frame[frame]
-        for track in starting:
-            self._spawn(writer, track)
-        if ending:
-            writer.destroy(ending)
-        moving = [
-            (track, frame - int(track.frames[0]))
-            for track in alive
-            if self._positions_for_other or track.type_byte != ActorType.OTHER
-        ]
-        if moving:
+        starting = self.starting.get(frame, [])
+        for sampled in starting:
+            self._spawn(writer, sampled)
+        if frame in self.ending:
+            writer.destroy(self.ending[frame])
+        at = self.positions.at(frame)
+        if at.stop > at.start:
+            columns = self.positions.columns
             writer.positions(
-                [track.actor.actor_id for track, _ in moving],
-                [track.location[k] for track, k in moving],
-                [track.rotation[k][[1, 2, 0]] for track, k in moving],  # pitch, yaw, roll
+                self.positions.ids[at], columns["location"][at], columns["rotation"][at]
             )
-        vehicles = [
-            (t, frame - int(t.frames[0])) for t in alive if t.type_byte == ActorType.VEHICLE
-        ]
-        if vehicles:
-            _vehicle_controls(writer, vehicles)
-        walkers = [(t, frame - int(t.frames[0])) for t in alive if t.type_byte == ActorType.WALKER]
-        if walkers:
-            writer.walker_speeds(
-                [track.actor.actor_id for track, _ in walkers],
-                [_walker_speed(track, k, self.times) for track, k in walkers],
+        at = self.vehicles.at(frame)
+        if at.stop > at.start:
+            columns = self.vehicles.columns
+            writer.vehicle_animations(
+                self.vehicles.ids[at],
+                steering=columns["steer"][at],
+                throttle=columns["throttle"][at],
+                brake=columns["brake"][at],
+                handbrake=columns["hand_brake"][at],
+                gear=columns["gear"][at],
             )
-        boxed = [track for track in starting if track.actor.extent is not None]
+        at = self.walkers.at(frame)
+        if at.stop > at.start:
+            writer.walker_speeds(self.walkers.ids[at], self.walkers.columns["speed"][at])
+        boxed = [t.actor for t in starting if t.actor.extent is not None]
         if boxed:
             writer.bounding_boxes(
-                [track.actor.actor_id for track in boxed],
+                [actor.actor_id for actor in boxed],
                 np.zeros((len(boxed), 3)),
-                [np.asarray(track.actor.extent) * 100.0 for track in boxed],
+                np.asarray([actor.extent for actor in boxed]) * 100.0,
             )
 
-    def _spawn(self, writer: RecordingWriter, track: _Track) -> None:
-        role = track.actor.role_name
+    def _spawn(self, writer: RecordingWriter, sampled: Track) -> None:
+        actor = sampled.actor
         writer.spawn(
-            track.actor.actor_id,
-            track.type_byte,
-            track.actor.type_id,
-            location=track.location[0],
-            rotation=track.rotation[0],
-            uid=track.uid,
-            attributes=[(int(AttributeType.STRING), "role_name", role)] if role else (),
+            actor.actor_id,
+            self.types[actor.actor_id],
+            actor.type_id,
+            location=sampled.location[0],
+            rotation=sampled.rotation[0],
+            uid=self.uids[actor.actor_id],
+            attributes=[(int(AttributeType.STRING), "role_name", actor.role_name)]
+            if actor.role_name
+            else (),
         )
 
 
-# ------------------------------------------------------------------------------ helpers
-
-
-def _index_by_frame(
-    tracks: list[_Track], frames: int
-) -> list[tuple[list[_Track], list[_Track], list[int]]]:
-    """Per frame: the tracks alive, those starting, and the ids ending just before it."""
-    alive: list[list[_Track]] = [[] for _ in range(frames)]
-    starting: list[list[_Track]] = [[] for _ in range(frames)]
-    ending: list[list[int]] = [[] for _ in range(frames)]
-    for track in tracks:
-        first, last = int(track.frames[0]), int(track.frames[-1])
-        starting[first].append(track)
-        for frame in range(first, last + 1):
-            alive[frame].append(track)
-        if last + 1 < frames:
-            ending[last + 1].append(track.actor.actor_id)
-    return list(zip(alive, starting, ending, strict=True))
-
-
-def _segments(
-    t: npt.NDArray[np.float64], at: npt.NDArray[np.float64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """For each time of `at` (within t[0]..t[-1]): the row j before it and the fraction of
-    the way to row j + 1 (a one-row actor: j 0, fraction 0)."""
-    if len(t) == 1:
-        return np.zeros(len(at), dtype=np.int64), np.zeros(len(at))
-    j = np.clip(np.searchsorted(t, at, "right") - 1, 0, len(t) - 2)
-    frac = np.clip((at - t[j]) / (t[j + 1] - t[j]), 0.0, 1.0)
-    return j.astype(np.int64), frac
-
-
-def _lerp(
-    values: npt.NDArray[Any], j: npt.NDArray[np.int64], frac: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """Linear interpolation, exact at the rows themselves (fraction 0 or 1)."""
-    a = values[j].astype(np.float64)
-    if len(values) == 1:
-        return a
-    b = values[j + 1].astype(np.float64)
-    return np.where(frac <= 0.0, a, np.where(frac >= 1.0, b, a + frac * (b - a)))
-
-
-def _angles(
-    columns: dict[str, Any],
-    name: str,
-    rows: npt.NDArray[np.int64],
-    j: npt.NDArray[np.int64],
-    frac: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
-    """An angle column interpolated along the shorter arc (0 when the column is absent)."""
-    if name not in columns:
-        return np.zeros(len(j))
-    values: npt.NDArray[np.float64] = columns[name][rows]
-    a = values[j]
-    if len(values) == 1:
-        return a
-    turn = wrap_degrees(values[j + 1] - a)
-    out: npt.NDArray[np.float64] = np.where(
-        frac <= 0.0, a, np.where(frac >= 1.0, a + turn, a + frac * turn)
-    )
-    return out
-
-
-def _file_rotation(rotations: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """(roll, pitch, yaw) as CARLA records them: angles wrapped into (-180, 180], and
-    through the quaternion (CARLA's Euler ranges) where a pitch is beyond ±90."""
-    wrapped = wrap_degrees(rotations)
-    beyond = np.abs(wrapped[:, 1]) > 90.0
-    if beyond.any():
-        wrapped[beyond] = normalize_rotation(wrapped[beyond])
-    return wrapped
-
-
-def _type_byte(type_id: str, family: Family) -> int:
+def _type_byte(type_id: str) -> int:
     """EventAdd's actor type for a blueprint id (spec §5.2)."""
     if type_id.startswith("vehicle."):
         return int(ActorType.VEHICLE)
@@ -443,38 +329,3 @@ def _type_byte(type_id: str, family: Family) -> int:
             "sensors or controllers from a recording; author vehicles, walkers and props"
         )
     return int(ActorType.OTHER)
-
-
-def _vehicle_controls(writer: RecordingWriter, vehicles: list[tuple[_Track, int]]) -> None:
-    """AnimVehicle for every vehicle, as CARLA writes it each frame (zeros without a
-    control column). The file has no reverse flag: a reversing vehicle is in gear -1."""
-
-    def column(name: str, default: float) -> list[float]:
-        return [
-            float(track.controls[name][k]) if name in track.controls else default
-            for track, k in vehicles
-        ]
-
-    gears = column("gear", 0)
-    reverse = column("reverse", 0)
-    writer.vehicle_animations(
-        [track.actor.actor_id for track, _ in vehicles],
-        steering=column("steer", 0.0),
-        throttle=column("throttle", 0.0),
-        brake=column("brake", 0.0),
-        handbrake=[bool(v) for v in column("hand_brake", 0)],
-        gear=[-1 if back else int(gear) for gear, back in zip(gears, reverse, strict=True)],
-    )
-
-
-def _walker_speed(track: _Track, k: int, times: npt.NDArray[np.float64]) -> float:
-    """A walker's speed over the ground (cm/s, the engine's unit; spec §1) from its
-    positions in this frame and the one before (the one after in its first frame)."""
-    if len(track.frames) < 2:
-        return 0.0
-    a, b = (k - 1, k) if k > 0 else (0, 1)
-    fa, fb = int(track.frames[a]), int(track.frames[b])
-    step = float(times[fb] - times[fa])
-    if step <= 0:
-        return 0.0
-    return float(np.hypot(*(track.location[b, :2] - track.location[a, :2])) / step)

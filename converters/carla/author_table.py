@@ -203,18 +203,16 @@ def _read_csv(path: Path) -> tuple[dict[str, Any], list[str]]:
         if header is None:
             raise FormatError(f"{path}: the table is empty (no header line)")
         names = [name.strip() for name in header]
-        cells: list[list[str]] = [[] for _ in names]
-        for number, line in enumerate(reader, start=1):
-            if not line or (len(line) == 1 and not line[0].strip()):
-                raise FormatError(f"{path}: row {number} (line {number + 1}): empty line")
-            if len(line) != len(names):
-                raise FormatError(
-                    f"{path}: row {number} (line {number + 1}): {len(line)} values, "
-                    f"the header has {len(names)} columns"
-                )
-            for column, value in zip(cells, line, strict=True):
-                column.append(value.strip())
-    return dict(zip(names, cells, strict=True)), names
+        lines = list(reader)
+    widths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+    bad = np.flatnonzero(widths != len(names))
+    if len(bad):
+        number = int(bad[0]) + 1
+        found = int(widths[bad[0]])
+        what = "empty line" if found == 0 else f"{found} values, the header has {len(names)}"
+        raise FormatError(f"{path}: row {number} (line {number + 1}): {what}")
+    columns = list(zip(*lines, strict=True)) if lines else [() for _ in names]
+    return dict(zip(names, columns, strict=True)), names
 
 
 def _read_parquet(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -275,7 +273,7 @@ def _check(raw: dict[str, Any], names: list[str], source: str, offset: int) -> T
 
 
 def _texts(table: TrajectoryTable, name: str, values: Sequence[Any]) -> list[str]:
-    texts = ["" if value is None else str(value) for value in values]
+    texts = ["" if value is None else str(value).strip() for value in values]
     if name == "type_id":
         for row, text in enumerate(texts):
             if not text:
@@ -308,21 +306,23 @@ def _float(table: TrajectoryTable, row: int, name: str, value: Any) -> float:
 
 def _integers(table: TrajectoryTable, name: str, values: Any) -> npt.NDArray[np.int64]:
     low, high = _RANGES[name]
-    out = np.empty(len(values), dtype=np.int64)
     array = np.asarray(values)
-    if array.dtype.kind in "iu" and array.ndim == 1:
-        out[:] = array.astype(np.int64) if array.dtype != np.uint64 else np.minimum(array, high + 1)
-    else:
-        for row, value in enumerate(values):
-            number = _float(table, row, name, value)
-            if not math.isfinite(number) or number != int(number):
-                raise table.fail(row, name, f"{_shown(value)} is not an integer")
-            out[row] = min(max(int(number), low - 1), high + 1)
-    bad = np.flatnonzero((out < low) | (out > high))
+    if array.ndim != 1:
+        raise table.fail(-1, name, "values are not one number per row")
+    if array.dtype.kind not in "iu":
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            array = np.asarray([_float(table, row, name, v) for row, v in enumerate(values)])
+        whole = np.isfinite(array) & (array == np.floor(array))
+        if not whole.all():
+            row = int(np.flatnonzero(~whole)[0])
+            raise table.fail(row, name, f"{_shown(values[row])} is not an integer")
+    bad = np.flatnonzero((array < low) | (array > high))
     if len(bad):
         row = int(bad[0])
         raise table.fail(row, name, f"{_shown(values[row])} is outside {low}..{high}")
-    return out
+    return array.astype(np.int64)
 
 
 def _bools(table: TrajectoryTable, name: str, values: Any) -> npt.NDArray[np.bool_]:
