@@ -21,6 +21,7 @@ describe the actor: they must not change between its rows.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -197,13 +198,24 @@ def _describe(table: TrajectoryTable, rows: npt.NDArray[Any]) -> ActorRows:
 
 
 def _read_csv(path: Path) -> tuple[dict[str, Any], list[str]]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise FormatError(
+            f"{path}: line {line}: not UTF-8 text (byte {data[error.start]:#04x})",
+            offset=error.start,
+        ) from None
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
         header = next(reader, None)
         if header is None:
             raise FormatError(f"{path}: the table is empty (no header line)")
         names = [name.strip() for name in header]
         lines = list(reader)
+    except csv.Error as error:
+        raise FormatError(f"{path}: line {reader.line_num}: not CSV: {error}") from None
     widths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
     bad = np.flatnonzero(widths != len(names))
     if len(bad):

@@ -390,6 +390,33 @@ def test_bad_table_is_one_line_exit_2(tmp_path: Path, edit: str) -> None:
     assert not out.exists() and list(tmp_path.iterdir()) == [source]
 
 
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (
+            b"t,id,type_id,x,y,z,yaw\n0,1,vehicle.a,0,0,0,0\n1,1,vehicle.a,\xff,0,0,0\n",
+            "line 3: not UTF-8",
+        ),
+        (b't,id,type_id,x,y,z,yaw\n0,1,"vehicle.a,0,0,0,0\n', "line 2: not CSV"),
+        (b"t,id,type_id,x,y,z,yaw\n0,1,vehicle.a,0,0,0\n", "row 1 (line 2): 6 values"),
+        (b"t,id,type_id,x,y,z,yaw\n\n0,1,vehicle.a,0,0,0,0\n", "row 1 (line 2): empty line"),
+        (b"t,id,type_id,x,y,z,yaw\n", "header: the table has no rows"),
+        (b"t,id,id,type_id,x,y,z,yaw\n", "column id appears more than once"),
+        (b"t,id,type_id,x,y,z,yaw,extent_x\n0,1,v,0,0,0,0,1\n", "missing extent_y, extent_z"),
+        (b"t,id,type_id,x,y,z,yaw\n0,1.5,v,0,0,0,0\n", "column id: '1.5' is not an integer"),
+        (b"t,id,type_id,x,y,z,yaw\n0,1, ,0,0,0,0\n", "column type_id: empty blueprint id"),
+        (b"t,id,type_id,x,y,z,yaw\n0,1,v,1e37,0,0,0\n", "does not fit the file's float32"),
+    ],
+)
+def test_damaged_csv_is_one_line(tmp_path: Path, content: bytes, words: str) -> None:
+    (tmp_path / "t.csv").write_bytes(content)
+    _register()
+    args = ["carla", "author", str(tmp_path / "t.csv"), "-o", str(tmp_path / "a.log")]
+    result = make_runner().invoke(app, [*args, "--map", "Town03"])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("nanorec: ") and words in result.stderr, result.stderr
+
+
 def test_bad_columns_in_memory_name_the_row() -> None:
     table = scene()
     table["yaw"][2] = math.inf
