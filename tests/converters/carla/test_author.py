@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nanorec.cli import _register, app
 from nanorec.converters.carla.author import RELEASES, author, release_family
-from nanorec.converters.carla.ids import FAMILIES
+from nanorec.converters.carla.ids import FAMILIES, Engine
 from nanorec.converters.carla.query import file_info
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.errors import FormatError, OutputExistsError, UsageError
@@ -72,14 +74,19 @@ def same_angle(a: float, b: float) -> bool:
 
 
 def expect_table(
-    table: dict[str, list[Any]], got: dict[tuple[float, int], tuple[float, ...]]
+    table: dict[str, list[Any]],
+    got: dict[tuple[float, int], tuple[float, ...]],
+    family: str = "0.9.16",
 ) -> None:
-    """Every table row is in `got` at its time, within float32 cm (and 1e-4 degrees)."""
+    """Every table row is in `got` at its time: float32 cm (float64 in UE5 files, spec §1),
+    angles within 1e-4 degrees."""
     t0 = min(table["t"])
+    wide = FAMILIES[family].engine is Engine.UE5
     for i, actor in enumerate(table["id"]):
         found = got[(table["t"][i] - t0, actor)]
         for k, axis in enumerate("xyz"):
-            assert found[k] == f32(table[axis][i] * 100.0), (i, axis)
+            cm = table[axis][i] * 100.0
+            assert found[k] == (cm + 0.0 if wide else f32(cm)), (i, axis)
         for k, angle in enumerate(("pitch", "yaw", "roll"), start=3):
             want = table[angle][i] if angle in table else 0.0
             assert same_angle(found[k], want), (i, angle, found[k], want)
@@ -96,7 +103,7 @@ def test_round_trip_every_release(tmp_path: Path, family: str) -> None:
     assert (report.frames, report.actors, report.release) == (5, 3, family)
     got = positions(out)
     assert len(got) == len(table["t"])  # no pose outside an actor's rows' span
-    expect_table(table, got)
+    expect_table(table, got, family)
     with CarlaRecording.open(out) as rec:
         assert rec.map_name == "Town03" and rec.header.date == DATE
         # detected from the bytes, as for a real file (without a Weather packet a 2026
@@ -241,6 +248,41 @@ def test_reverse_hand_brake_and_ignored_columns(tmp_path: Path) -> None:
     assert rows == [(-1, False), (-1, True)]
 
 
+@st.composite
+def tables(draw: st.DrawFn) -> dict[str, list[Any]]:
+    """Random tables: up to 4 actors, each with rows at increasing times on a 1/8 s grid."""
+    table: dict[str, list[Any]] = {k: [] for k in ("t", "id", "type_id", "x", "y", "z")}
+    table |= {"pitch": [], "yaw": [], "roll": []}
+    metres = st.floats(-2000.0, 2000.0, allow_nan=False)
+    ids = draw(st.lists(st.integers(1, 2**32 - 2), min_size=1, max_size=4, unique=True))
+    for actor in ids:
+        ticks = draw(st.lists(st.integers(0, 40), min_size=1, max_size=6, unique=True))
+        blueprint = draw(st.sampled_from(["vehicle.audi.tt", "walker.pedestrian.0007"]))
+        for tick in sorted(ticks):
+            table["t"].append(tick / 8)
+            table["id"].append(actor)
+            table["type_id"].append(blueprint)
+            for axis in "xyz":
+                table[axis].append(draw(metres))
+            table["pitch"].append(draw(st.floats(-89.0, 89.0)))
+            table["yaw"].append(draw(st.floats(-720.0, 720.0)))
+            table["roll"].append(draw(st.floats(-180.0, 180.0)))
+    return table
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(table=tables(), family=st.sampled_from(list(FAMILIES)))
+def test_any_table_round_trips(tmp_path: Path, table: dict[str, list[Any]], family: str) -> None:
+    out = tmp_path / "a.log"
+    report = author(table, out, map_name="Town03", release=family, date=DATE, overwrite=True)
+    assert report.frames == len(set(table["t"]))
+    got = positions(out)
+    assert len(got) >= len(table["t"])  # plus the poses between an actor's rows
+    expect_table(table, got, family)
+
+
 # ---------------------------------------------------------------------------- --fps
 
 
@@ -302,7 +344,7 @@ def test_table_from_a_real_log(tmp_path: Path, path: Path) -> None:
     out = tmp_path / "a.log"
     author(table, out, map_name="Town03", release=family, date=DATE)
     got = positions(out)
-    expect_table(table, got)
+    expect_table(table, got, family)
 
 
 def table_from(path: Path) -> tuple[dict[str, list[Any]], str]:
