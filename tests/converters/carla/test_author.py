@@ -150,8 +150,13 @@ def test_cli_csv_and_parquet_give_the_same_file(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.stderr
         assert "5 frames, 3 actors" in result.stdout
     assert (tmp_path / "t.csv.log").read_bytes() == (tmp_path / "t.parquet.log").read_bytes()
-    cat = ["cat", str(tmp_path / "t.csv.log"), "--type", "position", "--format", "csv"]
-    result = runner.invoke(app, cat)
+    archive = tmp_path / "run.nanover.zip"
+    result = runner.invoke(app, ["convert", str(tmp_path / "t.csv.log"), "-o", str(archive)])
+    assert result.exit_code == 0, result.stderr
+    back = tmp_path / "back.log"
+    assert runner.invoke(app, ["export", str(archive), "-o", str(back)]).exit_code == 0
+    assert back.read_bytes() == (tmp_path / "t.csv.log").read_bytes()  # as for real files
+    result = runner.invoke(app, ["cat", str(archive), "--type", "position", "--format", "csv"])
     assert result.exit_code == 0, result.stderr
     got = {
         (float(row["time"]), int(row["id"])): tuple(
