@@ -169,15 +169,24 @@ def _angles(
     a = values[j]
     if len(values) == 1:
         return a
-    turn = wrap_degrees(values[j + 1] - a)
-    out: F64 = np.where(frac <= 0.0, a, np.where(frac >= 1.0, a + turn, a + frac * turn))
+    b = values[j + 1]
+    turn = _wrapped(b - a)
+    out: F64 = np.where(frac <= 0.0, a, np.where(frac >= 1.0, b, a + frac * turn))
+    return out
+
+
+def _wrapped(angles: F64) -> F64:
+    """Angles wrapped into (-180, 180]; those already there kept exactly (wrapping a
+    -1e-10 through a modulo would cost it its digits)."""
+    inside = (angles > -180.0) & (angles <= 180.0)
+    out: F64 = np.where(inside, angles, wrap_degrees(angles))
     return out
 
 
 def _file_rotation(rotations: F64) -> F64:
     """(roll, pitch, yaw) as CARLA records them: angles wrapped into (-180, 180], and
     through the quaternion (CARLA's Euler ranges) where a pitch is beyond ±90."""
-    wrapped = wrap_degrees(rotations) + 0.0
+    wrapped = _wrapped(rotations) + 0.0
     beyond = np.abs(wrapped[:, 1]) > 90.0
     if beyond.any():
         wrapped[beyond] = normalize_rotation(wrapped[beyond])

@@ -78,8 +78,8 @@ def expect_table(
     got: dict[tuple[float, int], tuple[float, ...]],
     family: str = "0.9.16",
 ) -> None:
-    """Every table row is in `got` at its time: float32 cm (float64 in UE5 files, spec §1),
-    angles within 1e-4 degrees."""
+    """Every table row is in `got` at its time: float32 cm and degrees (float64 in UE5
+    files, spec §1); angles outside (-180, 180] wrapped, within 1e-4 degrees."""
     t0 = min(table["t"])
     wide = FAMILIES[family].engine is Engine.UE5
     for i, actor in enumerate(table["id"]):
@@ -89,7 +89,10 @@ def expect_table(
             assert found[k] == (cm + 0.0 if wide else f32(cm)), (i, axis)
         for k, angle in enumerate(("pitch", "yaw", "roll"), start=3):
             want = table[angle][i] if angle in table else 0.0
-            assert same_angle(found[k], want), (i, angle, found[k], want)
+            if -180.0 < want <= 180.0:  # kept as given (float32 in UE4 files)
+                assert found[k] == (want + 0.0 if wide else f32(want)), (i, angle)
+            else:  # wrapped into CARLA's range
+                assert same_angle(found[k], want), (i, angle, found[k], want)
 
 
 # ------------------------------------------------------------------------------ round trips
@@ -350,6 +353,29 @@ def test_table_from_a_real_log(tmp_path: Path, path: Path) -> None:
     author(table, out, map_name="Town03", release=family, date=DATE)
     got = positions(out)
     expect_table(table, got, family)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("path", REAL, ids=[p.name for p in REAL])
+def test_info_lines_of_a_real_log(tmp_path: Path, path: Path) -> None:
+    """The authored file's `info --show-all` prints each vehicle's and walker's position
+    line exactly as the real file's text does, and its Create lines in the same layout."""
+    table, family = table_from(path)
+    if not table["t"]:
+        pytest.skip(f"{path.name} has no vehicle or walker positions")
+    out = tmp_path / "a.log"
+    author(table, out, map_name="Town03", release=family, date=DATE)
+    real = file_info(path, show_all=True).splitlines()
+    ours = file_info(out, show_all=True).splitlines()
+    moving = {f"  Id: {actor} " for actor in table["id"]}
+    wanted = {line for line in real if line.startswith(tuple(moving)) and " Location" in line}
+    positions_ours = [line for line in ours if line.startswith("  Id: ") and " Location" in line]
+    assert set(positions_ours) <= wanted and len(positions_ours) == len(table["t"])
+    creates = [line for line in ours if line.startswith(" Create ")]
+    assert len(creates) == len(set(table["id"]))
+    for line in creates:  # ` Create <id>: <blueprint> (<type>) at (<x>, <y>, <z>)`
+        head = line.split(" at (")[0]
+        assert any(other.startswith(head + " at (") for other in real), line
 
 
 def table_from(path: Path) -> tuple[dict[str, list[Any]], str]:
