@@ -235,6 +235,24 @@ def test_blueprint_uids(tmp_path: Path) -> None:
     assert found == {7: 24, 9: 23, 12: 60} and "not known" not in line
 
 
+@pytest.mark.parametrize(("release", "moves"), [("0.9.6", False), ("0.9.10", True)])
+def test_props_move_where_the_release_records_them(
+    tmp_path: Path, release: str, moves: bool
+) -> None:
+    """Position records for "Other" actors (props) exist since ~0.9.10 (spec §5.6)."""
+    table = scene()
+    for name, value in (("t", 0.0), ("id", 50), ("type_id", "static.prop.barrel")):
+        table[name].append(value)
+    for name in table:
+        if len(table[name]) < len(table["t"]):
+            table[name].append("" if name == "role_name" else 0.0)
+    author(table, tmp_path / "a.log", map_name="Town03", release=release, date=DATE)
+    with CarlaRecording.open(tmp_path / "a.log") as rec:
+        spawned = {r["id"]: r["type"] for r in rec.rows("event_add")}
+        moved = {r["id"] for r in rec.rows("position")}
+    assert spawned[50] == 0 and (50 in moved) is moves
+
+
 def test_reverse_hand_brake_and_ignored_columns(tmp_path: Path) -> None:
     table = {
         "t": [0.0, 1.0],
