@@ -19,10 +19,10 @@ CARLA's ranges (`geometry.normalize_rotation`).
 The blueprint UId: CARLA's replayer spawns an actor through the factory of the
 blueprint numbered `uid` in the server's library (0.9.15+ then finds the class by the
 blueprint id; older servers take the class by the number too), and refuses uid 0. The
-number depends on the build: give a `uid` column (`nanorec cat any.log --type event_add`
-shows them for a recording made on that server). Without it, the number real recordings
-of that release have is used; another vehicle gets a car's number (the right factory) and
-anything else 0; the report lists these guesses.
+number depends on the build: give a `uid` column, or `uids` taken from any recording made
+on that server (`recorded_uids`; `nanorec cat any.log --type event_add` shows them).
+Without them, the number real recordings of that release have is used; another vehicle
+gets a car's number (the right factory) and anything else 0; the report lists guesses.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "RELEASE_NUMBERS",
     "AuthorReport",
     "author",
+    "recorded_uids",
     "release_family",
 ]
 
@@ -130,8 +131,9 @@ class AuthorReport:
         if self.skipped_actors:
             text += f"; {len(self.skipped_actors)} actors between frames left out"
         if self.guessed_uids:
-            text += "; blueprint UIds not known for this release (give a uid column): " + ", ".join(
-                f"{name} written as {uid}" for name, uid in self.guessed_uids.items()
+            text += (
+                "; blueprint UIds not known for this release (give a uid column or --uids-from): "
+                + ", ".join(f"{name} written as {uid}" for name, uid in self.guessed_uids.items())
             )
         return text
 
@@ -147,6 +149,15 @@ def release_family(release: str) -> Family:
     return FAMILIES[name]
 
 
+def recorded_uids(recording: str | os.PathLike[str]) -> dict[str, int]:
+    """Blueprint id -> UId as a CARLA recording (native file or archive) has them: the
+    numbers of the server that made it, for `author(..., uids=...)`."""
+    from .recording import CarlaRecording
+
+    with CarlaRecording.open(recording) as rec:
+        return {str(row["type_id"]): int(row["uid"]) for row in rec.rows("event_add")}
+
+
 def author(
     table: str | os.PathLike[str] | Mapping[str, Any],
     output: str | os.PathLike[str],
@@ -156,13 +167,15 @@ def author(
     fps: float | None = None,
     overwrite: bool = False,
     date: int | None = None,
+    uids: Mapping[str, int] | None = None,
 ) -> AuthorReport:
     """Write the CARLA recorder file `output` from a trajectory table (a .csv or .parquet
     path, or a mapping of column name to values; see `author_table`).
 
     `release` a CARLA release number or family name (`RELEASES`), `fps` a fixed frame rate
     (default: one frame per distinct time of the table), `date` the header's Unix seconds
-    (default now, as CARLA's `time(0)`). The output appears only when complete; an existing
+    (default now, as CARLA's `time(0)`), `uids` blueprint UIds by blueprint id (see the
+    module docstring; a `uid` column wins). The output appears only when complete; an existing
     file raises OutputExistsError unless `overwrite`. Raises FormatError naming the row and
     column of a bad value, UsageError for a bad argument.
     """
@@ -175,7 +188,7 @@ def author(
             f"extents are written as bounding boxes, additional data that CARLA "
             f"{family.name} does not record: drop the extent columns or pick a later release"
         )
-    plan = _Plan(checked, actors(checked), family, fps)
+    plan = _Plan(checked, actors(checked), family, fps, uids or {})
     writer = RecordingWriter(
         output,
         family,
@@ -210,9 +223,14 @@ class _Plan:
     """Frame times, every actor's track, and the streams each frame's packets slice."""
 
     def __init__(
-        self, table: TrajectoryTable, found: list[ActorRows], family: Family, fps: float | None
+        self,
+        table: TrajectoryTable,
+        found: list[ActorRows],
+        family: Family,
+        fps: float | None,
+        given: Mapping[str, int],
     ) -> None:
-        self.family = family
+        self.family, self.given = family, given
         self.times, self.elapsed = frame_times(table.columns["t"], fps)
         self.frames = len(self.times)
         self.guessed: dict[str, int] = {}
@@ -253,11 +271,13 @@ class _Plan:
         return stream(chosen, self.frames, columns)
 
     def _uid(self, actor: ActorRows) -> int:
-        """The table's uid, the release's known one, a car's for another vehicle (the
-        right factory, which is all 0.9.15+ needs), else 0: CARLA refuses to spawn it
-        ("Invalid ActorDescription") rather than spawning a wrong blueprint."""
+        """The table's uid, the given one, the release's known one, a car's for another
+        vehicle (the right factory, which is all 0.9.15+ needs), else 0: CARLA refuses to
+        spawn it ("Invalid ActorDescription") rather than spawning a wrong blueprint."""
         if actor.uid is not None:
             return actor.uid
+        if actor.type_id in self.given:
+            return int(self.given[actor.type_id])
         known = _UIDS.get(self.family.name, {})
         uid = known.get(actor.type_id)
         if uid is not None:

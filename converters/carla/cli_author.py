@@ -12,6 +12,7 @@ import typer
 from nanorec.cli import run
 from nanorec.cli.inputs import check_input
 from nanorec.cli.options import Force, Json, Output
+from nanorec.errors import NanorecError, UsageError
 
 from .author import DEFAULT_RELEASE, RELEASE_NUMBERS
 from .cli import app
@@ -49,6 +50,15 @@ def author_command(
         int | None,
         typer.Option("--date", help="The header's date, Unix seconds (default: now)."),
     ] = None,
+    uids_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--uids-from",
+            help="Take blueprint UIds from this recording (one made on the server that "
+            "will replay; a uid column still wins).",
+            metavar="LOG",
+        ),
+    ] = None,
     force: Force = False,
     as_json: Json = False,
 ) -> None:
@@ -59,9 +69,10 @@ def author_command(
     vehicle.tesla.model3, walker.pedestrian.0001), x, y, z, yaw; optional pitch, roll,
     extent_x, extent_y, extent_z (bounding-box half-extents, m; written as additional
     data), role_name, uid (the blueprint's number in the server's library: `nanorec cat
-    any.log --type event_add` shows it for a recording made on that server; default the
-    release's own where known), and vehicle control throttle, steer, brake, hand_brake,
-    reverse (written as gear -1), gear. Other columns are ignored.
+    any.log --type event_add` shows it for a recording made on that server, --uids-from
+    takes them all from one; default the release's own where known), and vehicle control
+    throttle, steer, brake, hand_brake, reverse (written as gear -1), gear. Other columns
+    are ignored.
 
     An actor is added in the first frame it appears in, moved every frame until its last
     row (interpolated between rows) and removed in the next frame. The table's first time
@@ -70,10 +81,19 @@ def author_command(
 
     Example: nanorec carla author tracks.csv -o run.log --map Town03 --release 0.9.15
     """
-    from .author import author
+    from .author import author, recorded_uids
 
     def action() -> None:
         check_input(table)
+        uids = None
+        if uids_from is not None:
+            check_input(uids_from)
+            try:
+                uids = recorded_uids(uids_from)
+            except NanorecError as error:
+                raise UsageError(
+                    f"--uids-from {uids_from}: not a CARLA recording ({error})"
+                ) from None
         report = author(
             table,
             output,
@@ -82,6 +102,7 @@ def author_command(
             fps=fps,
             overwrite=force,
             date=date,
+            uids=uids,
         )
         typer.echo(json.dumps(report.as_dict(), indent=2) if as_json else report.line())
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nanorec.cli import _register, app
-from nanorec.converters.carla.author import RELEASES, author, release_family
+from nanorec.converters.carla.author import RELEASES, author, recorded_uids, release_family
 from nanorec.converters.carla.ids import FAMILIES, Engine
 from nanorec.converters.carla.query import file_info
 from nanorec.converters.carla.recording import CarlaRecording
@@ -233,6 +233,25 @@ def test_blueprint_uids(tmp_path: Path) -> None:
     table["uid"] = [60 if a == 12 else 23 if a == 9 else 24 for a in table["id"]]
     found, line = uids("0.9.15", table)
     assert found == {7: 24, 9: 23, 12: 60} and "not known" not in line
+
+    # --uids-from: the numbers of a recording made on the replaying server
+    recorded = recorded_uids(tmp_path / "0.9.15.log")
+    assert recorded == {
+        "vehicle.tesla.model3": 24,
+        "vehicle.audi.a2": 23,
+        "walker.pedestrian.0001": 60,
+    }
+    del table["uid"]
+    source = write_csv(tmp_path / "t.csv", table)
+    _register()
+    args = ["carla", "author", str(source), "-o", str(tmp_path / "u.log"), "--map", "Town03"]
+    result = make_runner().invoke(app, [*args, "--uids-from", str(tmp_path / "0.9.15.log")])
+    assert result.exit_code == 0 and "not known" not in result.stdout, result.stderr
+    with CarlaRecording.open(tmp_path / "u.log") as rec:
+        assert {r["id"]: r["uid"] for r in rec.rows("event_add")} == {7: 24, 9: 23, 12: 60}
+    result = make_runner().invoke(app, [*args, "--force", "--uids-from", str(source)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"nanorec: --uids-from {source}: not a CARLA recording")
 
 
 @pytest.mark.parametrize(("release", "moves"), [("0.9.6", False), ("0.9.10", True)])
