@@ -40,7 +40,7 @@ import numpy.typing as npt
 from nanorec.errors import UnknownNameError, UsageError
 
 from .author_frames import Stream, Track, frame_times, stream, track
-from .author_table import ActorRows, TrajectoryTable, actors, read
+from .author_table import MAX_TEXT, ActorRows, TrajectoryTable, actors, read
 from .ids import FAMILIES, ActorType, AttributeType, Family, Kind
 from .writer import RecordingWriter
 
@@ -182,6 +182,8 @@ def author(
     family = release_family(release)
     if not map_name:
         raise UsageError("the map name is empty: give the map the recording was made on")
+    if len(map_name.encode("utf-8", "surrogateescape")) > MAX_TEXT:
+        raise UsageError(f"the map name is longer than CARLA's {MAX_TEXT} bytes")
     checked = read(table)
     if checked.has("extent_x") and Kind.BOUNDING_BOX not in family.kinds:
         raise UsageError(

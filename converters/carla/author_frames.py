@@ -57,12 +57,13 @@ def frame_times(times: F64, fps: float | None) -> tuple[F64, F64]:
         return at, at - start
     if not (math.isfinite(fps) and fps > 0):
         raise UsageError(f"--fps must be a positive number of frames per second, not {fps}")
-    count = math.floor((end - start) * fps + 1e-9) + 1
-    if count > MAX_FRAMES:
+    steps = (end - start) * fps
+    if not steps < MAX_FRAMES:  # also a span so long that it overflows
         raise UsageError(
-            f"--fps {fps:g} over {end - start:g} s makes {count} frames; "
+            f"--fps {fps:g} over {end - start:g} s makes {steps + 1:.0f} frames; "
             f"at most {MAX_FRAMES} are written"
         )
+    count = math.floor(steps + 1e-9) + 1
     elapsed = elapsed_times(np.full(count, 1.0 / fps))
     return start + elapsed, elapsed
 

@@ -59,6 +59,8 @@ _RANGES: Mapping[str, tuple[int, int]] = {
     "gear": (-(2**31), 2**31 - 1),
 }
 _F32_MAX = float(np.finfo(np.float32).max)
+#: The longest string CARLA writes intact: its length goes through an int16 (spec §1).
+MAX_TEXT = 32767
 _TRUE = {"1": True, "true": True, "0": False, "false": False}
 
 
@@ -258,6 +260,9 @@ def _check(raw: dict[str, Any], names: list[str], source: str, offset: int) -> T
         lacking = ", ".join(name for name in EXTENT_COLUMNS if name not in raw)
         raise empty.fail(-1, None, f"extents need all of extent_x/y/z; missing {lacking}")
     known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS)
+    for name in known & set(raw):
+        if isinstance(raw[name], (str, bytes)) or not hasattr(raw[name], "__len__"):
+            raise empty.fail(-1, name, "not a sequence of one value per row")
     lengths = {name: len(raw[name]) for name in raw if name in known}
     rows = lengths["t"]
     for name, length in lengths.items():
@@ -286,10 +291,11 @@ def _check(raw: dict[str, Any], names: list[str], source: str, offset: int) -> T
 
 def _texts(table: TrajectoryTable, name: str, values: Sequence[Any]) -> list[str]:
     texts = ["" if value is None else str(value).strip() for value in values]
-    if name == "type_id":
-        for row, text in enumerate(texts):
-            if not text:
-                raise table.fail(row, name, "empty blueprint id")
+    for row, text in enumerate(texts):
+        if name == "type_id" and not text:
+            raise table.fail(row, name, "empty blueprint id")
+        if len(text) > MAX_TEXT // 4 and len(text.encode("utf-8", "surrogateescape")) > MAX_TEXT:
+            raise table.fail(row, name, f"text longer than CARLA's {MAX_TEXT} bytes")
     return texts
 
 

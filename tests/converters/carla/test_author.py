@@ -569,12 +569,23 @@ def test_no_overwrite_without_force(tmp_path: Path) -> None:
         ({"fps": 0.0}, "--fps must be a positive number"),
         ({"fps": 1e9}, "at most 10000000 are written"),
         ({"map_name": ""}, "the map name is empty"),
+        ({"map_name": "T" * 40000}, "longer than CARLA's 32767 bytes"),
+        (
+            {"table": {**scene(), "t": [t * 1e307 for t in scene()["t"]]}, "fps": 10},
+            "at most 10000000 are written",
+        ),
+        ({"table": {**scene(), "t": 0.5}}, "header, column t: not a sequence"),
+        (
+            {"table": {**scene(), "role_name": ["é" * 20000] * 11}},
+            "row 1, column role_name: text longer",
+        ),
     ],
 )
 def test_bad_arguments(tmp_path: Path, kwargs: dict[str, Any], words: str) -> None:
     options: dict[str, Any] = {"map_name": "Town03", **kwargs}
-    with pytest.raises(UsageError) as caught:
-        author(scene(), tmp_path / "a.log", **options)
+    table = options.pop("table", scene())
+    with pytest.raises((UsageError, FormatError)) as caught:
+        author(table, tmp_path / "a.log", **options)
     assert words in str(caught.value)
     assert not (tmp_path / "a.log").exists()
 
