@@ -37,11 +37,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.errors import UnknownNameError, UsageError
+from nanorec.errors import UsageError
 
 from .author_frames import Stream, Track, frame_times, stream, track
 from .author_table import MAX_TEXT, ActorRows, TrajectoryTable, actors, read
-from .ids import FAMILIES, ActorType, AttributeType, Family, Kind
+from .ids import ActorType, AttributeType, Family, Kind
+from .releases import DEFAULT_RELEASE, RELEASE_NUMBERS, RELEASES, release_family
 from .writer import RecordingWriter
 
 __all__ = [
@@ -54,19 +55,6 @@ __all__ = [
     "release_family",
 ]
 
-#: CARLA releases by number, and the family each one writes.
-RELEASE_NUMBERS: Mapping[str, str] = {
-    **{f"0.9.{minor}": "0.9.4-0.9.9" for minor in range(4, 10)},
-    **{f"0.9.{minor}": "0.9.10-0.9.13" for minor in range(10, 14)},
-    "0.9.14": "0.9.14",
-    "0.9.15": "0.9.15",
-    "0.9.16": "0.9.16",
-    "0.10.0": "ue5-0.10",
-}
-#: What `release` takes: a release number or a family name (nightlies, ue4-dev 2026...).
-RELEASES: Mapping[str, str] = {**RELEASE_NUMBERS, **{name: name for name in FAMILIES}}
-#: The latest CARLA release (the UE4 line's 0.9.16, September 2025).
-DEFAULT_RELEASE = "0.9.16"
 
 # Blueprint UIds as real recordings have them (../shared/realdata/carla: 0.9.6, 0.9.10 and
 # 0.9.13 files and a 0.9.14/0.9.15 one); they differ between releases (the Tesla is 16 in
@@ -139,14 +127,6 @@ class AuthorReport:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(vars(self))
-
-
-def release_family(release: str) -> Family:
-    """The family `release` (a release number such as 0.9.15, or a family name) writes."""
-    name = RELEASES.get(release)
-    if name is None:
-        raise UnknownNameError(f"unknown CARLA release {release!r}; known: {', '.join(RELEASES)}")
-    return FAMILIES[name]
 
 
 def recorded_uids(recording: str | os.PathLike[str]) -> dict[str, int]:

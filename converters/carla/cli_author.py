@@ -14,8 +14,8 @@ from nanorec.cli.inputs import check_input
 from nanorec.cli.options import Force, Json, Output
 from nanorec.errors import NanorecError, UsageError
 
-from .author import DEFAULT_RELEASE, RELEASE_NUMBERS
 from .cli import app
+from .releases import DEFAULT_RELEASE, RELEASE_NUMBERS
 
 _RELEASES = ", ".join(RELEASE_NUMBERS)
 

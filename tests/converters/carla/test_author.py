@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -588,6 +590,15 @@ def test_bad_arguments(tmp_path: Path, kwargs: dict[str, Any], words: str) -> No
         author(table, tmp_path / "a.log", **options)
     assert words in str(caught.value)
     assert not (tmp_path / "a.log").exists()
+
+
+def test_the_command_imports_no_writer() -> None:
+    """Every `nanorec carla ...` command imports the author command; it costs no writer."""
+    heavy = [f"nanorec.converters.carla.{m}" for m in ("writer", "author", "author_table")]
+    probe = "import sys, nanorec.converters.carla.cli_author; "
+    probe += f"print([m in sys.modules for m in {heavy}])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[False, False, False]"
 
 
 def test_releases_name_families() -> None:
