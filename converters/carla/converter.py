@@ -140,7 +140,7 @@ class CarlaConverter:
         return rebuild_members(reader)
 
     def commands(self) -> typer.Typer | None:
-        from . import cli_metrics, cli_queries  # noqa: F401 - their commands join the app
+        from . import cli_author, cli_metrics, cli_queries  # noqa: F401 - commands join the app
         from .cli import app
 
         return app
