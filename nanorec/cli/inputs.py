@@ -44,9 +44,17 @@ def check_input(path: Path) -> None:
         raise UsageError(f"{path}: the file is empty")
 
 
+def output_path(typed: str) -> Path:
+    """`-o` as typed: a URL (`s3://bucket/key`: uploaded once written, see `staged_output`)
+    kept whole, else a local path (the parser of every verb's `-o`)."""
+    return input_path(typed)
+
+
 def check_output(output: Path, *inputs: Path) -> None:
     """Refuse an output that would replace an input (whatever `--force` says) or that has
-    no directory to go to."""
+    no directory to go to. An output by URL is checked by its store (`staged_output`)."""
+    if is_url(output):
+        return
     if not output.parent.is_dir():
         raise UsageError(f"{output}: the directory {output.parent} does not exist")
     for source in inputs:
@@ -84,6 +92,27 @@ def progress_bar(label: str, total: int) -> Iterator[Any]:
             bar.update(done - bar.pos)
 
         yield update
+
+
+@contextlib.contextmanager
+def staged_output(output: Path | None, force: bool) -> Iterator[Path | None]:
+    """`output` itself, or for a URL a local path to write instead, uploaded when the block
+    ends without error (`nanorec.archive.upload.staged`: refused when the object exists and
+    not `force`). What the verb prints meanwhile is held until the upload is done, the local
+    path said as the URL: a report names the output the user asked for, and only once it
+    is there."""
+    if output is None or not is_url(output):
+        yield output
+        return
+    from nanorec.archive.upload import staged
+
+    url = str(output)
+    held = io.StringIO()
+    with staged(url, overwrite=force) as local:
+        with contextlib.redirect_stdout(held):
+            yield local
+        shown = held.getvalue().replace(str(local), url)
+    sys.stdout.write(shown)
 
 
 @contextlib.contextmanager
