@@ -109,11 +109,11 @@ def upload(local: Path, url: str, *, overwrite: bool = False) -> int:
 
 
 @contextlib.contextmanager
-def staged(url: str, *, overwrite: bool = False) -> Iterator[Path]:
+def staged(url: str, *, overwrite: bool = False, verb: str = "") -> Iterator[Path]:
     """Yield a local path (in a new temporary folder, named as `url`'s last segment) to write
     the output at; when the block ends without error, upload it to `url` (see `upload`). The
     folder is removed however the block ends (and, like a partial file, on the command line's
-    way out after a signal: `atomic.claim`)."""
+    way out after a signal: `atomic.claim`). `verb`: the command writing it, for its errors."""
     if not overwrite and exists(url):
         raise atomic.output_exists(url)
     name = url.rstrip("/").rpartition("/")[2]
@@ -124,8 +124,9 @@ def staged(url: str, *, overwrite: bool = False) -> Iterator[Path]:
         yield local
         if local.is_dir():
             raise UnsupportedError(
-                f"{url}: this output is a folder (a ROS 2 bag, Parquet tables), which object "
-                "storage cannot publish at once: write it to a local folder and copy that"
+                f"{url}: {verb or 'this output'} writes a folder here (a ROS 2 bag, Parquet "
+                "tables), which object storage cannot publish at once: write it to a local "
+                "folder and copy that"
             )
         if local.exists():
             upload(local, url, overwrite=overwrite)

@@ -17,6 +17,7 @@ import typer
 from nanorec import registry
 from nanorec.archive.layout import scratch
 from nanorec.archive.urls import is_url, url_path
+from nanorec.cli._click import click
 from nanorec.contract import Converter, Message, Recording, convert_request
 from nanorec.errors import UsageError
 
@@ -108,7 +109,9 @@ def staged_output(output: Path | None, force: bool) -> Iterator[Path | None]:
 
     url = str(output)
     held = io.StringIO()
-    with staged(url, overwrite=force) as local:
+    context = click.globals.get_current_context(silent=True)
+    verb = f"nanorec {context.info_name}" if context is not None else ""
+    with staged(url, overwrite=force, verb=verb) as local:
         with contextlib.redirect_stdout(held):
             yield local
         shown = held.getvalue().replace(str(local), url)

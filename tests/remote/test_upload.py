@@ -143,6 +143,55 @@ def test_nothing_is_at_the_key_until_the_upload_completes(
     assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
 
 
+def test_ctrl_c_while_uploading_aborts_the_multipart_upload(
+    endpoint: str, s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C lands while the file is read part after part (the first part already sent):
+    the multipart upload is aborted, nothing is at the key."""
+    from moto.s3 import models
+
+    source = tmp_path / "stopped.bin"
+    source.write_bytes(os.urandom(4 * (5 << 20)))
+    monkeypatch.setattr(upload, "PART", 5 << 20)
+    started: list[str] = []
+    real_create = models.S3Backend.create_multipart_upload
+
+    def create(self: Any, *args: Any, **kwargs: Any) -> Any:
+        started.append("upload")
+        return real_create(self, *args, **kwargs)
+
+    monkeypatch.setattr(models.S3Backend, "create_multipart_upload", create)
+    real_open = Path.open
+
+    class Interrupted:
+        def __init__(self, handle: Any) -> None:
+            self.handle, self.reads = handle, 0
+
+        def read(self, size: int) -> bytes:
+            self.reads += 1
+            if self.reads == 3:
+                raise KeyboardInterrupt
+            data: bytes = self.handle.read(size)
+            return data
+
+        def __enter__(self) -> Interrupted:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+    def opened(self: Path, *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(self, *args, **kwargs)
+        return Interrupted(handle) if self == source else handle
+
+    monkeypatch.setattr(Path, "open", opened)
+    with pytest.raises(KeyboardInterrupt):
+        upload.upload(source, f"s3://{BUCKET}/stopped.bin")
+    assert started  # it was a multipart upload, under way
+    assert _absent(s3, "stopped.bin")
+    assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
+
+
 def test_an_error_while_writing_uploads_nothing_and_removes_the_local_file(
     endpoint: str, s3: Any
 ) -> None:
@@ -157,12 +206,23 @@ def test_an_error_while_writing_uploads_nothing_and_removes_the_local_file(
 def test_a_folder_output_is_refused(endpoint: str, s3: Any) -> None:
     before = _temporaries()
     with (
-        pytest.raises(UnsupportedError, match="is a folder"),
+        pytest.raises(UnsupportedError, match="writes a folder"),
         upload.staged(f"s3://{BUCKET}/bag") as path,
     ):
         path.mkdir()
         (path / "metadata.yaml").write_text("x")
     assert _absent(s3, "bag") and _absent(s3, "bag/metadata.yaml")
+    _no_temporary_left(before)
+
+
+def test_a_bag_folder_export_is_refused_naming_the_verb(endpoint: str, s3: Any) -> None:
+    before = _temporaries()
+    url = f"s3://{BUCKET}/bag"
+    done = runner.invoke(app, ["export", str(SAMPLES / "ros2-robot"), "-o", url])
+    assert done.exit_code == 2 and not done.stdout
+    assert done.stderr.startswith(f"nanorec: {url}: nanorec export writes a folder here")
+    assert done.stderr.count("\n") == 1
+    assert not s3.list_objects_v2(Bucket=BUCKET, Prefix="bag").get("Contents")
     _no_temporary_left(before)
 
 
