@@ -11,6 +11,7 @@ import typer
 from nanorec import registry
 from nanorec.archive.atomic import file_sha256
 from nanorec.archive.layout import COMPACT, STORED, use_layout
+from nanorec.archive.urls import is_url
 from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, one_line, run
 from nanorec.cli.inputs import (
     check_input,
@@ -116,7 +117,12 @@ def convert(
     from nanorec.cli.dispatch import given_extra, pinned_format
 
     fmt = fmt or pinned_format()
-    if len(sources) != 1 or (sources[0].is_dir() and not registry.for_directory(sources[0])):
+    into_prefix = is_url(output) and str(output).endswith("/")  # s3://bucket/runs/: a key in it
+    if (
+        len(sources) != 1
+        or into_prefix
+        or (sources[0].is_dir() and not registry.for_directory(sources[0]))
+    ):
         from nanorec.cli.batch import batch_convert
 
         code = batch_convert(

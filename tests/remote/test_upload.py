@@ -281,6 +281,12 @@ def test_batch_to_a_prefix_writes_one_key_per_input(endpoint: str, s3: Any, tmp_
     assert again.exit_code == 0 and "0 converted" in again.stdout and "3 skipped" in again.stdout
 
 
+def test_one_file_into_a_prefix_is_a_key_under_it(endpoint: str, s3: Any, local: Path) -> None:
+    done = runner.invoke(app, ["convert", str(CARLA), "-o", f"s3://{BUCKET}/into/"])
+    assert done.exit_code == 0, done.output
+    assert _body(s3, f"into/{CARLA.name}.nanover.zip") == local.read_bytes()
+
+
 def test_a_missing_bucket_is_one_line(endpoint: str) -> None:
     before = _temporaries()
     done = runner.invoke(app, ["convert", str(CARLA), "-o", "s3://no-such-bucket/x.nanover.zip"])
