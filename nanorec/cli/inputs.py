@@ -55,10 +55,14 @@ def check_output(output: Path, *inputs: Path) -> None:
     """Refuse an output that would replace an input (whatever `--force` says) or that has
     no directory to go to. An output by URL is checked by its store (`staged_output`)."""
     if is_url(output):
+        if any(str(source) == str(output) for source in inputs):
+            raise UsageError(f"{output} is the input: refusing to write over it")
         return
     if not output.parent.is_dir():
         raise UsageError(f"{output}: the directory {output.parent} does not exist")
     for source in inputs:
+        if is_url(source):
+            continue
         if output.exists() and source.exists() and os.path.samefile(output, source):
             raise UsageError(f"{output} is the input: refusing to write over it")
 

@@ -248,6 +248,15 @@ def test_export_from_s3_to_s3_equals_the_native_file(endpoint: str, s3: Any, loc
     assert again.exit_code == 2 and "exists; pass --force" in again.stderr
 
 
+def test_an_output_naming_the_input_is_refused(endpoint: str, s3: Any, local: Path) -> None:
+    put_object(endpoint, BUCKET, "self.nanover.zip", local.read_bytes())
+    url = f"s3://{BUCKET}/self.nanover.zip"
+    done = runner.invoke(app, ["export", url, "-o", url, "--force"])
+    assert done.exit_code == 2
+    assert done.stderr == f"nanorec: {url} is the input: refusing to write over it\n"
+    assert _body(s3, "self.nanover.zip") == local.read_bytes()
+
+
 def test_repack_to_s3(endpoint: str, s3: Any, local: Path, tmp_path: Path) -> None:
     here = tmp_path / "stored.nanover.zip"
     done = runner.invoke(app, ["repack", str(local), "-o", str(here), "--stored"])
