@@ -5,7 +5,11 @@ in a temporary folder, which is then uploaded a part at a time.
 Nothing is visible at the key until the upload completes: a file larger than a part goes up as
 a multipart upload, which S3's CompleteMultipartUpload publishes whole (a smaller one as one
 PUT); on any error, Ctrl-C or SIGTERM the multipart upload is aborted (obstore's writer aborts
-when its block ends by an exception) and the temporary folder removed. The transport and its
+when its block ends by an exception) and the temporary folder removed. Once the whole file is
+handed over, closing the writer sends the last part, waits for those in flight and completes:
+a signal landing then is handled after it returns (obstore holds the thread meanwhile), so the
+object is published, as a local output is once renamed, and the command exits 130 or 143
+still (that window: the time to upload up to `PARALLEL` + 1 parts). The transport and its
 configuration are the reader's (`remote.store_for`: `AWS_*`, `AWS_ENDPOINT_URL`...).
 
 An object at the key is refused unless `overwrite`: checked before anything is written (a HEAD,
@@ -94,7 +98,6 @@ def upload(local: Path, url: str, *, overwrite: bool = False) -> int:
             for block in iter(lambda: source.read(PART), b""):
                 sink.write(block)
                 size += len(block)
-            sink.flush()  # every full part sent: what is left is the last part and the completion
             if not overwrite and _exists(store, key, url):  # appeared while we were uploading
                 raise atomic.output_exists(url, " (it appeared while uploading)")
     except (NotFoundError, FileNotFoundError):  # a 404 answering the upload's first request

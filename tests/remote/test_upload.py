@@ -10,6 +10,7 @@ import hashlib
 import os
 import pickle
 import shutil
+import signal
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -192,6 +193,59 @@ def test_ctrl_c_while_uploading_aborts_the_multipart_upload(
     assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_uploading_leaves_nothing(
+    endpoint: str, s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int
+) -> None:
+    """`nanorec repack -o s3://...` in a child process, stopped by a signal while it still
+    hands parts to the upload: the server holds every part until the signal is sent (no
+    timing), so the child waits with `PARALLEL` parts in flight and the next one read. Exit
+    status 130 or 143, no object, the multipart upload aborted, no local file left."""
+    import subprocess
+    import sys
+    import threading
+
+    from moto.s3 import models
+
+    from nanorec.archive.writer import ArchiveWriter
+
+    big = tmp_path / "big.nanover.zip"
+    with ArchiveWriter(big, source_format="t") as writer:  # > PARALLEL + 1 parts, not deflated
+        for i in range((upload.PARALLEL + 2) * upload.PART // 500_000):
+            writer.write({"m": os.urandom(500_000)}, timestamp_us=i)
+    arrived, sent = threading.Semaphore(0), threading.Event()
+    real = models.S3Backend.upload_part
+
+    def held(self: Any, *args: Any) -> Any:
+        arrived.release()
+        sent.wait(60)
+        return real(self, *args)
+
+    monkeypatch.setattr(models.S3Backend, "upload_part", held)
+    key = f"signal-{signum}.nanover.zip"
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    command = ["repack", str(big), "-o", f"s3://{BUCKET}/{key}", "--stored"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from nanorec.cli import main; main()", *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(folder)},
+    )
+    try:
+        for _ in range(upload.PARALLEL):
+            assert arrived.acquire(timeout=120), "the parts never came"
+        process.send_signal(signum)
+    finally:
+        sent.set()
+        _, stderr = process.communicate(timeout=120)
+    assert process.returncode in (128 + signum, 130), stderr
+    assert _absent(s3, key)
+    assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
+    assert not list(folder.iterdir())
+
+
 def test_an_error_while_writing_uploads_nothing_and_removes_the_local_file(
     endpoint: str, s3: Any
 ) -> None:
@@ -268,6 +322,7 @@ def test_repack_to_s3(endpoint: str, s3: Any, local: Path, tmp_path: Path) -> No
     assert done.stdout.startswith(f"{url}: ")
 
 
+@pytest.mark.slow
 def test_batch_to_a_prefix_writes_one_key_per_input(endpoint: str, s3: Any, tmp_path: Path) -> None:
     inputs = tmp_path / "in"
     inputs.mkdir()
