@@ -59,7 +59,7 @@ def store_for(url: str, retry: dict[str, Any] | None = None) -> tuple[Any, str]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     folder, _, name = url.rpartition("/")
-    if not name or not parts.netloc:
+    if not name or not parts.netloc or not parts.path.strip("/"):
         raise UsageError(f"{url} names no object (expected SCHEME://HOST/.../NAME)")
     if scheme == "http" and not _loopback(parts.hostname or ""):
         raise UsageError(f"{url}: plain http is read only from this machine; use https")

@@ -75,7 +75,10 @@ def _refused(url: str, error: Exception) -> RemoteError:
     """The store's answer in one line, without the XML body S3 sends with it."""
     said = first_line(error).split(": <?xml", 1)[0]
     if "169.254.169.254" in said:  # no keys in the environment: the instance's role was asked
-        said = f"no credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY): {said}"
+        keys = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        if "GCS" in said:
+            keys = "GOOGLE_APPLICATION_CREDENTIALS"
+        said = f"no credentials (set {keys}): {said}"
     return RemoteError(f"{url}: the store refused the upload: {said}")
 
 

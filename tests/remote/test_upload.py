@@ -391,6 +391,14 @@ def test_no_credentials_is_one_line(endpoint: str, monkeypatch: pytest.MonkeyPat
     _no_temporary_left(before)
 
 
+def test_a_url_naming_no_object_is_one_line() -> None:
+    done = runner.invoke(app, ["convert", str(CARLA), "-o", "s3://bucket-only"])
+    assert done.exit_code == 2
+    assert done.stderr == "nanorec: s3://bucket-only names no object (expected " + (
+        "SCHEME://HOST/.../NAME)\n"
+    )
+
+
 def test_an_http_output_is_refused() -> None:
     done = runner.invoke(app, ["convert", str(CARLA), "-o", "https://example.com/x.nanover.zip"])
     assert done.exit_code == 2
