@@ -317,22 +317,12 @@ def run_verb(
             selection, pace = _respelled(given, extras, dict(selection), pace)
         chosen = Selection.make(**selection) if selection is not None else None
         kinds = tuple((selection or {}).get("kinds") or ())
+        call = VerbCall(
+            source, typed, chosen, output, force, form, as_json, extra, storage, pace, opener, kinds
+        )
         hook = hook_of(name, verb)
         with staged_output(output, force) as written:  # by URL: written here, then uploaded
-            call = VerbCall(
-                source,
-                typed,
-                chosen,
-                written,
-                force,
-                form,
-                as_json,
-                extra,
-                storage,
-                pace,
-                opener,
-                kinds,
-            )
+            call = dataclasses.replace(call, output=written)
             result = hook(call) if hook is not None else None
             if result is None:
                 result = generic(call)
