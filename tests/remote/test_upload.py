@@ -302,6 +302,25 @@ def test_export_from_s3_to_s3_equals_the_native_file(endpoint: str, s3: Any, loc
     assert again.exit_code == 2 and "exists; pass --force" in again.stderr
 
 
+def test_mcap_export_and_plot_to_s3(endpoint: str, s3: Any, local: Path, tmp_path: Path) -> None:
+    """Other outputs of export and plot (the core's generic bodies and a format's hook) go
+    through the same staging: the MCAP equals the local export (of the archive: from a
+    native file the MCAP's metadata names the temporary archive it was converted into)."""
+    pytest.importorskip("mcap")
+    here = tmp_path / "carla.mcap"
+    done = runner.invoke(app, ["export", str(local), "-F", "mcap", "-o", str(here)])
+    assert done.exit_code == 0, done.output
+    url = f"s3://{BUCKET}/carla.mcap"
+    done = runner.invoke(app, ["export", str(local), "-F", "mcap", "-o", url])
+    assert done.exit_code == 0, done.output
+    assert _body(s3, "carla.mcap") == here.read_bytes()
+    pytest.importorskip("matplotlib")
+    done = runner.invoke(app, ["plot", str(CARLA), "-o", f"s3://{BUCKET}/carla.png"])
+    assert done.exit_code == 0, done.output
+    assert _body(s3, "carla.png").startswith(b"\x89PNG")
+    assert done.stdout.startswith(f"s3://{BUCKET}/carla.png: ")
+
+
 def test_an_output_naming_the_input_is_refused(endpoint: str, s3: Any, local: Path) -> None:
     put_object(endpoint, BUCKET, "self.nanover.zip", local.read_bytes())
     url = f"s3://{BUCKET}/self.nanover.zip"
