@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -40,6 +40,8 @@ PART: Final = 8 << 20
 PARALLEL: Final = 4
 #: The schemes an output may name (HTTP servers take no uploads).
 SCHEMES: Final = ("s3", "gs", "gcs")
+#: `progress(done, total)` in bytes.
+Progress = Callable[[int, int], None]
 #: obstore's retry settings for uploads (None: object_store's own, up to 10 retries in 3 min).
 RETRY: dict[str, Any] | None = None
 
@@ -82,17 +84,20 @@ def _refused(url: str, error: Exception) -> RemoteError:
     return RemoteError(f"{url}: the store refused the upload: {said}")
 
 
-def upload(local: Path, url: str, *, overwrite: bool = False) -> int:
+def upload(
+    local: Path, url: str, *, overwrite: bool = False, progress: Progress | None = None
+) -> int:
     """Upload file `local` to `url` in parts of `PART` bytes (`PARALLEL` in flight), published
     only when complete, aborted on any error; returns the size. `OutputExistsError` when an
-    object is there (before or just before completing) and `overwrite` is false."""
+    object is there (before or just before completing) and `overwrite` is false.
+    `progress(done, total)`: bytes handed to the upload so far."""
     from obstore.exceptions import BaseError, NotFoundError
 
     store, key = _target(url)
     if not overwrite and _exists(store, key, url):
         raise atomic.output_exists(url)
     obstore = obstore_module()
-    size = 0
+    size, total = 0, local.stat().st_size
     try:
         with (
             local.open("rb") as source,
@@ -101,6 +106,8 @@ def upload(local: Path, url: str, *, overwrite: bool = False) -> int:
             for block in iter(lambda: source.read(PART), b""):
                 sink.write(block)
                 size += len(block)
+                if progress is not None:
+                    progress(size, total)
             if not overwrite and _exists(store, key, url):  # appeared while we were uploading
                 raise atomic.output_exists(url, " (it appeared while uploading)")
     except (NotFoundError, FileNotFoundError):  # a 404 answering the upload's first request
@@ -115,11 +122,14 @@ def upload(local: Path, url: str, *, overwrite: bool = False) -> int:
 
 
 @contextlib.contextmanager
-def staged(url: str, *, overwrite: bool = False, verb: str = "") -> Iterator[Path]:
+def staged(
+    url: str, *, overwrite: bool = False, verb: str = "", progress: Progress | None = None
+) -> Iterator[Path]:
     """Yield a local path (in a new temporary folder, named as `url`'s last segment) to write
     the output at; when the block ends without error, upload it to `url` (see `upload`). The
     folder is removed however the block ends (and, like a partial file, on the command line's
-    way out after a signal: `atomic.claim`). `verb`: the command writing it, for its errors."""
+    way out after a signal: `atomic.claim`). `verb`: the command writing it, for its errors;
+    `progress`: the upload's (see `upload`)."""
     if not overwrite and exists(url):
         raise atomic.output_exists(url)
     name = url.rstrip("/").rpartition("/")[2]
@@ -135,7 +145,7 @@ def staged(url: str, *, overwrite: bool = False, verb: str = "") -> Iterator[Pat
                 "folder and copy that"
             )
         if local.exists():
-            upload(local, url, overwrite=overwrite)
+            upload(local, url, overwrite=overwrite, progress=progress)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         atomic.release(folder)

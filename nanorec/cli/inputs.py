@@ -115,7 +115,15 @@ def staged_output(output: Path | None, force: bool) -> Iterator[Path | None]:
     held = io.StringIO()
     context = click.globals.get_current_context(silent=True)
     verb = f"nanorec {context.info_name}" if context is not None else ""
-    with staged(url, overwrite=force, verb=verb) as local:
+    bar = contextlib.ExitStack()  # an `uploading` bar, shown once the upload begins
+    updates: list[Any] = []
+
+    def uploading(done: int, total: int) -> None:
+        if not updates:
+            updates.append(bar.enter_context(progress_bar("uploading", total)))
+        updates[0](done, total)
+
+    with bar, staged(url, overwrite=force, verb=verb, progress=uploading) as local:
         with contextlib.redirect_stdout(held):
             yield local
         shown = held.getvalue().replace(str(local), url)

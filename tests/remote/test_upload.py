@@ -139,7 +139,10 @@ def test_nothing_is_at_the_key_until_the_upload_completes(
     assert _absent(s3, "big.bin")
     assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
     monkeypatch.setattr(models.S3Backend, "upload_part", real)
-    assert upload.upload(source, f"s3://{BUCKET}/big.bin") == len(data)  # then it goes up whole
+    said: list[tuple[int, int]] = []
+    sent = upload.upload(source, f"s3://{BUCKET}/big.bin", progress=lambda *a: said.append(a))
+    assert sent == len(data)  # then it goes up whole, a part at a time
+    assert said == [(min(n * (5 << 20), len(data)), len(data)) for n in range(1, 5)]
     assert _sha(_body(s3, "big.bin")) == _sha(data)
     assert not s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
 
