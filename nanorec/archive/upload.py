@@ -62,26 +62,34 @@ def exists(url: str) -> bool:
 
 
 def _exists(store: Any, key: str, url: str) -> bool:
-    from obstore.exceptions import BaseError, NotFoundError
+    from obstore.exceptions import BaseError, NotFoundError, PermissionDeniedError
 
     try:
         obstore_module().head(store, key)
     except (NotFoundError, FileNotFoundError):  # obstore 0.12 raises the builtin one
         return False
     except BaseError as error:
-        raise _refused(url, error) from None
+        more = ""
+        if isinstance(error, PermissionDeniedError) or "403 Forbidden" in str(error):
+            # S3's answer to a HEAD of a missing key without s3:ListBucket, too
+            more = (
+                " (credentials that may put but not list are refused a HEAD of a missing "
+                "key: overwrite=True writes without asking)"
+            )
+        raise _refused(url, error, more) from None
     return True
 
 
-def _refused(url: str, error: Exception) -> RemoteError:
-    """The store's answer in one line, without the XML body S3 sends with it."""
+def _refused(url: str, error: Exception, more: str = "") -> RemoteError:
+    """The store's answer in one line, without the XML body S3 sends with it; `more`: what
+    else to say."""
     said = first_line(error).split(": <?xml", 1)[0]
     if "169.254.169.254" in said:  # no keys in the environment: the instance's role was asked
         keys = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
         if "GCS" in said:
             keys = "GOOGLE_APPLICATION_CREDENTIALS"
         said = f"no credentials (set {keys}): {said}"
-    return RemoteError(f"{url}: the store refused the upload: {said}")
+    return RemoteError(f"{url}: the store refused the upload: {said}{more}")
 
 
 def upload(

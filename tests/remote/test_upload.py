@@ -413,6 +413,26 @@ def test_no_credentials_is_one_line(endpoint: str, monkeypatch: pytest.MonkeyPat
     _no_temporary_left(before)
 
 
+def test_a_forbidden_head_says_that_force_writes_without_asking(
+    endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S3 answers 403 to a HEAD of a missing key when the credentials may not list the
+    bucket: the line says so, and --force (which asks nothing) still writes."""
+    import obstore
+    from obstore.exceptions import PermissionDeniedError
+
+    def forbidden(store: Any, path: str) -> Any:
+        raise PermissionDeniedError("Error performing HEAD: 403 Forbidden")
+
+    monkeypatch.setattr(obstore, "head", forbidden)
+    url = f"s3://{BUCKET}/forbidden.nanover.zip"
+    done = runner.invoke(app, ["convert", str(CARLA), "-o", url])
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1
+    assert "403 Forbidden" in done.stderr and "--force writes without asking" in done.stderr
+    forced = runner.invoke(app, ["convert", str(CARLA), "-o", url, "--force"])
+    assert forced.exit_code == 0, forced.output
+
+
 def test_a_url_naming_no_object_is_one_line() -> None:
     done = runner.invoke(app, ["convert", str(CARLA), "-o", "s3://bucket-only"])
     assert done.exit_code == 2
