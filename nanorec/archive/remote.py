@@ -32,13 +32,12 @@ class RemoteError(NanorecError):
     changed while it was read, or the store refused a request."""
 
 
-def _obstore() -> Any:
+def obstore_module(doing: str = "reading archives by URL") -> Any:
+    """obstore, or `UnsupportedError` saying that `doing` needs the `remote` extra."""
     try:
         import obstore
     except ImportError:
-        raise UnsupportedError(
-            "reading archives by URL needs obstore: pip install 'nanorec[remote]'"
-        ) from None
+        raise UnsupportedError(f"{doing} needs obstore: pip install 'nanorec[remote]'") from None
     return obstore
 
 
@@ -51,15 +50,16 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _store(url: str) -> tuple[Any, str]:
-    """The obstore store holding `url`'s object and the object's path in it."""
-    obstore = _obstore()
+def store_for(url: str, retry: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """The obstore store holding `url`'s object and the object's path in it (the reader's
+    and `upload`'s one configuration); `retry`: obstore's `RetryConfig`, else its own."""
+    obstore = obstore_module()
     from obstore.store import HTTPStore, from_url
 
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     folder, _, name = url.rpartition("/")
-    if not name or not parts.netloc:
+    if not name or not parts.netloc or not parts.path.strip("/"):
         raise UsageError(f"{url} names no object (expected SCHEME://HOST/.../NAME)")
     if scheme == "http" and not _loopback(parts.hostname or ""):
         raise UsageError(f"{url}: plain http is read only from this machine; use https")
@@ -75,6 +75,8 @@ def _store(url: str) -> tuple[Any, str]:
             raise UsageError(f"AWS_ENDPOINT_URL {endpoint}: plain http only on this machine")
         options = {"allow_http": True}
     kwargs: dict[str, Any] = {"client_options": options}  # obstore's ClientConfig keys
+    if retry is not None:
+        kwargs["retry_config"] = retry
     if scheme == "s3" and endpoint:
         kwargs["endpoint"] = endpoint
     del obstore
@@ -89,13 +91,13 @@ def glob_urls(pattern: str) -> list[str]:
     folder, _, name = pattern.rpartition("/")
     if any(char in folder for char in "*?["):
         raise UsageError(f"{pattern}: a pattern is taken in the last segment only")
-    store, _ = _store(folder + "/x")
-    listed = _obstore().list(store, prefix=None).collect()
+    store, _ = store_for(folder + "/x")
+    listed = obstore_module().list(store, prefix=None).collect()
     names = sorted(item["path"] for item in listed if "/" not in item["path"])
     return [f"{folder}/{found}" for found in names if fnmatch.fnmatchcase(found, name)]
 
 
-def _first_line(error: Exception) -> str:
+def first_line(error: Exception) -> str:
     """The sentence of an obstore error, without its debug dump."""
     text = str(error)
     return text.splitlines()[0] if text else type(error).__name__
@@ -107,8 +109,8 @@ class RemoteSource:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._obstore = _obstore()
-        self._store, self._path = _store(url)
+        self._obstore = obstore_module()
+        self._store, self._path = store_for(url)
         self.requests = 0
         self.bytes_read = 0
         try:
@@ -177,10 +179,10 @@ class RemoteSource:
             raise self._changed("its ETag no longer matches") from None
         except NotSupportedError as error:  # obstore's word for a 200 answering a range
             if "range" not in str(error).lower():
-                raise RemoteError(f"{self.url}: {_first_line(error)}") from None
+                raise RemoteError(f"{self.url}: {first_line(error)}") from None
             raise self._ignored_range(-1) from None
         except BaseError as error:
-            raise RemoteError(f"{self.url}: {_first_line(error)}") from None
+            raise RemoteError(f"{self.url}: {first_line(error)}") from None
 
     def _changed(self, why: str) -> RemoteError:
         return RemoteError(f"{self.url} changed while it was read ({why}): open it again")
@@ -196,4 +198,12 @@ class RemoteSource:
         )
 
 
-__all__ = ["TAIL", "RemoteError", "RemoteSource", "glob_urls"]
+__all__ = [
+    "TAIL",
+    "RemoteError",
+    "RemoteSource",
+    "first_line",
+    "glob_urls",
+    "obstore_module",
+    "store_for",
+]

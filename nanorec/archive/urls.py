@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 _URL: Final = re.compile(r"^(s3|gs|gcs|https?)://", re.IGNORECASE)
@@ -28,6 +28,9 @@ class UrlPath(PurePosixPath):
 
     def __fspath__(self) -> str:
         return str(self)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return url_path, (str(self),)  # the URL kept across processes (a batch's workers)
 
 
 def url_path(url: str | UrlPath) -> UrlPath:

@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from nanorec.archive.layout import COMPACT
+from nanorec.archive.urls import is_url
 from nanorec.cli import EXIT_PROBLEM, run
 from nanorec.errors import UsageError
 from nanorec.maintain.batch import Outcome, plan, run_batch
@@ -40,10 +41,17 @@ def batch_convert(
     def action() -> int:
         if output is None:
             raise UsageError("several sources or a directory need -o OUTDIR")
-        if output.exists() and not output.is_dir():
+        if is_url(output):  # a prefix: one key per input, each uploaded once written
+            pass
+        elif output.exists() and not output.is_dir():
             raise UsageError(f"{output} is not a directory")
-        output.mkdir(parents=True, exist_ok=True)
+        else:
+            output.mkdir(parents=True, exist_ok=True)
         todo, outcomes = plan(sources, output)
+        if is_url(output) and todo:  # a store that cannot be reached fails here, not per file
+            from nanorec.archive.upload import exists
+
+            exists(str(todo[0].output))
         if not todo and all(o.status == "ignored" for o in outcomes):
             ignored = ", ".join(str(o.job.source) for o in outcomes)
             raise UsageError(

@@ -19,7 +19,7 @@ from nanorec import registry
 from nanorec.archive.layout import COMPACT, STORED, use_layout
 from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
-from nanorec.cli.inputs import check_input, check_output, input_path
+from nanorec.cli.inputs import check_input, check_output, input_path, staged_output
 from nanorec.cli.options import Force, Json, Output, Stored
 from nanorec.contract import ChecksMembers
 from nanorec.errors import NanorecError
@@ -144,14 +144,14 @@ def recover(
     def action() -> None:
         check_input(file)
         check_output(output, file)
-        with use_layout(STORED if stored else COMPACT):
-            result = recover_archive(file, output, overwrite=force)
+        with staged_output(output, force) as written, use_layout(STORED if stored else COMPACT):
+            result = recover_archive(file, written or output, overwrite=force)
             name = adopt(result.output)
-        typer.echo(
-            f"{result.output}: {result.messages} messages recovered "
-            f"({result.recovered_bytes} bytes kept, {result.discarded_bytes} dropped: "
-            f"{result.stop_reason})" + (f"; a {name} archive again" if name else "")
-        )
+            typer.echo(
+                f"{result.output}: {result.messages} messages recovered "
+                f"({result.recovered_bytes} bytes kept, {result.discarded_bytes} dropped: "
+                f"{result.stop_reason})" + (f"; a {name} archive again" if name else "")
+            )
         if result.failed_checksums:
             typer.echo(
                 f"nanorec: warning: {result.failed_checksums} damaged messages dropped (they "
@@ -185,12 +185,13 @@ def repack(
     def action() -> None:
         check_input(file)
         check_output(output, file)
-        result = repack_archive(file, output, compact=not stored, overwrite=force)
-        layout = "compact" if result.compact else "stored"
-        ratio = result.output_size / max(result.input_size, 1)
-        typer.echo(
-            f"{result.output}: {result.messages} messages, {layout} layout, "
-            f"{result.output_size} bytes ({ratio:.3f}x the input)"
-        )
+        with staged_output(output, force) as written:
+            result = repack_archive(file, written or output, compact=not stored, overwrite=force)
+            layout = "compact" if result.compact else "stored"
+            ratio = result.output_size / max(result.input_size, 1)
+            typer.echo(
+                f"{result.output}: {result.messages} messages, {layout} layout, "
+                f"{result.output_size} bytes ({ratio:.3f}x the input)"
+            )
 
     run(action)

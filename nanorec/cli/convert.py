@@ -11,12 +11,15 @@ import typer
 from nanorec import registry
 from nanorec.archive.atomic import file_sha256
 from nanorec.archive.layout import COMPACT, STORED, use_layout
+from nanorec.archive.urls import is_url
 from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, one_line, run
 from nanorec.cli.inputs import (
     check_input,
     check_output,
     native_converter,
+    output_path,
     progress_bar,
+    staged_output,
 )
 from nanorec.cli.options import (
     Force,
@@ -86,8 +89,10 @@ def convert(
         typer.Option(
             "--output",
             "-o",
-            help="Archive to write (default: SOURCE.nanover.zip); with several sources or a "
-            "directory, the directory to write them into.",
+            help="Archive to write (default: SOURCE.nanover.zip; s3://BUCKET/KEY: uploaded); "
+            "with several sources or a directory, the directory (or s3:// prefix) to write "
+            "them into.",
+            parser=output_path,
         ),
     ] = None,
     force: Force = False,
@@ -112,7 +117,12 @@ def convert(
     from nanorec.cli.dispatch import given_extra, pinned_format
 
     fmt = fmt or pinned_format()
-    if len(sources) != 1 or (sources[0].is_dir() and not registry.for_directory(sources[0])):
+    into_prefix = is_url(output) and str(output).endswith("/")  # s3://bucket/runs/: a key in it
+    if (
+        len(sources) != 1
+        or into_prefix
+        or (sources[0].is_dir() and not registry.for_directory(sources[0]))
+    ):
         from nanorec.cli.batch import batch_convert
 
         code = batch_convert(
@@ -136,12 +146,13 @@ def convert(
         extra = given_extra("convert", source, converter.name)
         options = {**_given_fields(extra), **_options(option)}
         with (
+            staged_output(out, force) as written,
             use_layout(STORED if stored else COMPACT),
             progress_bar("converting", registry.input_size(source)) as update,
         ):
             wanted = convert_request(converter, options, overwrite=force, progress=update)
-            report = convert_file(converter, source, out, wanted)
-        typer.echo("\n".join(convert_report_lines(report)))
+            report = convert_file(converter, source, written or out, wanted)
+            typer.echo("\n".join(convert_report_lines(report)))
         return 0 if report.clean or keep_going else EXIT_PROBLEM
 
     raise typer.Exit(run(action))

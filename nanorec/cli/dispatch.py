@@ -298,7 +298,7 @@ def run_verb(
     """Run `verb` on the input `typed`: its format's hook, else `generic` (see the module
     docstring); returns the exit status."""
     from nanorec.archive.urls import is_url
-    from nanorec.cli.inputs import check_input, input_path
+    from nanorec.cli.inputs import check_input, input_path, staged_output
     from nanorec.selection import Selection
 
     given, extras, pinned = click.globals.get_current_context().meta.get(_GIVEN, ({}, {}, None))
@@ -321,9 +321,11 @@ def run_verb(
             source, typed, chosen, output, force, form, as_json, extra, storage, pace, opener, kinds
         )
         hook = hook_of(name, verb)
-        result = hook(call) if hook is not None else None
-        if result is None:
-            result = generic(call)
+        with staged_output(output, force) as written:  # by URL: written here, then uploaded
+            call = dataclasses.replace(call, output=written)
+            result = hook(call) if hook is not None else None
+            if result is None:
+                result = generic(call)
     finally:
         opener.close()
     return result or 0

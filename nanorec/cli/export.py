@@ -16,6 +16,7 @@ from nanorec.cli import EXIT_PROBLEM, app, run
 from nanorec.cli.inputs import (
     check_input,
     check_output,
+    input_path,
     opened,
     opened_archive,
     progress_bar,
@@ -77,7 +78,7 @@ def export(
     chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
 
     def action() -> int:
-        check_output(output, Path(file))
+        check_output(output, input_path(file))
         return run_verb(
             "export",
             file,

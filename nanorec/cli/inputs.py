@@ -17,6 +17,7 @@ import typer
 from nanorec import registry
 from nanorec.archive.layout import scratch
 from nanorec.archive.urls import is_url, url_path
+from nanorec.cli._click import click
 from nanorec.contract import Converter, Message, Recording, convert_request
 from nanorec.errors import UsageError
 
@@ -44,12 +45,24 @@ def check_input(path: Path) -> None:
         raise UsageError(f"{path}: the file is empty")
 
 
+def output_path(typed: str) -> Path:
+    """`-o` as typed: a URL (`s3://bucket/key`: uploaded once written, see `staged_output`)
+    kept whole, else a local path (the parser of every verb's `-o`)."""
+    return input_path(typed)
+
+
 def check_output(output: Path, *inputs: Path) -> None:
     """Refuse an output that would replace an input (whatever `--force` says) or that has
-    no directory to go to."""
+    no directory to go to. An output by URL is checked by its store (`staged_output`)."""
+    if is_url(output):
+        if any(str(source) == str(output) for source in inputs):
+            raise UsageError(f"{output} is the input: refusing to write over it")
+        return
     if not output.parent.is_dir():
         raise UsageError(f"{output}: the directory {output.parent} does not exist")
     for source in inputs:
+        if is_url(source):
+            continue
         if output.exists() and source.exists() and os.path.samefile(output, source):
             raise UsageError(f"{output} is the input: refusing to write over it")
 
@@ -84,6 +97,37 @@ def progress_bar(label: str, total: int) -> Iterator[Any]:
             bar.update(done - bar.pos)
 
         yield update
+
+
+@contextlib.contextmanager
+def staged_output(output: Path | None, force: bool) -> Iterator[Path | None]:
+    """`output` itself, or for a URL a local path to write instead, uploaded when the block
+    ends without error (`nanorec.archive.upload.staged`: refused when the object exists and
+    not `force`). What the verb prints meanwhile is held until the upload is done, the local
+    path said as the URL: a report names the output the user asked for, and only once it
+    is there."""
+    if output is None or not is_url(output):
+        yield output
+        return
+    from nanorec.archive.upload import staged
+
+    url = str(output)
+    held = io.StringIO()
+    context = click.globals.get_current_context(silent=True)
+    verb = f"nanorec {context.info_name}" if context is not None else ""
+    bar = contextlib.ExitStack()  # an `uploading` bar, shown once the upload begins
+    updates: list[Any] = []
+
+    def uploading(done: int, total: int) -> None:
+        if not updates:
+            updates.append(bar.enter_context(progress_bar("uploading", total)))
+        updates[0](done, total)
+
+    with bar, staged(url, overwrite=force, verb=verb, progress=uploading) as local:
+        with contextlib.redirect_stdout(held):
+            yield local
+        shown = held.getvalue().replace(str(local), url)
+    sys.stdout.write(shown)
 
 
 @contextlib.contextmanager

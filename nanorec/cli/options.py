@@ -13,9 +13,24 @@ from typing import Annotated
 
 import typer
 
-Output = Annotated[Path, typer.Option("--output", "-o", help="File to write.")]
+
+def _output(typed: str) -> Path:
+    from nanorec.cli.inputs import output_path  # the registry: not for `--help`
+
+    return output_path(typed)
+
+
+Output = Annotated[
+    Path,
+    typer.Option(
+        "--output", "-o", help="File to write (or s3://BUCKET/KEY: uploaded).", parser=_output
+    ),
+]
 OptionalOutput = Annotated[
-    Path | None, typer.Option("--output", "-o", help="File to write (default: next to the input).")
+    Path | None,
+    typer.Option(
+        "--output", "-o", help="File to write (default: next to the input).", parser=_output
+    ),
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing output.")]
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of text.")]

@@ -10,13 +10,12 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from nanorec.cli import app, run
-from nanorec.cli.inputs import check_output, message_dict
+from nanorec.cli.inputs import check_output, input_path, message_dict
 from nanorec.cli.options import (
     Duration,
     End,
@@ -226,7 +225,7 @@ def plot(
     chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
 
     def action() -> int:
-        check_output(output, Path(file))
+        check_output(output, input_path(file))
         return run_verb("plot", file, _plot, selection=chosen, output=output, force=force)
 
     raise typer.Exit(run(action))

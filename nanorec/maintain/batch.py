@@ -20,17 +20,21 @@ from __future__ import annotations
 import concurrent.futures as futures
 import contextlib
 import glob
+import multiprocessing
 import os
+import signal
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from nanorec import registry
 from nanorec.archive.layout import COMPACT, use_layout
 from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.upload import join, staged
+from nanorec.archive.urls import is_url, url_path
 from nanorec.archive.writer import partial_path
 from nanorec.contract import convert_request
 from nanorec.errors import NanorecError, UsageError
@@ -106,7 +110,7 @@ def plan(
         if path.resolve() in seen:
             continue
         seen.add(path.resolve())
-        output = outdir / path.relative_to(root).with_name(path.name + SUFFIX)
+        output = _under(outdir, path.relative_to(root).with_name(path.name + SUFFIX))
         try:
             size = registry.input_size(path)
             registry.for_native(path)
@@ -119,6 +123,14 @@ def plan(
         jobs.append(Job(path, output, size))
     jobs, clashes = _distinct(jobs, outdir)
     return jobs, known + clashes
+
+
+def _under(outdir: Path, relative: Path) -> Path:
+    """Where the archive at `relative` goes under the output directory, or under the output
+    prefix by URL (`s3://bucket/runs/`: one key per input)."""
+    if is_url(outdir):
+        return cast("Path", url_path(join(str(outdir), relative.as_posix())))
+    return outdir / relative
 
 
 def _has_suffix(path: Path) -> bool:
@@ -139,7 +151,7 @@ def _distinct(jobs: list[Job], outdir: Path) -> tuple[list[Job], list[Outcome]]:
             with contextlib.suppress(ValueError):  # no common folder (Windows drives)
                 common = os.path.commonpath([j.source.absolute() for j in group])
                 below = job.source.absolute().relative_to(common)
-                job = replace(job, output=outdir / below.with_name(below.name + SUFFIX))
+                job = replace(job, output=_under(outdir, below.with_name(below.name + SUFFIX)))
         moved.append(job)
     counts = Counter(job.output for job in moved)
     clashes = []
@@ -154,7 +166,7 @@ def _distinct(jobs: list[Job], outdir: Path) -> tuple[list[Job], list[Outcome]]:
 def is_done(job: Job) -> bool:
     """Whether `job.output` is a complete archive of `job.source` (name and size recorded
     at conversion): the resume check, which never reads the source."""
-    if not job.output.is_file():
+    if not is_url(job.output) and not job.output.is_file():
         return False
     try:
         with ArchiveReader(job.output) as reader:
@@ -171,14 +183,19 @@ def convert_one(
     the outcome's one line."""
     start = time.perf_counter()
     try:
-        job.output.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            partial_path(job.output).unlink()  # a killed run's leftover
-        converter = registry.get(fmt) if fmt else registry.for_native(job.source)
-        with use_layout(layout):
-            report = converter.convert(
-                job.source, job.output, convert_request(converter, options, overwrite=True)
-            )
+        with contextlib.ExitStack() as stack:
+            if is_url(job.output):  # written here, then uploaded (`is_done` chose to write it)
+                target = stack.enter_context(staged(str(job.output), overwrite=True))
+            else:
+                target = job.output
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    partial_path(target).unlink()  # a killed run's leftover
+            converter = registry.get(fmt) if fmt else registry.for_native(job.source)
+            with use_layout(layout):
+                report = converter.convert(
+                    job.source, target, convert_request(converter, options, overwrite=True)
+                )
     except (NanorecError, OSError) as error:
         return Outcome(job, "failed", seconds=time.perf_counter() - start, problem=_line(error))
     except Exception as error:  # a converter bug must not stop the batch: report it
@@ -245,7 +262,12 @@ def _in_pool(
     jobs: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None, layout: str
 ) -> Iterator[tuple[Job, Outcome | None]]:
     """(job, outcome) as each finishes; outcome None when the pool broke under it."""
-    pool = futures.ProcessPoolExecutor(max_workers=workers)
+    spawned = any(is_url(job.output) for job in jobs)  # obstore's threads die in a fork
+    pool = futures.ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn") if spawned else None,
+        initializer=_unwind_on_sigterm if spawned else None,
+    )
     finished = False
     try:
         pending = {pool.submit(convert_one, job, options, fmt, layout): job for job in jobs}
@@ -267,7 +289,19 @@ def _in_pool(
             _stop(pool)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _unwind_on_sigterm() -> None:
+    """In a spawned worker (which does not inherit the command line's handler): SIGTERM
+    unwinds, so an upload is aborted and its local file removed (see `_stop`)."""
+    signal.signal(signal.SIGTERM, _terminate)
+
+
 def _remove_partial(job: Job) -> None:
+    if is_url(job.output):  # a killed worker's upload was never completed: nothing there
+        return
     with contextlib.suppress(FileNotFoundError):
         partial_path(job.output).unlink()
 
