@@ -24,6 +24,9 @@ from .storage import Batch, batched
 if TYPE_CHECKING:
     from .db3 import Db3File
 
+#: The columns of rosbag2's `messages` table: rowid alias, columns, topic_id, timestamp, data
+#: (the only layout read here; `Db3File` reads any other).
+ROSBAG2: Final = (0, 4, 1, 2, 3)
 #: Leaf pages read at once (~1 MiB of 4 KiB pages).
 _PAGES: Final = 256
 
@@ -125,8 +128,6 @@ def db3_batches(file: Db3File) -> Iterator[Batch]:
     plan = file._plan()
     if plan is None:
         return
-    from .db3 import ROSBAG2
-
     layout, leaves, visited, whole = plan
     if not whole or layout != ROSBAG2:
         yield from batched(
