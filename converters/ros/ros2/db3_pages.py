@@ -37,7 +37,9 @@ _SIZE[:8] = (0, 1, 2, 3, 4, 6, 8, 8)
 _INTS: Final = np.array([t in (1, 2, 3, 4, 5, 6, 8, 9) for t in range(256)])
 
 
-def _varints(data: NDArray[np.uint8], at: NDArray[np.int64]) -> tuple[Any, Any]:
+def _varints(
+    data: NDArray[np.uint8], at: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """The SQLite varints at `at`: values and where each ends."""
     last = len(data) - 1
     value = np.zeros(len(at), np.int64)

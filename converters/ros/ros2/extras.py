@@ -4,12 +4,12 @@ that needs none of them converts without the extra installed."""
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from types import ModuleType
 
 from nanorec.errors import UnsupportedError
 
 
-def extra(module: str) -> Any:
+def extra(module: str) -> ModuleType:
     """A module of the `ros` extra, or an error saying how to install it."""
     try:
         return importlib.import_module(module)
