@@ -360,7 +360,7 @@ class McapFile:
         chunk = rec.chunk_head(self._buf, pos, end)
         if is_big(chunk):  # a window at a time (`mcap_window`), as batches() reads it
             for batch in big_chunk(self, ops, pos, end, chunk, EMPTY_RUN):
-                datas = memoryview(batch.buf).cast("B")
+                datas = batch.view()
                 for topic, time, at, size in zip(
                     batch.topics.tolist(), batch.times.tolist(), batch.starts.tolist(),
                     batch.lengths.tolist(), strict=True,

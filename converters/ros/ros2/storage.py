@@ -15,7 +15,7 @@ import contextlib
 import mmap
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -81,18 +81,23 @@ class Batch:
     times: NDArray[np.int64]
     starts: NDArray[np.int64]
     lengths: NDArray[np.int64]
-    buf: Any  # bytes, memoryview or a 1-D uint8 array
+    buf: bytes | memoryview | NDArray[np.uint8]  # a 1-D uint8 array when gathered
+
+    def view(self) -> memoryview:
+        """The buffer as bytes (format "B"), not copied."""
+        buf = self.buf
+        return (buf.data if isinstance(buf, np.ndarray) else memoryview(buf)).cast("B")
 
     def datas(self) -> bytes | memoryview:
         """The messages' datas back to back (a view when they are so already)."""
-        view = memoryview(self.buf).cast("B") if not isinstance(self.buf, np.ndarray) else None
         count = len(self.starts)
         if not count:
             return b""
         first, last = int(self.starts[0]), int(self.starts[-1] + self.lengths[-1])
         if count == 1 or (self.starts[1:] == (self.starts + self.lengths)[:-1]).all():
-            return (view if view is not None else memoryview(self.buf))[first:last]
-        data = np.frombuffer(self.buf, np.uint8) if view is not None else self.buf
+            return self.view()[first:last]
+        buf = self.buf
+        data = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, np.uint8)
         return gather(data, self.starts, self.lengths).data
 
 
