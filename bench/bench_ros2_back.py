@@ -3,7 +3,7 @@
 For a bag of odometry-only small messages of each storage (our generator, sized by `--mb`):
 - export back byte for byte, MB/s of bag by CPU time, A B A B: "before" = the joins fed one
   message at a time (`tests/converters/ros2/reference_join.py`, the code as it was) with each
-  message's data decoded alone; "after" = `export.file_pieces` (runs of messages); and the
+  message's data decoded alone; "after" = `pieces.file_pieces` (runs of messages); and the
   peak RSS of a real export (`converter.export`) in a child process;
 - cat as NDJSON, µs of CPU a message: before (`dumps(decoded_line(rec)(n))`), after
   (`lines.ndjson_lines`), our plain decode alone, and `rosbags` (`deserialize_cdr` then a
@@ -39,8 +39,8 @@ def cpu(action: Any) -> float:
 
 def export_before(archive: Path) -> str:
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.converters.ros.ros2.convert import skeleton_member
     from nanorec.converters.ros.ros2.datas import data_of
+    from nanorec.converters.ros.ros2.members import skeleton_member
     from nanorec.converters.ros.ros2.meta import Ros2Meta
     from tests.converters.ros2.reference_join import old_join_db3, old_join_mcap
 
@@ -57,8 +57,8 @@ def export_before(archive: Path) -> str:
 
 def export_after(archive: Path) -> str:
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.converters.ros.ros2.export import file_pieces
     from nanorec.converters.ros.ros2.meta import Ros2Meta
+    from nanorec.converters.ros.ros2.pieces import file_pieces
 
     sha = hashlib.sha256()
     with ArchiveReader(archive) as reader:

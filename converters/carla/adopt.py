@@ -20,7 +20,7 @@ from .header import Header
 from .ids import FAMILIES
 from .ids import family as family_named
 from .message import ORDER_KEY
-from .meta import HEAD_KEY, META_MEMBER, WORLD_MEMBER, _meta
+from .meta import HEAD_KEY, META_MEMBER, WORLD_MEMBER, archive_meta
 from .world_tables import WorldTablesBuilder
 
 
@@ -60,5 +60,5 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
             orders.setdefault(order, len(orders))
     return {
         WORLD_MEMBER: pack_meta(world.to_value()),
-        META_MEMBER: pack_meta(_meta(header, header_bytes, fam, prelude, b"", None, orders)),
+        META_MEMBER: pack_meta(archive_meta(header, header_bytes, fam, prelude, b"", None, orders)),
     }

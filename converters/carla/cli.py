@@ -80,7 +80,7 @@ def roundtrip_command(
     """
     from .roundtrip import format_report, roundtrip, summary_line, via_archive
 
-    _check_family(family)
+    check_family(family)
     reports = []
     unreadable = False
     for path in files:
@@ -107,12 +107,12 @@ def roundtrip_command(
         raise typer.Exit(1)
 
 
-def _check_family(family: str | None) -> None:
+def check_family(family: str | None) -> None:
     if family is not None and family not in FAMILIES:
         fail(f"unknown CARLA release family {family!r}; known: {', '.join(FAMILIES)}")
 
 
-_FAMILY = Annotated[str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")]
+FamilyOption = Annotated[str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")]
 
 
 def _open(call: VerbCall[Any]) -> CarlaRecording:
@@ -120,7 +120,7 @@ def _open(call: VerbCall[Any]) -> CarlaRecording:
     CARLA's commands always opened it: no damage warnings of the generic open)."""
     from .recording import CarlaRecording
 
-    _check_family(call.extra.family)
+    check_family(call.extra.family)
     return CarlaRecording.open(call.source, family=call.extra.family)
 
 
@@ -141,7 +141,7 @@ def export_hook(call: VerbCall[CarlaFamilyOptions]) -> int:
     from nanorec.cli.export import export_file
 
     family, form = call.extra.family, call.form or "native"
-    _check_family(family)
+    check_family(family)
     if call.kinds and form == "native":
         raise UsageError("a CARLA clip keeps whole frames: --type does not apply to export")
     assert call.output is not None and call.selection is not None

@@ -25,7 +25,7 @@ from nanorec.cli import run
 from nanorec.cli.inputs import check_input
 from nanorec.errors import NanorecError, UsageError
 
-from .cli import _FAMILY, _check_family, app
+from .cli import FamilyOption, app, check_family
 
 _BASIC = "srunner.metrics.examples.basic_metric"
 
@@ -131,7 +131,7 @@ def metrics_command(
         str | None,
         typer.Option("--class", help="The metric class, when the module has several."),
     ] = None,
-    family: _FAMILY = None,
+    family: FamilyOption = None,
 ) -> None:
     """Run a scenario_runner metric on a recording, without a CARLA server.
 
@@ -145,7 +145,7 @@ def metrics_command(
     from .recording import CarlaRecording
 
     def action() -> None:
-        _check_family(family)
+        check_family(family)
         check_input(file)
         criteria_dict = None
         if criteria is not None:

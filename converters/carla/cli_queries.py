@@ -22,7 +22,7 @@ from nanorec.cli.inputs import check_input
 from nanorec.outputs.tables import json_safe
 from nanorec.selection import check_number, check_seconds
 
-from .cli import _FAMILY, _check_family, app
+from .cli import FamilyOption, app, check_family
 from .verb_options import CarlaInfoOptions
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def info_hook(call: VerbCall[CarlaInfoOptions]) -> int:
     from .query import file_info_json, iter_file_info
 
     extra = call.extra
-    _check_family(extra.family)
+    check_family(extra.family)
     if extra.labels not in (None, "old", "new"):
         fail(f"--labels takes old or new, not {extra.labels!r}")
     chosen = cast("Labels | None", extra.labels)
@@ -140,7 +140,7 @@ def collisions_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="A JSON document of the collision rows instead.")
     ] = False,
-    family: _FAMILY = None,
+    family: FamilyOption = None,
     form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
 ) -> None:
     """Print exactly what CARLA's client.show_recorder_collisions(FILE, type1, type2) prints.
@@ -153,7 +153,7 @@ def collisions_command(
     """
     from .query import collisions_json, iter_collisions
 
-    _check_family(family)
+    check_family(family)
     _query(
         file,
         lambda native: iter_collisions(
@@ -179,7 +179,7 @@ def blocked_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="A JSON document of the blocked rows instead.")
     ] = False,
-    family: _FAMILY = None,
+    family: FamilyOption = None,
     form: Annotated[str | None, typer.Option("--form", help=_FORM_HELP, metavar="FORM")] = None,
     hash_order: Annotated[
         str | None,
@@ -203,7 +203,7 @@ def blocked_command(
 
     from .query import actors_blocked_json, iter_actors_blocked
 
-    _check_family(family)
+    check_family(family)
     run(
         lambda: (
             check_seconds("--min-time", min_time),

@@ -28,12 +28,12 @@ from .ids import Engine, Kind, TrafficLightState
 from .message import KIND_KEYS, checked_frame, wheel_records
 from .records import WHEEL_ANIM_DTYPE
 from .table import (
-    _BOOLEANS,
+    BOOLEANS,
     FRAME_COLUMNS,
-    _add_rows,
-    _cached_layout,
-    _frame_columns,
+    add_rows,
+    cached_layout,
     columns,
+    frame_columns,
 )
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def column_chunks(
         found: dict[Kind, tuple[list[int], list[Any]]] = {kind: ([], []) for kind in kinds}
         for row, number in enumerate(range(lo, hi)):
             frame = checked_frame(reader[number], number, engine)
-            heads.add(_frame_columns(number, frame, times))
+            heads.add(frame_columns(number, frame, times))
             for kind, key in keys:
                 content = frame.get(key)
                 if content is not None:
@@ -162,7 +162,7 @@ def column_chunks(
 def _fixed_columns(
     kind: Kind, heads: _Heads, rows: list[int], contents: list[bytes], engine: Engine
 ) -> Columns | None:
-    layout = _cached_layout(kind, engine)
+    layout = cached_layout(kind, engine)
     size = layout.dtype.itemsize
     counts = np.fromiter((len(c) // size for c in contents), np.int64, len(contents))
     if not counts.any():
@@ -171,7 +171,7 @@ def _fixed_columns(
     table = heads.repeated(rows, counts)
     for name in layout.columns:
         values = records[name]
-        if name in _BOOLEANS:
+        if name in BOOLEANS:
             table[name] = values.astype(np.bool_)
         elif values.dtype.kind == "f":
             table[name] = values.astype(np.float64)
@@ -224,7 +224,7 @@ def _add_columns(
             heads.index[row],
             heads.time[row],
         )
-        for record in _add_rows(head, content, engine, None):
+        for record in add_rows(head, content, engine, None):
             for name in names:
                 table[name].append(record[name])
     return table if table[FRAME_COLUMNS[1]] else None

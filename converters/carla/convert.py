@@ -48,7 +48,7 @@ from .ids import Family
 from .meta import (
     META_MEMBER,
     WORLD_MEMBER,
-    _meta,
+    archive_meta,
 )
 from .meta import read_meta as read_meta
 from .runs import fast_rows
@@ -156,7 +156,7 @@ def _write_archive(
         writer.add_meta(WORLD_MEMBER, conversion.world.to_value())
         writer.add_meta(
             META_MEMBER,
-            _meta(
+            archive_meta(
                 header,
                 bytes(buf[: header.size]),
                 fam,

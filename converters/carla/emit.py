@@ -14,7 +14,7 @@ from nanorec.archive.writer import ArchiveWriter
 
 from .frames import Frame, FrameMaps
 from .ids import Family, Kind
-from .message import FRAME_START, KIND_KEYS, RAW_KEY, _text, kind_key
+from .message import FRAME_START, KIND_KEYS, RAW_KEY, kind_key, msgpack_text
 from .meta import HEAD_KEY
 from .runs import FastRows
 from .world_tables import WorldTablesBuilder
@@ -92,7 +92,7 @@ def state_change(
         row = world.alive.get(actor_id)
         if row is not None:
             # bytes when the blueprint is not UTF-8 (msgpack strings must be)
-            updates[f"actor.{actor_id}"] = _text(world.spawn_type_ids[row])
+            updates[f"actor.{actor_id}"] = msgpack_text(world.spawn_type_ids[row])
     if parents:
         for child in np.frombuffer(parents, "<u4")[::2].tolist():
             parent = world.parent.get(child)

@@ -31,19 +31,13 @@ from nanorec.outputs.mcap import McapRecord, json_bytes
 from . import mcap_lights
 from . import mcap_proto as proto
 from .ids import Kind
-from .mcap import (
-    _DEFAULT_EXTENT,
-    _DEFAULT_OFFSET,
-    _KIND_CODES,
-    TOPICS,
-    _type_name,
-)
 from .mcap_lights import match, same_rows
+from .mcap_scene import DEFAULT_EXTENT, DEFAULT_OFFSET, KIND_CODES, TOPICS, type_name_of
 from .message import kind_key, records
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
-    from .world_tables import _Sparse
+    from .world_tables import Sparse
 
 #: Frames drawn together at most (and between two progress reports).
 RUN_FRAMES = 64
@@ -78,9 +72,9 @@ class RunPoses:
 
 
 class _Latest:
-    """`_Sparse.latest_rows(index, key)`, recomputed only when rows were added since."""
+    """`Sparse.latest_rows(index, key)`, recomputed only when rows were added since."""
 
-    def __init__(self, sparse: _Sparse, key: str) -> None:
+    def __init__(self, sparse: Sparse, key: str) -> None:
         self.sparse, self.key, self.count = sparse, key, -1
         self.rows: Any = None
         self.by_id: dict[int, Any] | None = None  # for the caller to fill, per `rows`
@@ -352,7 +346,7 @@ class FrameDrawer:
         """What never changes for a spawn row: type, spectator, spawn transform."""
         for row in rows.tolist():
             desc = self.tables.description(row)
-            self.kind[row] = _KIND_CODES[_type_name(desc.type_id, desc.type)]
+            self.kind[row] = KIND_CODES[type_name_of(desc.type_id, desc.type)]
             self.spectator[row] = desc.type_id == "spectator"
             self.spawn_pose[row] = (*desc.location, *desc.rotation)
             self.known[row] = True
@@ -370,7 +364,7 @@ class FrameDrawer:
     def _boxes(self, index: int, rows: Any, ids: Any) -> tuple[Any, Any]:
         """Each actor's box offset and half extent (cm): its latest usable bounding box,
         else its type's default."""
-        offset, extent = _DEFAULT_OFFSET[self.kind[rows]], _DEFAULT_EXTENT[self.kind[rows]]
+        offset, extent = DEFAULT_OFFSET[self.kind[rows]], DEFAULT_EXTENT[self.kind[rows]]
         boxes = self.boxes.at(index)
         if len(boxes):
             at, boxed = match(self.boxes.ids, ids)
@@ -397,7 +391,7 @@ class FrameDrawer:
                 frame_id,
                 actor_id,
                 desc.type_id,
-                _type_name(desc.type_id, desc.type),
+                type_name_of(desc.type_id, desc.type),
                 desc.attributes.get("role_name"),
                 None if parent_id < 0 else parent_id,
                 mcap_lights.STATES.get(code),

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from nanorec.outputs.mcap import McapRecord, json_bytes
 
 from .ids import Engine, Kind, TrafficLightState
-from .mcap import TOPICS, TRAFFIC_LIGHTS_SCHEMA
+from .mcap_scene import TOPICS, TRAFFIC_LIGHTS_SCHEMA
 from .message import kind_key, records
 
 _orjson: Any

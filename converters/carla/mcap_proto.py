@@ -30,6 +30,8 @@ import numpy.typing as npt
 from nanorec.outputs import mcap_protobuf as pb
 from nanorec.outputs.mcap import McapRecord
 
+from .mcap_scene import TOPICS, actor_boxes, entity_labels, reference_frame
+
 if TYPE_CHECKING:
     from .world import Actor, World
 
@@ -207,8 +209,6 @@ def frame_records(
 ) -> Iterator[McapRecord]:
     """`/tf` and `/carla/scene` of one frame as `mcap.frame_records` draws it (its actors,
     their poses in Foxglove axes), encoded here: the reference path, one frame at a time."""
-    from .mcap import TOPICS, _boxes, reference_frame
-
     frames = [reference_frame(actor) for actor in actors]
     if actors and TOPICS["tf"] in topics:
         bodies = [transform_body(f, a.id) for f, a in zip(frames, actors, strict=True)]
@@ -218,7 +218,7 @@ def frame_records(
             TOPICS["tf"], "foxglove.FrameTransforms", time_ns, data, sequence=world.index
         )
     if TOPICS["scene"] in topics and (actors or world.events.destroyed):
-        kinds, centre, size = _boxes(actors, position, quaternion)
+        kinds, centre, size = actor_boxes(actors, position, quaternion)
         sizes = quantized(size).tolist()
         lights = world.traffic_lights
         rows: list[int] = []
@@ -253,9 +253,7 @@ def entity_parts(
     state: str | None,
 ) -> tuple[bytes, tuple[float, ...]]:
     """An entity's body (`entity_body`) and colour (r, g, b, a) from all they depend on."""
-    from .mcap import _labels
-
-    metadata, colour = _labels(actor_id, blueprint, kind, role, parent, state)
+    metadata, colour = entity_labels(actor_id, blueprint, kind, role, parent, state)
     pairs = tuple((item["key"], item["value"]) for item in metadata)
     return entity_body(frame_id, actor_id, pairs), tuple(colour[c] for c in "rgba")
 

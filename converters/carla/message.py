@@ -96,7 +96,7 @@ def kind_key(kind: Kind) -> str:
     return KIND_KEYS[kind]
 
 
-def _text(value: str) -> str | bytes:
+def msgpack_text(value: str) -> str | bytes:
     """A string for msgpack: bytes when it is not valid UTF-8 (kept exact either way)."""
     try:
         value.encode("utf-8")
@@ -125,9 +125,12 @@ def var_to_maps(kind: Kind, records: Sequence[VarRecord]) -> Any:
             "location": b"".join(add.location.tobytes() for add in adds),
             "rotation": b"".join(add.rotation.tobytes() for add in adds),
             "uid": np.array([add.uid for add in adds], "<u4").tobytes(),
-            "type_id": [_text(add.blueprint) for add in adds],
+            "type_id": [msgpack_text(add.blueprint) for add in adds],
             "attributes": [
-                [[attr.type, _text(attr.id), _text(attr.value)] for attr in add.attributes]
+                [
+                    [attr.type, msgpack_text(attr.id), msgpack_text(attr.value)]
+                    for attr in add.attributes
+                ]
                 for add in adds
             ],
         }
@@ -143,7 +146,7 @@ def var_to_maps(kind: Kind, records: Sequence[VarRecord]) -> Any:
             maps.append(
                 {
                     "id": record.id,
-                    "names": [_text(name) for name in record.names],
+                    "names": [msgpack_text(name) for name in record.names],
                     "locations": record.locations.tobytes(),
                     "rotations": record.rotations.tobytes(),
                 }
@@ -253,7 +256,7 @@ def wheel_records(data: bytes | memoryview) -> list[tuple[int, int, int]] | None
     return found
 
 
-_DAMAGE = (TypeError, KeyError, ValueError, IndexError, struct.error, OverflowError)
+DAMAGE = (TypeError, KeyError, ValueError, IndexError, struct.error, OverflowError)
 
 
 def checked_frame(message: Mapping[str, Any], number: int, engine: Engine) -> dict[str, Any]:
@@ -338,7 +341,7 @@ def iter_message_packets(
         else:
             try:
                 body = serialize_var_body(maps_to_var(kind, content, engine), engine)
-            except _DAMAGE as error:
+            except DAMAGE as error:
                 raise FormatError(f"damaged {kind.value} records ({error})") from None
             yield packet_id, body
 

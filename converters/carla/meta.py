@@ -17,7 +17,7 @@ from nanorec.errors import FormatError
 
 from .header import Header
 from .ids import FAMILIES, SHAPES, Family, Shape
-from .message import KIND_KEYS, _text
+from .message import KIND_KEYS, msgpack_text
 from .records import FIXED_DTYPES
 from .walk import Truncation
 
@@ -27,7 +27,7 @@ META_VERSION = 1
 HEAD_KEY = "carla"  # the first message's extra entry (see `emit.first_head`)
 
 
-def _meta(
+def archive_meta(
     header: Header,
     header_bytes: bytes,
     fam: Family,
@@ -55,9 +55,9 @@ def _meta(
         "header": {
             "bytes": header_bytes,
             "version": header.version,
-            "magic": _text(header.magic),
+            "magic": msgpack_text(header.magic),
             "date": header.date,
-            "map_name": _text(header.map_name),
+            "map_name": msgpack_text(header.map_name),
         },
         "keys": kinds,
         "orders": sorted(orders, key=orders.__getitem__),

@@ -32,7 +32,7 @@ from .convert import convert
 from .header import Header
 from .ids import MAGIC, Family, Kind
 from .ids import family as family_named
-from .message import _DAMAGE, checked_frame, records
+from .message import DAMAGE, checked_frame, records
 from .meta import WORLD_MEMBER, read_meta
 from .records import FIXED_DTYPES
 from .world import World
@@ -162,7 +162,7 @@ class CarlaRecording(ArchiveRecording):
     def standard_messages(self, selection: Selection | None = None) -> Iterator[StandardMessage]:
         """`/tf` and the hero's pose as standard messages, for writers of other formats (a
         ROS 2 bag; `nanorec.standard`, see `standard.py`)."""
-        from .standard import standard_messages
+        from .standard_runs import standard_messages
 
         return standard_messages(self, selection)
 
@@ -237,7 +237,7 @@ class CarlaRecording(ArchiveRecording):
             return build_world(
                 index, self.frame_map(index), self.tables, earlier_frame=self.frame_map
             )
-        except _DAMAGE as error:
+        except DAMAGE as error:
             raise FormatError(f"archive message {index}: damaged frame ({error})") from None
 
     def at(self, seconds: float) -> World:

@@ -26,14 +26,14 @@ whole seconds, too coarse for a clock), so messages carry the recording's own cl
 frame's elapsed seconds as nanoseconds (the archive index's microseconds), as the MCAP export
 and `nanorec.standard` say for formats without Unix time.
 
-Frames are read a run of at most `mcap_frames.RUN_FRAMES` at a time (`standard_runs.py`: a
-run's poses as arrays; `frame_messages` here is the reference, for the frames it does not
-take), so memory stays bounded whatever the recording's length.
+Frames are read a run of at most `mcap_frames.RUN_FRAMES` at a time
+(`standard_runs.standard_messages`: a run's poses as arrays; `frame_messages` here is the
+reference, for the frames it does not take), so memory stays bounded whatever the
+recording's length.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -41,14 +41,13 @@ import numpy as np
 
 from nanorec import standard
 from nanorec.errors import EmptySelectionError
-from nanorec.selection import Selection
 
-from .mcap import _vectors, reference_frame, to_foxglove
+from .mcap_scene import reference_frame, to_foxglove, vectors
 from .world import Actor, World
 from .world_build import posed_actors
 
 if TYPE_CHECKING:
-    from .recording import CarlaRecording
+    pass
 
 TF_TOPIC = "/tf"
 HERO_TOPIC = "/carla/hero/pose"
@@ -89,37 +88,13 @@ def parse_topics(kinds: frozenset[str] | None) -> frozenset[str]:
     return frozenset().union(*(KIND_TOPICS[kind] for kind in kinds))
 
 
-def standard_messages(
-    recording: CarlaRecording, selection: Selection | None
-) -> Iterator[standard.StandardMessage]:
-    """The selected frames' `/tf` and hero pose, frame by frame in time order.
-
-    The selection is checked here, before the first message (an empty range or an unknown
-    kind raises `EmptySelectionError` at the call, as every verb does: the range is judged
-    without the kinds, which name topics here, not the archive's message kind)."""
-    selection = selection or Selection()
-    topics = parse_topics(selection.kinds)
-    by_range = dataclasses.replace(selection, kinds=None)
-    index = recording.reader.index
-    numbers = by_range.numbers(index) if by_range.everything else by_range.chosen(index)
-    return _frames(recording, numbers.tolist(), topics)
-
-
-def _frames(
-    recording: CarlaRecording, numbers: list[int], topics: frozenset[str]
-) -> Iterator[standard.StandardMessage]:
-    from .standard_runs import run_messages  # it reads this module's names
-
-    yield from run_messages(recording, numbers, topics)
-
-
 def frame_messages(
     world: World, time_ns: int, topics: frozenset[str] = KIND_TOPICS["frame"]
 ) -> Iterator[standard.StandardMessage]:
     """One frame's standard messages on `topics`, all at `time_ns`."""
     actors = posed_actors(world)
-    location = _vectors([a.location for a in actors])
-    rotation = _vectors([a.rotation for a in actors])
+    location = vectors([a.location for a in actors])
+    rotation = vectors([a.rotation for a in actors])
     finite = np.isfinite(location).all(axis=1) & np.isfinite(rotation).all(axis=1)
     if not finite.all():  # a pose nobody can place: leave the actor out of this frame
         actors = [actors[row] for row in np.flatnonzero(finite).tolist()]
@@ -164,5 +139,4 @@ __all__ = [
     "hero_row",
     "parse_topics",
     "reference_frame_name",
-    "standard_messages",
 ]

@@ -1,11 +1,12 @@
-"""A CARLA recording's standard messages (`standard.py`) a run of frames at once.
+"""A CARLA recording's standard messages (`standard.py`) a run of frames at once: what
+`CarlaRecording.standard_messages` gives.
 
 `standard.frame_messages` builds a frame's `World` (an `Actor` per live actor), then a dict
 per transform: right for one frame, but a bag of a long recording holds millions of
 transforms. Here the frames of a run that share their live actors and the order of their
 Position records are read from the archive's arrays as the MCAP export reads them
 (`mcap_frames.FrameDrawer.run_poses`): the poses of the whole run are one array, turned
-into ROS axes at once (`mcap.to_foxglove`, the same operations on the same floats), and each
+into ROS axes at once (`mcap_scene.to_foxglove`, the same operations on the same floats), and
 frame's `/tf` is a `standard.Transforms` (columns, no dict per transform). Frame names and
 the hero are worked out once per actor.
 
@@ -16,15 +17,17 @@ messages are the same either way (`tests/converters/carla/test_standard_runs.py`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nanorec import standard
+from nanorec.selection import Selection
 
-from .mcap import to_foxglove
 from .mcap_frames import RUN_FRAMES, FrameDrawer
+from .mcap_scene import to_foxglove
 from .standard import (
     FIXED_FRAME,
     HERO_TOPIC,
@@ -33,6 +36,7 @@ from .standard import (
     TF_TYPE,
     frame_messages,
     frame_name,
+    parse_topics,
 )
 
 if TYPE_CHECKING:
@@ -108,6 +112,23 @@ class _Runs:
         return out
 
 
+def standard_messages(
+    recording: CarlaRecording, selection: Selection | None
+) -> Iterator[standard.StandardMessage]:
+    """The selected frames' `/tf` and hero pose, frame by frame in time order (see
+    `standard.py`).
+
+    The selection is checked here, before the first message (an empty range or an unknown
+    kind raises `EmptySelectionError` at the call, as every verb does: the range is judged
+    without the kinds, which name topics here, not the archive's message kind)."""
+    selection = selection or Selection()
+    topics = parse_topics(selection.kinds)
+    by_range = dataclasses.replace(selection, kinds=None)
+    index = recording.reader.index
+    numbers = by_range.numbers(index) if by_range.everything else by_range.chosen(index)
+    return run_messages(recording, numbers.tolist(), topics)
+
+
 def run_messages(
     recording: CarlaRecording, numbers: list[int], topics: frozenset[str]
 ) -> Iterator[standard.StandardMessage]:
@@ -125,4 +146,4 @@ def run_messages(
             yield from messages
 
 
-__all__ = ["run_messages"]
+__all__ = ["run_messages", "standard_messages"]

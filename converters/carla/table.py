@@ -82,7 +82,7 @@ _RENAMES: dict[Kind, dict[str, str | None]] = {
     Kind.VISUAL_TIME: {"time": "visual_time"},
     Kind.FRAME_COUNTER: {"frame": "frame_counter"},
 }
-_BOOLEANS = frozenset(
+BOOLEANS = frozenset(
     {"is_frozen", "handbrake", "is_on", "is_actor1_hero", "is_actor2_hero", "is_open"}
 )
 
@@ -183,14 +183,14 @@ def _layout(kind: Kind, engine: Engine) -> _Layout:
     flat = np.dtype(
         {"names": names, "formats": formats, "offsets": offsets, "itemsize": dtype.itemsize}
     )
-    booleans = tuple(i for i, name in enumerate(names) if name in _BOOLEANS)
+    booleans = tuple(i for i, name in enumerate(names) if name in BOOLEANS)
     return _Layout(dtype, flat, tuple(names), booleans)
 
 
 _LAYOUTS: dict[tuple[Kind, Engine], _Layout] = {}
 
 
-def _cached_layout(kind: Kind, engine: Engine) -> _Layout:
+def cached_layout(kind: Kind, engine: Engine) -> _Layout:
     found = _LAYOUTS.get((kind, engine))
     if found is None:
         found = _LAYOUTS[kind, engine] = _layout(kind, engine)
@@ -208,7 +208,7 @@ def columns(kind: Kind) -> tuple[str, ...]:
     elif kind is Kind.ANIM_VEHICLE_WHEELS:
         own = _WHEEL_COLUMNS
     elif kind in FIXED_DTYPES[Engine.UE4]:
-        own = _cached_layout(kind, Engine.UE4).columns
+        own = cached_layout(kind, Engine.UE4).columns
         if kind is Kind.STATE:
             own = (*own, "state_name")
     else:
@@ -276,16 +276,16 @@ def iter_rows(
         content = frame.get(key)
         if content is None:
             continue
-        head = _frame_columns(number, frame, times)
+        head = frame_columns(number, frame, times)
         if kind is Kind.EVENT_ADD:
-            yield from _add_rows(head, content, engine, actor)
+            yield from add_rows(head, content, engine, actor)
         elif kind is Kind.ANIM_VEHICLE_WHEELS:
             yield from _wheel_rows(head, content, actor)
         else:
             yield from _fixed_rows(kind, head, content, engine, actor)
 
 
-def _frame_columns(
+def frame_columns(
     number: int, frame: Mapping[str, Any], times: npt.NDArray[np.int64]
 ) -> tuple[Any, ...]:
     start = frame.get(KIND_KEYS[Kind.FRAME_START])
@@ -298,7 +298,7 @@ def _frame_columns(
 def _fixed_rows(
     kind: Kind, head: tuple[Any, ...], content: Any, engine: Engine, actor: int | None
 ) -> Iterator[Row]:
-    layout = _cached_layout(kind, engine)
+    layout = cached_layout(kind, engine)
     records = np.frombuffer(content, layout.dtype)
     if actor is not None:
         mask = np.zeros(len(records), np.bool_)
@@ -323,7 +323,7 @@ def _state_name(code: int) -> str | None:
         return None
 
 
-def _add_rows(
+def add_rows(
     head: tuple[Any, ...], content: Any, engine: Engine, actor: int | None
 ) -> Iterator[Row]:
     for add in maps_to_var(Kind.EVENT_ADD, content, engine):

@@ -41,7 +41,7 @@ SPARSE_FIXED_KINDS: tuple[Kind, ...] = (
 )
 
 
-class _Sparse:
+class Sparse:
     """Rows (frame index, record) of one sparse kind, in frame order."""
 
     def __init__(self, frames: npt.NDArray[np.int64], rows: npt.NDArray[Any]) -> None:
@@ -79,8 +79,8 @@ class WorldTables:
             self.spawn_ids = np.frombuffer(data["spawn_ids"], np.uint32)
             self.spawn_first_pose = np.frombuffer(data["spawn_first_pose"], np.int64)
             parents = np.frombuffer(data["parents"], PARENT_DTYPE)
-            self.parents = _Sparse(parents["frame"].astype(np.int64), parents)
-            self.sparse: dict[Kind, _Sparse] = {}
+            self.parents = Sparse(parents["frame"].astype(np.int64), parents)
+            self.sparse: dict[Kind, Sparse] = {}
             for kind in SPARSE_FIXED_KINDS:
                 entry = data["sparse"].get(kind.value)
                 dtype = FIXED_DTYPES[engine][kind]
@@ -89,7 +89,7 @@ class WorldTables:
                 else:
                     frames = np.frombuffer(entry[0], np.int64)
                     rows = np.frombuffer(entry[1], dtype)
-                self.sparse[kind] = _Sparse(frames, rows)
+                self.sparse[kind] = Sparse(frames, rows)
             self.physics_frames = np.frombuffer(data["physics_frames"], np.int64)
             self.physics_ids = np.frombuffer(data["physics_ids"], np.uint32)
             self.physics_maps: list[dict[str, Any]] = list(data["physics"])

@@ -13,7 +13,7 @@ from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.wire import pack_meta
 from nanorec.errors import FormatError
 
-from .convert import LEGACY, META_LEVEL, META_MEMBER, Classifier, Columns, _meta
+from .convert import LEGACY, META_LEVEL, META_MEMBER, Classifier, Columns, archive_meta
 from .export import kept_raw, member_of, record_entry
 from .records import ALL_KINDS, DAMAGED, HEADER, POSE_GRAPH, Described
 
@@ -64,7 +64,7 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
         if kind == DAMAGED:
             damaged.append((offset, size, str(entry.get("reason", "damaged"))))
         offset += size
-    meta = _meta(classifier, len(reader), raw, None, b"", damaged, [], columns)
+    meta = archive_meta(classifier, len(reader), raw, None, b"", damaged, [], columns)
     return {META_MEMBER: pack_meta(meta, META_LEVEL)}
 
 

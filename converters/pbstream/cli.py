@@ -15,8 +15,11 @@ import typer
 from nanorec import registry
 from nanorec.cli.hooks import VerbCall, verb_hook
 from nanorec.cli.surface import check_choice
+from nanorec.contract import ExportRequest
 from nanorec.errors import UsageError
 
+from .about import NAME
+from .export_options import PbstreamExportOptions as RequestOptions
 from .verb_options import PbstreamCatOptions, PbstreamExportOptions, PbstreamPlotOptions
 
 if TYPE_CHECKING:
@@ -183,11 +186,9 @@ def export_hook(call: VerbCall[PbstreamExportOptions]) -> int | None:
     from nanorec.cli.export import export_choices
     from nanorec.selection import parse_range
 
-    from .converter import CONVERTER
-
     fmt, extra, selection = call.form or "native", call.extra, call.selection
     assert selection is not None
-    check_choice("--format", fmt, export_choices(CONVERTER))
+    check_choice("--format", fmt, export_choices(registry.get(NAME)))
     options: dict[str, Any] = {}
     if extra.trajectory:
         options["trajectories"] = tuple(extra.trajectory)
@@ -211,14 +212,8 @@ def export_hook(call: VerbCall[PbstreamExportOptions]) -> int | None:
     if not selection.everything:
         selection.chosen(rec.reader.index)
     assert call.output is not None
-    from nanorec.contract import ExportRequest
-
-    from .converter import PbstreamExportOptions
-
-    wanted = ExportRequest(
-        selection, call.force, form=fmt, options=PbstreamExportOptions(**options)
-    )
-    report = export_native(registry.get(CONVERTER.name), rec.reader, call.output, wanted)
+    wanted = ExportRequest(selection, call.force, form=fmt, options=RequestOptions(**options))
+    report = export_native(registry.get(NAME), rec.reader, call.output, wanted)
     cut = f" (a cut of {report.messages} messages)" if fmt == "native" else ""
     typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256}{cut}")
     return 0

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
+from .convert import NONE_ID
+from .tables import TABLES, in_range
+
 if TYPE_CHECKING:
     from .recording import PbstreamRecording
 
@@ -19,9 +22,7 @@ def tum_lines(
     rec: PbstreamRecording, selection: Selection, only: list[int] | None
 ) -> Iterator[str]:
     """`t x y z qx qy qz qw` per node pose: exact seconds (100-ns digits), full precision."""
-    from .tables import _in_range
-
-    inside = _in_range(rec, selection)
+    inside = in_range(rec, selection)
     for tid, poses in rec.trajectories().items():
         if only and tid not in only:
             continue
@@ -43,8 +44,6 @@ def record_lines(
     message lines (`nanorec.cli.inputs.message_dict`)."""
     from nanorec.cli.inputs import message_dict
 
-    from .convert import NONE_ID
-
     wanted = replace(selection, kinds=None if kind is None else frozenset([kind]))
     numbers = wanted.numbers(rec.reader.index).tolist()
     if only:
@@ -60,8 +59,6 @@ def table_rows(
 ) -> Iterator[dict[str, Any]]:
     """Rows of table `kind` (a record kind without a table: its records as message lines);
     `EmptySelectionError` when the selection leaves none."""
-    from .tables import TABLES
-
     if kind not in TABLES:
         if kind not in rec.kinds():
             raise UsageError(

@@ -29,10 +29,11 @@ from nanorec.selection import Selection
 
 from .columnar_wire import SHAPES, record_run
 from .convert import NONE_ID
+from .pose import POSE
 from .records import UNIX_EPOCH_TICKS
 from .scan import WHOLE_BELOW, inflate_run
 from .stream import GZIP_HEADER, SIZE, inflate_member
-from .tables import POSE, TABLES, pose_rows, record_rows, selected
+from .tables import TABLES, pose_rows, record_rows, selected
 from .trajectory import TAGS
 
 if TYPE_CHECKING:

@@ -22,9 +22,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from .pose import POSE
 from .records import FIXED_FRAME, IMU, NODE, ODOMETRY
-from .tables import POSE
-from .vector import _Run
+from .vector import Run
 
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
@@ -108,7 +108,7 @@ SHAPES: Final = {
 class _Walk:
     """The reads of one run: `ok` per record, the columns found so far."""
 
-    def __init__(self, run: _Run, shape: Message) -> None:
+    def __init__(self, run: Run, shape: Message) -> None:
         self.run = run
         count = len(run.sizes)
         self.ok = np.ones(count, np.bool_)
@@ -166,7 +166,7 @@ class _Walk:
 def message_run(shape: Message, joined: bytes, sizes: Ints) -> tuple[Bools, dict[str, Any]]:
     """(ok, the columns of `shape`) of messages joined (`sizes` bytes each), each read
     whole as one `shape`; the values meaningful where `ok`."""
-    run = _Run(joined + bytes(32), sizes)
+    run = Run(joined + bytes(32), sizes)
     walk = _Walk(run, shape)
     walk.message(shape, np.zeros(len(sizes), np.int64), sizes, walk.ok.copy())
     return walk.ok, walk.columns
@@ -176,7 +176,7 @@ def record_run(kind: str, payloads: bytes, sizes: Ints) -> tuple[Bools, dict[str
     """(ok, the `SHAPES[kind]` columns) of payloads joined (`sizes` bytes each), the values
     meaningful where `ok` (see the module docstring)."""
     shape, names = SHAPES[kind]
-    run = _Run(payloads + bytes(32), sizes)
+    run = Run(payloads + bytes(32), sizes)
     walk = _Walk(run, shape)
     zero = np.zeros(len(sizes), np.int64)
     key = run.byte(zero, sizes, walk.ok)

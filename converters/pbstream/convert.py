@@ -192,7 +192,9 @@ def _records(
             writer.add_member(TAIL_MEMBER, tail)
         writer.add_meta(
             META_MEMBER,
-            _meta(classifier, writer.message_count, raw, cut, tail, damaged, warnings, columns),
+            archive_meta(
+                classifier, writer.message_count, raw, cut, tail, damaged, warnings, columns
+            ),
             level=META_LEVEL,
         )
         records = writer.message_count
@@ -214,7 +216,7 @@ def _records(
     )
 
 
-def _meta(
+def archive_meta(
     classifier: Classifier,
     records: int,
     raw: int,

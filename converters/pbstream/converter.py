@@ -7,7 +7,6 @@ A thin adapter from the contract (`nanorec.contract.Converter`) to `convert`, `e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -21,7 +20,8 @@ from nanorec.contract import (
 )
 from nanorec.errors import UsageError
 
-from .about import TITLE
+from .about import NAME, TITLE
+from .export_options import PbstreamExportOptions
 from .stream import MAGIC
 
 if TYPE_CHECKING:
@@ -32,20 +32,10 @@ if TYPE_CHECKING:
     from .recording import PbstreamRecording
 
 
-@dataclass(frozen=True)
-class PbstreamExportOptions:
-    """A native export's cut (`trajectories`: ids to keep; `nodes`: (first, stop) node
-    indexes, either None for open) or a ros-map's `resolution` (metres per cell)."""
-
-    trajectories: tuple[int, ...] | None = None
-    nodes: tuple[int | None, int | None] | None = None
-    resolution: float | None = None
-
-
 class PbstreamConverter:
     """Cartographer saved states (`.pbstream`): format versions 2 and 1, and legacy streams."""
 
-    name = "pbstream"
+    name = NAME
     title = TITLE
     suffixes = (".pbstream",)
     convert_options: ClassVar[type[NoOptions]] = NoOptions

@@ -19,9 +19,8 @@ from nanorec.errors import FormatError
 
 from .columnar_wire import DOUBLE, INT32, INT64, Message, message_run
 from .decode import decode_message
+from .pose import POSE, pose7
 from .wire import LEN, VARINT, iter_fields, signed32
-
-_POSE: Final = ("x", "y", "z", "qx", "qy", "qz", "qw")
 
 
 def _doubles(*names: str) -> Message:
@@ -29,7 +28,7 @@ def _doubles(*names: str) -> Message:
 
 
 def _rigid(prefix: str) -> Message:
-    names = [prefix + name for name in _POSE]
+    names = [prefix + name for name in POSE]
     return Message({0x0A: _doubles(*names[:3]), 0x12: _doubles(*names[3:])})
 
 
@@ -52,6 +51,16 @@ _CONSTRAINT: Final = Message(
 Span = tuple[int, int]
 
 
+#: A row of Python values: (index, timestamp or 0, x, y, z, qx, qy, qz, qw) of a node or
+#: submap, or a constraint's fields in `CONSTRAINT_DTYPE`'s order.
+Row = tuple[Any, ...]
+#: What `parse` gives: nodes' and submaps' rows by trajectory id, constraint rows, and
+#: landmarks as (landmark id, pose).
+Graph = tuple[
+    dict[int, list[Row]], dict[int, list[Row]], list[Row], list[tuple[str, tuple[float, ...]]]
+]
+
+
 def _columns(shape: Message, payload: bytes, spans: list[Span]) -> dict[str, Any] | None:
     """The columns of the messages at `spans` of `payload`, or None unless all read."""
     if not spans:
@@ -63,19 +72,17 @@ def _columns(shape: Message, payload: bytes, spans: list[Span]) -> dict[str, Any
     return columns if ok.all() else None
 
 
-def _rows(columns: dict[str, Any], first: str, second: str | None) -> list[tuple[Any, ...]]:
+def _rows(columns: dict[str, Any], first: str, second: str | None) -> list[Row]:
     """(first, second or 0, x, y, z, qx, qy, qz, qw) a message, as Python values."""
     count = len(columns[first])
     parts = [columns[first], columns[second] if second else np.zeros(count, np.int64)]
-    parts += [columns[name] for name in _POSE]
+    parts += [columns[name] for name in POSE]
     return list(zip(*(part.tolist() for part in parts), strict=True))
 
 
-def parse(payload: bytes, start: int, end: int | None) -> tuple[Any, ...] | None:
+def parse(payload: bytes, start: int, end: int | None) -> Graph | None:
     """(nodes, submaps, constraints rows, landmarks) as `PoseGraph.parse` builds them (see
     there), or None when the graph is not all of the usual shape."""
-    from .trajectory import pose7
-
     trajectories: list[tuple[int, list[Span], list[Span]]] = []
     spans: tuple[list[Span], list[Span]]
     constraints: list[Span] = []
@@ -118,23 +125,23 @@ def parse(payload: bytes, start: int, end: int | None) -> tuple[Any, ...] | None
     assert constraint_columns is not None
     node_rows = _rows(node_columns, "index", "timestamp") if node_spans else []
     submap_rows = _rows(submap_columns, "index", None) if submap_spans else []
-    nodes: dict[int, list[tuple[Any, ...]]] = {}
-    submaps: dict[int, list[tuple[Any, ...]]] = {}
+    nodes: dict[int, list[Row]] = {}
+    submaps: dict[int, list[Row]] = {}
     at_node = at_submap = 0
     for tid, node_list, submap_list in trajectories:
         nodes[tid] = node_rows[at_node : at_node + len(node_list)]
         submaps[tid] = submap_rows[at_submap : at_submap + len(submap_list)]
         at_node += len(node_list)
         at_submap += len(submap_list)
-    rows = []
+    rows: list[Row] = []
     if constraints:
         table = constraint_columns
         names = ["submap_trajectory", "submap_index", "node_trajectory", "node_index", "tag"]
         ints = [table[name].tolist() for name in names]
         weights = [table["translation_weight"].tolist(), table["rotation_weight"].tolist()]
-        poses = list(zip(*(table[name].tolist() for name in _POSE), strict=True))
+        poses = list(zip(*(table[name].tolist() for name in POSE), strict=True))
         rows = list(zip(*ints, *weights, poses, strict=True))
     return nodes, submaps, rows, landmarks
 
 
-__all__ = ["parse"]
+__all__ = ["Graph", "Row", "parse"]

@@ -24,8 +24,8 @@ from nanorec.outputs.mcap import McapRecord
 from nanorec.selection import Selection
 
 from .decode import decode_record
+from .pose import pose7
 from .records import FIXED_FRAME, NODE, ODOMETRY, POSE_GRAPH
-from .trajectory import pose7
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording

@@ -16,7 +16,7 @@ from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
 from .records import NODE, SUBMAP
-from .tables import _in_range
+from .tables import in_range
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording
@@ -75,7 +75,7 @@ def plotted(
         nodes &= _records(rec, NODE, lo, hi)
         submaps &= _records(rec, SUBMAP, lo, hi)
     elif selection.start is not None or selection.end is not None:
-        inside = _in_range(rec, selection)
+        inside = in_range(rec, selection)
         nodes = {
             (tid, i)
             for tid, poses in rec.trajectories().items()

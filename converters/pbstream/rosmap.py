@@ -27,8 +27,8 @@ from nanorec.errors import UsageError
 
 from .decode import decode_record
 from .grid import Texture, texture_3d, texture_of
+from .pose import pose7
 from .records import SUBMAP
-from .trajectory import pose7
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording

@@ -16,6 +16,7 @@ from nanorec.errors import UsageError
 from nanorec.selection import Selection
 
 from .decode import decode_record
+from .pose import POSE, pose7
 from .records import (
     FIXED_FRAME,
     IMU,
@@ -27,12 +28,11 @@ from .records import (
     TRAJECTORY_DATA,
     ticks_to_unix_ns,
 )
-from .trajectory import TAGS, Poses, pose7
+from .trajectory import TAGS, Poses
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording
 
-POSE = ("x", "y", "z", "qx", "qy", "qz", "qw")
 Row = dict[str, Any]
 
 
@@ -57,7 +57,7 @@ def pose_rows(poses: Poses, index_name: str, *, timed: bool = True) -> Iterator[
         yield out
 
 
-def _in_range(rec: PbstreamRecording, selection: Selection | None) -> Callable[[int], bool]:
+def in_range(rec: PbstreamRecording, selection: Selection | None) -> Callable[[int], bool]:
     """Whether a time in ticks lies in the selection's time range (seconds from the start)."""
     if selection is None or (selection.start is None and selection.end is None):
         return lambda ticks: True
@@ -73,7 +73,7 @@ def _in_range(rec: PbstreamRecording, selection: Selection | None) -> Callable[[
 
 
 def _trajectory(rec: PbstreamRecording, selection: Selection | None) -> Iterator[Row]:
-    inside = _in_range(rec, selection)
+    inside = in_range(rec, selection)
     for poses in rec.trajectories().values():
         for row in pose_rows(poses, "node_index"):
             if inside(row["timestamp"]):
@@ -113,7 +113,7 @@ def selected(rec: PbstreamRecording, kind: str, selection: Selection | None) -> 
     if selection is None or (selection.start is None and selection.end is None):
         return [int(n) for n in rec.numbers_of(kind, selection).tolist()]
     by_number = Selection(first=selection.first, stop=selection.stop)
-    inside = _in_range(rec, selection)
+    inside = in_range(rec, selection)
     lo, hi = selection.span(rec.reader.index)
     return [
         number
@@ -257,4 +257,4 @@ def options_dims(rec: PbstreamRecording) -> set[int]:
     return found
 
 
-__all__ = ["POSE", "TABLES", "iter_rows", "options_dims", "pose_rows", "record_rows", "selected"]
+__all__ = ["TABLES", "iter_rows", "options_dims", "pose_rows", "record_rows", "selected"]

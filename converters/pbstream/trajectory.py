@@ -14,6 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .decode import decode_message
+from .graph_columns import parse as parse_columns
+from .pose import pose7
 from .records import UNIX_EPOCH_TICKS
 from .wire import LEN, VARINT, iter_fields, signed32, signed64
 
@@ -30,22 +32,6 @@ CONSTRAINT_DTYPE = np.dtype(
     ]
 )
 TAGS = {0: "intra", 1: "inter"}
-
-
-def pose7(rigid: dict[str, Any] | None) -> tuple[float, ...]:
-    """A decoded Rigid3d as (x, y, z, qx, qy, qz, qw), absent fields zero."""
-    rigid = rigid or {}
-    t = rigid.get("translation") or {}
-    q = rigid.get("rotation") or {}
-    return (
-        t.get("x", 0.0),
-        t.get("y", 0.0),
-        t.get("z", 0.0),
-        q.get("x", 0.0),
-        q.get("y", 0.0),
-        q.get("z", 0.0),
-        q.get("w", 0.0),
-    )
 
 
 @dataclass(frozen=True, repr=False)
@@ -110,17 +96,15 @@ class PoseGraph:
 
     @classmethod
     def parse(cls, payload: bytes, start: int = 0, end: int | None = None) -> PoseGraph:
-        from .graph_columns import parse
-
-        quick = parse(payload, start, end)  # numpy over the usual shapes (None: others)
+        quick = parse_columns(payload, start, end)  # numpy over the usual shapes (None: others)
         if quick is not None:
-            node_rows, submap_rows, rows, landmarks = quick
+            by_node, by_submap, rows, landmarks = quick
             constraints = np.zeros(len(rows), CONSTRAINT_DTYPE)
             for row, item in enumerate(rows):
                 constraints[row] = item
             return cls(
-                {tid: _poses(tid, found, "pose_graph") for tid, found in node_rows.items()},
-                {tid: _poses(tid, found, "pose_graph") for tid, found in submap_rows.items()},
+                {tid: _poses(tid, found, "pose_graph") for tid, found in by_node.items()},
+                {tid: _poses(tid, found, "pose_graph") for tid, found in by_submap.items()},
                 constraints,
                 landmarks,
             )
@@ -214,5 +198,4 @@ __all__ = [
     "local_poses",
     "node_dims",
     "node_local",
-    "pose7",
 ]

@@ -39,7 +39,7 @@ def kind_codes(kinds: dict[int, str]) -> Ints:
     return codes
 
 
-class _Run:
+class Run:
     """The payloads of a run, joined; each read at its start plus a position (gathers by
     `take`: numpy's fancy indexing costs ~15x more on these sizes)."""
 
@@ -108,7 +108,7 @@ def describe_run(
     `codes`: see `kind_codes`), meaningful only where `ok`. Rows not `ok` need
     `describe_prefix`."""
     count = len(sizes)
-    run = _Run(joined, sizes)
+    run = Run(joined, sizes)
     limit = sizes
     ok = np.ones(count, dtype=bool)
     key = run.byte(np.zeros(count, dtype=np.int64), limit, ok)

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nanorec.cli import _register, app
-from nanorec.converters.carla.mcap import TOPICS
+from nanorec.converters.carla.mcap_scene import TOPICS
 from nanorec.converters.carla.recording import CarlaRecording
 from nanorec.errors import NanorecError, UsageError
 from nanorec.outputs.mcap import export_mcap

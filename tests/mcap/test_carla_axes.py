@@ -10,7 +10,7 @@ import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nanorec.converters.carla.mcap import rotate, to_foxglove
+from nanorec.converters.carla.mcap_scene import rotate, to_foxglove
 
 MIRROR = np.diag([1.0, -1.0, 1.0])  # Unreal's y (right) is Foxglove's -y (left)
 

@@ -14,8 +14,9 @@ import pytest
 pytest.importorskip("google.protobuf")
 
 from nanorec.converters.carla.generate import generate
-from nanorec.converters.carla.mcap import TOPICS, frame_records
+from nanorec.converters.carla.mcap import frame_records
 from nanorec.converters.carla.mcap_frames import RUN_FRAMES, FrameDrawer
+from nanorec.converters.carla.mcap_scene import TOPICS
 from nanorec.converters.carla.recording import CarlaRecording
 from tests.conftest import SAMPLES, carla_realdata
 from tests.converters.carla.reference import mcap_dicts

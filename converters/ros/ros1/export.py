@@ -15,6 +15,7 @@ from nanorec.errors import FormatError
 
 from . import compression
 from .archived import payload
+from .filter import export_selection
 from .meta import BagMeta
 from .records import pack_u32
 from .template import Template
@@ -73,8 +74,6 @@ def export_exact(reader: ArchiveReader, output: Path, *, overwrite: bool) -> Exp
     layout, its messages as a new indexed bag."""
     meta = BagMeta(reader)
     if meta.adopted:
-        from .filter import export_selection
-
         return export_selection(reader, output, selection=None, overwrite=overwrite)
     meta.check_kept()
     size, sha = write_hashed(output, iter_native(reader, meta), overwrite=overwrite)

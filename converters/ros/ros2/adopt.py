@@ -21,8 +21,8 @@ from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.wire import pack_meta
 from nanorec.errors import FormatError
 
-from .convert import META_MEMBER, META_VERSION, RANK_DTYPE, RANK_MEMBER, TIME_MEMBER
 from .described import BAG_KEY, TOPIC_KEY, read_bag, read_topic
+from .members import META_MEMBER, META_VERSION, RANK_DTYPE, RANK_MEMBER, TIME_MEMBER
 from .storage import Definition, Topic
 
 _FIELDS = {"timestamp", "data"}

@@ -276,16 +276,6 @@ def compression_of(texts: Iterable[bytes | str | None]) -> tuple[str, str]:
     return "", ""
 
 
-def extra(module: str) -> Any:
-    """A module of the `ros` extra, or an error saying how to install it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise UnsupportedError(f"ROS 2 bags need {module} (pip install 'nanorec[ros]')") from None
-
-
 def sniff_file(head: bytes) -> bool:
     """One storage file given alone (whether a sqlite3 file holds rosbag2's tables is
     checked when it is opened), or one compressed per file: a zstd frame whose first bytes

@@ -36,7 +36,7 @@ _CODES: Final = {
     "uint16": "H", "wchar": "H", "int32": "i", "uint32": "I", "float32": "f", "int64": "q",
     "uint64": "Q", "float64": "d",
 }  # fmt: skip
-_DTYPES: Final = {
+DTYPES: Final = {
     "bool": "?", "byte": "u1", "char": "u1", "int8": "i1", "uint8": "u1", "int16": "i2",
     "uint16": "u2", "wchar": "u2", "int32": "i4", "uint32": "u4", "float32": "f4", "int64": "i8",
     "uint64": "u8", "float64": "f8",
@@ -108,7 +108,7 @@ class _Generator:
             "wtext": _wtext,
             "UnicodeDecodeError": UnicodeDecodeError,
         }
-        for name, code in _DTYPES.items():
+        for name, code in DTYPES.items():
             self.namespace[f"D_{name}"] = np.dtype(
                 code if code in ("?", "u1", "i1") else order + code
             )

@@ -23,7 +23,7 @@ from nanorec.selection import Selection
 
 from ..common.run_columns import Leaf, Wire, decode_run, leaves
 from ..common.table_runs import STAMPS, Columns, Ints, by_rows, runs, stamped
-from .cdr import _DTYPES, PADDING
+from .cdr import DTYPES, PADDING
 from .datas import Datas
 from .msgdef import Field, MsgType, canonical
 
@@ -37,7 +37,7 @@ CDR: Final = Wire(
     aligned=True,
     nul=True,
     padding=PADDING,
-    scalars={name: np.dtype(code).newbyteorder("<").str for name, code in _DTYPES.items()},
+    scalars={name: np.dtype(code).newbyteorder("<").str for name, code in DTYPES.items()},
 )
 
 

@@ -35,9 +35,22 @@ from nanorec.archive.writer import ArchiveWriter
 from nanorec.contract import ConvertReport
 from nanorec.errors import FormatError, NanorecError, OutputExistsError
 
-from .bag import BagFile, BagLayout, extra, locate
+from .bag import BagFile, BagLayout, locate
 from .columns import Columns
+from .extras import extra
 from .mcap_file import McapFile
+from .members import (
+    FILE_DTYPE,
+    FILE_MEMBER,
+    META_MEMBER,
+    META_VERSION,
+    RANK_DTYPE,
+    RANK_MEMBER,
+    TIME_MEMBER,
+    folder_sha256,
+    skeleton_member,
+    zstd_member,
+)
 from .report import report, source_losses
 from .runs import Runs
 from .storage import (
@@ -45,37 +58,14 @@ from .storage import (
     StorageFile,
     Topic,
     batches,
-    open_storage,
     release_pages,
     storage_of,
 )
+from .storage_open import open_storage
 from .zstd_bound import inflate_file
 
 SOURCE_FORMAT: Final = "ros2"
-META_MEMBER: Final = "ros2.msgpack.zlib"
-FILE_MEMBER: Final = "ros2-file.bin"
-RANK_MEMBER: Final = "ros2-rank.bin"
-TIME_MEMBER: Final = "ros2-time.bin"
-FILE_DTYPE: Final = "<u2"
-RANK_DTYPE: Final = "<u4"
-META_VERSION: Final = 1
 _BLOCK: Final = 1 << 16
-
-
-def skeleton_member(index: int) -> str:
-    return f"ros2-skeleton-{index}.bin"
-
-
-def zstd_member(index: int) -> str:
-    return f"ros2-zstd-{index}.bin"
-
-
-def folder_sha256(files: list[tuple[str, str]]) -> str:
-    """A bag folder's hash: of each file's name and sha256, in bag order."""
-    digest = hashlib.sha256()
-    for name, sha in files:
-        digest.update(f"{name}\0{sha}\n".encode())
-    return digest.hexdigest()
 
 
 def convert(

@@ -23,7 +23,7 @@ from nanorec.contract import Region
 from nanorec.errors import FormatError, NanorecError
 
 from .db3_build import PieceCounts, write_skeleton
-from .db3_pages import db3_batches
+from .db3_pages import ROSBAG2, db3_batches
 from .db3_skeleton import build_skeleton
 from .sqlite_btree import (
     TABLE_LEAF,
@@ -43,7 +43,6 @@ _INTS = frozenset((1, 2, 3, 4, 5, 6, 8, 9))
 _BAD = (IndexError, ValueError, struct.error)  # a structure that runs off its page
 _SIZE = (0, 1, 2, 3, 4, 6, 8, 8, 0, 0)  # bytes of an integer of serial type 0-9
 _int = functools.partial(int.from_bytes, byteorder="big", signed=True)
-ROSBAG2 = (0, 4, 1, 2, 3)  # rowid alias, columns, topic_id, timestamp, data of `messages`
 _TOPIC_TEXT = (
     "name",
     "type",

@@ -18,7 +18,7 @@ import numpy as np
 
 from nanorec.errors import FormatError
 
-from .db3_skeleton import _HEAD, _MAGIC, _leb, _zigzag
+from .db3_skeleton import SKELETON_HEAD, SKELETON_MAGIC, leb128, zigzag
 from .storage import RELEASE_BYTES, gather, release_pages
 
 _BLOCK: Final = 1 << 16
@@ -72,10 +72,10 @@ def write_skeleton(
     pos = np.frombuffer(positions, np.int64) if len(positions) else np.zeros(0, np.int64)
     lens = np.asarray(lengths, np.int64) if not len(lengths) else np.frombuffer(lengths, "=u2")
     start = out.tell()
-    out.write(bytes(_HEAD.size))
+    out.write(bytes(SKELETON_HEAD.size))
     written = 0
     for at in range(0, len(counts), _BLOCK):
-        encoded = _leb(counts.values(at, at + _BLOCK).astype(np.uint64))
+        encoded = leb128(counts.values(at, at + _BLOCK).astype(np.uint64))
         out.write(encoded)
         written += len(encoded)
     sizes = [(written, len(counts))]
@@ -83,7 +83,11 @@ def write_skeleton(
     sizes.append(_write_leb(out, lens))
     end = out.tell()
     out.seek(start)
-    out.write(_HEAD.pack(_MAGIC, sizes[0][1], len(pos), sizes[0][0], sizes[1][0], sizes[2][0]))
+    out.write(
+        SKELETON_HEAD.pack(
+            SKELETON_MAGIC, sizes[0][1], len(pos), sizes[0][0], sizes[1][0], sizes[2][0]
+        )
+    )
     out.seek(end)
     # each piece as one sortable key, in place: its offset, then its length in 16 bits
     if len(pos) and int(pos.max()) >= 1 << 47:
@@ -100,7 +104,7 @@ def _write_leb(out: IO[bytes], values: Any) -> tuple[int, int]:
     """LEB128 of `values`, a block at a time: (bytes written, values)."""
     written = 0
     for at in range(0, len(values), _BLOCK):
-        encoded = _leb(values[at : at + _BLOCK].astype(np.uint64))
+        encoded = leb128(values[at : at + _BLOCK].astype(np.uint64))
         out.write(encoded)
         written += len(encoded)
     return written, len(values)
@@ -114,7 +118,7 @@ def _write_deltas(out: IO[bytes], pos: Any, lens: Any) -> tuple[int, int]:
         block, sizes = pos[at : at + _BLOCK], lens[at : at + _BLOCK].astype(np.int64)
         prev = np.concatenate(([end], (block + sizes)[:-1]))
         end = int(block[-1] + sizes[-1])
-        encoded = _leb(_zigzag(block - prev))
+        encoded = leb128(zigzag(block - prev))
         out.write(encoded)
         written += len(encoded)
     return written, len(pos)

@@ -24,6 +24,9 @@ from .storage import Batch, batched
 if TYPE_CHECKING:
     from .db3 import Db3File
 
+#: The columns of rosbag2's `messages` table: rowid alias, columns, topic_id, timestamp, data
+#: (the only layout read here; `Db3File` reads any other).
+ROSBAG2: Final = (0, 4, 1, 2, 3)
 #: Leaf pages read at once (~1 MiB of 4 KiB pages).
 _PAGES: Final = 256
 
@@ -34,7 +37,9 @@ _SIZE[:8] = (0, 1, 2, 3, 4, 6, 8, 8)
 _INTS: Final = np.array([t in (1, 2, 3, 4, 5, 6, 8, 9) for t in range(256)])
 
 
-def _varints(data: NDArray[np.uint8], at: NDArray[np.int64]) -> tuple[Any, Any]:
+def _varints(
+    data: NDArray[np.uint8], at: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """The SQLite varints at `at`: values and where each ends."""
     last = len(data) - 1
     value = np.zeros(len(at), np.int64)
@@ -125,8 +130,6 @@ def db3_batches(file: Db3File) -> Iterator[Batch]:
     plan = file._plan()
     if plan is None:
         return
-    from .db3 import ROSBAG2
-
     layout, leaves, visited, whole = plan
     if not whole or layout != ROSBAG2:
         yield from batched(

@@ -20,8 +20,8 @@ from nanorec.errors import FormatError, TruncatedError
 from .datas import Source, as_source, slices
 from .storage import RELEASE_BYTES, release_pages
 
-_MAGIC = b"NRDB3SK1"
-_HEAD = struct.Struct("<8sQQQQQ")  # magic, messages, pieces, bytes of the 3 arrays
+SKELETON_MAGIC = b"NRDB3SK1"
+SKELETON_HEAD = struct.Struct("<8sQQQQQ")  # magic, messages, pieces, bytes of the 3 arrays
 _BLOCK = 1 << 16
 _BLOCK_BYTES = 16 << 20
 
@@ -36,9 +36,9 @@ def build_skeleton(
     lens = np.asarray(lengths, np.int64)
     prev = np.concatenate(([0], (pos + lens)[:-1]))
     parts = [
-        _leb(np.asarray(counts, np.uint64)),
-        _leb(_zigzag(pos - prev)),
-        _leb(lens.astype(np.uint64)),
+        leb128(np.asarray(counts, np.uint64)),
+        leb128(zigzag(pos - prev)),
+        leb128(lens.astype(np.uint64)),
     ]
     del prev
     order = np.argsort(pos, kind="stable")
@@ -47,7 +47,7 @@ def build_skeleton(
     del pos, lens, order
     if len(starts) and np.any(starts[1:] < ends[:-1]):
         raise FormatError("two messages claim the same bytes")  # pages are claimed once
-    out = bytearray(_HEAD.pack(_MAGIC, len(counts), len(starts), *map(len, parts)))
+    out = bytearray(SKELETON_HEAD.pack(SKELETON_MAGIC, len(counts), len(starts), *map(len, parts)))
     for part in parts:
         out += part
     del parts
@@ -64,7 +64,8 @@ def build_skeleton(
     return out
 
 
-def _zigzag(x: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+def zigzag(x: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    """Signed values as unsigned ones, small magnitudes small (0, -1, 1 -> 0, 1, 2)."""
     return ((x << 1) ^ (x >> 63)).astype(np.uint64)
 
 
@@ -75,13 +76,13 @@ def _unzigzag(u: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     return out
 
 
-def _leb(v: npt.NDArray[np.uint64]) -> bytes:
+def leb128(v: npt.NDArray[np.uint64]) -> bytes:
     """LEB128 of each value (7 bits a byte, low first, high bit = more), vectorised, a
     block of values at a time (its temporaries are several times the values' size)."""
     if not len(v):
         return b""
     if len(v) > _BLOCK:
-        return b"".join(_leb(v[at : at + _BLOCK]) for at in range(0, len(v), _BLOCK))
+        return b"".join(leb128(v[at : at + _BLOCK]) for at in range(0, len(v), _BLOCK))
     nbytes = np.ones(len(v), np.int64)
     x = v >> np.uint64(7)
     while x.any():
@@ -146,10 +147,10 @@ def join_db3(
     a block at a time in file order; the data of a message whose pieces go on past the
     block (an overflow chain) is held until its last piece."""
     sk = memoryview(skeleton).cast("B")
-    if len(sk) < _HEAD.size or bytes(sk[:8]) != _MAGIC:
+    if len(sk) < SKELETON_HEAD.size or bytes(sk[:8]) != SKELETON_MAGIC:
         raise FormatError("not a .db3 skeleton", offset=0)
-    _, nmsg, npieces, *sizes = _HEAD.unpack_from(sk)
-    at = _HEAD.size
+    _, nmsg, npieces, *sizes = SKELETON_HEAD.unpack_from(sk)
+    at = SKELETON_HEAD.size
     arrays = []
     for size, count in zip(sizes, (nmsg, npieces, npieces), strict=True):
         if at + size > len(sk) or count > size:

@@ -9,7 +9,6 @@ every message is written as a new bag (`cut.py`), and the report's note says why
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,32 +19,11 @@ from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
 
 from .bag import METADATA
-from .convert import folder_sha256, skeleton_member, zstd_member
-from .datas import Datas
+from .cut import export_selection
+from .members import folder_sha256
 from .meta import Ros2Meta
-from .storage import join
+from .pieces import file_pieces
 from .writer import Target, bag_target
-
-
-def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[bytes | memoryview]:
-    """Bag file `index`, as consecutive pieces."""
-    entry = meta.files[index]
-    if entry["compressed"]:
-        yield from reader.member_chunks(zstd_member(index))
-        return
-    datas = Datas(reader, meta.numbers_of_file(index))
-    reader.advise_sequential()
-    # the skeleton as a view of the mapping (a few hundred MB for millions of messages)
-    skeleton = reader.member_view(skeleton_member(index))
-    try:
-        yield from join(entry["storage"], skeleton, datas)
-    except FormatError as error:  # say which member: the skeleton is what joins the file
-        raise FormatError(
-            f"joining {skeleton_member(index)}: {error.message}", offset=error.offset
-        ) from None
-    finally:
-        with contextlib.suppress(BufferError):  # a view of it still alive: freed with it
-            skeleton.release()
 
 
 class _Split:
@@ -102,8 +80,6 @@ def export_exact(
     why = _not_exact(meta, bag_target(output, storage, source=_storage(meta),
                                       source_folder=meta.folder))  # fmt: skip
     if why is not None:
-        from .cut import export_selection
-
         report = export_selection(
             reader, output, selection=None, overwrite=overwrite, storage=storage
         )

@@ -20,7 +20,9 @@ from typing import Any
 
 from nanorec.errors import UsageError
 
+from .metadata import BagMetadata, FileInformation, TopicInformation, metadata_yaml
 from .storage import Definition, Topic
+from .writer import SCHEMA
 
 _RULE = "=" * 80
 POSE_STAMPED = "\n".join(
@@ -140,8 +142,6 @@ def write_db3(path: Path, seconds: float, width: int = 0, *, humble: bool = Fals
     Humble's (`humble`: schema 3, the types named only)."""
     import sqlite3
 
-    from .writer import SCHEMA
-
     path.unlink(missing_ok=True)
     count = 0
     with sqlite3.connect(path) as db:
@@ -206,8 +206,6 @@ def generate(
     if not folder:
         write(output, seconds, image)
         return output
-    from .metadata import BagMetadata, FileInformation, TopicInformation, metadata_yaml
-
     output.mkdir(parents=True, exist_ok=True)
     name = f"{output.name}_0.{'mcap' if storage == 'mcap' else 'db3'}"
     write(output / name, seconds, image)

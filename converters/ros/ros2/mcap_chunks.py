@@ -27,13 +27,13 @@ from nanorec.errors import FormatError
 
 from . import mcap_records as rec
 from .mcap_skeleton import (
-    _SKELETON_HEAD,
     BEGIN,
     COPY,
     DATA,
     DROP,
     END,
     MESSAGE_HEAD,
+    SKELETON_HEAD,
     SKELETON_MAGIC,
     SKELETON_VERSION,
     Ops,
@@ -98,8 +98,6 @@ def _messages(
 
 def mcap_batches(file: McapFile) -> Iterator[Batch]:
     """`file.messages()` as batches (see the module)."""
-    from .mcap_file import EMPTY_RUN
-
     if file._read:
         raise FormatError("McapFile.messages() can be read once")
     file._read = True
@@ -113,7 +111,7 @@ def mcap_batches(file: McapFile) -> Iterator[Batch]:
         else:
             yield from batched(loose)
             loose = []
-            yield from _chunk(file, ops, *item, order, EMPTY_RUN)
+            yield from _chunk(file, ops, *item, order, rec.EMPTY_RUN)
             ops.spill()
     yield from batched(loose)
     ops.raw(buf[file._stop :])
@@ -270,7 +268,7 @@ class SpilledOps(Ops):
             self.args.append(self.pending)
             self.pending = 0
         self.spill(now=True)
-        head = _SKELETON_HEAD.pack(SKELETON_VERSION, file_size, *self._counts)
+        head = SKELETON_HEAD.pack(SKELETON_VERSION, file_size, *self._counts)
         out.write(SKELETON_MAGIC + head)
         for file in self._files:
             file.seek(0)

@@ -39,6 +39,7 @@ from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
 from .mcap_chunks import SpilledOps, big_chunk, checked_starts, mcap_batches
+from .mcap_records import EMPTY_RUN
 from .mcap_salvage import Salvage, declare, describe, salvage_at, salvaged_messages
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
 from .mcap_window import chunk_windows, is_big
@@ -55,13 +56,6 @@ from .storage import (
 #: channel_id and log_time of a Message record, from its content start
 _CHANNEL_TIME = struct.Struct("<H4xQ")
 _COPY_DATA = bytes((COPY, DATA))
-
-
-#: Zero bytes, counted in empty records, that end the records: 9 zero bytes parse as an
-#: empty record of the reserved opcode 0, which no writer emits, and a file of zeros walked
-#: 119 M of them for minutes. A crashed writer's file often ends in such zeros (space the
-#: file system had allotted but the writer never filled): they are its tail, not records.
-EMPTY_RUN = 64
 
 
 def _walk(buf: memoryview, start: int) -> Iterator[tuple[int, int, int]]:
@@ -364,7 +358,7 @@ class McapFile:
         chunk = rec.chunk_head(self._buf, pos, end)
         if is_big(chunk):  # a window at a time (`mcap_window`), as batches() reads it
             for batch in big_chunk(self, ops, pos, end, chunk, EMPTY_RUN):
-                datas = memoryview(batch.buf).cast("B")
+                datas = batch.view()
                 for topic, time, at, size in zip(
                     batch.topics.tolist(), batch.times.tolist(), batch.starts.tolist(),
                     batch.lengths.tolist(), strict=True,

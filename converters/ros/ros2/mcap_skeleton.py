@@ -26,7 +26,7 @@ from .storage import RELEASE_BYTES, release_pages
 
 SKELETON_MAGIC = b"nrMCAPsk"
 SKELETON_VERSION = 1
-_SKELETON_HEAD = struct.Struct("<BQQQ")  # version, file size, operations, blob size
+SKELETON_HEAD = struct.Struct("<BQQQ")  # version, file size, operations, blob size
 
 COPY, DATA, DROP, BEGIN, END = range(5)
 
@@ -72,7 +72,7 @@ class Ops:
         if sys.byteorder != "little":
             args = array("Q", args)
             args.byteswap()
-        head = _SKELETON_HEAD.pack(SKELETON_VERSION, file_size, len(self.kinds), len(self.blob))
+        head = SKELETON_HEAD.pack(SKELETON_VERSION, file_size, len(self.kinds), len(self.blob))
         return b"".join((SKELETON_MAGIC, head, self.kinds, args.tobytes(), self.blob))
 
 
@@ -87,10 +87,10 @@ def join_mcap(
     Raises FormatError when the datas do not fit (another count, another size) or a chunk does
     not compress back to its recorded size and CRC (another zstd/lz4 library release)."""
     sk = memoryview(skeleton)
-    top = len(SKELETON_MAGIC) + _SKELETON_HEAD.size
+    top = len(SKELETON_MAGIC) + SKELETON_HEAD.size
     if len(sk) < top or bytes(sk[:8]) != SKELETON_MAGIC:
         raise FormatError("not an MCAP skeleton", offset=0)
-    version, file_size, count, blob_size = _SKELETON_HEAD.unpack_from(sk, 8)
+    version, file_size, count, blob_size = SKELETON_HEAD.unpack_from(sk, 8)
     if version != SKELETON_VERSION:
         raise FormatError("unknown MCAP skeleton version", offset=8, actual=version)
     if len(sk) != top + 9 * count + blob_size:

@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError, UnsupportedError
 
-from .convert import (
+from .bag import bagfile_information
+from .members import (
     FILE_DTYPE,
     FILE_MEMBER,
     META_MEMBER,
@@ -115,8 +116,6 @@ class Ros2Meta:
         file's stored copy that parses; {} without one. Cached: `Ros2Recording.serialized`
         asks for the compression of every message, and parsing the YAML each time made
         decoding a 6000-message bag take minutes."""
-        from .bag import bagfile_information
-
         for text in [self.metadata, *(f["stored_metadata"] for f in self.files)]:
             if not text:
                 continue

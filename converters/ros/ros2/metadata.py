@@ -22,6 +22,8 @@ from typing import Any, Final, TypeAlias
 
 from nanorec.errors import FormatError, UnsupportedError
 
+from .extras import extra
+
 #: A YAML node as yaml-cpp holds it: every scalar is text.
 YamlNode: TypeAlias = "str | list[YamlNode] | dict[str, YamlNode] | None"
 
@@ -79,8 +81,6 @@ class BagMetadata:
 
 def _yaml() -> Any:
     """PyYAML (the `ros` extra), imported when reading: writing needs only our emitter."""
-    from .bag import extra
-
     return extra("yaml")
 
 

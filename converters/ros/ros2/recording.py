@@ -24,9 +24,12 @@ from nanorec.selection import Selection
 
 from .bundle import DISTROS, bundled, check_distro, distro_of, resolve
 from .datas import data_of
+from .extras import extra
 from .meta import Ros2Meta
+from .pieces import file_pieces
 from .ros1_encoded import Ros1Decoders, is_ros1
 from .storage import ZSTD_MAGIC
+from .zstd_bound import inflate_message
 
 if TYPE_CHECKING:
     from nanorec.outputs.mcap import McapRecord, Progress
@@ -72,8 +75,6 @@ class Ros2Recording(ArchiveRecording):
         self.meta.check()
         if self.meta.adopted:  # no skeletons: export writes a new bag of the messages
             return
-        from .export import file_pieces
-
         for index in range(len(self.meta.files)):
             for _ in file_pieces(self.reader, self.meta, index):
                 pass
@@ -96,9 +97,6 @@ class Ros2Recording(ArchiveRecording):
         # MESSAGE mode says so in metadata.yaml; a bag without it (crashed, reindexed) still
         # shows it by the zstd frame's magic, which no CDR payload starts with
         if self.meta.compression[1].upper() == "MESSAGE" or data[:4] == ZSTD_MAGIC:
-            from .bag import extra
-            from .zstd_bound import inflate_message
-
             return inflate_message(extra("zstandard"), data, number)
         return data
 

@@ -6,6 +6,7 @@ file order. What is not message data (SQLite pages and cells, MCAP records and c
 is the file's *skeleton*: `skeleton()` gives it once `messages()` has been read through, and
 the module's `join(skeleton, datas)` interleaves the data back, giving the file byte for byte.
 So an archive holds each message's data once, and the rest of the file once.
+`storage_open.py` and `storage_join.py` pick the module by storage; this one is below them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import mmap
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,9 +23,6 @@ from numpy.typing import NDArray
 from nanorec.contract import Region
 
 from .msgdef import service_of
-
-if TYPE_CHECKING:
-    from .datas import Source
 
 
 @dataclass(frozen=True)
@@ -83,18 +81,23 @@ class Batch:
     times: NDArray[np.int64]
     starts: NDArray[np.int64]
     lengths: NDArray[np.int64]
-    buf: Any  # bytes, memoryview or a 1-D uint8 array
+    buf: bytes | memoryview | NDArray[np.uint8]  # a 1-D uint8 array when gathered
+
+    def view(self) -> memoryview:
+        """The buffer as bytes (format "B"), not copied."""
+        buf = self.buf
+        return (buf.data if isinstance(buf, np.ndarray) else memoryview(buf)).cast("B")
 
     def datas(self) -> bytes | memoryview:
         """The messages' datas back to back (a view when they are so already)."""
-        view = memoryview(self.buf).cast("B") if not isinstance(self.buf, np.ndarray) else None
         count = len(self.starts)
         if not count:
             return b""
         first, last = int(self.starts[0]), int(self.starts[-1] + self.lengths[-1])
         if count == 1 or (self.starts[1:] == (self.starts + self.lengths)[:-1]).all():
-            return (view if view is not None else memoryview(self.buf))[first:last]
-        data = np.frombuffer(self.buf, np.uint8) if view is not None else self.buf
+            return self.view()[first:last]
+        buf = self.buf
+        data = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, np.uint8)
         return gather(data, self.starts, self.lengths).data
 
 
@@ -220,31 +223,3 @@ def storage_of(head: bytes) -> str | None:
     if head.startswith(MCAP_MAGIC):
         return "mcap"
     return None
-
-
-def open_storage(
-    storage: str, buf: bytes | memoryview, main_size: int | None = None
-) -> StorageFile:
-    """The storage file `buf` (a sqlite3 or MCAP file's bytes; with `main_size`, a sqlite3
-    file's `main_size` bytes followed by its WAL's)."""
-    if storage == "sqlite3":
-        from .db3 import open_db3
-
-        return open_db3(buf, main_size)
-    from .mcap_file import open_mcap
-
-    return open_mcap(buf)
-
-
-def join(
-    storage: str, skeleton: bytes | memoryview, datas: Source | Iterable[bytes | memoryview]
-) -> Iterator[bytes | memoryview]:
-    """The pieces of a storage file: its skeleton with `datas` (file order: a `Source`, or
-    byte strings) put back."""
-    if storage == "sqlite3":
-        from .db3_skeleton import join_db3
-
-        return join_db3(skeleton, datas)
-    from .mcap_skeleton import join_mcap
-
-    return join_mcap(skeleton, datas)

@@ -22,6 +22,7 @@ from nanorec.contract import ExportReport
 from nanorec.errors import NanorecError, UnsupportedError, UsageError
 
 from .bag import METADATA
+from .metadata import BagMetadata, FileInformation, TopicInformation, metadata_yaml
 from .storage import Definition, Topic, definition_for
 from .typehash import hash_of_definition, stores_type_hashes
 
@@ -297,8 +298,6 @@ def _write_mcap(bag: NewBag, messages: Iterable[Entry], stream: IO[bytes]) -> No
 
 def metadata_text(bag: NewBag, name: str) -> str:
     """metadata.yaml for the new bag, as rosbag2 writes it (version 8: QoS as YAML text)."""
-    from .metadata import BagMetadata, FileInformation, TopicInformation, metadata_yaml
-
     first = bag.first or 0
     duration = (bag.last or 0) - first
     total = sum(bag.counts.values())

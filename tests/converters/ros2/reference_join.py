@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from nanorec.converters.ros.ros2 import mcap_records as rec
-from nanorec.converters.ros.ros2.db3_skeleton import _HEAD, _MAGIC, _unleb, _unzigzag
+from nanorec.converters.ros.ros2 import db3_skeleton as db3
+from nanorec.converters.ros.ros2.db3_skeleton import _unleb, _unzigzag
 from nanorec.converters.ros.ros2.mcap_skeleton import (
-    _SKELETON_HEAD,
     _U64,
     BEGIN,
     COPY,
@@ -26,6 +26,7 @@ from nanorec.converters.ros.ros2.mcap_skeleton import (
     DROP,
     END,
     MESSAGE_HEAD,
+    SKELETON_HEAD,
     SKELETON_MAGIC,
     SKELETON_VERSION,
 )
@@ -38,10 +39,10 @@ def old_join_db3(
     """The pieces of the original file, from its skeleton and the messages' data in the
     order `messages()` gave them. Data is held only while the file order still needs it."""
     sk = memoryview(skeleton).cast("B")
-    if len(sk) < _HEAD.size or bytes(sk[:8]) != _MAGIC:
+    if len(sk) < db3.SKELETON_HEAD.size or bytes(sk[:8]) != db3.SKELETON_MAGIC:
         raise FormatError("not a .db3 skeleton", offset=0)
-    _, nmsg, npieces, *sizes = _HEAD.unpack_from(sk)
-    at = _HEAD.size
+    _, nmsg, npieces, *sizes = db3.SKELETON_HEAD.unpack_from(sk)
+    at = db3.SKELETON_HEAD.size
     arrays = []
     for size, count in zip(sizes, (nmsg, npieces, npieces), strict=True):
         if at + size > len(sk) or count > size:
@@ -130,10 +131,10 @@ def old_join_mcap(
     Raises FormatError when the datas do not fit (another count, another size) or a chunk does
     not compress back to its recorded size and CRC (another zstd/lz4 library release)."""
     sk = memoryview(skeleton)
-    top = len(SKELETON_MAGIC) + _SKELETON_HEAD.size
+    top = len(SKELETON_MAGIC) + SKELETON_HEAD.size
     if len(sk) < top or bytes(sk[:8]) != SKELETON_MAGIC:
         raise FormatError("not an MCAP skeleton", offset=0)
-    version, file_size, count, blob_size = _SKELETON_HEAD.unpack_from(sk, 8)
+    version, file_size, count, blob_size = SKELETON_HEAD.unpack_from(sk, 8)
     if version != SKELETON_VERSION:
         raise FormatError("unknown MCAP skeleton version", offset=8, actual=version)
     if len(sk) != top + 9 * count + blob_size:

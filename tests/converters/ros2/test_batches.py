@@ -30,7 +30,8 @@ from nanorec.converters.ros.ros2.db3 import open_db3
 from nanorec.converters.ros.ros2.mcap_chunks import SpilledOps
 from nanorec.converters.ros.ros2.packed import head, pack_run
 from nanorec.converters.ros.ros2.sqlite_btree import varint
-from nanorec.converters.ros.ros2.storage import batches, open_storage, storage_of
+from nanorec.converters.ros.ros2.storage import batches, storage_of
+from nanorec.converters.ros.ros2.storage_open import open_storage
 from nanorec.errors import FormatError
 from tests.conftest import REALDATA, SAMPLES
 

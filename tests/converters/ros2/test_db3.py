@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from nanorec.converters.ros.ros2.db3 import Db3File, open_db3
-from nanorec.converters.ros.ros2.db3_skeleton import _leb, _unleb, join_db3
+from nanorec.converters.ros.ros2.db3_skeleton import _unleb, join_db3, leb128
 from nanorec.converters.ros.ros2.storage import StoredMessage
 from nanorec.errors import FormatError, NanorecError
 from tests.conftest import REALDATA
@@ -295,7 +295,7 @@ def test_join_rejects_wrong_datas(tmp_path: Path) -> None:
 
 def test_skeleton_table_codec() -> None:
     values = np.array([0, 1, 127, 128, 300, 2**32, 2**63 - 1], np.uint64)
-    assert np.array_equal(_unleb(memoryview(_leb(values)), len(values)), values)
+    assert np.array_equal(_unleb(memoryview(leb128(values)), len(values)), values)
     with pytest.raises(FormatError):
         _unleb(memoryview(b"\x80"), 1)
     with pytest.raises(FormatError):

@@ -17,11 +17,11 @@ from nanorec.archive.layout import use_layout
 from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import ConvertRequest
 from nanorec.converters.ros.ros2 import db3_skeleton, mcap_skeleton
-from nanorec.converters.ros.ros2.convert import skeleton_member
 from nanorec.converters.ros.ros2.datas import Datas, data_of
-from nanorec.converters.ros.ros2.export import file_pieces
 from nanorec.converters.ros.ros2.generate import generate
+from nanorec.converters.ros.ros2.members import skeleton_member
 from nanorec.converters.ros.ros2.meta import Ros2Meta
+from nanorec.converters.ros.ros2.pieces import file_pieces
 from nanorec.errors import ChecksumError
 from tests.conftest import REALDATA
 from tests.converters.ros2.reference_join import old_join_db3, old_join_mcap

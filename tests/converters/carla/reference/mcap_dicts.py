@@ -11,15 +11,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from nanorec.converters.carla.mcap import (
+from nanorec.converters.carla.mcap import drawable_poses, json_records
+from nanorec.converters.carla.mcap_proto import QUATERNION_BITS, quantized
+from nanorec.converters.carla.mcap_scene import (
     TOPICS,
-    _boxes,
-    _labels,
-    drawable_poses,
-    json_records,
+    actor_boxes,
+    entity_labels,
     reference_frame,
 )
-from nanorec.converters.carla.mcap_proto import QUATERNION_BITS, quantized
 from nanorec.converters.carla.world import Actor, World
 from nanorec.outputs import mcap_foxglove as fox
 from nanorec.outputs.mcap import McapRecord
@@ -98,7 +97,7 @@ def _entities(
     quaternion: npt.NDArray[np.float64],
     time_ns: int,
 ) -> list[dict[str, Any]]:
-    kinds, centre, size = _boxes(actors, position, quaternion)
+    kinds, centre, size = actor_boxes(actors, position, quaternion)
     template = fox.entity(time_ns, "world", "", {})  # shared empty lists: JSON only reads them
     entities: list[dict[str, Any]] = []
     rows = zip(
@@ -115,7 +114,9 @@ def _entities(
         light = world.traffic_lights.get(actor.id) if actor.id in world.traffic_lights else None
         state = None if light is None or light.state is None else light.state.name
         role = actor.attributes.get("role_name")
-        metadata, colour = _labels(actor.id, actor.type_id, kind, role, actor.parent_id, state)
+        metadata, colour = entity_labels(
+            actor.id, actor.type_id, kind, role, actor.parent_id, state
+        )
         cube = {
             "pose": {
                 "position": {"x": c[0], "y": c[1], "z": c[2]},
