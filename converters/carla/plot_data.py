@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,8 +20,10 @@ from nanorec.errors import EmptySelectionError, UsageError
 
 from .ids import ActorType, Kind, TrafficLightState
 from .message import records
-from .recording import CarlaRecording
 from .world import Actor
+
+if TYPE_CHECKING:
+    from .recording import CarlaRecording
 
 CM_PER_M = 100.0
 # Half-sizes (cm) for actors whose bounding box was not recorded (it is only with

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,12 +35,10 @@ from .ids import family as family_named
 from .message import DAMAGE, checked_frame, records
 from .meta import WORLD_MEMBER, read_meta
 from .records import FIXED_DTYPES
+from .view import CarlaView
 from .world import World
 from .world_build import build_world
 from .world_tables import WorldTables
-
-if TYPE_CHECKING:
-    from .view import CarlaView
 
 #: Rotations in Python: named fields, in `carla.Rotation`'s order (degrees).
 ROTATION_DTYPE = np.dtype([("pitch", "<f8"), ("yaw", "<f8"), ("roll", "<f8")])
@@ -176,8 +174,6 @@ class CarlaRecording(ArchiveRecording):
         return self._view().scene(number)
 
     def _view(self) -> CarlaView:
-        from .view import CarlaView
-
         if self._viewer is None:
             self._viewer = CarlaView(self)
         return self._viewer
