@@ -17,7 +17,9 @@ import os
 import shutil
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,10 +30,18 @@ from numpy.typing import NDArray
 
 from nanorec.archive.blockread import BlockReader
 from nanorec.archive.describe import MEMBER_NAME as DESCRIPTION_MEMBER
-from nanorec.archive.describe import parse_description
+from nanorec.archive.describe import Description, parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
-from nanorec.archive.members import Member, iter_member_data, mapped_member, open_members
+from nanorec.archive.members import (
+    Member,
+    iter_member_data,
+    mapped_member,
+    open_members,
+    prefetch_local_headers,
+)
+from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
+from nanorec.archive.pages import PageTable, table_of
 from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer, window
 from nanorec.archive.urls import is_url, url_path
@@ -49,6 +59,7 @@ from nanorec.errors import (
     FormatError,
     IndexMismatchError,
     NanorecError,
+    OutOfRangeError,
     TruncatedError,
     UsageError,
 )
@@ -59,6 +70,17 @@ MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
 
 #: `member_view` of a deflated member this large inflates it into a mapped temporary file.
 _SPOOL_MEMBER: Final = 16 << 20
+#: Pages of a paged index a reader by URL keeps (each ~70 KiB: see `nanorec.archive.pages`).
+PAGE_CACHE: Final = 64
+
+
+@dataclass(frozen=True)
+class _LoadedPage:
+    """A page of a lazy archive: its first message, its rows, its blocks (compact)."""
+
+    first: int
+    index: Index
+    blocks: BlockReader | None
 
 
 class ArchiveFile:
@@ -128,7 +150,16 @@ class ArchiveFile:
     @property
     def compact(self) -> bool:
         """Whether messages are read block by block from a compact `messages.msgpack`."""
-        return self._blocks is not None
+        return self._blocks is not None or (self._lazy and not self._stored)
+
+    @property
+    def index(self) -> Index:
+        """The index columns of every message. A paged archive read by URL reads its pages
+        only as messages are asked for (`read`, `index_at_time`...): this fetches them all."""
+        if self._index is None:
+            self._load_pages()
+        assert self._index is not None
+        return self._index
 
     def _open(self, use_description: bool) -> None:
         assert self._mm is not None
@@ -139,12 +170,19 @@ class ArchiveFile:
                     f"{self.path} has no {required} member (found: "
                     f"{', '.join(self._members) or 'none'})"
                 )
+        description_member = self._members.get(DESCRIPTION_MEMBER)
+        if description_member is None or not description_member.placed:
+            prefetch_local_headers(self._mm, self._members)  # not paged: all will be read
         messages = self._members[MESSAGES_MEMBER]
         self._messages = messages
-        self._messages_start = messages.data_start
         self._messages_size = messages.header.uncompressed_size
         self._stored = messages.stored
         self._blocks: BlockReader | None = None
+        #: The paged layout's page table (`nanorec.archive.pages`), None without one.
+        self.pages: PageTable | None = None
+        # A paged archive read by ranges: pages read as needed, `_index` None until all are.
+        self._lazy = False
+        self._page_cache: OrderedDict[int, _LoadedPage] = OrderedDict()
         #: The description map (without its columns), or None for NanoVer files.
         self.description: dict[str, Any] | None = None
         #: Why the columnar index in `nanorec.msgpack` was not used, if it was not.
@@ -154,23 +192,191 @@ class ArchiveFile:
         #: Index entries whose timestamp was missing/None in `index.msgpack` (carried forward).
         self.unknown_timestamps = 0
         index: Index | None = None
-        if DESCRIPTION_MEMBER in self._members:
+        if description_member is not None:
             try:
                 description = parse_description(self.member(DESCRIPTION_MEMBER))
                 self.description = description.fields
+                if description.fields.get("pages") is not None:
+                    self.pages = self._page_table(description.fields)
+                else:
+                    prefetch_local_headers(self._mm, self._members)
                 if use_description:
-                    index = self._index_from_description(description)
+                    self._check_description(description)
+                    if self.pages is None:
+                        index = description.to_index(self._messages_size)
+                    elif self._can_be_lazy():
+                        self._lazy = True
+                    else:
+                        index = self._whole_pages()
                     self.index_source = DESCRIPTION_MEMBER
+                elif self.pages is not None:
+                    self._whole_pages()  # its block table
             except NanorecError as error:
                 self.description_problem = str(error)
-            if self.description is not None and not messages.stored:
+                self.pages = None
+                self._lazy = False
+                prefetch_local_headers(self._mm, self._members)
+            if self.description is not None and not messages.stored and self.pages is None:
                 self._blocks = self._block_reader(self.description.get("blocks"))
-        if index is None:
-            index = self._parse_index()
-        self.index: Index = index
-        self._offsets = index.offset
-        self._lengths = index.length
-        self._count = len(index)
+        self._messages_start = messages.data_start
+        self._count = self.description["message_count"] if self._lazy else 0  # type: ignore[index]
+        self._set_index(index if self._lazy or index is not None else self._parse_index())
+
+    def _set_index(self, index: Index | None) -> None:
+        self._index: Index | None = index
+        if index is not None:
+            self._offsets = index.offset
+            self._lengths = index.length
+            self._count = len(index)
+
+    def _page_table(self, fields: dict[str, Any]) -> PageTable:
+        table = table_of(fields, self._members)
+        if not table.blocks_fit and not self._stored:
+            self.description_problem = (
+                f"block table: made for a {fields['pages'].get('messages_stored_size')!r}-byte "
+                f"stream, messages.msgpack holds {self._messages.size} compressed bytes"
+            )
+        return table
+
+    def _can_be_lazy(self) -> bool:
+        """Whether pages are read as needed: by URL (a local archive maps its pages: reading
+        them all at open costs milliseconds, and reads then index plain arrays), with pages
+        to range-read (stored) and block rows fitting the messages member."""
+        table = self.pages
+        return (
+            isinstance(self._mm, RangeBuffer)
+            and table is not None
+            and self._members[PAGES_MEMBER].stored
+            and (self._stored or table.blocks_fit)
+        )
+
+    def _whole_pages(self) -> Index:
+        """Every page read at once (one range, or a slice of the mapping): the index, and a
+        compact archive's whole block table. Raises `PageError` for a damaged page."""
+        table = self.pages
+        assert table is not None and self.description is not None
+        member = self._members[PAGES_MEMBER]
+        columns, offsets, starts = table.whole(
+            self.member(PAGES_MEMBER), member.data_start if member.stored else 0
+        )
+        if table.block_count and table.blocks_fit and not self._stored:
+            self._blocks = BlockReader.from_rows(
+                self._map(),
+                offsets,
+                starts,
+                data_start=self._messages.data_start,
+                data_size=self._messages.size,
+                messages_size=self._messages_size,
+            )
+        index: Index = Description(self.description, columns).to_index(self._messages_size)
+        return index
+
+    def _load_pages(self) -> None:
+        """A lazy (remote paged) archive's whole index, for what needs every message's
+        columns: from its pages, else (a damaged one) from `index.msgpack`."""
+        with self._lock:
+            if self._index is not None:
+                return
+            try:
+                index = self._whole_pages()
+            except NanorecError as error:
+                self.description_problem = str(error)
+                self.index_source = INDEX_MEMBER
+                self._blocks = None
+                prefetch_local_headers(self._map(), self._members)
+                index = self._parse_index()
+            self._page_cache.clear()
+            self._set_index(index)
+
+    def _page(self, page: int) -> _LoadedPage:
+        """Page `page` of a lazy archive, from the LRU or read (one range) and parsed."""
+        with self._lock:
+            loaded = self._page_cache.get(page)
+            if loaded is not None:
+                self._page_cache.move_to_end(page)
+                return loaded
+        table = self.pages
+        assert table is not None
+        start, size = table.span(page)
+        base = self._members[PAGES_MEMBER].data_start
+        parsed = table.parse(page, self._map()[base + start : base + start + size], base)
+        blocks = None
+        if not self._stored:
+            blocks = BlockReader.from_rows(
+                self._map(),
+                parsed.block_offsets,
+                parsed.block_starts,
+                data_start=self._messages_start,
+                data_size=self._messages.size,
+                messages_size=self._messages_size,
+                whole=False,
+            )
+        loaded = _LoadedPage(parsed.first, parsed.index, blocks)
+        with self._lock:
+            self._page_cache[page] = loaded
+            while len(self._page_cache) > PAGE_CACHE:
+                self._page_cache.popitem(last=False)
+        return loaded
+
+    def _paged_entry(self, number: int) -> tuple[bytes, int, int]:
+        """A lazy archive's message `number` (in range): its stored bytes, offset in the
+        messages member, and CRC-32, through its page."""
+        loaded = self._page(number // self.pages.page_messages)  # type: ignore[union-attr]
+        row = number - loaded.first
+        offset = loaded.index.offset.item(row)
+        length = loaded.index.length.item(row)
+        if loaded.blocks is not None:
+            data = loaded.blocks.read(offset, length)
+        else:
+            start = self._messages_start + offset
+            data = self._map()[start : start + length]
+        return data, offset, loaded.index.crc.item(row)
+
+    def timestamp_us(self, number: int) -> int:
+        """Message `number`'s time in microseconds (negative counts from the end); a lazy
+        archive reads only its page. Raises `OutOfRangeError`."""
+        number = self._number(number)
+        if self._index is None:
+            loaded = self._page(number // self.pages.page_messages)  # type: ignore[union-attr]
+            return int(loaded.index.timestamp_us[number - loaded.first])
+        return int(self._index.timestamp_us[number])
+
+    def message_types(self, number: int) -> tuple[str, ...]:
+        """Message `number`'s top-level keys (as `index.types`), reading only its page when
+        lazy. Raises `OutOfRangeError`."""
+        number = self._number(number)
+        if self._index is None:
+            loaded = self._page(number // self.pages.page_messages)  # type: ignore[union-attr]
+            return loaded.index.types(number - loaded.first)
+        return self._index.types(number)
+
+    def time_span_us(self) -> tuple[int, int] | None:
+        """The first message's time and the greatest time (microseconds), None when empty:
+        from the page table alone for a lazy archive whose times never decrease."""
+        if not self._count:
+            return None
+        table = self.pages
+        if self._index is None and table is not None and table.sorted:
+            return int(table.min_us[0]), int(table.max_us[-1])
+        stamps = self.index.timestamp_us
+        return int(stamps[0]), int(stamps.max())
+
+    def types_counts(self) -> list[tuple[tuple[str, ...], int]]:
+        """How many messages carry each set of top-level keys (each row of the types table):
+        from the page table alone for a lazy archive."""
+        if self._index is None and self.pages is not None:
+            return list(zip(self.pages.types_table, self.pages.types_counts, strict=True))
+        index = self.index
+        counts = np.bincount(index.types_code, minlength=len(index.types_table))
+        return [(types, int(counts[code])) for code, types in enumerate(index.types_table)]
+
+    def _number(self, number: int) -> int:
+        count = self._count
+        if number < 0:
+            number += count
+        if not 0 <= number < count:
+            raise OutOfRangeError(f"message {number} out of range (archive holds {count})")
+        return number
 
     def _block_reader(self, table: object) -> BlockReader | None:
         """The compact layout's block table, if it is there and fits the member (else the
@@ -189,7 +395,8 @@ class ArchiveFile:
             self.description_problem = str(error)
             return None
 
-    def _index_from_description(self, description: Any) -> Index:
+    def _check_description(self, description: Description) -> None:
+        """That the description was made from this archive's `index.msgpack` (sizes, CRC)."""
         index_member = self._members[INDEX_MEMBER]
         fields = description.fields
         checks = (
@@ -205,7 +412,7 @@ class ArchiveFile:
                     expected=fields[key],
                     actual=actual,
                 )
-        if index_member.stored:
+        if index_member.stored and index_member.placed:
             assert self._mm is not None
             start = index_member.data_start
             head = bytes(self._mm[start : start + min(5, index_member.size)])
@@ -217,8 +424,6 @@ class ArchiveFile:
                     expected=description.message_count,
                     actual=count,
                 )
-        index: Index = description.to_index(self._messages_size)
-        return index
 
     def _parse_index(self) -> Index:
         data = self.member(INDEX_MEMBER)
@@ -247,6 +452,8 @@ class ArchiveFile:
         The default advice is random access, right for seeks and wrong for passes (a cold
         200 MB export took 3.5x longer under it). A compact archive's blocks are then inflated
         a span of them at a time (`BlockReader.sequential`)."""
+        if self._index is None:
+            self._load_pages()  # a pass needs every page (and the whole block table)
         if self._blocks is not None:
             self._blocks.sequential = True
         if isinstance(self._mm, RangeBuffer):

@@ -124,6 +124,11 @@ class ArchiveReader(ArchiveFile):
             number += count
         if not 0 <= number < count:
             raise OutOfRangeError(f"message {number} out of range (archive holds {count})")
+        if self._index is None:  # a paged archive by URL: through the message's page
+            data, offset, crc = self._paged_entry(number)
+            if self.verify if verify is None else verify:
+                self._check_crc(number, data, crc, offset)
+            return self._decode(number, data, self._messages_start + offset)
         offset = self._offsets.item(number)
         data = self._read(offset, self._lengths.item(number))
         if self.verify if verify is None else verify:
@@ -135,7 +140,12 @@ class ArchiveReader(ArchiveFile):
 
         Raises `IndexError` out of range; `ChecksumError` on a mismatch (checked as `read`).
         """
-        number = self.index.normalize(number)
+        number = self._number(number)
+        if self._index is None:
+            data, offset, crc = self._paged_entry(number)
+            if self.verify if verify is None else verify:
+                self._check_crc(number, data, crc, offset)
+            return data
         data = self._read(self._offsets.item(number), self._lengths.item(number))
         if self.verify if verify is None else verify:
             self._verify(number, data)
@@ -153,6 +163,7 @@ class ArchiveReader(ArchiveFile):
         count = self._count
         if not 0 <= first <= stop <= count:
             raise OutOfRangeError(f"messages {first}:{stop} out of range (archive holds {count})")
+        self.index  # noqa: B018 - a run needs the whole index (a lazy archive loads its pages)
         offsets = self._offsets[first:stop]
         lengths = self._lengths[first:stop]
         if first == stop:
@@ -227,7 +238,17 @@ class ArchiveReader(ArchiveFile):
             return self._positions
 
     def index_at_time(self, t_us: int) -> int | None:
-        """Number of the last message with timestamp <= `t_us` (microseconds), or None."""
+        """Number of the last message with timestamp <= `t_us` (microseconds), or None.
+        A paged archive by URL whose times never decrease reads one page, found by the page
+        table's least times."""
+        table = self.pages
+        if self._index is None and table is not None and table.sorted:
+            page = table.page_at_time(t_us)
+            if page is None:
+                return None
+            loaded = self._page(page)
+            position = loaded.index.position_at_time(t_us)
+            return None if position is None else loaded.first + position
         return self.index.position_at_time(t_us)
 
     def iter_messages(
@@ -253,12 +274,14 @@ class ArchiveReader(ArchiveFile):
     def _verify(self, number: int, data: bytes) -> None:
         if not self.index.crc_known[number]:
             return
-        expected = self.index.crc.item(number)
+        self._check_crc(number, data, self.index.crc.item(number), self._offsets.item(number))
+
+    def _check_crc(self, number: int, data: bytes, expected: int, offset: int) -> None:
         actual = zlib.crc32(data)
         if actual != expected:
             raise ChecksumError(
                 f"message {number} fails its CRC-32 check",
-                offset=self._messages_start + self._offsets.item(number),
+                offset=self._messages_start + offset,
                 expected=expected,
                 actual=actual,
             )
