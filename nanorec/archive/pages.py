@@ -94,14 +94,15 @@ class PageWriter:
         flags_dtype: np.dtype[Any] | None,
         block_offsets: Sequence[int] = (),
         block_starts: Sequence[int] = (),
-        page_messages: int = PAGE_MESSAGES,
+        page_messages: int | None = None,
         fast: bool = False,
     ) -> None:
         self._index = index
         self._count = count
         self._dtypes = (length_dtype, types_dtype, flags_dtype)
         self._blocks = (list(block_offsets), list(block_starts))
-        self._page_messages = page_messages
+        # (None: the module's, read now, so that a test may set smaller pages)
+        self._page_messages = PAGE_MESSAGES if page_messages is None else page_messages
         self._fast = fast
         self._rows: dict[str, list[int]] = {name: [] for name in _TABLE_KINDS}
         self.types_counts = np.zeros(types_count, np.int64)
@@ -273,12 +274,12 @@ class PageTable:
         self.min_us = table["min_us"].astype(np.int64)
         self.max_us = table["max_us"].astype(np.int64)
         if pages:
-            ends = at + size
-            if at[0] != 0 or bool(np.any(at[1:] != ends[:-1])) or ends[-1] != member_size:
-                raise _fail(f"pages do not lie back to back over its {member_size} bytes")
             if int(size.max()) > MAX_PAGE_BYTES:
                 page = int(np.argmax(size))
                 raise _fail(f"page {page} claims {int(size[page])} bytes, more than a page holds")
+            ends = at + size
+            if at[0] != 0 or bool(np.any(at[1:] != ends[:-1])) or ends[-1] != member_size:
+                raise _fail(f"pages do not lie back to back over its {member_size} bytes")
             first = self.first_offset
             if (
                 first[0] != 0
