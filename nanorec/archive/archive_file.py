@@ -17,9 +17,7 @@ import os
 import shutil
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,8 +38,9 @@ from nanorec.archive.members import (
     open_members,
     prefetch_local_headers,
 )
+from nanorec.archive.pageread import LazyPages
 from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
-from nanorec.archive.pages import PageTable, table_of
+from nanorec.archive.pagetable import PageTable, table_of
 from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer, window
 from nanorec.archive.urls import is_url, url_path
@@ -70,17 +69,6 @@ MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
 
 #: `member_view` of a deflated member this large inflates it into a mapped temporary file.
 _SPOOL_MEMBER: Final = 16 << 20
-#: Pages of a paged index a reader by URL keeps (each ~70 KiB: see `nanorec.archive.pages`).
-PAGE_CACHE: Final = 64
-
-
-@dataclass(frozen=True)
-class _LoadedPage:
-    """A page of a lazy archive: its first message, its rows, its blocks (compact)."""
-
-    first: int
-    index: Index
-    blocks: BlockReader | None
 
 
 class ArchiveFile:
@@ -150,7 +138,7 @@ class ArchiveFile:
     @property
     def compact(self) -> bool:
         """Whether messages are read block by block from a compact `messages.msgpack`."""
-        return self._blocks is not None or (self._lazy and not self._stored)
+        return self._blocks is not None or (self._lazy is not None and not self._stored)
 
     @property
     def index(self) -> Index:
@@ -181,8 +169,7 @@ class ArchiveFile:
         #: The paged layout's page table (`nanorec.archive.pages`), None without one.
         self.pages: PageTable | None = None
         # A paged archive read by ranges: pages read as needed, `_index` None until all are.
-        self._lazy = False
-        self._page_cache: OrderedDict[int, _LoadedPage] = OrderedDict()
+        self._lazy: LazyPages | None = None
         #: The description map (without its columns), or None for NanoVer files.
         self.description: dict[str, Any] | None = None
         #: Why the columnar index in `nanorec.msgpack` was not used, if it was not.
@@ -205,7 +192,7 @@ class ArchiveFile:
                     if self.pages is None:
                         index = description.to_index(self._messages_size)
                     elif self._can_be_lazy():
-                        self._lazy = True
+                        self._lazy = self._lazy_pages(self.pages)
                     else:
                         index = self._whole_pages()
                     self.index_source = DESCRIPTION_MEMBER
@@ -214,13 +201,15 @@ class ArchiveFile:
             except NanorecError as error:
                 self.description_problem = str(error)
                 self.pages = None
-                self._lazy = False
+                self._lazy = None
                 prefetch_local_headers(self._mm, self._members)
             if self.description is not None and not messages.stored and self.pages is None:
                 self._blocks = self._block_reader(self.description.get("blocks"))
         self._messages_start = messages.data_start
-        self._count = self.description["message_count"] if self._lazy else 0  # type: ignore[index]
-        self._set_index(index if self._lazy or index is not None else self._parse_index())
+        self._count = self._lazy.table.message_count if self._lazy is not None else 0
+        self._set_index(
+            index if self._lazy is not None or index is not None else self._parse_index()
+        )
 
     def _set_index(self, index: Index | None) -> None:
         self._index: Index | None = index
@@ -285,90 +274,21 @@ class ArchiveFile:
                 self._blocks = None
                 prefetch_local_headers(self._map(), self._members)
                 index = self._parse_index()
-            self._page_cache.clear()
+            if self._lazy is not None:
+                self._lazy.clear()
             self._set_index(index)
 
-    def _page(self, page: int) -> _LoadedPage:
-        """Page `page` of a lazy archive, from the LRU or read (one range) and parsed."""
-        with self._lock:
-            loaded = self._page_cache.get(page)
-            if loaded is not None:
-                self._page_cache.move_to_end(page)
-                return loaded
-        table = self.pages
-        assert table is not None
-        start, size = table.span(page)
-        base = self._members[PAGES_MEMBER].data_start
-        parsed = table.parse(page, self._map()[base + start : base + start + size], base)
-        blocks = None
-        if not self._stored:
-            blocks = BlockReader.from_rows(
-                self._map(),
-                parsed.block_offsets,
-                parsed.block_starts,
-                data_start=self._messages_start,
-                data_size=self._messages.size,
-                messages_size=self._messages_size,
-                whole=False,
-            )
-        loaded = _LoadedPage(parsed.first, parsed.index, blocks)
-        with self._lock:
-            self._page_cache[page] = loaded
-            while len(self._page_cache) > PAGE_CACHE:
-                self._page_cache.popitem(last=False)
-        return loaded
-
-    def _paged_entry(self, number: int) -> tuple[bytes, int, int]:
-        """A lazy archive's message `number` (in range): its stored bytes, offset in the
-        messages member, and CRC-32, through its page."""
-        loaded = self._page(number // self.pages.page_messages)  # type: ignore[union-attr]
-        row = number - loaded.first
-        offset = loaded.index.offset.item(row)
-        length = loaded.index.length.item(row)
-        if loaded.blocks is not None:
-            data = loaded.blocks.read(offset, length)
-        else:
-            start = self._messages_start + offset
-            data = self._map()[start : start + length]
-        return data, offset, loaded.index.crc.item(row)
-
-    def timestamp_us(self, number: int) -> int:
-        """Message `number`'s time in microseconds (negative counts from the end); a lazy
-        archive reads only its page. Raises `OutOfRangeError`."""
-        number = self._number(number)
-        if self._index is None:
-            loaded = self._page(number // self.pages.page_messages)  # type: ignore[union-attr]
-            return int(loaded.index.timestamp_us[number - loaded.first])
-        return int(self._index.timestamp_us[number])
-
-    def message_types(self, number: int) -> tuple[str, ...]:
-        """Message `number`'s top-level keys (as `index.types`), reading only its page when
-        lazy. Raises `OutOfRangeError`."""
-        number = self._number(number)
-        if self._index is None:
-            loaded = self._page(number // self.pages.page_messages)  # type: ignore[union-attr]
-            return loaded.index.types(number - loaded.first)
-        return self._index.types(number)
-
-    def time_span_us(self) -> tuple[int, int] | None:
-        """The first message's time and the greatest time (microseconds), None when empty:
-        from the page table alone for a lazy archive whose times never decrease."""
-        if not self._count:
-            return None
-        table = self.pages
-        if self._index is None and table is not None and table.sorted:
-            return int(table.min_us[0]), int(table.max_us[-1])
-        stamps = self.index.timestamp_us
-        return int(stamps[0]), int(stamps.max())
-
-    def types_counts(self) -> list[tuple[tuple[str, ...], int]]:
-        """How many messages carry each set of top-level keys (each row of the types table):
-        from the page table alone for a lazy archive."""
-        if self._index is None and self.pages is not None:
-            return list(zip(self.pages.types_table, self.pages.types_counts, strict=True))
-        index = self.index
-        counts = np.bincount(index.types_code, minlength=len(index.types_table))
-        return [(types, int(counts[code])) for code, types in enumerate(index.types_table)]
+    def _lazy_pages(self, table: PageTable) -> LazyPages:
+        assert isinstance(self._mm, RangeBuffer)
+        return LazyPages(
+            self._mm,
+            table,
+            pages_start=self._members[PAGES_MEMBER].data_start,
+            messages_start=self._messages.data_start,
+            messages_stored=self._messages.size,
+            messages_size=self._messages_size,
+            stored=self._stored,
+        )
 
     def _number(self, number: int) -> int:
         count = self._count

@@ -4,13 +4,18 @@ NanoVer archives say nothing about themselves (no version, units, producer or so
 their index is a msgpack list that takes seconds to parse at a million entries. nanorec adds
 one extra member, which NanoVer's reader ignores, holding a msgpack map:
 
-    format "nanorec", format_version 1, producer, created_utc (ISO 8601, UTC; nil unless
+    format "nanorec", format_version 1 or 2, producer, created_utc (ISO 8601, UTC; nil unless
     SOURCE_DATE_EPOCH is set, so the same input always gives the same archive bytes),
     source_format, source (the producer's map: file name, size, sha256...),
     time_unit "us", timestamp_key "nanorec.t", checksum "crc32",
     message_count, messages_size, index_size, index_crc32, types_table,
     blocks (compact archives only: the block table, see `nanorec.archive.blocks`),
     columns {name: {"dtype": numpy dtype string, "data": raw little-endian bytes}}
+
+Version 2 (the paged layout, `nanorec.archive.pages`) has `pages` (the page table) instead of
+`blocks`, and an empty `columns` map: the columns and block table are in `nanorec.pages`, one
+page at a time, so that an archive read by URL fetches a page, not the whole index. Version 1
+readers refuse version 2 and parse `index.msgpack`, as for any description they cannot use.
 
 `columns` always has `length`, `timestamp_us`, `crc` and `types` (a row number of
 `types_table`, the distinct lists of top-level keys). `flags` is left out when every flag is

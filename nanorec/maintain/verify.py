@@ -38,7 +38,7 @@ from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.members import Member, iter_member_data, open_members
 from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
-from nanorec.archive.pages import table_of
+from nanorec.archive.pagetable import table_of
 from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer
 from nanorec.archive.urls import is_url, url_path
