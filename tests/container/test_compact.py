@@ -224,9 +224,9 @@ def test_empty_compact_archive(tmp_path: Path) -> None:
 def test_member_view_of_a_large_deflated_member_is_a_mapped_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import nanorec.archive.archive_file
+    import nanorec.archive.member_access
 
-    monkeypatch.setattr(nanorec.archive.archive_file, "_SPOOL_MEMBER", 1000)
+    monkeypatch.setattr(nanorec.archive.member_access, "_SPOOL_MEMBER", 1000)
     data = bytes(range(256)) * 40
     with ArchiveWriter(tmp_path / "m.zip") as writer:
         writer.write({"a": 1}, timestamp_us=0)
