@@ -50,6 +50,8 @@ MEMBER_NAME: Final = "nanorec.pages"
 PAGE_MESSAGES: Final = 16 << 10
 #: The most a page may claim (checked before it is read): far above any page written here.
 MAX_PAGE_BYTES: Final = 64 << 20
+#: The most messages a page may hold (a reader's bound on inflating one page's columns).
+MAX_PAGE_MESSAGES: Final = 1 << 20
 #: Local header: 30 fixed bytes, then name and extra field (at most 64 KiB).
 LOCAL_FIXED: Final = 30
 TABLE_KINDS: Final = {
@@ -202,4 +204,14 @@ class PageWriter:
         }
 
 
-__all__ = ["MAX_PAGE_BYTES", "MEMBER_NAME", "PAGE_MESSAGES", "TABLE_KINDS", "PageWriter", "fail"]
+__all__ = [
+    "BLOCK_KINDS",
+    "LOCAL_FIXED",
+    "MAX_PAGE_BYTES",
+    "MAX_PAGE_MESSAGES",
+    "MEMBER_NAME",
+    "PAGE_MESSAGES",
+    "TABLE_KINDS",
+    "PageWriter",
+    "fail",
+]

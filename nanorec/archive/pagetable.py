@@ -19,6 +19,7 @@ from nanorec.archive.pages import (
     BLOCK_KINDS,
     LOCAL_FIXED,
     MAX_PAGE_BYTES,
+    MAX_PAGE_MESSAGES,
     MEMBER_NAME,
     TABLE_KINDS,
     fail,
@@ -54,14 +55,17 @@ class PageTable:
         if type(field) is not dict:
             raise fail("the page table is not a map")
         per = field.get("page_messages")
-        if type(per) is not int or not 1 <= per <= 1 << 30:
+        # bounded: a page's columns are inflated whole (at most ~50 MiB at this bound)
+        if type(per) is not int or not 1 <= per <= MAX_PAGE_MESSAGES:
             raise fail(f"page_messages is {per!r}")
         pages = field.get("count")
         if type(pages) is not int or pages != -(-message_count // per):
             raise fail(f"{pages!r} pages for {message_count} messages of {per} a page")
         blocks = field.get("block_count")
-        if type(blocks) is not int or blocks < 0:
-            raise fail(f"block_count is {blocks!r}")
+        if type(blocks) is not int or not 0 <= blocks <= message_count:  # >= 1 message a block
+            raise fail(f"block_count is {blocks!r} for {message_count} messages")
+        if pages > member_size:  # a page is at least one byte: before the table is inflated
+            raise fail(f"{pages} pages cannot lie in its {member_size} bytes")
         raw = field.get("table")
         if type(raw) is not dict:
             raise fail("the page table has no columns")

@@ -137,6 +137,8 @@ def test_a_damaged_page_is_named_and_the_index_comes_from_index_msgpack(tmp_path
         ("not back to back", "back to back"),
         ("times", "its times disagree"),
         ("no table", "no columns"),
+        ("huge pages", "page_messages is 1073741824"),
+        ("huge block count", "block_count is 1099511627776"),
     ],
 )
 def test_a_damaged_page_table_is_refused_before_any_page_is_read(
@@ -167,6 +169,10 @@ def test_a_damaged_page_table_is_refused_before_any_page_is_read(
         low = column("min_us", "<i8")
         low[3] -= 1
         put("min_us", low)
+    elif damage == "huge pages":
+        described["pages"]["page_messages"] = 1 << 30
+    elif damage == "huge block count":
+        described["pages"]["block_count"] = 1 << 40
     else:
         del described["pages"]["table"]
     damaged = rebuild_zip(
