@@ -131,6 +131,30 @@ class PageTable:
         """Page `page` from its bytes (the pages member's data starting at byte `base` of the
         file, for messages). Raises `PageError` naming the page and its byte offset when it is
         damaged or disagrees with the table."""
+        columns, offsets, starts = self._columns(page, data, base)
+        length = columns["length"]
+        count = len(length)
+        flags = columns.get("flags")
+        index = Index(
+            offset=int(self.first_offset[page]) + np.cumsum(length) - length,
+            length=length,
+            timestamp_us=columns["timestamp_us"],
+            crc=columns["crc"],
+            crc_known=np.broadcast_to(np.True_, count),
+            flags=(
+                np.broadcast_to(np.uint64(0), count)
+                if flags is None
+                else flags.astype(np.uint64, copy=False)
+            ),
+            types_code=columns["types"],
+            types_table=self.types_table,
+        )
+        return Page(page, page * self.page_messages, index, offsets, starts)
+
+    def _columns(
+        self, page: int, data: bytes, base: int
+    ) -> tuple[dict[str, NDArray[Any]], list[int], list[int]]:
+        """Page `page`'s columns (lengths and times as int64) and block rows, checked."""
         start, size = self.span(page)
         start += base
         if len(data) != size:
@@ -158,25 +182,11 @@ class PageTable:
         if int(stamps.min()) != self.min_us[page] or int(stamps.max()) != self.max_us[page]:
             raise bad("its times disagree with the page table")
         length = columns["length"].astype(np.int64, copy=False)
-        base = int(self.first_offset[page])
+        at = int(self.first_offset[page])
         end = int(self.first_offset[page + 1]) if page + 1 < self.pages else self.messages_size
-        if base + int(length.sum()) != end:
+        if at + int(length.sum()) != end:
             raise bad(f"its lengths do not reach the next page's first offset {end}")
-        flags = columns.get("flags")
-        index = Index(
-            offset=base + np.cumsum(length) - length,
-            length=length,
-            timestamp_us=stamps,
-            crc=columns["crc"],
-            crc_known=np.broadcast_to(np.True_, count),
-            flags=(
-                np.broadcast_to(np.uint64(0), count)
-                if flags is None
-                else flags.astype(np.uint64, copy=False)
-            ),
-            types_code=types,
-            types_table=self.types_table,
-        )
+        columns["length"], columns["timestamp_us"] = length, stamps
         offsets: list[int] = []
         starts: list[int] = []
         if self.block_count:
@@ -187,9 +197,9 @@ class PageTable:
             if len(rows) != 2:
                 raise bad("its block rows are missing")
             offsets, starts = rows["offset"].tolist(), rows["start"].tolist()
-            if offsets[0] > base or (len(offsets) > 1 and offsets[1] <= base):
-                raise bad(f"its first block does not hold its first message (at {base})")
-        return Page(page, first, index, offsets, starts)
+            if offsets[0] > at or (len(offsets) > 1 and offsets[1] <= at):
+                raise bad(f"its first block does not hold its first message (at {at})")
+        return columns, offsets, starts
 
     def whole(
         self, data: bytes, base: int = 0
@@ -197,7 +207,7 @@ class PageTable:
         """Every page, from the member's bytes `data` (at byte `base` of the file): the
         columns joined, and the whole block table (offsets, starts). Raises as `parse`."""
         parts = [
-            self.parse(page, data[int(a) : int(a + s)], base)
+            self._columns(page, data[int(a) : int(a + s)], base)
             for page, (a, s) in enumerate(zip(self.at.tolist(), self.size.tolist(), strict=True))
         ]
         columns: dict[str, NDArray[Any]] = {
@@ -207,25 +217,26 @@ class PageTable:
             "types": np.zeros(0, np.uint8),
         }
         if parts:
-            indexes = [part.index for part in parts]
-            columns = {
-                "length": np.concatenate([i.length for i in indexes]),
-                "timestamp_us": np.concatenate([i.timestamp_us for i in indexes]),
-                "crc": np.concatenate([i.crc for i in indexes]),
-                "types": np.concatenate([i.types_code for i in indexes]),
-            }
-            if any(i.flags.any() for i in indexes):
-                columns["flags"] = np.concatenate([i.flags for i in indexes])
+            columns = {name: np.concatenate([part[0][name] for part in parts]) for name in columns}
+            if any("flags" in part[0] for part in parts):
+                columns["flags"] = np.concatenate(
+                    [
+                        part[0]["flags"].astype(np.uint64)
+                        if "flags" in part[0]
+                        else np.zeros(len(part[0]["length"]), np.uint64)
+                        for part in parts
+                    ]
+                )
         offsets = np.full(self.block_count, -1, np.int64)
         starts = np.full(self.block_count, -1, np.int64)
-        for part in parts:
-            first = int(self.first_block[part.number])
-            stop = first + len(part.block_offsets)
-            for target, values in ((offsets, part.block_offsets), (starts, part.block_starts)):
+        for page, (_, page_offsets, page_starts) in enumerate(parts):
+            first = int(self.first_block[page])
+            stop = first + len(page_offsets)
+            for target, values in ((offsets, page_offsets), (starts, page_starts)):
                 known = target[first:stop]
                 new = np.asarray(values, np.int64)
                 if bool(np.any((known >= 0) & (known != new))):
-                    raise fail(f"page {part.number} disagrees with the page before on a block")
+                    raise fail(f"page {page} disagrees with the page before on a block")
                 target[first:stop] = new
         if bool(np.any(offsets < 0)):
             raise fail(f"block {int(np.argmax(offsets < 0))} is in no page")
