@@ -62,7 +62,7 @@ def test_page_boundaries_read_as_the_unpaged_layout(tmp_path: Path, compact: boo
         for number in BOUNDARIES:
             assert reader.read(number) == old.read(number) == expected[number]
         assert reader[COUNT - 1] == reader[-1]
-    assert verify(paged).ok
+    assert verify(paged).ok and verify(unpaged).ok  # nothing wrong with the older layout
     with zipfile.ZipFile(paged) as archive:  # the description last, before the directory
         assert archive.namelist()[-2:] == ["nanorec.pages", "nanorec.msgpack"]
         assert msgpack.unpackb(archive.read("nanorec.msgpack"))["format_version"] == 2
