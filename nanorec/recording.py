@@ -106,7 +106,10 @@ class ArchiveRecording:
         return Message(number, self.time_of(number), self.kind_of(number), self.decode(number))
 
     def messages(self, selection: Selection | None = None) -> Iterator[Message]:
-        numbers = (selection or Selection()).numbers(self.reader.index)
+        selection = selection or Selection()
+        numbers = selection.by_number(len(self))
+        if numbers is None:
+            numbers = selection.numbers(self.reader.index)
         if len(numbers) > 1024:
             self.reader.advise_sequential()  # a pass: read ahead
         for number in numbers.tolist():

@@ -127,6 +127,22 @@ def test_info_costs_at_most_one_request_beyond_the_open(server: RangeServer, fol
     assert server.requests <= 2  # the open (the format, from the description) and info
 
 
+def test_cat_of_one_message_by_url_reads_its_page_not_the_index(
+    server: RangeServer, folder: Path
+) -> None:
+    """A selection by number needs only the count: the tail, one page and one block."""
+    first = 3 * PAGE_MESSAGES + 11
+    url, local = server.url("paged.nanover.zip"), folder / "paged.nanover.zip"
+    server.reset()
+    remote = runner.invoke(app, ["cat", url, "--messages", f"{first}:{first + 1}"])
+    assert remote.exit_code == 0, remote.output
+    assert server.requests <= 3 and server.sent <= COLD_BYTES, server.log
+    here = runner.invoke(app, ["cat", str(local), "--messages", f"{first}:{first + 1}"])
+    assert remote.stdout == here.stdout and remote.stdout.count("\n") == 1
+    empty = runner.invoke(app, ["cat", url, "--messages", f"{COUNT}:{COUNT + 5}"])
+    assert empty.exit_code == 2 and "selects no message" in empty.stderr
+
+
 def test_the_unpaged_layout_still_reads_by_url_with_more_requests(
     server: RangeServer, folder: Path
 ) -> None:
