@@ -117,7 +117,8 @@ class _Verifier:
         self.problems: list[Problem] = []
 
     def add(self, problem: Problem) -> None:
-        self.problems.append(problem)
+        if problem not in self.problems:  # a damaged description is met twice (blocks, columns)
+            self.problems.append(problem)
 
     def run(self) -> VerifyReport:
         try:

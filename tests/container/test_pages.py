@@ -126,8 +126,8 @@ def test_a_damaged_page_is_named_and_the_index_comes_from_index_msgpack(tmp_path
         assert [reader.read(n) for n in BOUNDARIES] == [
             sample_messages(COUNT)[n] for n in BOUNDARIES
         ]
-    report = verify(path)
-    assert any(f"page 2 at byte {offset}" in p.message for p in report.problems)
+    report = verify(path)  # once, though both the blocks and the columns meet it
+    assert sum(f"page 2 at byte {offset}" in p.message for p in report.problems) == 1
 
 
 @pytest.mark.parametrize(
