@@ -6,7 +6,9 @@ before), and measures, each in a fresh process and in the order A B A B (`--roun
 
 - writing (CPU seconds of the process, its deflating threads included) and the file's size;
 - opening (`ArchiveReader`: the paged one reads every page at open);
-- `--reads` random messages read and decoded (CRC checked), CPU microseconds each.
+- `--reads` random messages read and decoded (CRC checked), CPU microseconds each; and both
+  archives open in one process, read in turn over the same messages (a loaded machine
+  scatters fresh processes by tens of %).
 
 Prints a table and writes the `paged` section of bench/RESULTS.md.
 
@@ -68,6 +70,24 @@ def phase_read(path: Path, reads: int) -> dict[str, Any]:
     return {"open_cpu_ms": opened * 1e3, "read_cpu_us": per * 1e6}
 
 
+def phase_alternate(paths: list[Path], reads: int, rounds: int = 6) -> dict[str, Any]:
+    """Both archives open in one process, read in turn over the same random messages: what
+    fresh processes on a loaded machine scatter, this holds steady."""
+    from nanorec.archive.reader import ArchiveReader
+
+    readers = [ArchiveReader(path) for path in paths]
+    rng = random.Random(1)
+    numbers = [rng.randrange(len(readers[0])) for _ in range(reads)]
+    out: dict[str, Any] = {layout: [] for layout in LAYOUTS}
+    for _ in range(rounds):
+        for layout, reader in zip(LAYOUTS, readers, strict=True):
+            cpu = time.process_time()
+            for number in numbers:
+                reader.read(number)
+            out[layout].append((time.process_time() - cpu) / reads * 1e6)
+    return out
+
+
 def _child(args: list[str]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, __file__, "--phase", *args], check=True, capture_output=True, text=True
@@ -88,6 +108,8 @@ def main() -> None:
         name, path, *rest = args.phase
         if name == "write":
             out = phase_write(Path(path), int(rest[0]), int(rest[1]), rest[2] == "paged")
+        elif name == "alternate":
+            out = phase_alternate([Path(path), Path(rest[0])], int(rest[1]))
         else:
             out = phase_read(Path(path), int(rest[0]))
         print(json.dumps(out))
@@ -101,11 +123,16 @@ def main() -> None:
             found.update(_child(["read", str(path), str(args.reads)]))
             for key, value in found.items():
                 samples[layout].setdefault(key, []).append(value)
+    paths = [str(folder / f"{layout}.nanover.zip") for layout in LAYOUTS]
+    alternate = _child(["alternate", *paths, str(args.reads // 6)])
+    for layout in LAYOUTS:
+        samples[layout]["alternate_us"] = alternate[layout]
     keys = (
         ("bytes", "archive size, bytes", "{:,.0f}"),
         ("write_cpu_s", "write, CPU s", "{:.2f}"),
         ("open_cpu_ms", "open, CPU ms", "{:.1f}"),
         ("read_cpu_us", "random read + decode, CPU us", "{:.2f}"),
+        ("alternate_us", "the same, one process, in turn", "{:.2f}"),
     )
     lines = ["| | " + " | ".join(LAYOUTS) + " |", "|---|" + "---|" * len(LAYOUTS)]
     for key, label, form in keys:
@@ -128,7 +155,9 @@ def main() -> None:
         f"{args.rounds}`)\n\n{args.messages:,} messages of {args.size} random bytes, compact, "
         f"written paged and unpaged (format_version 1), each phase in a fresh process, the "
         f"rounds in the order A B A B (each value listed); CPU time of the process (its "
-        f"deflating threads included), {args.reads:,} random reads.\n\n{text}\n{end}",
+        f"deflating threads included), {args.reads:,} random reads; then both archives "
+        f"open in one process, read in turn 6 times over the same {args.reads // 6:,} "
+        f"random messages.\n\n{text}\n{end}",
     )
 
 
