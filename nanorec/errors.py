@@ -62,6 +62,12 @@ class ChecksumError(ArchiveError):
     """Stored bytes do not match their recorded checksum."""
 
 
+class PageError(ArchiveError, FormatError):
+    """A page of a paged archive's index (or its page table) is damaged or disagrees with the
+    table: named with the page and its byte offset (an `ArchiveError` like every damage to
+    an archive, and a `FormatError`: a value the format does not allow)."""
+
+
 class OutputExistsError(NanorecError):
     """Refusing to overwrite an existing file without `force`/`overwrite`."""
 
@@ -104,6 +110,7 @@ __all__ = [
     "NanorecError",
     "OutOfRangeError",
     "OutputExistsError",
+    "PageError",
     "TruncatedError",
     "UnknownNameError",
     "UnsupportedError",

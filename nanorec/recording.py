@@ -34,8 +34,10 @@ class ArchiveRecording:
 
     def __init__(self, reader: ArchiveReader) -> None:
         self.reader = reader
-        index = reader.index
-        self._origin_us = int(index.timestamp_us[0]) if len(index) else 0
+        # the reader's own questions, not its whole index: a paged archive by URL answers
+        # them from its page table or one page (`nanorec.archive.pages`)
+        span = reader.time_span_us()
+        self._origin_us = span[0] if span is not None else 0
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -71,8 +73,8 @@ class ArchiveRecording:
 
     @property
     def end_time(self) -> float:
-        stamps = self.reader.index.timestamp_us
-        return int(stamps.max()) / 1e6 if len(stamps) else self.start_time
+        span = self.reader.time_span_us()
+        return span[1] / 1e6 if span is not None else self.start_time
 
     @property
     def duration(self) -> float:
@@ -80,21 +82,20 @@ class ArchiveRecording:
         return self.end_time - self.start_time
 
     def time_of(self, number: int) -> float:
-        number = self.reader.index.normalize(number)
-        return (int(self.reader.index.timestamp_us[number]) - self._origin_us) / 1e6
+        return (self.reader.timestamp_us(number) - self._origin_us) / 1e6
 
     def number_at(self, t: float) -> int:
         """The message playing at `t` seconds from the start (the last one at or before it;
         the first when `t` is before everything)."""
         check_seconds("t", t)
-        position = self.reader.index.position_at_time(self._origin_us + round(t * 1e6))
+        position = self.reader.index_at_time(self._origin_us + round(t * 1e6))
         return 0 if position is None else position
 
     # -- messages --------------------------------------------------------------------------
 
     def kind_of(self, number: int) -> str:
         """The kind of message `number`: its first top-level key by default."""
-        types = self.reader.index.types(number)
+        types = self.reader.message_types(number)
         return types[0] if types else ""
 
     def decode(self, number: int) -> Any:
@@ -105,7 +106,10 @@ class ArchiveRecording:
         return Message(number, self.time_of(number), self.kind_of(number), self.decode(number))
 
     def messages(self, selection: Selection | None = None) -> Iterator[Message]:
-        numbers = (selection or Selection()).numbers(self.reader.index)
+        selection = selection or Selection()
+        numbers = selection.by_number(len(self))
+        if numbers is None:
+            numbers = selection.numbers(self.reader.index)
         if len(numbers) > 1024:
             self.reader.advise_sequential()  # a pass: read ahead
         for number in numbers.tolist():
@@ -151,12 +155,11 @@ class ArchiveRecording:
 
     def summary(self) -> dict[str, Any]:
         """Counts per kind, times and the archive's self-description."""
-        index = self.reader.index
         kinds: Counter[str] = Counter()
-        codes = Counter(index.types_code.tolist())
-        for code, count in codes.items():
-            for name in index.types_table[code] or ("",):
-                kinds[name] += count
+        for types, count in self.reader.types_counts():
+            if count:
+                for name in types or ("",):
+                    kinds[name] += count
         description = self.reader.description or {}
         return {
             "path": str(self.reader.path),

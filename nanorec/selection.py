@@ -12,12 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from nanorec.archive.index import Index
 from nanorec.errors import EmptySelectionError, UsageError
+
+if TYPE_CHECKING:
+    from nanorec.archive.reader import ArchiveReader
 
 
 def check_seconds(name: str, value: float | None, *, positive: bool = False) -> float | None:
@@ -129,6 +133,24 @@ class Selection:
         numbers = np.arange(lo, hi, dtype=np.int64)
         if self.kinds is not None:
             numbers = numbers[index.type_mask(self.kinds)[lo:hi]]
+        return numbers
+
+    def by_number(self, count: int) -> NDArray[np.int64] | None:
+        """The selected numbers of a recording of `count` messages when they follow from the
+        count alone (a number range or everything, no kinds), else None: an archive read by
+        URL then reads the pages of those messages only, not its whole index."""
+        if self.kinds is not None:
+            return None
+        if self.first is None and self.stop is None and (self.start, self.end) != (None, None):
+            return None
+        lo, hi, _ = slice(self.first, self.stop).indices(count)
+        return np.arange(lo, max(lo, hi), dtype=np.int64)
+
+    def chosen_from(self, reader: ArchiveReader) -> NDArray[np.int64]:
+        """`chosen(reader.index)`, without the whole index when `by_number` answers."""
+        numbers = self.by_number(len(reader))
+        if numbers is None or not len(numbers):
+            return self.chosen(reader.index)
         return numbers
 
     def range_options(self) -> str:

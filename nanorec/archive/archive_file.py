@@ -6,6 +6,9 @@ file, locating its zip members (`nanorec.archive.members`), reading the descript
 `nanorec.msgpack` and its block table, loading the index from the columnar copy when it still
 matches `index.msgpack` or else parsing `index.msgpack` (`nanorec.archive.index_parse`), and the raw
 reads and msgpack decoding of the stored messages that opening needs to work out a missing `types`.
+A paged archive (`nanorec.archive.pages`) read locally has every page read at open; read by URL,
+its pages are read as asked (`nanorec.archive.pageread`), all of them only when `index` is.
+The member API (bytes, chunks, views, side values) is `nanorec.archive.member_access`'s.
 `ArchiveReader` extends `ArchiveFile` with messages by number, CRC checks, iteration and entry
 metadata."""
 
@@ -17,38 +20,37 @@ import os
 import shutil
 import threading
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import msgpack
 import numpy as np
-import numpy.typing as npt
 from numpy.typing import NDArray
 
 from nanorec.archive.blockread import BlockReader
 from nanorec.archive.describe import MEMBER_NAME as DESCRIPTION_MEMBER
-from nanorec.archive.describe import parse_description
+from nanorec.archive.describe import Description, parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
-from nanorec.archive.members import Member, iter_member_data, mapped_member, open_members
+from nanorec.archive.member_access import MemberAccess
+from nanorec.archive.members import mapped_member, open_members, prefetch_local_headers
+from nanorec.archive.pageread import LazyPages
+from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
+from nanorec.archive.pagetable import PageTable, table_of
 from nanorec.archive.remote import RemoteSource
-from nanorec.archive.source import RangeBuffer, window
+from nanorec.archive.source import RangeBuffer
 from nanorec.archive.urls import is_url, url_path
 from nanorec.archive.wire import (
     INDEX_MEMBER,
     MESSAGES_MEMBER,
     TIMESTAMP_KEY,
-    meta_limit,
     read_array_header,
-    unpack_meta,
 )
-from nanorec.archive.zipfile64 import Buffer
 from nanorec.errors import (
     ArchiveError,
-    FormatError,
     IndexMismatchError,
     NanorecError,
+    OutOfRangeError,
     TruncatedError,
     UsageError,
 )
@@ -57,11 +59,7 @@ from nanorec.errors import (
 MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
 
 
-#: `member_view` of a deflated member this large inflates it into a mapped temporary file.
-_SPOOL_MEMBER: Final = 16 << 20
-
-
-class ArchiveFile:
+class ArchiveFile(MemberAccess):
     """The archive at `path` opened for reading: its mapping, members, description, block
     table and `index`, and the raw bytes of its messages. `ArchiveReader` (`nanorec.archive.reader`)
     is the public class; see it for the arguments and what opening raises. A URL (`s3://`,
@@ -128,7 +126,16 @@ class ArchiveFile:
     @property
     def compact(self) -> bool:
         """Whether messages are read block by block from a compact `messages.msgpack`."""
-        return self._blocks is not None
+        return self._blocks is not None or (self._lazy is not None and not self._stored)
+
+    @property
+    def index(self) -> Index:
+        """The index columns of every message. A paged archive read by URL reads its pages
+        only as messages are asked for (`read`, `index_at_time`...): this fetches them all."""
+        if self._index is None:
+            self._load_pages()
+        assert self._index is not None
+        return self._index
 
     def _open(self, use_description: bool) -> None:
         assert self._mm is not None
@@ -139,12 +146,18 @@ class ArchiveFile:
                     f"{self.path} has no {required} member (found: "
                     f"{', '.join(self._members) or 'none'})"
                 )
+        description_member = self._members.get(DESCRIPTION_MEMBER)
+        if description_member is None or not description_member.placed:
+            prefetch_local_headers(self._mm, self._members)  # not paged: all will be read
         messages = self._members[MESSAGES_MEMBER]
         self._messages = messages
-        self._messages_start = messages.data_start
         self._messages_size = messages.header.uncompressed_size
         self._stored = messages.stored
         self._blocks: BlockReader | None = None
+        #: The paged layout's page table (`nanorec.archive.pages`), None without one.
+        self.pages: PageTable | None = None
+        # A paged archive read by ranges: pages read as needed, `_index` None until all are.
+        self._lazy: LazyPages | None = None
         #: The description map (without its columns), or None for NanoVer files.
         self.description: dict[str, Any] | None = None
         #: Why the columnar index in `nanorec.msgpack` was not used, if it was not.
@@ -154,23 +167,124 @@ class ArchiveFile:
         #: Index entries whose timestamp was missing/None in `index.msgpack` (carried forward).
         self.unknown_timestamps = 0
         index: Index | None = None
-        if DESCRIPTION_MEMBER in self._members:
+        if description_member is not None:
             try:
                 description = parse_description(self.member(DESCRIPTION_MEMBER))
                 self.description = description.fields
+                if description.fields.get("pages") is not None:
+                    self.pages = self._page_table(description.fields)
+                else:
+                    prefetch_local_headers(self._mm, self._members)
                 if use_description:
-                    index = self._index_from_description(description)
+                    self._check_description(description)
+                    if self.pages is None:
+                        index = description.to_index(self._messages_size)
+                    elif self._can_be_lazy():
+                        self._lazy = self._lazy_pages(self.pages)
+                    else:
+                        index = self._whole_pages()
                     self.index_source = DESCRIPTION_MEMBER
+                elif self.pages is not None:
+                    self._whole_pages()  # its block table
             except NanorecError as error:
                 self.description_problem = str(error)
-            if self.description is not None and not messages.stored:
+                self.pages = None
+                self._lazy = None
+                prefetch_local_headers(self._mm, self._members)
+            if self.description is not None and not messages.stored and self.pages is None:
                 self._blocks = self._block_reader(self.description.get("blocks"))
-        if index is None:
-            index = self._parse_index()
-        self.index: Index = index
-        self._offsets = index.offset
-        self._lengths = index.length
-        self._count = len(index)
+        self._messages_start = messages.data_start
+        self._count = self._lazy.table.message_count if self._lazy is not None else 0
+        self._set_index(
+            index if self._lazy is not None or index is not None else self._parse_index()
+        )
+
+    def _set_index(self, index: Index | None) -> None:
+        self._index: Index | None = index
+        if index is not None:
+            self._offsets = index.offset
+            self._lengths = index.length
+            self._count = len(index)
+
+    def _page_table(self, fields: dict[str, Any]) -> PageTable:
+        table = table_of(fields, self._members)
+        if not table.blocks_fit and not self._stored:
+            self.description_problem = (
+                f"block table: made for a {fields['pages'].get('messages_stored_size')!r}-byte "
+                f"stream, messages.msgpack holds {self._messages.size} compressed bytes"
+            )
+        return table
+
+    def _can_be_lazy(self) -> bool:
+        """Whether pages are read as needed: by URL (a local archive maps its pages: reading
+        them all at open costs milliseconds, and reads then index plain arrays), with pages
+        to range-read (stored) and block rows fitting the messages member."""
+        table = self.pages
+        return (
+            isinstance(self._mm, RangeBuffer)
+            and table is not None
+            and self._members[PAGES_MEMBER].stored
+            and (self._stored or table.blocks_fit)
+        )
+
+    def _whole_pages(self) -> Index:
+        """Every page read at once (one range, or a slice of the mapping): the index, and a
+        compact archive's whole block table. Raises `PageError` for a damaged page."""
+        table = self.pages
+        assert table is not None and self.description is not None
+        member = self._members[PAGES_MEMBER]
+        columns, offsets, starts = table.whole(
+            self.member(PAGES_MEMBER), member.data_start if member.stored else 0
+        )
+        if table.block_count and table.blocks_fit and not self._stored:
+            self._blocks = BlockReader.from_rows(
+                self._map(),
+                offsets,
+                starts,
+                data_start=self._messages.data_start,
+                data_size=self._messages.size,
+                messages_size=self._messages_size,
+            )
+        index: Index = Description(self.description, columns).to_index(self._messages_size)
+        return index
+
+    def _load_pages(self) -> None:
+        """A lazy (remote paged) archive's whole index, for what needs every message's
+        columns: from its pages, else (a damaged one) from `index.msgpack`."""
+        with self._lock:
+            if self._index is not None:
+                return
+            try:
+                index = self._whole_pages()
+            except NanorecError as error:
+                self.description_problem = str(error)
+                self.index_source = INDEX_MEMBER
+                self._blocks = None
+                prefetch_local_headers(self._map(), self._members)
+                index = self._parse_index()
+            if self._lazy is not None:
+                self._lazy.clear()
+            self._set_index(index)
+
+    def _lazy_pages(self, table: PageTable) -> LazyPages:
+        assert isinstance(self._mm, RangeBuffer)
+        return LazyPages(
+            self._mm,
+            table,
+            pages_start=self._members[PAGES_MEMBER].data_start,
+            messages_start=self._messages.data_start,
+            messages_stored=self._messages.size,
+            messages_size=self._messages_size,
+            stored=self._stored,
+        )
+
+    def _number(self, number: int) -> int:
+        count = self._count
+        if number < 0:
+            number += count
+        if not 0 <= number < count:
+            raise OutOfRangeError(f"message {number} out of range (archive holds {count})")
+        return number
 
     def _block_reader(self, table: object) -> BlockReader | None:
         """The compact layout's block table, if it is there and fits the member (else the
@@ -189,7 +303,8 @@ class ArchiveFile:
             self.description_problem = str(error)
             return None
 
-    def _index_from_description(self, description: Any) -> Index:
+    def _check_description(self, description: Description) -> None:
+        """That the description was made from this archive's `index.msgpack` (sizes, CRC)."""
         index_member = self._members[INDEX_MEMBER]
         fields = description.fields
         checks = (
@@ -205,7 +320,7 @@ class ArchiveFile:
                     expected=fields[key],
                     actual=actual,
                 )
-        if index_member.stored:
+        if index_member.stored and index_member.placed:
             assert self._mm is not None
             start = index_member.data_start
             head = bytes(self._mm[start : start + min(5, index_member.size)])
@@ -217,8 +332,6 @@ class ArchiveFile:
                     expected=description.message_count,
                     actual=count,
                 )
-        index: Index = description.to_index(self._messages_size)
-        return index
 
     def _parse_index(self) -> Index:
         data = self.member(INDEX_MEMBER)
@@ -247,6 +360,8 @@ class ArchiveFile:
         The default advice is random access, right for seeks and wrong for passes (a cold
         200 MB export took 3.5x longer under it). A compact archive's blocks are then inflated
         a span of them at a time (`BlockReader.sequential`)."""
+        if self._index is None:
+            self._load_pages()  # a pass needs every page (and the whole block table)
         if self._blocks is not None:
             self._blocks.sequential = True
         if isinstance(self._mm, RangeBuffer):
@@ -278,93 +393,6 @@ class ArchiveFile:
             self._file.close()
         if self._cleanup is not None:
             self._cleanup()
-
-    # -- members ---------------------------------------------------------------------------
-
-    @property
-    def member_names(self) -> tuple[str, ...]:
-        """Names of all members, in central-directory order."""
-        return tuple(self._members)
-
-    def member(self, name: str) -> bytes:
-        """The uncompressed bytes of member `name`.
-
-        Raises `ArchiveError` if there is no such member or a deflated one is damaged.
-        """
-        member = self._members.get(name)
-        if member is None:
-            raise ArchiveError(f"{self.path} has no member {name!r}")
-        if member.stored:
-            mm = self._map()
-            return mm[member.data_start : member.data_start + member.size]
-        buf: Buffer = self._map()
-        if isinstance(buf, RangeBuffer):  # its compressed bytes in one parallel fetch
-            buf = buf[member.data_start : member.data_start + member.size]
-            member = Member(member.header, 0)
-        return b"".join(iter_member_data(buf, member))
-
-    def member_chunks(self, name: str) -> Iterator[bytes]:
-        """Member `name`'s uncompressed bytes in chunks of a few MiB (a large member without
-        holding it whole). Raises `ArchiveError` as `member`."""
-        member = self._members.get(name)
-        if member is None:
-            raise ArchiveError(f"{self.path} has no member {name!r}")
-        return iter_member_data(self._map(), member)
-
-    @property
-    def source_sha256(self) -> str | None:
-        """The sha256 of the native file this archive was converted from, as recorded at
-        conversion (None when none was): what a byte-exact export is checked against."""
-        source = (self.description or {}).get("source")
-        sha = source.get("sha256") if isinstance(source, dict) else None
-        return sha if isinstance(sha, str) else None
-
-    def member_array(
-        self, name: str, dtype: npt.DTypeLike, count: int | None = None
-    ) -> NDArray[Any]:
-        """Member `name` as `count` `dtype` values (default: one per message, a format's side
-        column), without copying a stored one. `FormatError` if it is missing or holds another
-        number of bytes (why: a short or hostile member would be indexed past its end later)."""
-        if name not in self._members:
-            raise FormatError(f"{self.path} has no {name} member")
-        data = self.member_view(name)
-        kind = np.dtype(dtype)
-        if kind.hasobject or not kind.itemsize:
-            raise FormatError(f"{name} cannot hold values of type {kind}")
-        wanted = self._count if count is None else count
-        if len(data) != wanted * kind.itemsize:
-            per = "per message for" if count is None else "each for"
-            raise FormatError(
-                f"{name} holds {len(data)} bytes, not {kind.itemsize} {per} {wanted} "
-                f"{'messages' if count is None else 'values'}"
-            )
-        return np.frombuffer(data, kind) if len(data) else np.zeros(0, kind)
-
-    def meta(self, name: str) -> Any:
-        """Side member `name` as `ArchiveWriter.add_meta` wrote it (a msgpack value),
-        inflated to at most its recorded source's size plus slack (`wire.meta_limit`).
-        `FormatError` if it is missing, does not inflate within that or is not msgpack."""
-        if name not in self._members:
-            raise FormatError(f"{self.path} has no {name} member")
-        source = (self.description or {}).get("source")
-        size = source.get("size") if isinstance(source, dict) else None
-        limit = meta_limit(size, 0 if self._mm is None else len(self._mm))  # local or by URL
-        return unpack_meta(self.member(name), limit, name)
-
-    def member_view(self, name: str) -> memoryview:
-        """Member `name` without copying it: a read-only view of the mapped archive for a
-        stored member (its pages are read as used), else its inflated bytes (from 16 MiB, in a
-        mapped temporary file). Release the view before closing the reader."""
-        member = self._members.get(name)
-        if member is None:
-            raise ArchiveError(f"{self.path} has no member {name!r}")
-        if member.stored:
-            view = window(self._map(), member.data_start, member.data_start + member.size)
-            return view.toreadonly()
-        if member.header.uncompressed_size < _SPOOL_MEMBER:
-            return memoryview(self.member(name))
-        # A large deflated member (a compact archive's per-message arrays): file-backed pages.
-        return memoryview(mapped_member(self._map(), member)).toreadonly()
 
     def _map(self) -> mmap.mmap | RangeBuffer:
         if self._mm is None:

@@ -77,17 +77,51 @@ class BlockReader:
         count = table.get("count")
         if type(count) is not int or not 0 <= count <= data_size + 1:
             raise ArchiveError(f"block table: count {count!r} is not a plausible block count")
-        self._offsets = _decode(table.get("offset"), count, "offset")
-        self._starts = _decode(table.get("start"), count, "start")
+        offsets = _decode(table.get("offset"), count, "offset")
+        starts = _decode(table.get("start"), count, "start")
+        self._setup(buf, offsets, starts, data_start, data_size, messages_size, whole=True)
+
+    @classmethod
+    def from_rows(
+        cls,
+        buf: Buffer,
+        offsets: list[int],
+        starts: list[int],
+        *,
+        data_start: int,
+        data_size: int,
+        messages_size: int,
+        whole: bool = True,
+    ) -> BlockReader:
+        """A reader of the blocks whose uncompressed `offsets` and compressed `starts` are
+        given (the paged layout's, `nanorec.archive.pages`): all of them (`whole`), or a run
+        of them (one page's: the last one only ends the one before). Raises as the table's."""
+        reader = cls.__new__(cls)
+        reader._setup(buf, offsets, starts, data_start, data_size, messages_size, whole=whole)
+        return reader
+
+    def _setup(
+        self,
+        buf: Buffer,
+        offsets: list[int],
+        starts: list[int],
+        data_start: int,
+        data_size: int,
+        messages_size: int,
+        *,
+        whole: bool,
+    ) -> None:
+        self._offsets = offsets
+        self._starts = starts
         for name, values, limit in (
             ("offset", self._offsets, messages_size),
             ("start", self._starts, data_size),
         ):
-            if values and (values[0] != 0 or values[-1] >= max(limit, 1)):
+            if values and ((whole and values[0] != 0) or values[-1] >= max(limit, 1)):
                 raise ArchiveError(f"block table: {name}s do not start at 0 inside the member")
             if any(b <= a for a, b in itertools.pairwise(values)):
                 raise ArchiveError(f"block table: {name}s are not increasing")
-        if messages_size and not count:
+        if whole and messages_size and not offsets:
             raise ArchiveError("block table: no block for a non-empty messages member")
         self._buf = buf
         self._data_start = data_start

@@ -5,6 +5,9 @@ from the spooled index rows, lives apart from writing messages and from the zip 
 `index.msgpack` (the NanoVer index, one `{offset, length, metadata}` map per message, generated
 chunk by chunk with numpy, or copied as given by repack), `nanorec.msgpack` (the description's
 fields and its columns, see `nanorec.archive.describe`), then the members given to `add_member`.
+In the paged layout (the default, `nanorec.archive.pages`) the members come after the index,
+then `nanorec.pages` (the columns and block table in pages), and the description, holding the
+page table, comes last: the tail a remote reader fetches first holds it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from nanorec.archive.blocks import BlockDeflater
 from nanorec.archive.describe import (
     DELTA_ZLIB,
+    FORMAT_VERSION,
     RAW,
     ZLIB,
     ColumnSource,
@@ -26,6 +30,8 @@ from nanorec.archive.describe import (
 from nanorec.archive.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.archive.index import TypesRegistry, types_code_dtype
 from nanorec.archive.index_encode import encode_entries
+from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
+from nanorec.archive.pages import PageWriter
 from nanorec.archive.spool import IndexSpool
 from nanorec.archive.wire import INDEX_MEMBER, array_header
 from nanorec.archive.zipout import ZipOutput
@@ -66,11 +72,14 @@ def write_closing_members(
     source: Mapping[str, Any],
     members: Mapping[str, bytes | Iterable[bytes]],
     compress: Mapping[str, bool],
+    messages_at: tuple[int, int] | None = None,
 ) -> None:
     """Write `index.msgpack` (`index_chunks` if given, else generated from `index`), then
     `nanorec.msgpack` (`base_fields` from `producer`, `created_utc`, `source_format`, `source`
     and the sizes; the block table of `blocks`), then `members` (deflated as `compress` says), all
-    after the finished messages member of `count` messages, `messages_size` bytes."""
+    after the finished messages member of `count` messages, `messages_size` bytes.
+    `messages_at` given: the paged layout (see the module docstring); where the messages'
+    data starts, and its stored size."""
     index_bytes = index_chunks or iter_index_bytes(index, registry, count, messages_size)
     fast = fast_members(count, messages_size, source)
     index_header = out.write_streamed(INDEX_MEMBER, index_bytes, compress=compact, fast=fast)
@@ -85,6 +94,27 @@ def write_closing_members(
         index_crc32=index_header.crc32,
         types_table=tuple(registry.table),
     )
+
+    def side_members() -> None:
+        for name, data in members.items():
+            if isinstance(data, bytes):
+                out.write_whole(name, data, compress=compress[name], fast=fast)
+            else:
+                out.write_streamed(name, data, compress=compress[name], fast=fast)
+
+    if messages_at is not None:
+        side_members()
+        pager = page_writer(index, registry, count, blocks, fast=fast)
+        pages_at = out.tell()
+        out.write_streamed(PAGES_MEMBER, pager.pages())
+        fields["format_version"] = FORMAT_VERSION
+        fields["pages"] = pager.table(
+            local_header=pages_at, data_start=out.last_data_start, messages_at=messages_at
+        )
+        out.write_streamed(
+            DESCRIPTION_MEMBER, iter_description(fields, []), compress=compact, fast=fast
+        )
+        return
     if blocks is not None:
         fields["blocks"] = blocks.table()
     out.write_streamed(
@@ -93,11 +123,29 @@ def write_closing_members(
         compress=compact,
         fast=fast,
     )
-    for name, data in members.items():
-        if isinstance(data, bytes):
-            out.write_whole(name, data, compress=compress[name], fast=fast)
-        else:
-            out.write_streamed(name, data, compress=compress[name], fast=fast)
+    side_members()
+
+
+def page_writer(
+    index: IndexSpool,
+    registry: TypesRegistry,
+    count: int,
+    blocks: BlockDeflater | None,
+    *,
+    fast: bool,
+) -> PageWriter:
+    """The pages of the spooled rows, in the description's column dtypes."""
+    return PageWriter(
+        index,
+        count=count,
+        types_count=len(registry.table),
+        length_dtype=_length_dtype(index),
+        types_dtype=types_code_dtype(len(registry.table)),
+        flags_dtype=_flags_dtype(index.max_flags) if index.max_flags else None,
+        block_offsets=() if blocks is None else blocks.offsets,
+        block_starts=() if blocks is None else blocks.starts,
+        fast=fast,
+    )
 
 
 def iter_index_bytes(
@@ -136,9 +184,8 @@ def description_columns(
         chunks = (cols[name].astype(dtype).tobytes() for cols, _ in index.chunks())
         return ColumnSource(name=name, dtype=dtype, count=count, chunks=chunks, encoding=encoding)
 
-    length_dtype = np.dtype("<u4") if index.max_length <= 0xFFFF_FFFF else np.dtype("<u8")
     columns = [
-        column("length", length_dtype, ZLIB),
+        column("length", _length_dtype(index), ZLIB),
         column("timestamp_us", np.dtype("<i8"), DELTA_ZLIB),
         column("crc", np.dtype("<u4"), RAW),
         column("types", types_code_dtype(len(registry.table)), ZLIB),
@@ -146,6 +193,10 @@ def description_columns(
     if index.max_flags:
         columns.append(column("flags", _flags_dtype(index.max_flags), ZLIB))
     return columns
+
+
+def _length_dtype(index: IndexSpool) -> np.dtype[Any]:
+    return np.dtype("<u4") if index.max_length <= 0xFFFF_FFFF else np.dtype("<u8")
 
 
 def _flags_dtype(maximum: int) -> np.dtype[Any]:

@@ -4,13 +4,18 @@ NanoVer archives say nothing about themselves (no version, units, producer or so
 their index is a msgpack list that takes seconds to parse at a million entries. nanorec adds
 one extra member, which NanoVer's reader ignores, holding a msgpack map:
 
-    format "nanorec", format_version 1, producer, created_utc (ISO 8601, UTC; nil unless
+    format "nanorec", format_version 1 or 2, producer, created_utc (ISO 8601, UTC; nil unless
     SOURCE_DATE_EPOCH is set, so the same input always gives the same archive bytes),
     source_format, source (the producer's map: file name, size, sha256...),
     time_unit "us", timestamp_key "nanorec.t", checksum "crc32",
     message_count, messages_size, index_size, index_crc32, types_table,
     blocks (compact archives only: the block table, see `nanorec.archive.blocks`),
     columns {name: {"dtype": numpy dtype string, "data": raw little-endian bytes}}
+
+Version 2 (the paged layout, `nanorec.archive.pages`) has `pages` (the page table) instead of
+`blocks`, and an empty `columns` map: the columns and block table are in `nanorec.pages`, one
+page at a time, so that an archive read by URL fetches a page, not the whole index. Version 1
+readers refuse version 2 and parse `index.msgpack`, as for any description they cannot use.
 
 `columns` always has `length`, `timestamp_us`, `crc` and `types` (a row number of
 `types_table`, the distinct lists of top-level keys). `flags` is left out when every flag is
@@ -34,7 +39,7 @@ import datetime as _dt
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -45,11 +50,20 @@ from numpy.typing import NDArray
 from nanorec.archive.deflate import zlib_compressor
 from nanorec.archive.index import Index, TypesTable
 from nanorec.archive.wire import TIMESTAMP_KEY, bin_header, map_header
-from nanorec.errors import ArchiveError, IndexMismatchError, UnsupportedError, UsageError
+from nanorec.errors import (
+    ArchiveError,
+    IndexMismatchError,
+    NanorecError,
+    UnsupportedError,
+    UsageError,
+)
 
 MEMBER_NAME: Final = "nanorec.msgpack"
 FORMAT: Final = "nanorec"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
+#: A description without a `pages` table (its columns whole) still says 1: older readers of
+#: version 1 read it; version 2 (the paged layout) they refuse, and parse `index.msgpack`.
+UNPAGED_VERSION: Final = 1
 TIME_UNIT: Final = "us"
 CHECKSUM: Final = "crc32"
 
@@ -172,7 +186,7 @@ def base_fields(
     """The description's plain fields, in their documented order."""
     return {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": UNPAGED_VERSION,
         "producer": producer,
         "created_utc": created_utc,
         "source_format": source_format,
@@ -248,6 +262,64 @@ class Description:
         return index
 
 
+def parse_columns(
+    raw_columns: dict[Any, Any],
+    count: int,
+    kinds: Mapping[str, str],
+    fail: Callable[[str], NanorecError],
+) -> dict[str, NDArray[Any]]:
+    """The columns of a msgpack `{name: {dtype, data, encoding?}}` map, each `count` values,
+    decoded (see the module docstring); names not in `kinds` (name -> allowed numpy kinds) are
+    skipped. Inflating is bounded by `count`. Raises `fail(what)` for a malformed column."""
+    columns: dict[str, NDArray[Any]] = {}
+    for name, spec in raw_columns.items():
+        if name not in kinds:
+            continue  # a later minor addition: ignore what we do not know
+        if type(spec) is not dict or type(spec.get("data")) is not bytes:
+            raise fail(f"column {name!r} is not a {{dtype, data}} map")
+        try:
+            dtype = np.dtype(spec.get("dtype"))
+        except TypeError:
+            raise fail(f"column {name!r} has dtype {spec.get('dtype')!r}") from None
+        if dtype.kind not in kinds[name] or dtype.itemsize > 8 or dtype.byteorder == ">":
+            raise fail(f"column {name!r} has unsupported dtype {dtype.str}")
+        encoding = spec.get("encoding", RAW)
+        if encoding not in ENCODINGS:
+            raise fail(f"column {name!r} has unknown encoding {encoding!r}")
+        data = spec["data"]
+        expected = count * dtype.itemsize
+        if encoding != RAW:
+            inflater = zlib.decompressobj()
+            try:
+                # Bounded: a damaged stream cannot inflate past the column's size.
+                data = inflater.decompress(data, expected + 1)
+            except zlib.error as error:
+                raise fail(f"column {name!r} does not inflate ({error})") from None
+            if not inflater.eof:
+                raise fail(f"column {name!r} inflates past {expected} bytes or ends early")
+        if len(data) != expected:
+            raise fail(f"column {name!r} holds {len(data)} bytes, expected {expected}")
+        column = np.frombuffer(data, dtype=dtype)
+        if encoding == DELTA_ZLIB:
+            column = np.cumsum(column, dtype=dtype)
+        columns[name] = column
+    return columns
+
+
+def encoded_column(
+    name: str, values: NDArray[Any], encoding: str, *, fast: bool = False
+) -> dict[str, Any]:
+    """`values` as a column spec of a columns map (`parse_columns` reads it back)."""
+    spec: dict[str, Any] = {"dtype": values.dtype.str}
+    data = values.tobytes()
+    if encoding != RAW:
+        source = ColumnSource(name, values.dtype, len(values), (data,), encoding)
+        spec["encoding"] = encoding
+        data = _deflated(source, fast)
+    spec["data"] = data
+    return spec
+
+
 def _fail(message: str) -> ArchiveError:
     return ArchiveError(f"{MEMBER_NAME}: {message}")
 
@@ -285,38 +357,12 @@ def parse_description(data: bytes) -> Description:
     raw_columns = decoded.pop("columns", None)
     if type(raw_columns) is not dict:
         raise _fail("columns is missing or not a map")
-    columns: dict[str, NDArray[Any]] = {}
-    for name, spec in raw_columns.items():
-        if name not in COLUMN_KINDS:
-            continue  # a later minor addition: ignore what we do not know
-        if type(spec) is not dict or type(spec.get("data")) is not bytes:
-            raise _fail(f"column {name!r} is not a {{dtype, data}} map")
-        try:
-            dtype = np.dtype(spec.get("dtype"))
-        except TypeError:
-            raise _fail(f"column {name!r} has dtype {spec.get('dtype')!r}") from None
-        if dtype.kind not in COLUMN_KINDS[name] or dtype.itemsize > 8 or dtype.byteorder == ">":
-            raise _fail(f"column {name!r} has unsupported dtype {dtype.str}")
-        encoding = spec.get("encoding", RAW)
-        if encoding not in ENCODINGS:
-            raise _fail(f"column {name!r} has unknown encoding {encoding!r}")
-        data = spec["data"]
-        expected = decoded["message_count"] * dtype.itemsize
-        if encoding != RAW:
-            inflater = zlib.decompressobj()
-            try:
-                # Bounded: a damaged stream cannot inflate past the column's size.
-                data = inflater.decompress(data, expected + 1)
-            except zlib.error as error:
-                raise _fail(f"column {name!r} does not inflate ({error})") from None
-            if not inflater.eof:
-                raise _fail(f"column {name!r} inflates past {expected} bytes or ends early")
-        if len(data) != expected:
-            raise _fail(f"column {name!r} holds {len(data)} bytes, expected {expected}")
-        column = np.frombuffer(data, dtype=dtype)
-        if encoding == DELTA_ZLIB:
-            column = np.cumsum(column, dtype=dtype)
-        columns[name] = column
+    if decoded.get("pages") is not None:
+        # the paged layout (`nanorec.archive.pages`): the columns are in its pages
+        if raw_columns:
+            raise _fail("a paged description also holds whole columns")
+        return Description(fields=decoded, columns={})
+    columns = parse_columns(raw_columns, decoded["message_count"], COLUMN_KINDS, _fail)
     missing = [name for name in REQUIRED_COLUMNS if name not in columns]
     if missing:
         raise _fail(f"columns {missing} are missing")
@@ -332,6 +378,8 @@ __all__ = [
     "ColumnSource",
     "Description",
     "base_fields",
+    "encoded_column",
     "iter_description",
+    "parse_columns",
     "parse_description",
 ]

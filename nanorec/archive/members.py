@@ -6,7 +6,8 @@ from __future__ import annotations
 import mmap
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Final
 from zipfile import ZIP_DEFLATED, ZIP_STORED
 
@@ -21,13 +22,40 @@ _LOCAL_HEADER_READ: Final = 1024
 
 
 class Member:
-    """A zip member as this reader sees it: central record plus where its data starts."""
+    """A zip member as this reader sees it: central record plus where its data starts (for an
+    archive read by ranges, worked out from its local header when first asked, unless the
+    paged layout's table said it: see `place`)."""
 
-    __slots__ = ("data_start", "header")
+    __slots__ = ("_data_start", "_resolve", "header")
 
-    def __init__(self, header: CentralHeader, data_start: int) -> None:
+    def __init__(
+        self,
+        header: CentralHeader,
+        data_start: int | None,
+        resolve: Callable[[], int] | None = None,
+    ) -> None:
         self.header = header
-        self.data_start = data_start
+        self._data_start = data_start
+        self._resolve = resolve
+
+    @property
+    def data_start(self) -> int:
+        if self._data_start is None:
+            assert self._resolve is not None
+            self._data_start = self._resolve()
+        return self._data_start
+
+    @property
+    def placed(self) -> bool:
+        """Whether `data_start` is known without reading the local header."""
+        return self._data_start is not None
+
+    def place(self, data_start: int) -> None:
+        """Take `data_start` from a record that says it (a page table) instead of the local
+        header, which a remote reader would fetch: checked against the central directory by
+        that record's reader (`nanorec.archive.pages`)."""
+        if self._data_start is None:
+            self._data_start = data_start
 
     @property
     def name(self) -> str:
@@ -54,8 +82,6 @@ def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
     end = EndRecords.parse(buf)
     members: dict[str, Member] = {}
     headers = parse_central_directory(buf, end)
-    if isinstance(buf, RangeBuffer):  # the local headers in one parallel batch, not in turn
-        buf.prefetch((h.local_header_offset, _LOCAL_HEADER_READ) for h in headers)
     for header in headers:
         if header.name in members:
             raise ArchiveError(
@@ -83,17 +109,38 @@ def open_members(buf: Buffer) -> tuple[EndRecords, dict[str, Member]]:
                 f"after the central directory at {end.cd_offset}",
                 offset=header.local_header_offset,
             )
-        data_start = LocalHeader.data_offset(buf, header.local_header_offset)
-        if data_start + header.compressed_size > end.cd_offset:
-            raise TruncatedError(
-                f"member {header.name!r} ({header.compressed_size} bytes at {data_start}) runs "
-                f"into the central directory at {end.cd_offset}",
-                offset=data_start,
-                expected=header.compressed_size,
-                actual=max(0, end.cd_offset - data_start),
-            )
-        members[header.name] = Member(header, data_start)
+        resolve = partial(_data_start, buf, header, end.cd_offset)
+        if isinstance(buf, RangeBuffer) and not buf.holds(
+            header.local_header_offset, _LOCAL_HEADER_READ
+        ):
+            # by ranges: read when first used (a paged archive never reads most of them)
+            members[header.name] = Member(header, None, resolve)
+        else:
+            members[header.name] = Member(header, resolve())
     return end, members
+
+
+def prefetch_local_headers(buf: Buffer, members: dict[str, Member]) -> None:
+    """Fetch the local headers not read yet in one parallel batch (an archive read by ranges
+    whose members will all be used: not in turn, one request each)."""
+    if isinstance(buf, RangeBuffer):
+        unplaced = [m.header.local_header_offset for m in members.values() if not m.placed]
+        buf.prefetch((offset, _LOCAL_HEADER_READ) for offset in unplaced)
+
+
+def _data_start(buf: Buffer, header: CentralHeader, cd_offset: int) -> int:
+    """Where the data of the member `header` lists starts, checked to end before the central
+    directory at `cd_offset`."""
+    data_start = LocalHeader.data_offset(buf, header.local_header_offset)
+    if data_start + header.compressed_size > cd_offset:
+        raise TruncatedError(
+            f"member {header.name!r} ({header.compressed_size} bytes at {data_start}) runs "
+            f"into the central directory at {cd_offset}",
+            offset=data_start,
+            expected=header.compressed_size,
+            actual=max(0, cd_offset - data_start),
+        )
+    return data_start
 
 
 _INFLATE_CHUNK: Final = 4 << 20
@@ -163,4 +210,10 @@ def mapped_member(buf: Buffer, member: Member) -> mmap.mmap:
         return mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-__all__ = ["Member", "iter_member_data", "mapped_member", "open_members"]
+__all__ = [
+    "Member",
+    "iter_member_data",
+    "mapped_member",
+    "open_members",
+    "prefetch_local_headers",
+]

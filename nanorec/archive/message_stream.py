@@ -394,6 +394,11 @@ class MessageStream:
         self._last_flush_count = self.count
         self._last_flush_time = time.monotonic()
 
+    @property
+    def data_start(self) -> int:
+        """Where the member's data starts in the file (after its local header)."""
+        return self._start
+
     def finish(self) -> LocalHeader:
         """End the member: flush it and patch its local header with the final sizes and CRC
         (from here on `recover` can trust its size even if the rest of close is interrupted);

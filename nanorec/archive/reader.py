@@ -124,6 +124,11 @@ class ArchiveReader(ArchiveFile):
             number += count
         if not 0 <= number < count:
             raise OutOfRangeError(f"message {number} out of range (archive holds {count})")
+        if self._index is None and self._lazy is not None:  # by URL: through its page
+            data, offset, crc = self._lazy.entry(number)
+            if self.verify if verify is None else verify:
+                self._check_crc(number, data, crc, offset)
+            return self._decode(number, data, self._messages_start + offset)
         offset = self._offsets.item(number)
         data = self._read(offset, self._lengths.item(number))
         if self.verify if verify is None else verify:
@@ -135,7 +140,12 @@ class ArchiveReader(ArchiveFile):
 
         Raises `IndexError` out of range; `ChecksumError` on a mismatch (checked as `read`).
         """
-        number = self.index.normalize(number)
+        number = self._number(number)
+        if self._index is None and self._lazy is not None:
+            data, offset, crc = self._lazy.entry(number)
+            if self.verify if verify is None else verify:
+                self._check_crc(number, data, crc, offset)
+            return data
         data = self._read(self._offsets.item(number), self._lengths.item(number))
         if self.verify if verify is None else verify:
             self._verify(number, data)
@@ -153,6 +163,7 @@ class ArchiveReader(ArchiveFile):
         count = self._count
         if not 0 <= first <= stop <= count:
             raise OutOfRangeError(f"messages {first}:{stop} out of range (archive holds {count})")
+        self.index  # noqa: B018 - a run needs the whole index (a lazy archive loads its pages)
         offsets = self._offsets[first:stop]
         lengths = self._lengths[first:stop]
         if first == stop:
@@ -227,8 +238,50 @@ class ArchiveReader(ArchiveFile):
             return self._positions
 
     def index_at_time(self, t_us: int) -> int | None:
-        """Number of the last message with timestamp <= `t_us` (microseconds), or None."""
+        """Number of the last message with timestamp <= `t_us` (microseconds), or None.
+        A paged archive by URL whose times never decrease reads one page, found by the page
+        table's least times."""
+        if self._index is None and self._lazy is not None and self._lazy.table.sorted:
+            return self._lazy.position_at_time(t_us)
         return self.index.position_at_time(t_us)
+
+    def timestamp_us(self, number: int) -> int:
+        """Message `number`'s time in microseconds (negative counts from the end); a lazy
+        archive reads only its page. Raises `OutOfRangeError`."""
+        number = self._number(number)
+        if self._index is None and self._lazy is not None:
+            loaded, row = self._lazy.of(number)
+            return int(loaded.index.timestamp_us[row])
+        return int(self.index.timestamp_us[number])
+
+    def message_types(self, number: int) -> tuple[str, ...]:
+        """Message `number`'s top-level keys (as `index.types`), reading only its page when
+        lazy. Raises `OutOfRangeError`."""
+        number = self._number(number)
+        if self._index is None and self._lazy is not None:
+            loaded, row = self._lazy.of(number)
+            return loaded.index.types(row)
+        return self.index.types(number)
+
+    def time_span_us(self) -> tuple[int, int] | None:
+        """The first message's time and the greatest time (microseconds), None when empty:
+        from the page table alone for a lazy archive whose times never decrease."""
+        if not self._count:
+            return None
+        table = self.pages
+        if self._index is None and table is not None and table.sorted:
+            return int(table.min_us[0]), int(table.max_us[-1])
+        stamps = self.index.timestamp_us
+        return int(stamps[0]), int(stamps.max())
+
+    def types_counts(self) -> list[tuple[tuple[str, ...], int]]:
+        """How many messages carry each set of top-level keys (each row of the types table):
+        from the page table alone for a lazy archive."""
+        if self._index is None and self.pages is not None:
+            return list(zip(self.pages.types_table, self.pages.types_counts, strict=True))
+        index = self.index
+        counts = np.bincount(index.types_code, minlength=len(index.types_table))
+        return [(types, int(counts[code])) for code, types in enumerate(index.types_table)]
 
     def iter_messages(
         self,
@@ -253,12 +306,14 @@ class ArchiveReader(ArchiveFile):
     def _verify(self, number: int, data: bytes) -> None:
         if not self.index.crc_known[number]:
             return
-        expected = self.index.crc.item(number)
+        self._check_crc(number, data, self.index.crc.item(number), self._offsets.item(number))
+
+    def _check_crc(self, number: int, data: bytes, expected: int, offset: int) -> None:
         actual = zlib.crc32(data)
         if actual != expected:
             raise ChecksumError(
                 f"message {number} fails its CRC-32 check",
-                offset=self._messages_start + self._offsets.item(number),
+                offset=self._messages_start + offset,
                 expected=expected,
                 actual=actual,
             )

@@ -127,6 +127,15 @@ class RangeBuffer:
                 wanted.extend(range(offset // PAGE, (stop - 1) // PAGE + 1))
         self._fetch(wanted)
 
+    def holds(self, offset: int, length: int) -> bool:
+        """Whether `[offset, offset + length)` (cut at the end) is cached: a slice of it
+        costs no request."""
+        stop = min(self._size, offset + max(length, 1))
+        with self._lock:
+            return all(
+                page in self._pages for page in range(offset // PAGE, (stop - 1) // PAGE + 1)
+            )
+
     def forget(self) -> None:
         """Drop the cached pages (a pass gives back what it read)."""
         with self._lock:

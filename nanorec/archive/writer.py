@@ -10,9 +10,13 @@ in independent blocks (see `nanorec.archive.blocks`); `compact=False` stores eve
 2. `index.msgpack`: the NanoVer index, one `{offset, length, metadata}` map per message with
    metadata `types`, `timestamp`, `crc` (CRC-32 of the stored message bytes), `f` (the flags,
    only when non-zero), then any caller metadata.
-3. `nanorec.msgpack`: the self-description and columnar index (see `nanorec.archive.describe`).
-4. Members given to `add_member`, then the central directory and end records (zip64 records
-   only when sizes, offsets or counts need them).
+3. Members given to `add_member`.
+4. `nanorec.pages`: the columnar index (and a compact archive's block table) in pages, each
+   compressed on its own (see `nanorec.archive.pages`).
+5. `nanorec.msgpack`: the self-description and the page table (see `nanorec.archive.describe`),
+   last, so that a remote reader's one suffix range holds it; then the central directory and
+   end records (zip64 records only when sizes, offsets or counts need them).
+(`paged=False`: the description, with its whole columns, comes third, before the members.)
 
 Crash safety. Output goes to `.<name>.partial` beside the final path (same directory, so the
 final `rename` is atomic) and only appears under its final name when complete. Buffered bytes
@@ -81,6 +85,9 @@ class ArchiveWriter:
     a producer that releases the GIL very often itself, where handing blocks over costs more);
     `precompressed`: most messages carry already-compressed bytes (gzip members), so a small
     block whose sample does not deflate is stored without deflating it whole first.
+    `paged`: the index and block table in pages, the description last (`nanorec.archive.pages`:
+    a remote reader's tail holds the page table); False writes format_version 1's whole
+    columns, as before the paged layout.
 
     Raises `OutputExistsError` at construction when `path` (or a partial file left by an
     interrupted write) exists and `overwrite` is false; `OSError` if the directory is not
@@ -102,8 +109,10 @@ class ArchiveWriter:
         block_bytes: int = BLOCK_BYTES,
         deflate_threads: int | None = None,
         precompressed: bool = False,
+        paged: bool = True,
     ) -> None:
         self.path = Path(path)
+        self.paged = paged
         self.compact = compact_default() if compact is None else compact
         self.durable = durable()
         self._blocks: BlockDeflater | None = None
@@ -404,6 +413,9 @@ class ArchiveWriter:
             source=self.source,
             members=self._members,
             compress=self._compress,
+            messages_at=(
+                (self._stream.data_start, messages_header.compressed_size) if self.paged else None
+            ),
         )
         out.write_central_directory()
         self.flush(fsync=self.durable)

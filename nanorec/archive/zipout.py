@@ -94,6 +94,9 @@ class ZipOutput:
         self._writeback_error: OSError | None = None
         self._central: list[CentralHeader] = []
         self._behind = WriteBehind(self._fd)
+        #: Where the data of the member `write_streamed` wrote last starts (the paged
+        #: layout records it: `nanorec.archive.pages`).
+        self.last_data_start = 0
 
     # -- the buffer ------------------------------------------------------------------------
 
@@ -209,7 +212,7 @@ class ZipOutput:
         offset = self.tell()
         header = LocalHeader(name=name, zip64=True, method=ZIP_DEFLATED if compress else ZIP_STORED)
         self.emit(header.build())
-        start = self.tell()
+        start = self.last_data_start = self.tell()
         crc = size = 0
 
         def counted() -> Iterator[bytes]:

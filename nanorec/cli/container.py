@@ -176,7 +176,8 @@ def repack(
     force: Force = False,
 ) -> None:
     """Write an archive again in the compact layout (or the stored one with --stored): the
-    same messages, index and members, so it exports the same bytes.
+    same messages, index and members, so it exports the same bytes; its index in pages, so
+    that an archive written before them reads by URL with a few requests.
 
     Example: nanorec repack old.nanover.zip -o small.nanover.zip
     """

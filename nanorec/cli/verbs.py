@@ -102,7 +102,7 @@ def _cat(call: VerbCall[Any]) -> int:
     assert selection is not None
     check_choice("--format", fmt or "", ("ndjson", "csv"))
     recording = call.recording
-    selection.chosen(recording.reader.index)
+    selection.chosen_from(recording.reader)
     if not kinds:
         if fmt == "csv":
             raise UsageError("CSV needs one --type (one table); NDJSON takes them all")
@@ -237,7 +237,7 @@ def _plot(call: VerbCall[Any]) -> int:
 
     assert call.selection is not None and call.output is not None
     recording = call.recording
-    call.selection.chosen(recording.reader.index)
+    call.selection.chosen_from(recording.reader)
     size = plot_timeline(recording, call.output, overwrite=call.force, selection=call.selection)
     typer.echo(f"{call.output}: {size} bytes")
     return 0

@@ -1,10 +1,13 @@
-"""`repack`: the same archive in the other layout (compact <-> stored).
+"""`repack`: the same archive in the other layout (compact <-> stored), or in the same one
+again; either way in the paged layout (`nanorec.archive.pages`: what an archive written before
+it needs to be read by URL with a few requests).
 
 The messages, `index.msgpack` and every converter member are copied byte for byte (their
 uncompressed bytes: only how they are stored changes), so whatever exported from the input
-exports the same from the output. `nanorec.msgpack` is written afresh (the block table of the
-new layout, the same source fields). An index whose entries are not back to back in time order
-(possible in NanoVer files) cannot keep its offsets: such an archive is refused.
+exports the same from the output. `nanorec.msgpack` and `nanorec.pages` are written afresh
+(the index pages and block table of the new layout, the same source fields). An index whose
+entries are not back to back in time order (possible in NanoVer files) cannot keep its
+offsets: such an archive is refused.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from nanorec.archive.describe import MEMBER_NAME as DESCRIPTION_MEMBER
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.writer import INDEX_MEMBER, MESSAGES_MEMBER, ArchiveWriter
 from nanorec.errors import UnsupportedError, UsageError
@@ -88,7 +90,8 @@ def repack(
             # the same index bytes: caller metadata and NanoVer's own fields survive
             writer._index_chunks = reader.member_chunks(INDEX_MEMBER)
             for name in reader.member_names:
-                if name not in (MESSAGES_MEMBER, INDEX_MEMBER, DESCRIPTION_MEMBER):
+                # nanorec's own (the description, the index pages) are written afresh
+                if name not in (MESSAGES_MEMBER, INDEX_MEMBER) and not name.startswith("nanorec"):
                     writer.add_member(name, reader.member_chunks(name))
     if progress is not None:
         progress(count, count)

@@ -33,10 +33,12 @@ import numpy as np
 from nanorec.archive.archive_file import MSGPACK_ERRORS
 from nanorec.archive.blockread import BlockReader
 from nanorec.archive.describe import MEMBER_NAME as DESCRIPTION_MEMBER
-from nanorec.archive.describe import parse_description
+from nanorec.archive.describe import Description, parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.members import Member, iter_member_data, open_members
+from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
+from nanorec.archive.pagetable import table_of
 from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer
 from nanorec.archive.urls import is_url, url_path
@@ -115,7 +117,8 @@ class _Verifier:
         self.problems: list[Problem] = []
 
     def add(self, problem: Problem) -> None:
-        self.problems.append(problem)
+        if problem not in self.problems:  # a damaged description is met twice (blocks, columns)
+            self.problems.append(problem)
 
     def run(self) -> VerifyReport:
         try:
@@ -392,7 +395,20 @@ class _Verifier:
         if member is None:
             return None
         try:
-            table = parse_description(self.member_bytes(member)).fields.get("blocks")
+            description, rows = self.described(member)
+            if rows is not None:  # paged: the block table is in the pages
+                offsets, starts = rows
+                if not offsets or messages.stored:
+                    return None
+                return BlockReader.from_rows(
+                    self.mm,
+                    offsets,
+                    starts,
+                    data_start=messages.data_start,
+                    data_size=messages.size,
+                    messages_size=messages.header.uncompressed_size,
+                )
+            table = description.fields.get("blocks")
             if type(table) is not dict or table.get("size") != messages.size:
                 return None  # none, or one left void by another tool deflating the member again
             return BlockReader(
@@ -406,10 +422,25 @@ class _Verifier:
             self.add(Problem("description", error.message, member=DESCRIPTION_MEMBER))
             return None
 
+    def described(self, member: Member) -> tuple[Description, tuple[list[int], list[int]] | None]:
+        """The description in `member`, its columns read from its pages when it is paged
+        (`nanorec.archive.pages`, then also the block rows), else None. Raises `NanorecError`
+        (a damaged page names the page and its byte offset)."""
+        description = parse_description(self.member_bytes(member))
+        if description.fields.get("pages") is None:
+            return description, None
+        table = table_of(description.fields, self.members)
+        pages = self.members[PAGES_MEMBER]
+        base = pages.data_start if pages.stored else 0
+        columns, offsets, starts = table.whole(self.member_bytes(pages), base)
+        if not table.blocks_fit:
+            offsets = starts = []  # the block rows describe another stream
+        return Description(description.fields, columns), (offsets, starts)
+
     def check_description(self, members: dict[str, Member], index: Index) -> None:
         member = members[DESCRIPTION_MEMBER]
         try:
-            description = parse_description(self.member_bytes(member))
+            description, _ = self.described(member)
             columnar = description.to_index(members[MESSAGES_MEMBER].header.uncompressed_size)
         except NanorecError as error:
             self.add(Problem("description", error.message, member=DESCRIPTION_MEMBER))

@@ -29,7 +29,8 @@ def _contents(path: Path) -> dict[str, bytes]:
         return {
             i.filename: archive.read(i)
             for i in archive.infolist()
-            if i.filename != "nanorec.msgpack"
+            # nanorec's own, written afresh (the pages hold a compact layout's block rows)
+            if i.filename not in ("nanorec.msgpack", "nanorec.pages")
         }
 
 

@@ -126,11 +126,13 @@ def test_add_member_names(tmp_path: Path) -> None:
             writer.add_member("notes.txt", b"again")
     with ArchiveReader(tmp_path / "a.zip") as reader:
         assert reader.member("notes.txt") == b"hi"
+        # the paged layout: the description (with the page table) last, for a remote tail
         assert reader.member_names == (
             "messages.msgpack",
             "index.msgpack",
-            "nanorec.msgpack",
             "notes.txt",
+            "nanorec.pages",
+            "nanorec.msgpack",
         )
 
 

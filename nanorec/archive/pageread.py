@@ -1,0 +1,121 @@
+"""A paged archive read by URL one page at a time (`nanorec.archive.pages`): message N, its time
+and types, and the message at time t, each through one page kept in a small LRU.
+
+It exists apart from `ArchiveFile` because it is the only reader whose index is not in memory
+whole: a local archive reads every page at open (milliseconds, and reads then index plain
+arrays), a remote one fetches a page (~70 KiB) per message it is asked about, until something
+needs every message's columns (a selection, a pass) and `ArchiveFile.index` reads them all."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Final
+
+from nanorec.archive.blockread import BlockReader
+from nanorec.archive.index import Index
+from nanorec.archive.pagetable import PageTable
+from nanorec.archive.source import RangeBuffer
+
+#: Pages kept (each ~70 KiB for messages of 100 bytes: ~4.5 MiB).
+PAGE_CACHE: Final = 64
+
+
+@dataclass(frozen=True)
+class LoadedPage:
+    """A page read: its first message's number, its rows, its blocks (compact archives)."""
+
+    first: int
+    index: Index
+    blocks: BlockReader | None
+
+
+class LazyPages:
+    """The pages of `table` in `buf`, read as asked. `pages_start`: where the data of
+    `nanorec.pages` starts; `messages_start`, `messages_stored`, `messages_size`: where the
+    data of `messages.msgpack` starts, its stored and uncompressed sizes; `stored`: whether it
+    is stored (else its blocks are inflated). Thread-safe."""
+
+    def __init__(
+        self,
+        buf: RangeBuffer,
+        table: PageTable,
+        *,
+        pages_start: int,
+        messages_start: int,
+        messages_stored: int,
+        messages_size: int,
+        stored: bool,
+    ) -> None:
+        self.table = table
+        self._buf = buf
+        self._pages_start = pages_start
+        self._messages = (messages_start, messages_stored, messages_size)
+        self._stored = stored
+        self._cache: OrderedDict[int, LoadedPage] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def page(self, page: int) -> LoadedPage:
+        """Page `page`, from the LRU or read (one range) and parsed. Raises `PageError`."""
+        with self._lock:
+            loaded = self._cache.get(page)
+            if loaded is not None:
+                self._cache.move_to_end(page)
+                return loaded
+        at, size = self.table.span(page)
+        start = self._pages_start + at
+        parsed = self.table.parse(page, self._buf[start : start + size], self._pages_start)
+        blocks = None
+        if not self._stored:
+            data_start, data_size, messages_size = self._messages
+            blocks = BlockReader.from_rows(
+                self._buf,
+                parsed.block_offsets,
+                parsed.block_starts,
+                data_start=data_start,
+                data_size=data_size,
+                messages_size=messages_size,
+                whole=False,
+            )
+        loaded = LoadedPage(parsed.first, parsed.index, blocks)
+        with self._lock:
+            self._cache[page] = loaded
+            while len(self._cache) > PAGE_CACHE:
+                self._cache.popitem(last=False)
+        return loaded
+
+    def of(self, number: int) -> tuple[LoadedPage, int]:
+        """The page holding message `number` (in range) and the message's row in it."""
+        loaded = self.page(number // self.table.page_messages)
+        return loaded, number - loaded.first
+
+    def entry(self, number: int) -> tuple[bytes, int, int]:
+        """Message `number` (in range): its stored bytes, its offset in the messages member,
+        and its CRC-32."""
+        loaded, row = self.of(number)
+        offset = loaded.index.offset.item(row)
+        length = loaded.index.length.item(row)
+        if loaded.blocks is not None:
+            data = loaded.blocks.read(offset, length)
+        else:
+            start = self._messages[0] + offset
+            data = self._buf[start : start + length]
+        return data, offset, loaded.index.crc.item(row)
+
+    def position_at_time(self, t_us: int) -> int | None:
+        """The last message at or before `t_us` in an archive whose times never decrease
+        (`table.sorted`): one page, the last whose least time is <= `t_us`."""
+        page = self.table.page_at_time(t_us)
+        if page is None:
+            return None
+        loaded = self.page(page)
+        position = loaded.index.position_at_time(t_us)
+        return None if position is None else loaded.first + position
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+__all__ = ["PAGE_CACHE", "LazyPages", "LoadedPage"]
