@@ -1,0 +1,178 @@
+"""The view's JSON endpoints on a real server on 127.0.0.1, read with urllib: every sample's
+summary, messages (as `nanorec cat` gives them), times, fields and series against the
+recording itself; bad requests answered 4xx in one JSON line, nothing in the server's log."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nanorec.cli.inputs import message_dict
+from nanorec.outputs.tables import dumps
+from nanorec.view.api import ViewApi
+from nanorec.view.series import FULL_ROWS
+from tests.view.conftest import EVERY_SAMPLE, Drawn, drawn_counts, open_sample
+
+
+def _numbers(count: int, seed: int = 37) -> list[int]:
+    rng = np.random.default_rng(seed)
+    return sorted({0, count - 1, *rng.integers(0, count, 8).tolist()})
+
+
+@pytest.mark.parametrize("name", EVERY_SAMPLE)
+def test_every_sample_answers(name: str, serve: Any, capfd: pytest.CaptureFixture[str]) -> None:
+    """Summary from the index, message N as cat writes it, the message at t, the numeric
+    fields of a kind and their series; no scene for a recording that draws none."""
+    with open_sample(name) as recording:
+        served = serve(recording)
+        summary = served.ok("/api/summary")
+        assert summary["messages"] == len(recording) > 0
+        assert summary["format"] == recording.format
+        assert summary["duration"] == pytest.approx(recording.duration)
+        index = recording.reader.index
+        for kind in summary["kinds"]:
+            assert kind["count"] == int(index.has_type(kind["name"]).sum()) > 0
+            if kind["rate"] is not None:
+                span = kind["last"] - kind["first"]
+                assert kind["rate"] == pytest.approx((kind["count"] - 1) / span)
+        for number in _numbers(len(recording)):
+            answer = served.ok(f"/api/message/{number}")
+            assert answer == json.loads(dumps(message_dict(recording.message(number))))
+            t = recording.time_of(number)
+            assert served.ok(f"/api/at?t={t!r}")["number"] == recording.number_at(t)
+        if summary["viewable"]:
+            scene = served.ok(f"/api/scene/{len(recording) - 1}")
+            assert isinstance(scene["layers"], list)
+            assert isinstance(served.ok("/api/overview")["layers"], list)
+        else:
+            assert served.get("/api/scene/0")[0] == 404
+            assert served.get("/api/overview")[0] == 404
+        _check_a_series(served, recording, summary["table_kinds"])
+    assert capfd.readouterr().err == ""
+
+
+def _check_a_series(served: Any, recording: Any, kinds: list[str]) -> None:
+    """The first numeric field found: its series against every row of its kind."""
+    for kind in kinds:
+        fields = served.ok(f"/api/fields?kind={kind}")["fields"]
+        if fields:
+            break
+    else:
+        return
+    field = fields[-1]
+    series = served.ok(f"/api/series?kind={kind}&field={field}&width=37")
+    values = [
+        float(row[field])
+        for row in recording.rows(kind)
+        if isinstance(row.get(field), int | float | np.number) and math.isfinite(row[field])
+    ]
+    assert len(series["min"]) == len(series["max"]) == len(series["count"]) == 37
+    if series["sampled"]:
+        return
+    assert sum(series["count"]) == series["rows"] == len(values)
+    lows = [v for v in series["min"] if v is not None]
+    highs = [v for v in series["max"] if v is not None]
+    assert min(lows) == min(values) and max(highs) == max(values)
+
+
+BAD = [
+    ("/api/message/{count}", 404, "out of range"),
+    ("/api/message/-1", 400, "a message number"),
+    ("/api/message/abc", 400, "a message number"),
+    ("/api/message/", 400, "a message number"),
+    ("/api/at?t=abc", 400, "t must be a number"),
+    ("/api/at?t=nan", 400, "finite"),
+    ("/api/at", 400, "needs t="),
+    ("/api/series?kind=nope&field=x&width=10", 400, "no kind 'nope'"),
+    ("/api/series?kind={kind}&field=x&width=0", 400, "width must be 1 to"),
+    ("/api/series?kind={kind}&field=x&width=abc", 400, "whole number"),
+    ("/api/series?kind={kind}&width=10", 400, "needs field="),
+    ("/api/fields?kind=nope", 400, "no kind"),
+    ("/api/scene/0", 404, "draws no scene"),
+    ("/api/overview", 404, "draws no scene"),
+    ("/api/nope", 404, "no endpoint"),
+    ("/api/summary/3", 404, "no endpoint"),
+    ("/api/message/1/2", 404, "no endpoint"),
+    ("/nope.html", 404, "not found"),
+]
+
+
+@pytest.mark.parametrize(("path", "status", "says"), BAD)
+def test_bad_requests(
+    path: str, status: int, says: str, serve: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """4xx, a JSON body with one line saying what, and nothing in the server's log."""
+    with open_sample("rosbag-robot.bag") as recording:
+        served = serve(recording)
+        path = path.format(count=len(recording), kind=recording.table_kinds()[0])
+        code, body = served.get(path)
+    assert (code, body["status"]) == (status, status)
+    assert says in body["error"] and "\n" not in body["error"]
+    assert capfd.readouterr().err == ""
+
+
+def test_a_damaged_message_is_422_not_a_traceback() -> None:
+    """A message the format cannot decode: 422 and the format's one line."""
+    from nanorec.errors import FormatError
+
+    class Broken(Drawn):
+        def message(self, number: int) -> Any:
+            raise FormatError(f"message {number}: cut short at byte 12")
+
+    with open_sample("ros2-robot.db3") as recording:
+        answer = ViewApi(Broken(recording)).answer("/api/message/3", {})
+    assert answer.status == 422
+    assert json.loads(answer.body)["error"] == "message 3: cut short at byte 12"
+
+
+def test_scene_arrays_are_typed_blocks(serve: Any) -> None:
+    """A `Viewable` scene: each numpy column a little-endian typed block of the same values
+    (int64 as float64, which JavaScript reads), bytes as base64, lists as lists."""
+    with open_sample("ros2-robot.db3") as recording:
+        drawn = Drawn(recording)
+        served = serve(drawn)
+        assert served.ok("/api/summary")["viewable"] is True
+        scene = served.ok("/api/scene/13")
+        expected = drawn.view_scene(13)
+        for got, want in zip(scene["layers"], expected["layers"], strict=True):
+            for key, value in want.items():
+                if isinstance(value, np.ndarray):
+                    block = got[key]
+                    array = np.frombuffer(base64.b64decode(block["b64"]), block["dtype"])
+                    assert block["shape"] == list(value.shape)
+                    assert np.array_equal(array, value), key
+                    assert block["dtype"] != "<i8"
+                else:
+                    assert got[key] == value
+        assert drawn_counts(scene) == {
+            "boxes": 6,
+            "points": 3,
+            "lines": 1,
+            "markers": 1,
+            "images": 0,
+        }
+        image = served.ok("/api/overview")["layers"][1]
+        assert base64.b64decode(image["data"]["b64"]).startswith(b"\x89PNG")
+
+
+def test_series_is_sampled_past_full_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past FULL_ROWS messages of a kind, each bucket reads a bounded number of them, and the
+    answer says it was sampled."""
+    import nanorec.view.series as series_module
+
+    with open_sample("ros2-robot.db3") as recording:
+        kind = "/odom" if "/odom" in recording.table_kinds() else recording.table_kinds()[0]
+        api = ViewApi(recording)
+        field = json.loads(api.answer("/api/fields", {"kind": [kind]}).body)["fields"][-1]
+        query = {"kind": [kind], "field": [field], "width": ["10"]}
+        whole = json.loads(api.answer("/api/series", query).body)
+        monkeypatch.setattr(series_module, "FULL_ROWS", 20)
+        sampled = json.loads(api.answer("/api/series", query).body)
+    assert not whole["sampled"] and sampled["sampled"]
+    assert sampled["rows"] <= 20 < whole["rows"]
+    assert FULL_ROWS >= 10_000
