@@ -25,10 +25,50 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+#: Items of an array or list, and bytes, past which the inspector gets the head only.
+MAX_ITEMS = 1000
+#: Items (bytes: base64 of this many bytes) kept of a longer value.
+HEAD = 100
+#: Characters past which a string is cut.
+MAX_TEXT = 10_000
+
+
 def message_json(value: Any) -> Any:
-    """A decoded message as `nanorec cat` writes it: NaN and infinities null, bytes as text
-    or `{"base64": ...}`, arrays as lists."""
+    """A decoded message as `nanorec cat` writes it (NaN and infinities null, bytes as text
+    or `{"base64": ...}`, arrays as lists) but its long leaves cut to what the inspector
+    shows, so a message of a 512 MiB image costs kilobytes, not gigabytes: an array or list
+    past `MAX_ITEMS` is `{"items": n, "head": [first HEAD]}` (an array also says its dtype
+    and shape), bytes past `MAX_ITEMS` `{"bytes": n, "head": base64 of the first HEAD}`, a
+    string past `MAX_TEXT` characters its first `MAX_TEXT` and `{"characters": n}`."""
+    if isinstance(value, np.ndarray):
+        if value.size <= MAX_ITEMS:
+            return json_safe(value)
+        head = json_safe(value.reshape(-1)[:HEAD].tolist())
+        return {
+            "items": int(value.size),
+            "dtype": value.dtype.str,
+            "shape": list(value.shape),
+            "head": head,
+        }
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = memoryview(value).cast("B")
+        if len(data) <= MAX_ITEMS:
+            return json_safe(bytes(data))
+        return {"bytes": len(data), "head": base64.b64encode(data[:HEAD]).decode("ascii")}
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return {"characters": len(value), "head": json_safe(value[:MAX_TEXT])}
+    if isinstance(value, Mapping):
+        return {_key(key): message_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        if len(value) > MAX_ITEMS:
+            return {"items": len(value), "head": [message_json(v) for v in value[:HEAD]]}
+        return [message_json(item) for item in value]
     return json_safe(value)
+
+
+def _key(key: Any) -> str:
+    """A mapping key as `json_safe` writes it."""
+    return str(next(iter(json_safe({key: None}))))
 
 
 def typed(array: np.ndarray[Any, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import pytest
 from nanorec.cli.inputs import message_dict
 from nanorec.outputs.tables import dumps
 from nanorec.view.api import ViewApi
+from nanorec.view.encode import HEAD, MAX_ITEMS
 from nanorec.view.series import FULL_ROWS
 from tests.view.conftest import EVERY_SAMPLE, Drawn, drawn_counts, open_sample
 
@@ -42,7 +43,7 @@ def test_every_sample_answers(name: str, serve: Any, capfd: pytest.CaptureFixtur
                 assert kind["rate"] == pytest.approx((kind["count"] - 1) / span)
         for number in _numbers(len(recording)):
             answer = served.ok(f"/api/message/{number}")
-            assert answer == json.loads(dumps(message_dict(recording.message(number))))
+            _same_as_cat(answer, json.loads(dumps(message_dict(recording.message(number)))))
             t = recording.time_of(number)
             assert served.ok(f"/api/at?t={t!r}")["number"] == recording.number_at(t)
         if summary["viewable"]:
@@ -54,6 +55,65 @@ def test_every_sample_answers(name: str, serve: Any, capfd: pytest.CaptureFixtur
             assert served.get("/api/overview")[0] == 404
         _check_a_series(served, recording, summary["table_kinds"])
     assert capfd.readouterr().err == ""
+
+
+def _same_as_cat(shown: Any, cat: Any) -> None:
+    """`shown` (the inspector's JSON) is `cat`'s, but for long leaves cut to their head."""
+    if isinstance(shown, dict) and "head" in shown and not isinstance(cat, dict | None):
+        if "bytes" in shown:
+            data = cat.encode("utf-8", "surrogateescape")
+            assert shown["bytes"] == len(data) > MAX_ITEMS
+            assert base64.b64decode(shown["head"]) == data[:HEAD]
+        elif "characters" in shown:
+            assert shown["characters"] == len(cat) and cat.startswith(shown["head"])
+        else:
+            flat = np.asarray(cat, dtype=object).reshape(-1).tolist() if "shape" in shown else cat
+            assert shown["items"] == len(flat) > MAX_ITEMS
+            for item, whole in zip(shown["head"], flat[:HEAD], strict=True):
+                _same_as_cat(item, whole)
+    elif isinstance(shown, dict) and isinstance(cat, dict) and "base64" in cat and "bytes" in shown:
+        data = base64.b64decode(cat["base64"])
+        assert shown["bytes"] == len(data) and base64.b64decode(shown["head"]) == data[:HEAD]
+    elif isinstance(shown, dict):
+        assert isinstance(cat, dict) and list(shown) == list(cat)
+        for key in shown:
+            _same_as_cat(shown[key], cat[key])
+    elif isinstance(shown, list):
+        assert isinstance(cat, list) and len(shown) == len(cat)
+        for item, whole in zip(shown, cat, strict=True):
+            _same_as_cat(item, whole)
+    else:
+        assert shown == cat
+
+
+def test_a_huge_message_is_answered_in_kilobytes(serve: Any) -> None:
+    """A 64 MiB image and a 16 M-element array: their heads and sizes, not their text."""
+    from nanorec.contract import Message
+
+    class Huge(Drawn):
+        def message(self, number: int) -> Message:
+            value = {
+                "image": {"data": bytes(64 << 20), "width": 8192},
+                "cloud": np.zeros((1 << 22, 4), np.float32),
+                "ranges": [0.5] * 5000,
+                "note": "x" * 20_000,
+            }
+            return Message(number, 0.0, "image", value)
+
+    with open_sample("ros2-robot.db3") as recording:
+        served = serve(Huge(recording))
+        status, body = served.get("/api/message/0")
+    assert status == 200
+    value = body["value"]
+    assert value["image"]["data"] == {
+        "bytes": 64 << 20,
+        "head": base64.b64encode(bytes(HEAD)).decode(),
+    }
+    assert value["cloud"]["shape"] == [1 << 22, 4] and value["cloud"]["items"] == 1 << 24
+    assert value["cloud"]["head"] == [0.0] * HEAD and value["cloud"]["dtype"] == "<f4"
+    assert value["ranges"] == {"items": 5000, "head": [0.5] * HEAD}
+    assert value["note"]["characters"] == 20_000
+    assert len(json.dumps(body)) < 20_000
 
 
 def _check_a_series(served: Any, recording: Any, kinds: list[str]) -> None:
