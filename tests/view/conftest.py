@@ -35,11 +35,10 @@ EVERY_SAMPLE = sorted(
 
 
 class Served:
-    """A running server: its URL, and GET as (status, JSON)."""
+    """A running server (ours, or a `nanorec view` process): GET as (status, JSON)."""
 
-    def __init__(self, server: ViewServer) -> None:
-        self.server = server
-        self.url = server.url
+    def __init__(self, url: str) -> None:
+        self.url = url
 
     def get(self, path: str) -> tuple[int, Any]:
         try:
@@ -64,7 +63,7 @@ def serve() -> Iterator[Any]:
         server = ViewServer(ViewApi(recording), 0)
         threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         started.append(server)
-        return Served(server)
+        return Served(server.url)
 
     yield start
     for server in started:

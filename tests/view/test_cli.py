@@ -128,3 +128,30 @@ def test_the_build_ships_the_page(tmp_path: Path) -> None:
     assert "Package would be ignored" not in result.stderr, result.stderr
     built = tmp_path / "nanorec" / "view" / "static"
     assert sorted(p.name for p in built.iterdir() if p.suffix != ".py") == PAGE
+
+
+def test_an_archive_by_url(tmp_path: Path) -> None:
+    """An archive given by URL is read in place: the page's answers are the local path's."""
+    pytest.importorskip("obstore")
+    from nanorec import registry
+    from tests.remote.servers import RangeServer
+    from tests.view.conftest import Served
+
+    archive = tmp_path / "carla.nanover.zip"
+    registry.get("carla").convert(SAMPLES / "carla-0.9.15-town03.log", archive)
+    with RangeServer(tmp_path).running() as store:
+        process = _start(store.url("carla.nanover.zip"))
+        try:
+            assert process.stdout is not None
+            found = re.search(r" at (http://127\.0\.0\.1:\d+/) ", process.stdout.readline())
+            assert found
+            remote = Served(found.group(1))
+            summary = remote.ok("/api/summary")
+            message = remote.ok("/api/message/7")
+        finally:
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    with registry.open(archive) as recording:
+        assert summary["messages"] == len(recording) and summary["format"] == "carla"
+        assert message["number"] == 7 and message["time"] == recording.time_of(7)
