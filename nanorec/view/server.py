@@ -63,6 +63,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: ViewServer
     server_version = "nanorec-view"
     protocol_version = "HTTP/1.1"  # keep-alive: a seek is one request on an open socket
+    # headers and body are two writes: with Nagle's algorithm the body waits for the
+    # browser's delayed ACK of the headers, 40 ms a seek (measured: fetch median 52 -> 10 ms)
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)

@@ -236,3 +236,26 @@ def test_series_is_sampled_past_full_rows(monkeypatch: pytest.MonkeyPatch) -> No
     assert not whole["sampled"] and sampled["sampled"]
     assert sampled["rows"] <= 20 < whole["rows"]
     assert FULL_ROWS >= 10_000
+
+
+def test_answers_are_not_held_by_nagle(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each answer is headers then body, two writes on a kept-alive socket: with Nagle's
+    algorithm on, the body waits for the client's delayed ACK (40 ms a seek in Chromium).
+    The server's end of every connection has TCP_NODELAY set."""
+    import socket
+
+    from nanorec.view import server as server_module
+
+    seen: list[int] = []
+    setup = server_module._Handler.setup
+
+    def watched(handler: Any) -> None:
+        setup(handler)
+        seen.append(handler.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    monkeypatch.setattr(server_module._Handler, "setup", watched)
+    with open_sample("ros2-robot.db3") as recording:
+        served = serve(recording)
+        served.ok("/api/summary")
+        served.ok("/api/message/1")
+    assert len(seen) == 2 and all(seen)
