@@ -81,9 +81,14 @@ def open_sample(name: str) -> Any:
         pytest.skip(f"{name} needs {error.name}")
 
 
+#: An 8x8 PNG: a map in the world, a camera beside it.
+_PIXEL = (Path(__file__).parent / "pixel.png").read_bytes()
+
+
 class Drawn:
     """`recording` with a synthetic scene (`Viewable`): message n shows n % 7 boxes, n % 5
-    points, n % 3 polylines, n % 2 markers; the overview a polyline and an image map."""
+    points, n % 3 polylines, n % 2 markers, a camera image when n % 4 == 0; the overview a
+    polyline and an image map."""
 
     def __init__(self, recording: Any) -> None:
         self._recording = recording
@@ -95,7 +100,6 @@ class Drawn:
         return len(self._recording)
 
     def view_overview(self) -> dict[str, Any]:
-        png = (Path(__file__).parent / "pixel.png").read_bytes()
         ring = np.linspace(0, 2 * np.pi, 50)
         return {
             "bounds": [-60.0, -60.0, 60.0, 60.0],
@@ -113,7 +117,7 @@ class Drawn:
                     "kind": "image",
                     "name": "map",
                     "mime": "image/png",
-                    "data": png,
+                    "data": _PIXEL,
                     "extent": [-60.0, -60.0, 60.0, 60.0],
                 },
             ],
@@ -123,6 +127,7 @@ class Drawn:
         rng = np.random.default_rng(number)
         boxes, points, lines, markers = number % 7, number % 5, number % 3, number % 2
         line_x = rng.uniform(-50, 50, 4 * lines)
+        camera = {"kind": "image", "name": "camera", "mime": "image/png", "data": _PIXEL}
         return {
             "follow": [float(number % 10), 0.0],
             "layers": [
@@ -161,6 +166,7 @@ class Drawn:
                     "y": np.zeros(markers),
                     "label": [f"hit {number}"] * markers,
                 },
+                *([camera] if number % 4 == 0 else []),
             ],
         }
 
