@@ -30,7 +30,7 @@ DOCS = ROOT / "docs"
 CHROMIUM = Path("/usr/bin/chromium")
 #: The sample of each format `nanorec view` is shown on, and the field plotted.
 VIEWED = {
-    "carla": ("carla-0.9.15-crash-town05.log", "frame_start", "elapsed"),
+    "carla": ("carla-0.9.15-crash-town05.log", "position", "location_x"),
     "rosbag": ("rosbag-robot.bag", "/odom", "pose.pose.position.x"),
     "ros2": ("ros2-robot", "/odom", "pose.position.x"),
     "pbstream": ("pbstream-small.pbstream", "imu_data", "angular_velocity_z"),

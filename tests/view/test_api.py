@@ -16,7 +16,6 @@ from nanorec.cli.inputs import message_dict
 from nanorec.outputs.tables import dumps
 from nanorec.view.api import ViewApi
 from nanorec.view.encode import HEAD, MAX_ITEMS
-from nanorec.view.series import FULL_ROWS
 from tests.view.conftest import EVERY_SAMPLE, Drawn, drawn_counts, open_sample
 
 
@@ -220,42 +219,27 @@ def test_scene_arrays_are_typed_blocks(serve: Any) -> None:
         assert base64.b64decode(image["data"]["b64"]).startswith(b"\x89PNG")
 
 
-def test_series_is_sampled_past_full_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past FULL_ROWS messages of a kind, each bucket reads a bounded number of them, and the
-    answer says it was sampled."""
+def test_series_is_sampled_past_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ROWS rows, each run of messages reads a bounded number of them (whole messages),
+    and the answer says it was sampled; below, every row counts."""
     import nanorec.view.series as series_module
 
     with open_sample("ros2-robot.db3") as recording:
-        kind = "/odom" if "/odom" in recording.table_kinds() else recording.table_kinds()[0]
+        kind = "/odom"
         api = ViewApi(recording)
-        field = json.loads(api.answer("/api/fields", {"kind": [kind]}).body)["fields"][-1]
-        query = {"kind": [kind], "field": [field], "width": ["10"]}
+        query = {"kind": [kind], "field": ["pose.position.x"], "width": ["10"]}
         whole = json.loads(api.answer("/api/series", query).body)
-        monkeypatch.setattr(series_module, "FULL_ROWS", 20)
+        monkeypatch.setattr(series_module, "ROWS", 40)
         sampled = json.loads(api.answer("/api/series", query).body)
     assert not whole["sampled"] and sampled["sampled"]
-    assert sampled["rows"] <= 20 < whole["rows"]
-    assert FULL_ROWS >= 10_000
+    assert whole["rows"] == 200 and sampled["rows"] == 40
 
 
-def test_answers_are_not_held_by_nagle(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each answer is headers then body, two writes on a kept-alive socket: with Nagle's
-    algorithm on, the body waits for the client's delayed ACK (40 ms a seek in Chromium).
-    The server's end of every connection has TCP_NODELAY set."""
-    import socket
-
-    from nanorec.view import server as server_module
-
-    seen: list[int] = []
-    setup = server_module._Handler.setup
-
-    def watched(handler: Any) -> None:
-        setup(handler)
-        seen.append(handler.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
-
-    monkeypatch.setattr(server_module._Handler, "setup", watched)
-    with open_sample("ros2-robot.db3") as recording:
-        served = serve(recording)
-        served.ok("/api/summary")
-        served.ok("/api/message/1")
-    assert len(seen) == 2 and all(seen)
+def test_a_series_of_rows_without_time_is_refused() -> None:
+    """A pbstream's trajectory table has no time: 400, not W passes over the table."""
+    with open_sample("pbstream-small.pbstream") as recording:
+        answer = ViewApi(recording).answer(
+            "/api/series", {"kind": ["trajectory"], "field": ["x"], "width": ["10"]}
+        )
+    assert answer.status == 400
+    assert json.loads(answer.body)["error"] == "the rows of 'trajectory' have no time: not a series"
