@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nanorec.errors import UnsupportedError
 from nanorec.view.api import ViewApi
 from nanorec.view.server import ViewServer
 from tests.conftest import SAMPLES
@@ -79,6 +80,10 @@ def open_sample(name: str) -> Any:
         return registry.open(SAMPLES / name)
     except ImportError as error:  # the lowest-versions lane: core only
         pytest.skip(f"{name} needs {error.name}")
+    except UnsupportedError as error:  # a format saying which extra it needs
+        if "pip install" not in str(error):
+            raise
+        pytest.skip(f"{name}: {error}")
 
 
 #: An 8x8 PNG: a map in the world, a camera beside it.
