@@ -104,7 +104,8 @@ _KINDS = ("boxes", "points", "lines", "markers", "images")
 
 
 def test_play_and_plot(browser: Any, serve: Any) -> None:
-    """Play moves the timeline on (at 10x); a plotted field shows the series' rows."""
+    """Play moves the timeline on (at 10x), on from where the user seeks meanwhile, and stops
+    on the last message; a plotted field shows the series' rows."""
     with open_sample("ros2-robot.db3") as recording:
         served = serve(recording)
         page = browser.new_page()
@@ -112,8 +113,12 @@ def test_play_and_plot(browser: Any, serve: Any) -> None:
         page.wait_for_selector("body[data-ready='1']")
         page.select_option("#rate", "10")
         page.click("#play")
-        page.wait_for_function("Number(document.getElementById('inspector').dataset.message) > 3")
-        page.click("#play")
+        shown = "Number(document.getElementById('inspector').dataset.message)"
+        page.wait_for_function(f"{shown} > 3")
+        page.locator("#timeline").fill(str(len(recording) - 40))  # seeking while playing
+        page.wait_for_function(f"{shown} > {len(recording) - 40}")  # plays on from there
+        page.wait_for_function("document.getElementById('play').textContent === '▶'")
+        assert page.locator("#inspector").get_attribute("data-message") == str(len(recording) - 1)
         kind = served.ok("/api/summary")["table_kinds"][0]
         page.select_option("#series-kind", kind)
         page.wait_for_function("document.getElementById('series-field').options.length > 0")

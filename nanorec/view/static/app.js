@@ -172,10 +172,14 @@
     return `hsl(${((hash % 360) + 360) % 360}, 60%, 45%)`;
   }
 
+  // item i's colour: its class's (worked out once a layer: a map may have 100k points)
   function classColour(layer, i) {
-    const classes = layer.classes || [];
+    if (!layer.palette) {
+      layer.palette = (layer.classes || []).map(colour);
+      layer.fallback = colour(layer.name);
+    }
     const index = layer.class && layer.class.length ? layer.class[i] : 0;
-    return colour(classes[index] !== undefined ? classes[index] : layer.name);
+    return layer.palette[index] || layer.fallback;
   }
 
   function fit(bounds) {
@@ -286,8 +290,10 @@
     } else if (layer.kind === "points") {
       world();
       const size = 3 * pixel;
+      let last = null;
       for (let i = 0; i < xs.length; i++) {
-        ctx.fillStyle = classColour(layer, i);
+        const fill = classColour(layer, i);
+        if (fill !== last) ctx.fillStyle = last = fill;
         ctx.fillRect(xs[i] - size / 2, ys[i] - size / 2, size, size);
       }
       counts.points = (counts.points || 0) + xs.length;
@@ -480,24 +486,33 @@
   // -- playing ----------------------------------------------------------------------------
 
   async function play() {
-    state.playing = true;
+    const token = {};  // a stop then play while this loop awaits must not run two loops
+    state.playing = token;
     $("play").textContent = "⏸";
     let anchor = null;
     let rate = 0;
-    while (state.playing) {
-      if (Number($("rate").value) !== rate || anchor === null) {
+    let asked = state.want;
+    while (state.playing === token) {
+      // a new rate, or the user seeking meanwhile: play on from where the page is
+      if (Number($("rate").value) !== rate || anchor === null || state.want !== asked) {
         rate = Number($("rate").value);
         anchor = { wall: performance.now(), t: state.time || 0 };
+        asked = state.want;
       }
       const t = anchor.t + (performance.now() - anchor.wall) / 1000 * rate;
-      if (t > state.summary.duration) break;
+      if (t > state.summary.duration) {  // the end: its last message, then stop
+        await seek(state.summary.messages - 1);
+        break;
+      }
       try {
         const at = await api(`/api/at?t=${t}`);
+        if (state.want !== asked) continue;
+        asked = at.number;
         if (at.number !== state.number) await seek(at.number);
         else await new Promise((resolve) => requestAnimationFrame(resolve));
       } catch (error) { say(error); break; }
     }
-    stop();
+    if (state.playing === token) stop();
   }
 
   function stop() {
