@@ -2,7 +2,9 @@
 127.0.0.1, answering `/api/...` from `ViewApi` and the page from the package's `static/`
 files (read with `importlib.resources`, so an installed wheel serves them too).
 
-Only loopback: the page shows a recording's content to whoever can reach the port.
+Only loopback: the page shows a recording's content to whoever can reach the port; and
+only to requests naming 127.0.0.1 or localhost as their host, so that a web page elsewhere
+cannot read it through a name it points at 127.0.0.1 (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -69,7 +71,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
-        if url.path.startswith("/api/"):
+        name = (self.headers.get("Host") or "").rpartition(":")[0]  # any port: a tunnel's
+        if name not in (HOST, "localhost"):
+            # a page elsewhere whose name was made to point here (DNS rebinding) gets nothing
+            body = b'{"error":"this server answers 127.0.0.1 only","status":403}'
+            self._send(HTTPStatus.FORBIDDEN, body, "application/json")
+        elif url.path.startswith("/api/"):
             answer = self.server.api.answer(url.path, parse_qs(url.query))
             self._send(answer.status, answer.body, "application/json")
         elif url.path in ASSETS:

@@ -243,3 +243,29 @@ def test_a_series_of_rows_without_time_is_refused() -> None:
         )
     assert answer.status == 400
     assert json.loads(answer.body)["error"] == "the rows of 'trajectory' have no time: not a series"
+
+
+def test_another_host_name_is_refused(serve: Any) -> None:
+    """A request naming another host (a page elsewhere whose name was pointed at 127.0.0.1:
+    DNS rebinding) gets 403; 127.0.0.1 and localhost are answered, on any port (a tunnel)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    with open_sample("ros2-robot.db3") as recording:
+        served = serve(recording)
+        port = urlsplit(served.url).port
+        answers = {}
+        hosts = (f"evil.example:{port}", f"127.0.0.1:{port}", f"localhost:{port}", None)
+        for host in (*hosts, "localhost:9000"):  # through an ssh tunnel's port
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            connection.putrequest("GET", "/api/summary", skip_host=True)
+            if host is not None:
+                connection.putheader("Host", host)
+            connection.endheaders()
+            response = connection.getresponse()
+            answers[host] = (response.status, json.loads(response.read()).get("error"))
+            connection.close()
+    assert answers[f"evil.example:{port}"] == (403, "this server answers 127.0.0.1 only")
+    assert answers[None][0] == 403
+    assert answers[f"127.0.0.1:{port}"][0] == answers[f"localhost:{port}"][0] == 200
+    assert answers["localhost:9000"][0] == 200
