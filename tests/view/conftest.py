@@ -107,7 +107,7 @@ class Drawn:
     def view_overview(self) -> dict[str, Any]:
         ring = np.linspace(0, 2 * np.pi, 50)
         return {
-            "bounds": [-60.0, -60.0, 60.0, 60.0],
+            "bounds": np.array([-60.0, -60.0, 60.0, 60.0]),  # numpy or lists: both taken
             "layers": [
                 {
                     "kind": "lines",
@@ -134,7 +134,7 @@ class Drawn:
         line_x = rng.uniform(-50, 50, 4 * lines)
         camera = {"kind": "image", "name": "camera", "mime": "image/png", "data": _PIXEL}
         return {
-            "follow": [float(number % 10), 0.0],
+            "follow": np.array([number % 10, 0.0], np.float32),
             "layers": [
                 {
                     "kind": "boxes",

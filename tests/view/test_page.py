@@ -7,11 +7,13 @@ Skipped with a reason where Playwright or Chromium is missing."""
 
 from __future__ import annotations
 
+import base64
 import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.view.conftest import ONE_PER_FORMAT, Drawn, drawn_counts, open_sample
@@ -98,6 +100,12 @@ def _check(page: Any, served: Any, number: int, viewable: bool) -> None:
         drawn_counts(served.ok(f"/api/scene/{number}")) if viewable else dict.fromkeys(_KINDS, 0)
     )
     assert drawn == expected, number
+    follow = served.ok(f"/api/scene/{number}").get("follow") if viewable else None
+    if follow is not None and page.locator("#follow").is_checked():
+        if isinstance(follow, dict):  # a typed block
+            follow = np.frombuffer(base64.b64decode(follow["b64"]), follow["dtype"]).tolist()
+        center = [float(v) for v in (canvas.get_attribute("data-center") or "").split(",")]
+        assert center == pytest.approx(follow, abs=1e-3), number
 
 
 _KINDS = ("boxes", "points", "lines", "markers", "images")

@@ -1,7 +1,8 @@
 // nanorec view: the page. It asks the server (nanorec/view/api.py) for one message and one
 // scene at a time, so scrubbing costs what one screen shows whatever the recording's length.
 // Test hooks: #inspector[data-message] is the message shown; #scene[data-frame] the scene
-// drawn and data-boxes/-points/-lines/-markers/-images what it drew of that scene;
+// drawn and data-boxes/-points/-lines/-markers/-images what it drew of that scene,
+// data-center the world point at the canvas's centre;
 // window.nanorecView.seek(n) resolves once message n is painted.
 "use strict";
 (() => {
@@ -44,8 +45,12 @@
     return new TYPED[value.dtype](bytes.buffer);
   }
 
+  // A scene or overview with its columns as arrays; `bounds`, `follow` and an image's
+  // `extent` may come as numpy arrays (typed blocks) or lists alike.
   function decodeLayers(answer) {
+    for (const key of ["bounds", "follow"]) if (answer[key]) answer[key] = column(answer[key]);
     for (const layer of answer.layers || []) {
+      if (layer.extent) layer.extent = column(layer.extent);
       for (const key of ["x", "y", "yaw", "length", "width", "class", "starts"]) {
         if (key in layer) layer[key] = column(layer[key]);
       }
@@ -228,6 +233,7 @@
         state.view.cy = scene.follow[1];
       }
       const v = state.view;
+      canvas.dataset.center = `${v.cx.toFixed(3)},${v.cy.toFixed(3)}`;
       const toScreen = (x, y) => [(x - v.cx) * v.scale + w / 2, h / 2 - (y - v.cy) * v.scale];
       const paint = { ctx, dpr, v, w, h, toScreen };
       const seen = new Set();
