@@ -145,7 +145,7 @@ class Drawn:
                     "length": np.full(boxes, 4.5, np.float32),
                     "width": np.full(boxes, 2.0, np.float32),
                     "class": (np.arange(boxes) % 2).astype(np.uint8),
-                    "classes": ["vehicle", "walker"],
+                    "classes": np.array(["vehicle", "walker"]),  # numpy or a list
                 },
                 {
                     "kind": "points",

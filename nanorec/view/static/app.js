@@ -54,7 +54,7 @@
       for (const key of ["x", "y", "yaw", "length", "width", "class", "starts"]) {
         if (key in layer) layer[key] = column(layer[key]);
       }
-      if ("label" in layer) layer.label = column(layer.label);
+      for (const key of ["label", "classes"]) if (key in layer) layer[key] = column(layer[key]);
     }
     return answer;
   }
