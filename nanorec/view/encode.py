@@ -31,6 +31,8 @@ MAX_ITEMS = 1000
 HEAD = 100
 #: Characters past which a string is cut.
 MAX_TEXT = 10_000
+#: The largest integer a JavaScript number holds exactly (a nanosecond stamp is bigger).
+_EXACT = 2**53
 
 
 def message_json(value: Any) -> Any:
@@ -39,7 +41,9 @@ def message_json(value: Any) -> Any:
     shows, so a message of a 512 MiB image costs kilobytes, not gigabytes: an array or list
     past `MAX_ITEMS` is `{"items": n, "head": [first HEAD]}` (an array also says its dtype
     and shape), bytes past `MAX_ITEMS` `{"bytes": n, "head": base64 of the first HEAD}`, a
-    string past `MAX_TEXT` characters its first `MAX_TEXT` and `{"characters": n}`."""
+    string past `MAX_TEXT` characters its first `MAX_TEXT` and `{"characters": n}`. An
+    integer past 2**53 (nanoseconds since 1970) is `{"int": "digits"}`: the page's
+    `JSON.parse` would round it."""
     if isinstance(value, np.ndarray):
         if value.size <= MAX_ITEMS:
             return json_safe(value)
@@ -55,6 +59,9 @@ def message_json(value: Any) -> Any:
         if len(data) <= MAX_ITEMS:
             return json_safe(bytes(data))
         return {"bytes": len(data), "head": base64.b64encode(data[:HEAD]).decode("ascii")}
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        number = int(value)  # past 2**53 a JavaScript number is not this integer
+        return {"int": str(number)} if abs(number) > _EXACT else number
     if isinstance(value, str) and len(value) > MAX_TEXT:
         return {"characters": len(value), "head": json_safe(value[:MAX_TEXT])}
     if isinstance(value, Mapping):

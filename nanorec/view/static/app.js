@@ -124,6 +124,9 @@
   }
 
   function tree(key, value, depth) {
+    const big = value !== null && typeof value === "object" && !Array.isArray(value) &&
+      Object.keys(value).length === 1 && typeof value.int === "string";
+    if (big) value = value.int;  // an integer past 2**53, as its digits
     if (value === null || typeof value !== "object") {
       const leaf = document.createElement("div");
       leaf.className = "leaf";
@@ -132,8 +135,8 @@
       name.className = "key";
       name.textContent = `${key}: `;
       const text = document.createElement("span");
-      text.className = value === null ? "nul" : typeof value === "number" ? "num" : "str";
-      text.textContent = value === null ? "null" : typeof value === "string"
+      text.className = value === null ? "nul" : big || typeof value === "number" ? "num" : "str";
+      text.textContent = value === null ? "null" : typeof value === "string" && !big
         ? JSON.stringify(value) : String(value);
       leaf.append(name, text);
       return leaf;
@@ -466,14 +469,17 @@
       if (hi === lo) { hi += 1; lo -= 1; }
       const y = (value) => h - 4 - (value - lo) / (hi - lo) * (h - 18);
       const x = (i) => (i + 0.5) * w / data.width;
-      // each column from its min to its max, joined to the next column that has values
-      ctx.strokeStyle = "#1565c0";
+      // the min/max envelope: max left to right, min back, filled (a single value a column
+      // is a line); columns without values are bridged
+      const kept = [];
+      for (let i = 0; i < data.width; i++) if (data.min[i] !== null) kept.push(i);
       ctx.beginPath();
-      for (let i = 0; i < data.width; i++) {
-        if (data.min[i] === null) continue;
-        ctx.lineTo(x(i), y(data.min[i]));
-        ctx.lineTo(x(i), y(data.max[i]) - 0.5);
-      }
+      for (const i of kept) ctx.lineTo(x(i), y(data.max[i]) - 0.5);
+      for (const i of kept.reverse()) ctx.lineTo(x(i), y(data.min[i]) + 0.5);
+      ctx.closePath();
+      ctx.fillStyle = "rgba(21, 101, 192, 0.35)";
+      ctx.strokeStyle = "#1565c0";
+      ctx.fill();
       ctx.stroke();
       ctx.fillStyle = "#555";
       ctx.font = "10px system-ui, sans-serif";
