@@ -1,6 +1,6 @@
 """The `nanorec` command: format-neutral verbs, and one sub-command group per format.
 
-The verbs (`convert export info cat play plot verify recover repack roundtrip`, in `verbs.py`
+The verbs (`convert export info cat play plot view verify recover repack roundtrip`, in `verbs.py`
 and `container.py`) work on any archive and any registered format through the contract. The
 core parses each verb itself, every format's options flattened in, and calls the input's
 format's hook (a bag's `info` prints what `rosbag info` prints): see `dispatch.py` and
@@ -45,6 +45,7 @@ VERBS = (
     "cat",
     "play",
     "plot",
+    "view",
     "verify",
     "recover",
     "repack",

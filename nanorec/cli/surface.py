@@ -55,6 +55,7 @@ COMMON: dict[str, tuple[str, ...]] = {
     "play": (*_SELECTION, "rate", "loop", "immediate", "pause"),
     "export": ("output", "force", "fmt", "storage", *_SELECTION),
     "plot": ("output", "force", *_SELECTION),
+    "view": (),
 }
 
 

@@ -1,4 +1,4 @@
-"""The reading verbs: info, cat, play, plot, over the contract only.
+"""The reading verbs: info, cat, play, plot, view, over the contract only.
 
 Each works on any archive (a nanorec archive of any format, NanoVer's own recordings) and on
 any native file a registered converter takes. A format with its own command of the same name
@@ -240,4 +240,44 @@ def _plot(call: VerbCall[Any]) -> int:
     call.selection.chosen_from(recording.reader)
     size = plot_timeline(recording, call.output, overwrite=call.force, selection=call.selection)
     typer.echo(f"{call.output}: {size} bytes")
+    return 0
+
+
+Port = Annotated[
+    int,
+    typer.Option("--port", "-p", help="Port on 127.0.0.1 (default: a free one).", min=0),
+]
+NoBrowser = Annotated[
+    bool, typer.Option("--no-browser", help="Only print the page's address; open nothing.")
+]
+
+
+@verb_command(app, "view")
+def view(file: Input, port: Port = 0, no_browser: NoBrowser = False) -> None:
+    """Scrub a recording in the browser: timeline, kinds, message inspector, plots of
+    numeric fields, and what the format draws (a local page on 127.0.0.1; Ctrl-C stops).
+
+    Example: nanorec view recording.nanover.zip --port 8765
+    """
+    from nanorec.cli.dispatch import run_verb
+
+    def action() -> int:
+        return run_verb("view", file, lambda call: _view(call, port, no_browser), **_SHOWN)
+
+    raise typer.Exit(run(action))
+
+
+#: view converts a native file first: its bar shows on a terminal.
+_SHOWN: dict[str, Any] = {"show_conversion": True}
+
+
+def _view(call: VerbCall[Any], port: int, no_browser: bool) -> int:
+    """view of any recording: the page served until Ctrl-C."""
+    from nanorec.view.server import serve
+
+    def ready(url: str) -> None:
+        typer.echo(f"viewing {call.typed} at {url} (Ctrl-C stops)")
+
+    serve(call.recording, port=port, browser=not no_browser, ready=ready)
+    typer.echo("nanorec: stopped", err=True)
     return 0

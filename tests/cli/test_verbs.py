@@ -38,11 +38,11 @@ def test_help_reads_like_one_tool() -> None:
     assert code == 0
     rows = out.split("Commands:")[1].splitlines()
     listed = [line.split()[0] for line in rows if line[2:3].strip()]  # not a wrapped line
-    assert listed[:10] == [
-        *("convert", "export", "info", "cat", "play", "plot", "verify", "recover", "repack"),
-        "roundtrip",
+    assert listed[:11] == [
+        *("convert", "export", "info", "cat", "play", "plot", "view", "verify", "recover"),
+        *("repack", "roundtrip"),
     ]
-    assert "carla" in listed[10:]
+    assert "carla" in listed[11:]
     assert not [x for x in rows if x.rstrip().endswith("...")]  # whole sentences, wrapped
 
 

@@ -1,0 +1,214 @@
+"""The page's JSON endpoints over one open recording: what each answers, and the errors as
+4xx JSON with one line (never a traceback, in the answer or the server's log).
+
+| endpoint | answer |
+|---|---|
+| `/api/summary` | format, messages, times, viewable, kinds with counts and rates (the index) |
+| `/api/message/N` | message N decoded as `nanorec cat` writes it |
+| `/api/at?t=S` | the number of the message playing at S seconds from the start |
+| `/api/overview`, `/api/scene/N` | a `Viewable` recording's layers (404 for another) |
+| `/api/fields?kind=K` | the numeric columns of kind K's rows |
+| `/api/series?kind=K&field=F&width=W` | F over time, min/max in W buckets (`series`) |
+
+Each answer costs what one screen shows: a message, a scene, W buckets; nothing holds all
+messages. The recording is asked under one lock (a format's decoder need not be
+thread-safe; the server's threads only overlap on the network).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from nanorec.contract import Viewable
+from nanorec.errors import NanorecError, OutOfRangeError, UsageError
+from nanorec.view.encode import dumps, layer_json, message_json
+from nanorec.view.series import check_width, numeric_fields
+from nanorec.view.series import series as series_of
+
+Query = Mapping[str, list[str]]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP status and its JSON body."""
+
+    status: int
+    body: bytes
+
+
+class NotFound(UsageError):
+    """No such endpoint, or one this recording does not offer (a scene of a recording that
+    is not `Viewable`)."""
+
+
+class ViewApi:
+    """The endpoints over `recording` (left open: its owner closes it)."""
+
+    def __init__(self, recording: Any) -> None:
+        self.recording = recording
+        self.viewable = isinstance(recording, Viewable)
+        self._lock = threading.Lock()
+        self._summary: bytes | None = None
+        self._overview: bytes | None = None
+
+    def answer(self, path: str, query: Query) -> Answer:
+        """The answer to GET `path`?`query` (path starting with /api/)."""
+        parts = path.strip("/").split("/")
+        handler = self._ROUTES.get(parts[1] if len(parts) > 1 else "")
+        try:
+            if handler is None or len(parts) > 3:
+                raise NotFound(f"no endpoint {path}")
+            with self._lock:
+                body = handler(self, parts[2] if len(parts) == 3 else None, query)
+            return Answer(200, body)
+        except (NotFound, OutOfRangeError) as error:
+            return _error(404, str(error))
+        except (NanorecError, ValueError) as error:  # bad input, or a damaged message
+            return _error(400 if isinstance(error, UsageError) else 422, str(error))
+        except Exception as error:  # a bug must not take the page down: said in one line
+            return _error(500, f"{type(error).__name__}: {error}")
+
+    # -- endpoints --------------------------------------------------------------------------
+
+    def summary(self, arg: str | None, query: Query) -> bytes:
+        _no_argument("summary", arg)
+        if self._summary is None:
+            self._summary = dumps(self._summarise())
+        return self._summary
+
+    def message(self, arg: str | None, query: Query) -> bytes:
+        number = self._number(arg)
+        message = self.recording.message(number)
+        return dumps(
+            {
+                "number": message.number,
+                "time": _finite(message.time),
+                "kind": message.kind,
+                "value": message_json(message.value),
+            }
+        )
+
+    def at(self, arg: str | None, query: Query) -> bytes:
+        _no_argument("at", arg)
+        t = _float("t", _one(query, "t"))
+        if not len(self.recording):
+            raise OutOfRangeError("the recording holds no message")
+        number = self.recording.number_at(max(t, 0.0))
+        return dumps({"t": t, "number": number, "time": self.recording.time_of(number)})
+
+    def overview(self, arg: str | None, query: Query) -> bytes:
+        _no_argument("overview", arg)
+        self._check_viewable()
+        if self._overview is None:
+            self._overview = dumps(layer_json(self.recording.view_overview()))
+        return self._overview
+
+    def scene(self, arg: str | None, query: Query) -> bytes:
+        number = self._number(arg)
+        self._check_viewable()
+        scene = layer_json(self.recording.view_scene(number))
+        return dumps({"number": number, **scene})
+
+    def fields(self, arg: str | None, query: Query) -> bytes:
+        _no_argument("fields", arg)
+        kind = _one(query, "kind")
+        return dumps({"kind": kind, "fields": numeric_fields(self.recording, kind)})
+
+    def series(self, arg: str | None, query: Query) -> bytes:
+        _no_argument("series", arg)
+        kind, field = _one(query, "kind"), _one(query, "field")
+        width = check_width(_one(query, "width"))
+        return dumps(series_of(self.recording, kind, field, width))
+
+    _ROUTES: ClassVar[dict[str, Callable[[ViewApi, str | None, Query], bytes]]] = {
+        "summary": summary,
+        "message": message,
+        "at": at,
+        "overview": overview,
+        "scene": scene,
+        "fields": fields,
+        "series": series,
+    }
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _number(self, arg: str | None) -> int:
+        count = len(self.recording)
+        if arg is None or not arg.isdigit():
+            raise UsageError(f"a message number is 0 to {count - 1}, not {arg!r}")
+        number = int(arg)
+        if number >= count:
+            raise OutOfRangeError(
+                f"message {number} is out of range (the recording has {count} messages)"
+            )
+        return number
+
+    def _check_viewable(self) -> None:
+        if not self.viewable:
+            raise NotFound(f"a {self.recording.format} recording draws no scene")
+
+    def _summarise(self) -> dict[str, Any]:
+        """What the index says: counts, times and rates per kind (no message decoded)."""
+        recording = self.recording
+        index = recording.reader.index
+        stamps = index.timestamp_us
+        origin = int(stamps[0]) if len(stamps) else 0
+        kinds = []
+        for name in sorted({name for types in index.types_table for name in types}):
+            times = stamps[index.has_type(name)]
+            if not len(times):
+                continue
+            first, last = (int(times.min()) - origin) / 1e6, (int(times.max()) - origin) / 1e6
+            span = last - first
+            rate = (len(times) - 1) / span if span > 0 else None
+            kinds.append(
+                {"name": name, "count": len(times), "first": first, "last": last, "rate": rate}
+            )
+        return {
+            "name": getattr(recording.reader.path, "name", str(recording.reader.path)),
+            "format": recording.format,
+            "messages": len(recording),
+            "start_time": _finite(recording.start_time),
+            "end_time": _finite(recording.end_time),
+            "duration": _finite(recording.duration),
+            "viewable": self.viewable,
+            "kinds": kinds,
+            "table_kinds": list(recording.table_kinds()),
+        }
+
+
+def _error(status: int, message: str) -> Answer:
+    return Answer(status, dumps({"error": " ".join(message.split()), "status": status}))
+
+
+def _no_argument(name: str, arg: str | None) -> None:
+    if arg is not None:
+        raise NotFound(f"no endpoint /api/{name}/{arg}")
+
+
+def _one(query: Query, name: str) -> str:
+    values = query.get(name)
+    if not values:
+        raise UsageError(f"the query needs {name}=")
+    return values[-1]
+
+
+def _float(name: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number of seconds, not {text!r}") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{name} must be a finite number of seconds, not {text!r}")
+    return value
+
+
+def _finite(value: float) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
