@@ -63,16 +63,47 @@ def _columns(shape: Message, payload: bytes, spans: list[Span]) -> dict[str, Any
     return columns if ok.all() else None
 
 
-def _rows(columns: dict[str, Any], first: str, second: str | None) -> list[tuple[Any, ...]]:
-    """(first, second or 0, x, y, z, qx, qy, qz, qw) a message, as Python values."""
-    count = len(columns[first])
-    parts = [columns[first], columns[second] if second else np.zeros(count, np.int64)]
-    parts += [columns[name] for name in _POSE]
-    return list(zip(*(part.tolist() for part in parts), strict=True))
+def _poses(columns: dict[str, Any], trajectories: list[tuple[int, int]], timed: bool) -> Any:
+    """Each trajectory's `Poses` (`trajectories`: its id and how many messages, in order)
+    from the messages' columns, sorted by index (stable), as `trajectory._poses` sorts."""
+    from .trajectory import Poses
+
+    found = {}
+    first = 0
+    pose = np.stack([columns[name] for name in _POSE], axis=1) if trajectories else None
+    for tid, count in trajectories:
+        part = slice(first, first + count)
+        first += count
+        index = columns["index"][part].astype(np.int32)
+        order = np.argsort(index, kind="stable")
+        ticks = columns["timestamp"][part] if timed else np.zeros(count, np.int64)
+        table = pose[part][order] if pose is not None else np.zeros((0, 7))
+        found[tid] = Poses(
+            tid,
+            index[order],
+            ticks.astype(np.int64)[order],
+            table[:, :3].copy(),
+            table[:, 3:].copy(),
+            "pose_graph",
+        )
+    return found
+
+
+def _constraints(table: dict[str, Any]) -> Any:
+    """The constraints' columns as `trajectory.CONSTRAINT_DTYPE` rows."""
+    from .trajectory import CONSTRAINT_DTYPE
+
+    found = np.zeros(len(table["tag"]), CONSTRAINT_DTYPE)
+    for name in ("submap_trajectory", "submap_index", "node_trajectory", "node_index"):
+        found[name.replace("trajectory", "trajectory_id")] = table[name]
+    for name in ("tag", "translation_weight", "rotation_weight"):
+        found[name] = table[name]
+    found["pose"] = np.stack([table[name] for name in _POSE], axis=1)
+    return found
 
 
 def parse(payload: bytes, start: int, end: int | None) -> tuple[Any, ...] | None:
-    """(nodes, submaps, constraints rows, landmarks) as `PoseGraph.parse` builds them (see
+    """(nodes, submaps, constraints, landmarks) as `PoseGraph.parse` builds them (see
     there), or None when the graph is not all of the usual shape."""
     from .trajectory import pose7
 
@@ -116,25 +147,9 @@ def parse(payload: bytes, start: int, end: int | None) -> tuple[Any, ...] | None
     node_columns, submap_columns, constraint_columns = found
     assert node_columns is not None and submap_columns is not None
     assert constraint_columns is not None
-    node_rows = _rows(node_columns, "index", "timestamp") if node_spans else []
-    submap_rows = _rows(submap_columns, "index", None) if submap_spans else []
-    nodes: dict[int, list[tuple[Any, ...]]] = {}
-    submaps: dict[int, list[tuple[Any, ...]]] = {}
-    at_node = at_submap = 0
-    for tid, node_list, submap_list in trajectories:
-        nodes[tid] = node_rows[at_node : at_node + len(node_list)]
-        submaps[tid] = submap_rows[at_submap : at_submap + len(submap_list)]
-        at_node += len(node_list)
-        at_submap += len(submap_list)
-    rows = []
-    if constraints:
-        table = constraint_columns
-        names = ["submap_trajectory", "submap_index", "node_trajectory", "node_index", "tag"]
-        ints = [table[name].tolist() for name in names]
-        weights = [table["translation_weight"].tolist(), table["rotation_weight"].tolist()]
-        poses = list(zip(*(table[name].tolist() for name in _POSE), strict=True))
-        rows = list(zip(*ints, *weights, poses, strict=True))
-    return nodes, submaps, rows, landmarks
+    nodes = _poses(node_columns, [(tid, len(n)) for tid, n, _ in trajectories], True)
+    submaps = _poses(submap_columns, [(tid, len(s)) for tid, _, s in trajectories], False)
+    return nodes, submaps, _constraints(constraint_columns), landmarks
 
 
 __all__ = ["parse"]

@@ -114,16 +114,7 @@ class PoseGraph:
 
         quick = parse(payload, start, end)  # numpy over the usual shapes (None: others)
         if quick is not None:
-            node_rows, submap_rows, rows, landmarks = quick
-            constraints = np.zeros(len(rows), CONSTRAINT_DTYPE)
-            for row, item in enumerate(rows):
-                constraints[row] = item
-            return cls(
-                {tid: _poses(tid, found, "pose_graph") for tid, found in node_rows.items()},
-                {tid: _poses(tid, found, "pose_graph") for tid, found in submap_rows.items()},
-                constraints,
-                landmarks,
-            )
+            return cls(*quick)
         graph = decode_message(payload, "PoseGraph", start, end)
         nodes: dict[int, Poses] = {}
         submaps: dict[int, Poses] = {}
