@@ -286,3 +286,19 @@ def test_real_tf_and_arrays_equal_rosbags(path: Path, tmp_path: Path) -> None:
     for kind, (slow, quick) in found.items():
         assert same_tables(slow, quick), kind
         assert_tf_is_rosbags(path, quick, kind)
+
+
+def test_duckdb_reads_transforms_and_ranges_without_parsing(tmp_path: Path) -> None:
+    """What the new forms are for: tf rows selected by frame, ranges as numeric lists."""
+    duckdb = pytest.importorskip("duckdb")
+    bag = write(tmp_path / "tf.bag", entries(20), CONNS)
+    with nanorec.open(bag) as rec:
+        arrow.export_parquet(rec, tmp_path / "out")
+    tf_file, scan_file = tmp_path / "out" / "tf.parquet", tmp_path / "out" / "scan.parquet"
+    rows = duckdb.sql(
+        f"""SELECT child_frame_id, "transform.translation.x" FROM '{tf_file}'
+        WHERE child_frame_id LIKE 'link_2%' ORDER BY number"""
+    ).fetchall()
+    assert rows == [("link_2" + "é" * (i % 2), i + 0.5) for i in range(20) if i % 5 > 2]
+    lengths = duckdb.sql(f"SELECT len(ranges) FROM '{scan_file}' ORDER BY number").fetchall()
+    assert [n for (n,) in lengths] == [i % 6 for i in range(20) if i % 2]
