@@ -109,8 +109,8 @@ def decode_run(
     leaves: list[Leaf], wire: Wire, buffer: bytes, starts: Ints, lengths: Ints
 ) -> dict[str, Any] | None:
     """The columns of the messages at `starts` (`lengths` bytes each) of `buffer`, each a
-    numpy array or an Arrow array; None when one of them must be
-    decoded message by message (see the module docstring).
+    numpy array or an Arrow array; None when one of them must be decoded message by message
+    (see the module docstring).
 
     Fixed-size fields in a row whose padding is known (as the generated decoders know it:
     `State`) are one block, gathered once for all messages: a Pose is one copy of 56 bytes
