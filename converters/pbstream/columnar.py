@@ -4,7 +4,8 @@
 Rows record by record cost ~45 us an IMU record: a message read, its gzip member inflated
 by zlib (whose set-up is most of it for a member of ~100 bytes), the protobuf decoded into
 dicts. Here the records of one kind are read a run at once (`ArchiveReader.raw_run` over
-each stretch of consecutive records), each stored message unpacked by msgpack in C, the
+each stretch of consecutive records), the gzip members located with numpy in the form
+the converter writes (`columnar_locate`; any other form unpacked by msgpack in C), the
 run's members inflated in one ISA-L call (`scan.inflate_run`), and the sensor records of
 the fixed shape Cartographer writes (every field present: odometry, fixed-frame poses,
 IMU) read with numpy over the joined payloads (`sensor_run`). A record of any other shape,
@@ -27,6 +28,7 @@ from nanorec.outputs.arrow import BATCH_ROWS, Progress
 from nanorec.outputs.arrow_columns import transpose
 from nanorec.selection import Selection
 
+from .columnar_locate import locate
 from .columnar_wire import SHAPES, record_run
 from .convert import NONE_ID
 from .pose import POSE
@@ -216,6 +218,10 @@ def _members(rec: PbstreamRecording, kind: str, numbers: Ints) -> list[bytes] | 
     for part in np.split(numbers, breaks):
         first, stop = int(part[0]), int(part[-1]) + 1
         data, starts = reader.raw_run(first, stop)
+        found = locate(data, starts, starts + reader.index.length[first:stop], kind)
+        if found is not None:  # the converter's form: no message unpacked
+            members += [data[a:b] for a, b in zip(*(v.tolist() for v in found), strict=True)]
+            continue
         ends = (starts + reader.index.length[first:stop]).tolist()
         # one Unpacker over the stretch (~3 us a message; `unpackb` ~5 us), each message
         # ending where the index says

@@ -51,13 +51,16 @@ _CONSTRAINT: Final = Message(
 Span = tuple[int, int]
 
 
-#: A row of Python values: (index, timestamp or 0, x, y, z, qx, qy, qz, qw) of a node or
-#: submap, or a constraint's fields in `CONSTRAINT_DTYPE`'s order.
-Row = tuple[Any, ...]
-#: What `parse` gives: nodes' and submaps' rows by trajectory id, constraint rows, and
-#: landmarks as (landmark id, pose).
+#: A trajectory's nodes or submaps: index (int32), ticks (int64, 0 for submaps) and poses
+#: (n, 7: x y z qx qy qz qw), sorted by index.
+PoseColumns = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: What `parse` gives: nodes and submaps by trajectory id, the constraints' columns (by
+#: field name, `POSE` for the pose) and landmarks as (landmark id, pose).
 Graph = tuple[
-    dict[int, list[Row]], dict[int, list[Row]], list[Row], list[tuple[str, tuple[float, ...]]]
+    dict[int, PoseColumns],
+    dict[int, PoseColumns],
+    dict[str, np.ndarray],
+    list[tuple[str, tuple[float, ...]]],
 ]
 
 
@@ -72,16 +75,28 @@ def _columns(shape: Message, payload: bytes, spans: list[Span]) -> dict[str, Any
     return columns if ok.all() else None
 
 
-def _rows(columns: dict[str, Any], first: str, second: str | None) -> list[Row]:
-    """(first, second or 0, x, y, z, qx, qy, qz, qw) a message, as Python values."""
-    count = len(columns[first])
-    parts = [columns[first], columns[second] if second else np.zeros(count, np.int64)]
-    parts += [columns[name] for name in POSE]
-    return list(zip(*(part.tolist() for part in parts), strict=True))
+def _by_trajectory(
+    columns: dict[str, Any], counts: list[tuple[int, int]], timed: bool
+) -> dict[int, PoseColumns]:
+    """Each trajectory's (index, ticks or 0, poses (n, 7)) from the messages' columns
+    (`counts`: each trajectory's id and how many messages, in order), sorted by index
+    (stable), as `trajectory.Poses` holds them."""
+    found = {}
+    first = 0
+    pose = np.stack([columns[name] for name in POSE], axis=1) if counts else None
+    for tid, count in counts:
+        part = slice(first, first + count)
+        first += count
+        index = columns["index"][part].astype(np.int32)
+        order = np.argsort(index, kind="stable")
+        ticks = columns["timestamp"][part] if timed else np.zeros(count, np.int64)
+        table = pose[part][order] if pose is not None else np.zeros((0, 7))
+        found[tid] = (index[order], ticks.astype(np.int64)[order], table)
+    return found
 
 
 def parse(payload: bytes, start: int, end: int | None) -> Graph | None:
-    """(nodes, submaps, constraints rows, landmarks) as `PoseGraph.parse` builds them (see
+    """(nodes, submaps, constraint columns, landmarks) for `PoseGraph.parse` (see
     there), or None when the graph is not all of the usual shape."""
     trajectories: list[tuple[int, list[Span], list[Span]]] = []
     spans: tuple[list[Span], list[Span]]
@@ -123,25 +138,9 @@ def parse(payload: bytes, start: int, end: int | None) -> Graph | None:
     node_columns, submap_columns, constraint_columns = found
     assert node_columns is not None and submap_columns is not None
     assert constraint_columns is not None
-    node_rows = _rows(node_columns, "index", "timestamp") if node_spans else []
-    submap_rows = _rows(submap_columns, "index", None) if submap_spans else []
-    nodes: dict[int, list[Row]] = {}
-    submaps: dict[int, list[Row]] = {}
-    at_node = at_submap = 0
-    for tid, node_list, submap_list in trajectories:
-        nodes[tid] = node_rows[at_node : at_node + len(node_list)]
-        submaps[tid] = submap_rows[at_submap : at_submap + len(submap_list)]
-        at_node += len(node_list)
-        at_submap += len(submap_list)
-    rows: list[Row] = []
-    if constraints:
-        table = constraint_columns
-        names = ["submap_trajectory", "submap_index", "node_trajectory", "node_index", "tag"]
-        ints = [table[name].tolist() for name in names]
-        weights = [table["translation_weight"].tolist(), table["rotation_weight"].tolist()]
-        poses = list(zip(*(table[name].tolist() for name in POSE), strict=True))
-        rows = list(zip(*ints, *weights, poses, strict=True))
-    return nodes, submaps, rows, landmarks
+    nodes = _by_trajectory(node_columns, [(tid, len(n)) for tid, n, _ in trajectories], True)
+    submaps = _by_trajectory(submap_columns, [(tid, len(s)) for tid, _, s in trajectories], False)
+    return nodes, submaps, constraint_columns, landmarks
 
 
-__all__ = ["Graph", "Row", "parse"]
+__all__ = ["Graph", "PoseColumns", "parse"]

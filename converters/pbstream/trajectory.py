@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from .decode import decode_message
 from .graph_columns import parse as parse_columns
-from .pose import pose7
+from .pose import POSE, pose7
 from .records import UNIX_EPOCH_TICKS
 from .wire import LEN, VARINT, iter_fields, signed32, signed64
 
@@ -80,6 +80,15 @@ def _poses(trajectory_id: int, rows: list[tuple[Any, ...]], source: str) -> Pose
     )
 
 
+def _columns_poses(
+    trajectory_id: int, index: NDArray[np.int32], ticks: NDArray[np.int64], table: np.ndarray
+) -> Poses:
+    """The poses `graph_columns` read, as they are (already sorted by index)."""
+    return Poses(
+        trajectory_id, index, ticks, table[:, :3].copy(), table[:, 3:].copy(), "pose_graph"
+    )
+
+
 @dataclass(frozen=True)
 class PoseGraph:
     """The decoded pose graph: node and submap poses per trajectory, in the order the file
@@ -98,13 +107,16 @@ class PoseGraph:
     def parse(cls, payload: bytes, start: int = 0, end: int | None = None) -> PoseGraph:
         quick = parse_columns(payload, start, end)  # numpy over the usual shapes (None: others)
         if quick is not None:
-            by_node, by_submap, rows, landmarks = quick
-            constraints = np.zeros(len(rows), CONSTRAINT_DTYPE)
-            for row, item in enumerate(rows):
-                constraints[row] = item
+            by_node, by_submap, table, landmarks = quick
+            constraints = np.zeros(len(table["tag"]), CONSTRAINT_DTYPE)
+            for name in ("submap_trajectory", "submap_index", "node_trajectory", "node_index"):
+                constraints[name.replace("trajectory", "trajectory_id")] = table[name]
+            for name in ("tag", "translation_weight", "rotation_weight"):
+                constraints[name] = table[name]
+            constraints["pose"] = np.stack([table[name] for name in POSE], axis=1)
             return cls(
-                {tid: _poses(tid, found, "pose_graph") for tid, found in by_node.items()},
-                {tid: _poses(tid, found, "pose_graph") for tid, found in by_submap.items()},
+                {tid: _columns_poses(tid, *found) for tid, found in by_node.items()},
+                {tid: _columns_poses(tid, *found) for tid, found in by_submap.items()},
                 constraints,
                 landmarks,
             )

@@ -4,9 +4,10 @@ A recording's `rows(kind, selection)` become Arrow record batches of `BATCH_ROWS
 table of any size streams into Parquet with bounded memory, one file per record kind, each
 with a `recording` column (the source file's name) so tables of many recordings can be read
 as one by DuckDB, Polars, pandas or Dask. Scalars keep their types (integers, floats, bools,
-strings); byte strings and `uint8[]` arrays (image data) are Arrow binary (`arrow_columns`);
-nested values (maps, lists, other arrays) are stored as JSON text, which every one of those
-tools can unpack. A batch and a row group end at `BATCH_ROWS` rows or `BATCH_BYTES` bytes of
+strings); byte strings and `uint8[]` arrays (image data) are Arrow binary, other 1-D numeric
+arrays Arrow lists of their type (`arrow_columns`); other nested values (maps, lists,
+arrays of more dimensions) are stored as JSON text, which every one of those tools can
+unpack. A batch and a row group end at `BATCH_ROWS` rows or `BATCH_BYTES` bytes of
 payload, whichever comes first: a table of large images streams too.
 """
 

@@ -3,14 +3,15 @@
 Byte strings (`bytes`, and the 1-D `uint8` numpy arrays the ROS decoders give for `uint8[]`
 fields: image, point cloud and map data) become one Arrow `binary` column built from offsets
 and a single joined buffer, so a 1 MB image is one copy instead of a million Python ints in
-JSON text. Every other value keeps its old form: scalars as they are, maps, lists and other
-arrays as JSON text (numeric arrays dumped straight from `tolist` when finite, the same text
-`nanorec.outputs.tables.dumps` gives, without its per-element walk).
+JSON text. Other 1-D numeric arrays (a LaserScan's float32 `ranges`, a covariance) become
+one Arrow list column of their element type (`list<float>`, `list<double>`, `list<int16>`...)
+from offsets and the joined values, NaN kept as NaN: queried as lists by DuckDB or Polars
+instead of parsed from text, and written without a Python float a value. Scalars stay as
+they are; maps, lists and other arrays are JSON text (`nanorec.outputs.tables.dumps`).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import operator
 from typing import Any
@@ -52,37 +53,52 @@ def _array_text(value: np.ndarray[Any, Any]) -> str:
     return dumps(value.tolist())
 
 
-def row_texts(values: np.ndarray[Any, Any]) -> list[str]:
-    """`cell(row)` of each row of a 2-D numeric array, at once: the JSON text `_array_text`
-    gives each row (a row holding NaN or infinity through `dumps`, as there), made once
-    for rows of the same bytes."""
-    if len(values) > 1 and values.shape[1]:  # rows often repeat (covariances): text each once
-        bits = np.ascontiguousarray(values).view(f"V{values.shape[1] * values.itemsize}")
-        _, first, inverse = np.unique(bits[:, 0], return_index=True, return_inverse=True)
-        if len(first) < len(values) // 2:
-            texts = row_texts(values[first])
-            return [texts[i] for i in inverse.tolist()]
-    rows = values.tolist()
-    if values.dtype.kind != "f" or bool(np.isfinite(values).all()):
-        return list(map(json.dumps, rows))
-    finite = np.isfinite(values).all(axis=1).tolist()
-    return [json.dumps(row) if ok else dumps(row) for row, ok in zip(rows, finite, strict=True)]
+def is_numbers(value: Any) -> bool:
+    """Whether `value` goes into a list column: a 1-D numeric or bool numpy array (not
+    `uint8`: those are bytes)."""
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim == 1
+        and value.dtype.kind in "biuf"
+        and value.dtype != np.uint8
+    )
 
 
-def ragged_texts(values: np.ndarray[Any, Any], offsets: np.ndarray[Any, Any]) -> list[str]:
-    """`cell` of each `values[offsets[i]:offsets[i + 1]]` (a 1-D numeric array), at once."""
-    flat = values.tolist()
-    bounds = offsets.tolist()
-    pairs = list(itertools.pairwise(bounds))
-    if values.dtype.kind != "f" or bool(np.isfinite(values).all()):
-        return [json.dumps(flat[a:b]) for a, b in pairs]
-    bad = np.zeros(len(values) + 1, np.int64)
-    np.cumsum(~np.isfinite(values), out=bad[1:])
-    finite = (bad[offsets[1:]] == bad[offsets[:-1]]).tolist()
-    return [
-        json.dumps(flat[a:b]) if ok else dumps(flat[a:b])
-        for (a, b), ok in zip(pairs, finite, strict=True)
-    ]
+def list_array(pa: Any, values: np.ndarray[Any, Any], offsets: np.ndarray[Any, Any]) -> Any:
+    """An Arrow list array of `values[offsets[i]:offsets[i + 1]]` (a 1-D numeric array,
+    `len(offsets) - 1` rows): one copy of the values, in native byte order."""
+    if len(values) > MAX_BINARY:
+        raise UnsupportedError(
+            f"{len(values)} array values in a batch of {len(offsets) - 1} rows: one list "
+            f"column holds at most {MAX_BINARY} (batches end at far less, so one cell is that "
+            "large)"
+        )
+    flat = pa.array(values.astype(values.dtype.newbyteorder("="), copy=False))
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat)
+
+
+def list_column(pa: Any, values: list[Any]) -> Any:
+    """`values` (1-D numeric arrays and None) as one Arrow list array of their common
+    element type, or None when one of them is something else or all are None."""
+    arrays = [value for value in values if value is not None]
+    if not arrays or not all(map(is_numbers, arrays)):
+        return None
+    dtype = np.result_type(*{a.dtype for a in arrays})
+    lengths = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    array = list_array(pa, np.concatenate(arrays).astype(dtype, copy=False), offsets)
+    if len(arrays) == len(values):
+        return array
+    valid = np.fromiter((v is not None for v in values), np.bool_, len(values))
+    mask = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        array.type,
+        len(values),
+        [mask, array.buffers()[1]],
+        null_count=len(values) - len(arrays),
+        children=[array.values],
+    )
 
 
 def is_bytes(value: Any) -> bool:
@@ -128,6 +144,9 @@ def column(pa: Any, values: list[Any]) -> Any:
         binary = binary_column(pa, values)
         if binary is not None:
             return binary
+        numbers = list_column(pa, values)
+        if numbers is not None:
+            return numbers
     cells = values if types <= _PLAIN else [cell(value) for value in values]  # Arrow takes
     try:  # plain values as they are: no call a cell
         return pa.array(cells)
@@ -215,9 +234,10 @@ __all__ = [
     "cell",
     "column",
     "is_bytes",
+    "is_numbers",
+    "list_array",
+    "list_column",
     "payload_size",
-    "ragged_texts",
     "retyped",
-    "row_texts",
     "transpose",
 ]

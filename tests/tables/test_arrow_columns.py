@@ -40,11 +40,25 @@ def test_a_memoryview_is_its_bytes_whatever_its_format() -> None:
 def test_other_columns_keep_their_old_form() -> None:
     assert column(pa, [1, None, 3]).type == pa.int64()
     assert column(pa, [None, None]).type == pa.null()  # the schema makes it text
-    floats = column(pa, [np.array([1.5, np.nan]), np.zeros(2, np.float32)])
-    assert floats.to_pylist() == ["[1.5, null]", "[0.0, 0.0]"]
     mixed = column(pa, [np.arange(3, dtype=np.uint8), "text"])  # not all bytes: JSON text
     assert mixed.to_pylist() == ["[0, 1, 2]", "text"]
     assert column(pa, [np.int16(4), None]).to_pylist() == [4, None]
+
+
+def test_numeric_arrays_make_one_list_column_of_their_type() -> None:
+    """1-D numeric arrays (not uint8) are a list column of their common type, NaN kept, None
+    a null, big-endian values read as numbers; an array among other values is JSON text."""
+    floats = column(pa, [np.array([1.5, np.nan]), None, np.zeros(0), np.zeros(2, ">f8")])
+    assert floats.type == pa.list_(pa.float64()) and floats.null_count == 1
+    assert str(floats.to_pylist()) == "[[1.5, nan], None, [], [0.0, 0.0]]"
+    singles = column(pa, [np.arange(3, dtype=np.float32), np.ones(1, np.float32)])
+    assert singles.type == pa.list_(pa.float32())
+    mixed = column(pa, [np.arange(2, dtype=np.int16), np.array([0.5], np.float32)])
+    assert mixed.type == pa.list_(pa.float32()) and mixed.to_pylist() == [[0, 1], [0.5]]
+    flags = column(pa, [np.array([True, False])])
+    assert flags.type == pa.list_(pa.bool_()) and flags.to_pylist() == [[True, False]]
+    assert column(pa, [np.zeros(2), [1, 2]]).to_pylist() == ["[0.0, 0.0]", "[1, 2]"]
+    assert column(pa, [np.zeros((1, 2))]).to_pylist() == ["[[0.0, 0.0]]"]  # 2-D: text
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
 """The Parquet export of every format: the values are the decoded messages (ROS `uint8[]`
-payloads as Arrow binary, equal to what `rosbags` decodes; every other column as before: the
-`rows` values, arrays and maps as JSON text), row groups bounded in bytes, empty selections."""
+payloads as Arrow binary, equal to what `rosbags` decodes; other numeric arrays as Arrow
+lists; every other column the `rows` values, maps and lists as JSON text), row groups
+bounded in bytes, empty selections."""
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from nanorec.cli import _register, app
 from nanorec.outputs import arrow
 from nanorec.outputs.tables import dumps
 from nanorec.selection import Selection
+from tests.arrow_same import same_values
 from tests.conftest import REALDATA, SAMPLES, make_runner
 
 pa = pytest.importorskip("pyarrow")
@@ -45,9 +46,12 @@ def ros1_bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def expected(value: Any) -> Any:
     """What a Parquet cell holds for a `rows` value: byte strings and `uint8` arrays as
-    bytes, other arrays, lists and maps as `dumps` text, numpy scalars as Python ones."""
+    bytes, other 1-D numeric arrays as lists (NaN kept), other arrays, lists and maps as
+    `dumps` text, numpy scalars as Python ones."""
     if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 1:
         return value.tobytes()
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "biuf":
+        return value.tolist()
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, np.ndarray | list | tuple | dict):
@@ -58,7 +62,7 @@ def expected(value: Any) -> Any:
 
 
 def same(a: Any, b: Any) -> bool:
-    return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
+    return same_values(a, b)
 
 
 def assert_parquet_is_rows(rec: Any, folder: Path, selection: Selection | None = None) -> int:
@@ -116,8 +120,14 @@ def test_ros1_byte_arrays_are_binary_and_equal_rosbags(ros1_bag: Path, tmp_path:
             ]
         assert table.column("data").to_pylist() == theirs and theirs, topic
     scan = pq.read_table(tmp_path / "out" / "scan.parquet")
-    assert scan.schema.field("ranges").type == pa.string()  # other arrays: JSON text, as before
-    assert len(json.loads(scan.column("ranges")[0].as_py())) == 360
+    assert scan.schema.field("ranges").type == pa.list_(pa.float32())  # other arrays: lists
+    with Reader(ros1_bag) as reader:
+        wanted = [c for c in reader.connections if c.topic == "/scan"]
+        theirs = [
+            store.deserialize_ros1(raw, c.msgtype).ranges.tolist()
+            for c, _, raw in reader.messages(wanted)
+        ]
+    assert scan.column("ranges").to_pylist() == theirs and len(theirs[0]) == 360
 
 
 SAMPLE_FILES = [

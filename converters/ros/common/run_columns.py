@@ -11,7 +11,7 @@ header, fields aligned to their size counting from the byte after it, strings en
 NUL) or ROS1's (packed, strings without NUL, time and duration as two 32-bit fields). The
 columns are the values `flatten(decode(...))` gives, in the forms `nanorec.outputs.arrow` makes of
 them: integers as int64, floats as float64, strings as Arrow text, `uint8` arrays as Arrow
-binary, other arrays as the same JSON text.
+binary, other numeric arrays as Arrow lists of their type (`arrow_columns.list_array`).
 
 Anything the decoders would treat otherwise (big-endian or compressed payloads, a string
 that is not UTF-8 or lacks its NUL, a short payload, bytes after the message, a value
@@ -21,6 +21,7 @@ message as before: the fast path never decides what a message means.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -28,7 +29,7 @@ from typing import Any, Final, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.outputs.arrow_columns import MAX_BINARY, ragged_texts, row_texts
+from nanorec.outputs.arrow_columns import MAX_BINARY, list_array
 
 Ints = NDArray[np.int64]
 U8 = NDArray[np.uint8]
@@ -108,24 +109,30 @@ def decode_run(
     leaves: list[Leaf], wire: Wire, buffer: bytes, starts: Ints, lengths: Ints
 ) -> dict[str, Any] | None:
     """The columns of the messages at `starts` (`lengths` bytes each) of `buffer`, each a
-    numpy array, a list of JSON texts or an Arrow array; None when one of them must be
-    decoded message by message (see the module docstring).
+    numpy array or an Arrow array; None when one of them must be decoded message by message
+    (see the module docstring).
 
     Fixed-size fields in a row whose padding is known (as the generated decoders know it:
     `State`) are one block, gathered once for all messages: a Pose is one copy of 56 bytes
     a message, not seven."""
     import pyarrow as pa
 
-    run = _Run(pa, wire, buffer, starts, lengths)
+    run = Run(pa, wire, buffer, starts, lengths)
     if not run.headed():
         return None
+    columns = decode_fields(run, leaves, (8, 0))
+    return columns if columns is not None and run.ended() else None
+
+
+def decode_fields(run: Run, leaves: list[Leaf], state: State) -> dict[str, Any] | None:
+    """The columns of `leaves` read from `run`'s positions on, which are known to be
+    `state` (see `decode_run`); None as there."""
     columns: dict[str, Any] = {}
-    state: State = (8, 0)  # what is known of `run.at` at the block's start
     block: list[tuple[Leaf, int]] = []  # fixed-size fields and their offsets in the block
     width = 0
     for leaf in leaves:
         if leaf.dtype is not None and (leaf.array is None or leaf.array > 0):
-            k = np.dtype(leaf.dtype).itemsize if wire.aligned else 1
+            k = np.dtype(leaf.dtype).itemsize if run.wire.aligned else 1
             if state[0] < k:  # padding unknown: the block ends, positions align one by one
                 if not run.block(block, width, columns):
                     return None
@@ -145,10 +152,10 @@ def decode_run(
         columns[leaf.name] = value
     if not run.block(block, width, columns):
         return None
-    return columns if run.ended() else None
+    return columns
 
 
-class _Run:
+class Run:
     """The positions of a run's messages as its fields are read (`at`: relative to each
     message's origin, the byte after its header)."""
 
@@ -160,6 +167,12 @@ class _Run:
         self.origin = starts + wire.header
         self.end = starts + lengths
         self.at = np.zeros(len(starts), np.int64)
+
+    def subset(self, chosen: Ints) -> Run:
+        """The messages `chosen` of this run (positions copied: write `at` back)."""
+        part = copy.copy(self)
+        part.origin, part.end, part.at = self.origin[chosen], self.end[chosen], self.at[chosen]
+        return part
 
     def headed(self) -> bool:
         """Whether every payload has its header, saying little-endian CDR (`Wire.header`)."""
@@ -212,7 +225,8 @@ class _Run:
                     return False
                 columns[leaf.name] = binary
             else:
-                columns[leaf.name] = row_texts(values)
+                offsets = np.arange(len(pos) + 1, dtype=np.int64) * count
+                columns[leaf.name] = list_array(self.pa, values.reshape(-1), offsets)
         return True
 
     def counts(self) -> Ints | None:
@@ -260,7 +274,7 @@ class _Run:
         data, offsets = _ragged(self.raw, self.buf, pos, n * k)
         if dtype == np.uint8:
             return _binary(self.pa, data, offsets)
-        return ragged_texts(data.view(dtype), offsets // k)
+        return list_array(self.pa, data.view(dtype), offsets // k)
 
 
 def _rows(buf: U8, pos: Ints, width: int) -> U8:
@@ -311,4 +325,4 @@ def _scalars(values: NDArray[Any]) -> NDArray[Any] | None:
     return values.astype(np.float64 if kind == "f" else np.int64)
 
 
-__all__ = ["Leaf", "Wire", "decode_run", "leaves"]
+__all__ = ["Leaf", "Run", "State", "Wire", "decode_fields", "decode_run", "leaves"]

@@ -1,5 +1,7 @@
 """What the ROS 1 and ROS 2 columnar tables share: runs of messages, the per-message path
-batched as `nanorec.outputs.arrow.iter_batches` batches it, and the time columns of a run."""
+batched as `nanorec.outputs.arrow.iter_batches` batches it, the time columns of a run, and
+the rows of a type that is one array of messages (`items`: a row per element, see
+`run_items`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from numpy.typing import NDArray
 
 from nanorec.outputs import arrow
 from nanorec.outputs.arrow_columns import payload_size, transpose
+from nanorec.outputs.tables import flatten
 from nanorec.recording import stamped_rows
 
 Ints = NDArray[np.int64]
@@ -19,6 +22,8 @@ Columns = dict[str, Any]
 #: The columns every row starts with (`stamped_rows`), and the one `nanorec.outputs.arrow` adds: a
 #: message field of one of these names goes message by message, as it overrides them.
 STAMPS: Final = frozenset({"number", "time", "time_ns", "time_s", "recording"})
+#: The column of an element's place in its message's array (`items`).
+ITEM: Final = "item"
 
 
 def runs(lengths: Ints, topics: Ints, numbers: Ints) -> Iterator[Ints]:
@@ -52,12 +57,27 @@ def stamped(rec: Any, run: Ints, time_ns: Ints, fields: Columns) -> Columns:
     return columns
 
 
-def by_rows(rec: Any, run: Ints) -> Iterator[Columns]:
-    """The rows of messages `run` decoded one by one (`stamped_rows`), cut into batches as
-    `iter_batches` cuts them."""
+def items(rows: Iterator[dict[str, Any]], field: str) -> Iterator[dict[str, Any]]:
+    """The per-message rows of an array type taken apart: a row per element of `field`
+    (the stamps, `item`, the element flattened); a message with none gives no row, a row
+    without the array (not decoded as its type) stays as it is."""
+    for row in rows:
+        elements = row.get(field)
+        if not isinstance(elements, list) or not all(type(e) is dict for e in elements):
+            yield row
+            continue
+        base = {key: value for key, value in row.items() if key != field}
+        for place, element in enumerate(elements):
+            yield {**base, ITEM: place, **flatten(element)}
+
+
+def by_rows(rec: Any, run: Ints, field: str | None = None) -> Iterator[Columns]:
+    """The rows of messages `run` decoded one by one (`stamped_rows`; a row per element of
+    array `field`, `items`), cut into batches as `iter_batches` cuts them."""
     rows: list[dict[str, Any]] = []
     size = 0
-    for row in stamped_rows(rec, run.tolist()):
+    found = stamped_rows(rec, run.tolist())
+    for row in found if field is None else items(found, field):
         rows.append(row)
         size += payload_size(row)
         if len(rows) >= arrow.BATCH_ROWS or size >= arrow.BATCH_BYTES:
@@ -73,4 +93,4 @@ def _columns(rows: list[dict[str, Any]]) -> Columns:
     return columns
 
 
-__all__ = ["STAMPS", "by_rows", "runs", "stamped"]
+__all__ = ["ITEM", "STAMPS", "by_rows", "items", "runs", "stamped"]

@@ -5,12 +5,13 @@ in runs (`table_runs.runs`); the messages of a connection whose type is a column
 (`run_columns.leaves`, ROS1's packed layout: `ROS1`) are decoded a run at once, any other
 connection, or a run the fast path declines, message by message as `rows` does. A topic's
 connections may differ in type: each run of a topic is decoded at once only when all its
-messages share a connection that can be.
+messages share a connection that can be. A topic of tf messages is a row per transform
+(`run_items`), decoded at once the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -20,7 +21,8 @@ from nanorec.outputs.arrow import Progress
 from nanorec.selection import Selection
 
 from ..common.run_columns import Leaf, Wire, decode_run, leaves
-from ..common.table_runs import STAMPS, Columns, Ints, by_rows, runs, stamped
+from ..common.run_items import array_field, decode_items, item_leaves
+from ..common.table_runs import ITEM, STAMPS, Columns, Ints, by_rows, runs, stamped
 from .datas import datas
 from .msgdef import SCALARS, Field
 
@@ -61,7 +63,8 @@ def table_columns(
     conn = rec.meta.conn
     numbers = numbers[rec.meta.conns_of(set(kinds))[numbers]]
     ids = {kind: _ids(rec, kind) for kind in kinds}
-    plans = {c: _plan(rec, c) for kind in kinds for c in ids[kind].tolist()}
+    fields = {kind: items_field(rec, kind) for kind in kinds}
+    plans = {c: _plan(rec, c, fields[kind]) for kind in kinds for c in ids[kind].tolist()}
     fast = np.array([c for c, plan in plans.items() if plan is not None], np.int64)
     done = 0
     lengths = rec.reader.index.length[numbers].astype(np.int64)
@@ -73,10 +76,11 @@ def table_columns(
             part = run[np.isin(conns, ids[kind])]
             if not len(part):
                 continue
-            columns = None if found is None else _decoded(rec, plans, part, quick, found)
+            field = fields[kind]
+            columns = None if found is None else _decoded(rec, plans, part, quick, found, field)
             if columns is None:
-                yield from ((kind, rows) for rows in by_rows(rec, part))
-            else:
+                yield from ((kind, rows) for rows in by_rows(rec, part, field))
+            elif len(columns["number"]):
                 yield kind, columns
         done += len(run)
         if progress is not None:
@@ -87,16 +91,34 @@ def _ids(rec: BagRecording, topic: str) -> Ints:
     return np.array([c.id for c in rec.meta.connections.values() if c.topic == topic], np.int64)
 
 
-def _plan(rec: BagRecording, conn: int) -> list[Leaf] | None:
-    """The columns of connection `conn`'s messages when its runs can be decoded at once."""
+def items_field(rec: BagRecording, topic: str) -> str | None:
+    """The array whose elements are the rows of `topic` (`run_items.array_field`: tf), the
+    same field of every connection of the topic; else None (a row a message)."""
+    found = set()
+    for conn in _ids(rec, topic).tolist():
+        decoder = rec.decoder(conn)
+        if decoder is None:
+            return None
+        found.add(array_field(_fields_of(decoder.types), decoder.type_name))
+    return found.pop() if len(found) == 1 else None
+
+
+def _fields_of(
+    types: dict[str, list[Field]],
+) -> Callable[[str], tuple[Field, ...] | list[Field] | None]:
+    """A type's fields, time and duration as the decoder gives them."""
+    return lambda name: _TIMES.get(name) or types.get(name)
+
+
+def _plan(rec: BagRecording, conn: int, items: str | None = None) -> list[Leaf] | None:
+    """The columns of connection `conn`'s messages (of the elements of array `items`) when
+    its runs can be decoded at once."""
     decoder = rec.decoder(conn)
     if decoder is None:
         return None
-    types = decoder.types
-
-    def fields_of(name: str) -> tuple[Field, ...] | list[Field] | None:
-        return _TIMES.get(name) or types.get(name)
-
+    fields_of = _fields_of(decoder.types)
+    if items is not None:
+        return item_leaves(fields_of, decoder.type_name, ROS1)
     found = leaves(fields_of, decoder.type_name, ROS1)
     if found is None or any(leaf.name in STAMPS for leaf in found):
         return None
@@ -109,17 +131,27 @@ def _decoded(
     part: Ints,
     quick: Ints,
     found: tuple[bytes, Ints, Ints],
+    items: str | None,
 ) -> Columns | None:
     """The columns of messages `part`, all of one connection with a plan, decoded at once
-    from the payloads `found` of messages `quick` (None: they go message by message)."""
+    from the payloads `found` of messages `quick` (None: they go message by message); a
+    row per element of array `items` when it is given."""
     conns = np.unique(rec.meta.conn[part])
     plan = plans.get(int(conns[0])) if len(conns) == 1 else None
     if plan is None:
         return None
     buffer, starts, lengths = found
     at = np.searchsorted(quick, part)  # `part` is within `quick`: its connection has a plan
-    fields = decode_run(plan, ROS1, buffer, starts[at], lengths[at])
-    return None if fields is None else stamped(rec, part, rec.meta.time[part], fields)
+    if items is None:
+        fields = decode_run(plan, ROS1, buffer, starts[at], lengths[at])
+        return None if fields is None else stamped(rec, part, rec.meta.time[part], fields)
+    decoded = decode_items(plan, ROS1, buffer, starts[at], lengths[at])
+    if decoded is None:
+        return None
+    counts, fields = decoded
+    rows = np.repeat(part, counts)
+    place = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return stamped(rec, rows, rec.meta.time[rows], {ITEM: place, **fields})
 
 
 def _datas(rec: BagRecording, run: Ints) -> tuple[bytes, Ints, Ints] | None:
@@ -151,4 +183,4 @@ def _datas(rec: BagRecording, run: Ints) -> tuple[bytes, Ints, Ints] | None:
     return datas(joined, np.concatenate(starts), np.concatenate(ends))
 
 
-__all__ = ["ROS1", "table_columns"]
+__all__ = ["ROS1", "items_field", "table_columns"]

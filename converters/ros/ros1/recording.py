@@ -122,12 +122,18 @@ class BagRecording(ArchiveRecording):
 
     def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
         """One row per message of topic `kind`: number, time (s from the start), time_ns,
-        time_s (Unix seconds), then the message's fields flattened."""
+        time_s (Unix seconds), then the message's fields flattened; of a tf topic, one row
+        per transform (`item`: its place in the message, then its fields)."""
         if kind not in self.topics:
             raise UsageError(f"no topic {kind!r} (topics: {', '.join(self.topics) or 'none'})")
+        from ..common.table_runs import items
+        from .columnar import items_field
+
         numbers = (selection or Selection()).numbers(self.reader.index)
         numbers = numbers[self.meta.conns_of({kind})[numbers]]
-        yield from stamped_rows(self, numbers.tolist())
+        rows = stamped_rows(self, numbers.tolist())
+        field = items_field(self, kind)
+        yield from rows if field is None else items(rows, field)
 
     def table_columns(
         self,

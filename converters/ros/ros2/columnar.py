@@ -7,7 +7,8 @@ topic, and inflate each compressed block as many times. In each run, a topic who
 a column per field (`run_columns.leaves`) is decoded at once; any other topic, or a run
 the fast path declines, goes through `stamped_rows` as `rows` does, batched as
 `nanorec.outputs.arrow.iter_batches` batches it. Both give the same values, so the table is the
-same either way.
+same either way. A topic of tf messages is a row per transform (`run_items`), decoded at
+once the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from nanorec.outputs.arrow import Progress
 from nanorec.selection import Selection
 
 from ..common.run_columns import Leaf, Wire, decode_run, leaves
-from ..common.table_runs import STAMPS, Columns, Ints, by_rows, runs, stamped
+from ..common.run_items import array_field, decode_items, item_leaves
+from ..common.table_runs import ITEM, STAMPS, Columns, Ints, by_rows, runs, stamped
 from .cdr import DTYPES, PADDING
 from .datas import Datas
 from .msgdef import Field, MsgType, canonical
@@ -64,7 +66,8 @@ def table_columns(
         return
     anything = np.logical_or.reduce(list(carries.values()))
     numbers = numbers[anything[codes[numbers]]]
-    plans = {kind: _plan(rec, kind) for kind in kinds}
+    fields = {kind: items_field(rec, kind) for kind in kinds}
+    plans = {kind: _plan(rec, kind, fields[kind]) for kind in kinds}
     fast = np.zeros(len(index.types_table), np.bool_)
     for kind, plan in plans.items():
         if plan is not None:
@@ -81,29 +84,50 @@ def table_columns(
                 continue
             part = part[chosen]
             columns = None
+            field = fields[kind]
             if plan is not None:
-                columns = _decoded(rec, plan, part, buffer, starts[chosen], lengths[chosen])
+                located = (buffer, starts[chosen], lengths[chosen])
+                columns = _decoded(rec, plan, part, located, field)
             if columns is None:
-                yield from ((kind, rows) for rows in by_rows(rec, part))
-            else:
+                yield from ((kind, rows) for rows in by_rows(rec, part, field))
+            elif len(columns["number"]):
                 yield kind, columns
         done += len(run)
         if progress is not None:
             progress(done, len(numbers))
 
 
-def _plan(rec: Ros2Recording, topic: str) -> list[Leaf] | None:
-    """The columns of `topic`'s type when its runs can be decoded at once, else None."""
+def _types(rec: Ros2Recording, topic: str) -> dict[str, MsgType] | None:
+    """The definitions of `topic`'s type when it is decoded from CDR, else None."""
     type_name = rec.type_of(topic)
     if not type_name or type_name in rec.ros1_types or rec.undefined(type_name):
         return None
-    if rec.meta.compression[1].upper() == "MESSAGE":
-        return None
     try:
-        types = rec.decoder.types(type_name)
+        return rec.decoder.types(type_name)
     except NanorecError:
         return None
-    found = leaves(lambda name: _fields(types, name), canonical(type_name), CDR)
+
+
+def items_field(rec: Ros2Recording, topic: str) -> str | None:
+    """The array whose elements are the rows of `topic` (`run_items.array_field`: tf),
+    else None (a row a message)."""
+    types = _types(rec, topic)
+    if types is None:
+        return None
+    return array_field(lambda name: _fields(types, name), canonical(rec.type_of(topic) or ""))
+
+
+def _plan(rec: Ros2Recording, topic: str, items: str | None = None) -> list[Leaf] | None:
+    """The columns of `topic`'s type (of the elements of array `items`) when its runs can
+    be decoded at once, else None."""
+    types = _types(rec, topic)
+    if types is None or rec.meta.compression[1].upper() == "MESSAGE":
+        return None
+    fields_of = lambda name: _fields(types, name)  # noqa: E731
+    root = canonical(rec.type_of(topic) or "")
+    if items is not None:
+        return item_leaves(fields_of, root, CDR)
+    found = leaves(fields_of, root, CDR)
     if found is None or any(leaf.name in STAMPS for leaf in found):
         return None
     return found
@@ -115,12 +139,25 @@ def _fields(types: dict[str, MsgType], name: str) -> tuple[Field, ...] | None:
 
 
 def _decoded(
-    rec: Ros2Recording, plan: list[Leaf], run: Ints, buffer: bytes, starts: Ints, lengths: Ints
+    rec: Ros2Recording,
+    plan: list[Leaf],
+    run: Ints,
+    located: tuple[bytes, Ints, Ints],
+    items: str | None,
 ) -> Columns | None:
-    """The columns of messages `run`, whose data lie at `starts` in `buffer`, decoded at
-    once (None: the run goes message by message)."""
-    fields = decode_run(plan, CDR, buffer, starts, lengths)
-    return None if fields is None else stamped(rec, run, rec.meta.time[run], fields)
+    """The columns of messages `run`, whose data lie in `located` (buffer, starts,
+    lengths), decoded at once (None: the run goes message by message); a row per element
+    of array `items` when it is given."""
+    if items is None:
+        fields = decode_run(plan, CDR, *located)
+        return None if fields is None else stamped(rec, run, rec.meta.time[run], fields)
+    decoded = decode_items(plan, CDR, *located)
+    if decoded is None:
+        return None
+    counts, fields = decoded
+    rows = np.repeat(run, counts)
+    place = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return stamped(rec, rows, rec.meta.time[rows], {ITEM: place, **fields})
 
 
-__all__ = ["table_columns"]
+__all__ = ["items_field", "table_columns"]
