@@ -31,7 +31,7 @@ ONE_PER_FORMAT = {
 EVERY_SAMPLE = sorted(
     p.name
     for p in SAMPLES.iterdir()
-    if p.suffix not in (".json", ".py", ".md") and not p.name.startswith(".")
+    if p.suffix not in (".json", ".py", ".md", ".csv") and not p.name.startswith(".")
 )
 
 
@@ -84,6 +84,21 @@ def open_sample(name: str) -> Any:
         if "pip install" not in str(error):
             raise
         pytest.skip(f"{name}: {error}")
+
+
+class NotDrawn:
+    """`recording` without its scene, as a format that draws nothing is served."""
+
+    def __init__(self, recording: Any) -> None:
+        self._recording = recording
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("view_"):
+            raise AttributeError(name)
+        return getattr(self._recording, name)
+
+    def __len__(self) -> int:
+        return len(self._recording)
 
 
 #: An 8x8 PNG: a map in the world, a camera beside it.

@@ -60,6 +60,9 @@ def test_scrub_every_format(
             _check(page, served, int(slider.input_value()), viewable)
             slider.fill(str(target))  # exactly there (a drag lands within a pixel)
             _check(page, served, target, viewable)
+            if case == "carla":  # the check: a box per actor of the world at that frame
+                boxes = int(page.locator("#scene").get_attribute("data-boxes") or -1)
+                assert boxes == len(recording.frame(target).actors), target
         page.screenshot(path=tmp_path / f"{case}.png")
         slider.focus()
         last = int(slider.input_value())
