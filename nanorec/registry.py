@@ -31,6 +31,7 @@ from nanorec.contract import (
     Recording,
 )
 from nanorec.errors import TruncatedError, UnsupportedError
+from nanorec.plugins import entry_points
 
 if TYPE_CHECKING:  # numpy and the container: imported by `open`, not to list the formats
     from nanorec.archive.reader import ArchiveReader
@@ -43,10 +44,8 @@ _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
 def converters() -> dict[str, Converter]:
     """Every registered converter by name (loaded once). A converter that fails to load is
     left out with a warning on stderr rather than breaking every other format."""
-    from importlib.metadata import entry_points  # ~30 ms: not for `nanorec --version`
-
     found: dict[str, Converter] = {}
-    for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
+    for point in sorted(entry_points(GROUP), key=lambda p: p.name):
         try:
             converter = point.load()
         except Exception as error:  # a broken plug-in must not take the others down
@@ -68,12 +67,9 @@ def command_titles() -> dict[str, str]:
     """The title of each format that has its own commands, by converter name, sorted: as
     declared under `contract.COMMANDS_GROUP` (loading a string, not the format), else from
     the converter itself when its `commands()` gives an app (that imports them)."""
-    from importlib.metadata import entry_points
-
-    points = entry_points()
-    registered = {point.name for point in points.select(group=GROUP)}
+    registered = {point.name for point in entry_points(GROUP)}
     titles: dict[str, str] = {}
-    for point in points.select(group=COMMANDS_GROUP):
+    for point in entry_points(COMMANDS_GROUP):
         if point.name not in registered or point.name in titles:
             continue
         try:

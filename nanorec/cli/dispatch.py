@@ -96,10 +96,11 @@ def declared_options() -> dict[str, Mapping[str, type]]:
     under `VERBS_GROUP` beside the converter's entry point, in a module importing nothing
     heavy (building a verb's command line imports no format)."""
     import sys
-    from importlib.metadata import entry_points
+
+    from nanorec.plugins import entry_points
 
     found: dict[str, Mapping[str, type]] = {}
-    for point in entry_points(group=VERBS_GROUP):
+    for point in entry_points(VERBS_GROUP):
         try:
             declared = point.load()
         except Exception as error:  # a broken plug-in must not take the others down

@@ -65,6 +65,7 @@ def test_version_imports_no_format_and_no_numpy() -> None:
 def test_help_lists_every_format_without_importing_one() -> None:
     out, modules = _command("--help")
     assert "numpy" not in modules
+    assert "importlib.metadata" not in modules  # the titles are read by nanorec.plugins
     assert not _format_modules(modules), sorted(_format_modules(modules))
     commands = out.split("Commands:")[1]
     for name, converter in registry.converters().items():
