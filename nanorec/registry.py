@@ -63,6 +63,20 @@ def converters() -> dict[str, Converter]:
     return found
 
 
+def named(name: str) -> Converter | None:
+    """The converter called `name` (None: no such format), loading that one alone when the
+    others are not loaded yet: a command on one file imports no other format."""
+    if not converters.cache_info().currsize:
+        points = [point for point in entry_points(GROUP) if point.name == name]
+        try:
+            converter = points[0].load() if len(points) == 1 else None
+        except Exception:  # said by `converters` below, as for any broken plug-in
+            converter = None
+        if isinstance(converter, Converter) and converter.name == name:
+            return converter
+    return converters().get(name)
+
+
 def command_titles() -> dict[str, str]:
     """The title of each format that has its own commands, by converter name, sorted: as
     declared under `contract.COMMANDS_GROUP` (loading a string, not the format), else from
@@ -88,6 +102,9 @@ def command_titles() -> dict[str, str]:
 
 def get(name: str) -> Converter:
     """The converter called `name`; `UnsupportedError` listing the known ones otherwise."""
+    found = named(name)
+    if found is not None:
+        return found
     known = converters()
     if name not in known:
         names = ", ".join(known) or "none installed"
@@ -160,7 +177,7 @@ def for_archive(reader: ArchiveReader) -> Converter | None:
     """The converter that wrote `reader`'s archive, or None (a plain or NanoVer archive)."""
     name = (reader.description or {}).get("source_format")
     if isinstance(name, str):
-        return converters().get(name)
+        return named(name)
     return None
 
 
@@ -267,5 +284,6 @@ __all__ = [
     "for_native",
     "get",
     "input_size",
+    "named",
     "open",
 ]

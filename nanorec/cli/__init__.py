@@ -276,6 +276,7 @@ def _verb_command(name: str, pinned: str | None = None) -> Any:
     """The click command of verb `name`, built now as `app` builds its commands, with the
     formats' options of the verb (only format `pinned`'s for its group) added (None: no
     such verb registered)."""
+    from nanorec.cli._coercion import without_pydantic
     from nanorec.cli.dispatch import attach
 
     info = _verbs().get(name)
@@ -287,7 +288,7 @@ def _verb_command(name: str, pinned: str | None = None) -> Any:
         rich_markup_mode=app.rich_markup_mode,
     )
     command.nanorec_pinned = pinned  # type: ignore[attr-defined]
-    return attach(command, name, pinned)
+    return without_pydantic(attach(command, name, pinned))
 
 
 def _group_help(title: str) -> str:
@@ -299,7 +300,7 @@ def _format_group(name: str) -> Any:
     None when no format of that name has commands."""
     from nanorec import registry
 
-    converter = registry.converters().get(name)
+    converter = registry.named(name)
     commands = converter.commands() if converter is not None else None
     if converter is None or commands is None:
         return None
@@ -418,7 +419,9 @@ def main(argv: Sequence[str] | None = None) -> Any:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _terminate)
         warnings.showwarning = _warning_line  # also for commands that do not go through `run`
-        command = typer.main.get_command(app)  # before the verbs join: built when used
+        from nanorec.cli._coercion import without_pydantic
+
+        command = without_pydantic(typer.main.get_command(app))  # the verbs join when used
         _register()
         args = list(sys.argv[1:] if argv is None else argv)
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)

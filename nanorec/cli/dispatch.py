@@ -273,7 +273,7 @@ def hook_of(name: str | None, verb: str) -> Hook | None:
     """Format `name`'s hook of `verb` (importing its commands), or None."""
     from nanorec import registry
 
-    converter = registry.converters().get(name or "")
+    converter = registry.named(name) if name else None
     app = converter.commands() if converter is not None else None
     found = hooks_of(app).get(verb) if app is not None else None
     return None if found is None else found[0]
@@ -334,7 +334,7 @@ def hooked_verbs(name: str) -> list[str]:
     """The verbs format `name` has hooks or options for (its commands imported)."""
     from nanorec import registry
 
-    converter = registry.converters().get(name)
+    converter = registry.named(name)
     app = converter.commands() if converter is not None else None
     hooked = list(hooks_of(app)) if app is not None else []
     return hooked + [v for v in declared_options().get(name, {}) if v not in hooked]
