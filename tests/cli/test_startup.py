@@ -186,3 +186,27 @@ def test_values_other_than_strings_still_convert_as_typer_says(tmp_path: Path) -
     assert done.stderr.startswith("nanorec: Invalid value for '--start'"), done.stderr
     out, _ = _command("cat", str(archive), "--start", "0.5", "--end", "0.6")
     assert out.strip()
+
+
+def test_routing_a_verb_builds_that_verb_only(tmp_path: Path) -> None:
+    """Finding whether the file's format has a command of its own by the verb's name reads
+    its typer app: its group (every verb it hooks, each built with every format's options)
+    is not built for `nanorec info FILE`."""
+    archive = tmp_path / "small.nanover.zip"
+    registry.get("carla").convert(SAMPLE, archive)
+    probe = (
+        "import sys\n"
+        "from nanorec import cli\n"
+        "built = []\n"
+        "real = cli._verb_command\n"
+        "def counted(name, pinned=None):\n"
+        "    built.append((name, pinned))\n"
+        "    return real(name, pinned)\n"
+        "cli._verb_command = counted\n"
+        f"try:\n    cli.main(['info', {str(archive)!r}])\nexcept SystemExit:\n    pass\n"
+        "print(built)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[('info', None)]"
