@@ -152,7 +152,6 @@ class _RoutingGroup(WholeHelpGroup):
         return super().help_line(ctx, name)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        _register()
         parsed: list[str] = super().parse_args(ctx, route(self, ctx, list(args)))
         return parsed
 
@@ -264,7 +263,9 @@ def _register() -> None:
 
 
 def _verbs() -> dict[str, Any]:
-    """The verbs registered on `app` so far, by name: typer's `CommandInfo` of each."""
+    """The verbs registered on `app`, by name: typer's `CommandInfo` of each (registered
+    when first asked: `nanorec --version` needs none)."""
+    _register()
     return {
         info.name or typer.main.get_command_name(info.callback.__name__): info
         for info in app.registered_commands
@@ -440,7 +441,6 @@ def main(argv: Sequence[str] | None = None) -> Any:
         from nanorec.cli._coercion import without_pydantic
 
         command = without_pydantic(typer.main.get_command(app))  # the verbs join when used
-        _register()
         args = list(sys.argv[1:] if argv is None else argv)
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
     except _NO_ARGS_IS_HELP as shown:

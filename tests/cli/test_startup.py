@@ -60,6 +60,7 @@ def test_version_imports_no_format_and_no_numpy() -> None:
     assert "numpy" not in modules and "nanorec.converters.carla" not in modules
     assert "importlib.metadata" not in modules  # no format is looked for
     assert not {m for m in modules if m.startswith("nanorec.converters")}
+    assert "nanorec.cli.verbs" not in modules and "nanorec.registry" not in modules  # no verb
 
 
 def test_help_lists_every_format_without_importing_one() -> None:
