@@ -58,7 +58,15 @@ def _child_cpu(command: Sequence[str]) -> float:
 
 
 def startup(runs: int, work: Path) -> list[dict[str, Any]]:
+    import compileall
+
     from nanorec import registry
+
+    # compiled first, as pip leaves an installed package: with PYTHONDONTWRITEBYTECODE set (or
+    # a module edited since) every process would compile what it imports from the sources
+    for folder in ("nanorec", "converters"):
+        compileall.compile_dir(REPO / folder, quiet=1)
+    compileall.compile_file(REPO / "_nanorec_entry.py", quiet=1)
 
     small = min((REPO / "samples").glob("carla-*.log"), key=lambda p: p.stat().st_size)
     archive = work / "small.nanover.zip"
@@ -217,7 +225,7 @@ def _startup_text(started: list[dict[str, Any]], runs: int) -> list[str]:
         "`import typer` (for --version, --help; aim <= 1.5x) and `import typer, numpy` "
         f"(for info; aim <= 2x). Python {platform.python_version()}, load average {load:.1f}, "
         f"{datetime.date.today()}, `python bench/bench_small.py --startup-only --runs {runs}` "
-        "(or the whole bench); modules compiled (`__pycache__` present).",
+        "(or the whole bench); modules compiled first, as an installed package is.",
         "",
         *_table(started),
         STARTUP_END,
