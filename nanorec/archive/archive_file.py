@@ -32,7 +32,6 @@ from nanorec.archive.describe import parse_description
 from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.members import Member, iter_member_data, mapped_member, open_members
-from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer, window
 from nanorec.archive.urls import is_url, url_path
 from nanorec.archive.wire import (
@@ -109,6 +108,9 @@ class ArchiveFile:
             raise
 
     def _open_remote(self, url: str, use_description: bool) -> None:
+        # threads and ipaddress (~15 ms of every command's start-up): imported for a URL only
+        from nanorec.archive.remote import RemoteSource
+
         try:
             source = RemoteSource(url)
             self._mm = RangeBuffer(source, tail=source.tail)

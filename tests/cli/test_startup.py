@@ -170,6 +170,10 @@ def test_info_of_a_carla_archive_imports_no_other_format_and_no_pydantic(
     assert not others, sorted(others)
     assert "nanorec.converters.carla.converter" in modules
     assert not {m for m in modules if m.split(".")[0] == "pydantic"}
+    # what CARLA's info prints needs its own query only; a local archive, no URL's threads
+    queries = {m for m in modules if m.startswith("nanorec.converters.carla.query.")}
+    assert queries == {f"nanorec.converters.carla.query.{m}" for m in ("base", "info")}
+    assert "concurrent.futures" not in modules
 
 
 def test_values_other_than_strings_still_convert_as_typer_says(tmp_path: Path) -> None:
