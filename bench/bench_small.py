@@ -17,6 +17,7 @@ ours and the peer (A B A B), best of each kept. Writes the `small` section of RE
 
     python bench/bench_small.py                 # 1000 files, 7 runs
     python bench/bench_small.py --files 200 --runs 7
+    python bench/bench_small.py --startup-only --runs 9   # the start-up table alone
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ REPO = HERE.parent
 REALDATA = REPO.parent / "shared" / "realdata" / "carla"
 ROUNDS = 2
 START, END = "<!-- small:start -->", "<!-- small:end -->"
+#: The start-up part inside the section, rewritten alone by `--startup-only`.
+STARTUP_START, STARTUP_END = "<!-- small-startup:start -->", "<!-- small-startup:end -->"
 
 
 def _child_cpu(command: Sequence[str]) -> float:
@@ -55,7 +58,15 @@ def _child_cpu(command: Sequence[str]) -> float:
 
 
 def startup(runs: int, work: Path) -> list[dict[str, Any]]:
+    import compileall
+
     from nanorec import registry
+
+    # compiled first, as pip leaves an installed package: with PYTHONDONTWRITEBYTECODE set (or
+    # a module edited since) every process would compile what it imports from the sources
+    for folder in ("nanorec", "converters"):
+        compileall.compile_dir(REPO / folder, quiet=1)
+    compileall.compile_file(REPO / "_nanorec_entry.py", quiet=1)
 
     small = min((REPO / "samples").glob("carla-*.log"), key=lambda p: p.stat().st_size)
     archive = work / "small.nanover.zip"
@@ -206,15 +217,38 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _startup_text(started: list[dict[str, Any]], runs: int) -> list[str]:
+    load = os.getloadavg()[0]
+    return [
+        STARTUP_START,
+        f"Start-up: whole processes, alternating, median of {runs}; anchors "
+        "`import typer` (for --version, --help; aim <= 1.5x) and `import typer, numpy` "
+        f"(for info; aim <= 2x). Python {platform.python_version()}, load average {load:.1f}, "
+        f"{datetime.date.today()}, `python bench/bench_small.py --startup-only --runs {runs}` "
+        "(or the whole bench); modules compiled first, as an installed package is.",
+        "",
+        *_table(started),
+        STARTUP_END,
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000, help="small recordings in the batch")
     parser.add_argument("--runs", type=int, default=7, help="start-up runs per command")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="time start-up only (its table alone)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nanorec-bench-") as folder:
         work = Path(folder)
         started = startup(args.runs, work)
         print(started, file=sys.stderr)
+        if args.startup_only:
+            text = "\n".join(_startup_text(started, args.runs))
+            write_section(STARTUP_START, STARTUP_END, text)
+            print(text)
+            return
         batched, facts = batch(args.files, work)
         print(batched, file=sys.stderr)
     load = os.getloadavg()[0]
@@ -228,11 +262,7 @@ def main() -> None:
             f"{datetime.date.today()}. Command: `python bench/bench_small.py --files "
             f"{args.files} --runs {args.runs}`. All times are CPU seconds (user + system).",
             "",
-            f"Start-up: whole processes, alternating, median of {args.runs}; anchors "
-            "`import typer` (for --version, --help; aim <= 1.5x) and `import typer, numpy` "
-            "(for info; aim <= 2x).",
-            "",
-            *_table(started),
+            *_startup_text(started, args.runs),
             "",
             f"Batch: {facts['files']} real CARLA recordings ({facts['sources']} distinct, "
             f"{facts['MB']} MB in all), compact layout, against the `mcap` Writer storing "

@@ -31,6 +31,7 @@ from nanorec.contract import (
     Recording,
 )
 from nanorec.errors import TruncatedError, UnsupportedError
+from nanorec.plugins import entry_points
 
 if TYPE_CHECKING:  # numpy and the container: imported by `open`, not to list the formats
     from nanorec.archive.reader import ArchiveReader
@@ -43,10 +44,8 @@ _ZIP_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
 def converters() -> dict[str, Converter]:
     """Every registered converter by name (loaded once). A converter that fails to load is
     left out with a warning on stderr rather than breaking every other format."""
-    from importlib.metadata import entry_points  # ~30 ms: not for `nanorec --version`
-
     found: dict[str, Converter] = {}
-    for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
+    for point in sorted(entry_points(GROUP), key=lambda p: p.name):
         try:
             converter = point.load()
         except Exception as error:  # a broken plug-in must not take the others down
@@ -64,16 +63,27 @@ def converters() -> dict[str, Converter]:
     return found
 
 
+def named(name: str) -> Converter | None:
+    """The converter called `name` (None: no such format), loading that one alone when the
+    others are not loaded yet: a command on one file imports no other format."""
+    if not converters.cache_info().currsize:
+        points = [point for point in entry_points(GROUP) if point.name == name]
+        try:
+            converter = points[0].load() if len(points) == 1 else None
+        except Exception:  # said by `converters` below, as for any broken plug-in
+            converter = None
+        if isinstance(converter, Converter) and converter.name == name:
+            return converter
+    return converters().get(name)
+
+
 def command_titles() -> dict[str, str]:
     """The title of each format that has its own commands, by converter name, sorted: as
     declared under `contract.COMMANDS_GROUP` (loading a string, not the format), else from
     the converter itself when its `commands()` gives an app (that imports them)."""
-    from importlib.metadata import entry_points
-
-    points = entry_points()
-    registered = {point.name for point in points.select(group=GROUP)}
+    registered = {point.name for point in entry_points(GROUP)}
     titles: dict[str, str] = {}
-    for point in points.select(group=COMMANDS_GROUP):
+    for point in entry_points(COMMANDS_GROUP):
         if point.name not in registered or point.name in titles:
             continue
         try:
@@ -92,6 +102,9 @@ def command_titles() -> dict[str, str]:
 
 def get(name: str) -> Converter:
     """The converter called `name`; `UnsupportedError` listing the known ones otherwise."""
+    found = named(name)
+    if found is not None:
+        return found
     known = converters()
     if name not in known:
         names = ", ".join(known) or "none installed"
@@ -164,7 +177,7 @@ def for_archive(reader: ArchiveReader) -> Converter | None:
     """The converter that wrote `reader`'s archive, or None (a plain or NanoVer archive)."""
     name = (reader.description or {}).get("source_format")
     if isinstance(name, str):
-        return converters().get(name)
+        return named(name)
     return None
 
 
@@ -271,5 +284,6 @@ __all__ = [
     "for_native",
     "get",
     "input_size",
+    "named",
     "open",
 ]

@@ -95,7 +95,7 @@ def info_hook(call: VerbCall[CarlaInfoOptions]) -> int:
 
     Example: nanorec info town03.log --show-all --tz Europe/Berlin
     """
-    from .query import file_info_json, iter_file_info
+    from . import query  # its JSON documents imported for --json only
 
     extra = call.extra
     check_family(extra.family)
@@ -104,7 +104,7 @@ def info_hook(call: VerbCall[CarlaInfoOptions]) -> int:
     chosen = cast("Labels | None", extra.labels)
     _query(
         call.source,
-        lambda native: iter_file_info(
+        lambda native: query.iter_file_info(
             native,
             show_all=extra.show_all,
             tz=extra.tz,
@@ -113,7 +113,7 @@ def info_hook(call: VerbCall[CarlaInfoOptions]) -> int:
             labels=chosen,
             form=extra.form,
         ),
-        (lambda native: file_info_json(native, tz=extra.tz, family=extra.family))
+        (lambda native: query.file_info_json(native, tz=extra.tz, family=extra.family))
         if call.as_json
         else _NO_JSON,
     )

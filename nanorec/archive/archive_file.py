@@ -37,7 +37,6 @@ from nanorec.archive.members import mapped_member, open_members, prefetch_local_
 from nanorec.archive.pageread import LazyPages
 from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
 from nanorec.archive.pagetable import PageTable, table_of
-from nanorec.archive.remote import RemoteSource
 from nanorec.archive.source import RangeBuffer
 from nanorec.archive.urls import is_url, url_path
 from nanorec.archive.wire import (
@@ -107,6 +106,9 @@ class ArchiveFile(MemberAccess):
             raise
 
     def _open_remote(self, url: str, use_description: bool) -> None:
+        # threads and ipaddress (~15 ms of every command's start-up): imported for a URL only
+        from nanorec.archive.remote import RemoteSource
+
         try:
             source = RemoteSource(url)
             self._mm = RangeBuffer(source, tail=source.tail)

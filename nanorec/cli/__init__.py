@@ -153,7 +153,6 @@ class _RoutingGroup(WholeHelpGroup):
         return super().help_line(ctx, name)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        _register()
         parsed: list[str] = super().parse_args(ctx, route(self, ctx, list(args)))
         return parsed
 
@@ -265,7 +264,9 @@ def _register() -> None:
 
 
 def _verbs() -> dict[str, Any]:
-    """The verbs registered on `app` so far, by name: typer's `CommandInfo` of each."""
+    """The verbs registered on `app`, by name: typer's `CommandInfo` of each (registered
+    when first asked: `nanorec --version` needs none)."""
+    _register()
     return {
         info.name or typer.main.get_command_name(info.callback.__name__): info
         for info in app.registered_commands
@@ -277,6 +278,7 @@ def _verb_command(name: str, pinned: str | None = None) -> Any:
     """The click command of verb `name`, built now as `app` builds its commands, with the
     formats' options of the verb (only format `pinned`'s for its group) added (None: no
     such verb registered)."""
+    from nanorec.cli._coercion import without_pydantic
     from nanorec.cli.dispatch import attach
 
     info = _verbs().get(name)
@@ -288,7 +290,7 @@ def _verb_command(name: str, pinned: str | None = None) -> Any:
         rich_markup_mode=app.rich_markup_mode,
     )
     command.nanorec_pinned = pinned  # type: ignore[attr-defined]
-    return attach(command, name, pinned)
+    return without_pydantic(attach(command, name, pinned))
 
 
 def _group_help(title: str) -> str:
@@ -300,7 +302,7 @@ def _format_group(name: str) -> Any:
     None when no format of that name has commands."""
     from nanorec import registry
 
-    converter = registry.converters().get(name)
+    converter = registry.named(name)
     commands = converter.commands() if converter is not None else None
     if converter is None or commands is None:
         return None
@@ -340,8 +342,7 @@ def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
             return args  # a batch may mix formats
         source = inputs[0] if inputs else None
         name = _format_of(source) if source is not None and source.exists() else None
-        own = getattr(group.get_command(ctx, name), "commands", {}) if name else {}
-        if name and verb in own and getattr(own[verb], "nanorec_pinned", None) is None:
+        if name and _own_command(name, verb):
             return [name, verb, *rest]  # a format's command not yet a hook of the core's verb
         return args
     if group.get_command(ctx, verb) is None:  # an alias: the one format having that command
@@ -350,6 +351,25 @@ def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
         if len(owners) == 1:
             return [owners[0], *args]
     return args
+
+
+def _own_command(name: str, verb: str) -> bool:
+    """Whether format `name` has a command `verb` of its own that is not its hook of the
+    core's verb: read from its typer app, its group not built (that builds every verb it
+    hooks: ~50 ms of each command on a file)."""
+    from nanorec import registry
+    from nanorec.cli.dispatch import hooked_verbs
+
+    converter = registry.named(name)
+    commands = converter.commands() if converter is not None else None
+    if commands is None or verb in hooked_verbs(name):
+        return False
+    names = {
+        info.name or typer.main.get_command_name(info.callback.__name__)
+        for info in commands.registered_commands
+        if info.callback is not None
+    }
+    return verb in names | {info.name for info in commands.registered_groups}
 
 
 def _format_groups(group: Any, ctx: Any) -> dict[str, Any]:
@@ -419,8 +439,9 @@ def main(argv: Sequence[str] | None = None) -> Any:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _terminate)
         warnings.showwarning = _warning_line  # also for commands that do not go through `run`
-        command = typer.main.get_command(app)  # before the verbs join: built when used
-        _register()
+        from nanorec.cli._coercion import without_pydantic
+
+        command = without_pydantic(typer.main.get_command(app))  # the verbs join when used
         args = list(sys.argv[1:] if argv is None else argv)
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
     except _NO_ARGS_IS_HELP as shown:

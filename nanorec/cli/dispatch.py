@@ -96,10 +96,11 @@ def declared_options() -> dict[str, Mapping[str, type]]:
     under `VERBS_GROUP` beside the converter's entry point, in a module importing nothing
     heavy (building a verb's command line imports no format)."""
     import sys
-    from importlib.metadata import entry_points
+
+    from nanorec.plugins import entry_points
 
     found: dict[str, Mapping[str, type]] = {}
-    for point in entry_points(group=VERBS_GROUP):
+    for point in entry_points(VERBS_GROUP):
         try:
             declared = point.load()
         except Exception as error:  # a broken plug-in must not take the others down
@@ -272,7 +273,7 @@ def hook_of(name: str | None, verb: str) -> Hook | None:
     """Format `name`'s hook of `verb` (importing its commands), or None."""
     from nanorec import registry
 
-    converter = registry.converters().get(name or "")
+    converter = registry.named(name) if name else None
     app = converter.commands() if converter is not None else None
     found = hooks_of(app).get(verb) if app is not None else None
     return None if found is None else found[0]
@@ -335,7 +336,7 @@ def hooked_verbs(name: str) -> list[str]:
     """The verbs format `name` has hooks or options for (its commands imported)."""
     from nanorec import registry
 
-    converter = registry.converters().get(name)
+    converter = registry.named(name)
     app = converter.commands() if converter is not None else None
     hooked = list(hooks_of(app)) if app is not None else []
     return hooked + [v for v in declared_options().get(name, {}) if v not in hooked]

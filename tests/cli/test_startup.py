@@ -60,11 +60,13 @@ def test_version_imports_no_format_and_no_numpy() -> None:
     assert "numpy" not in modules and "nanorec.converters.carla" not in modules
     assert "importlib.metadata" not in modules  # no format is looked for
     assert not {m for m in modules if m.startswith("nanorec.converters")}
+    assert "nanorec.cli.verbs" not in modules and "nanorec.registry" not in modules  # no verb
 
 
 def test_help_lists_every_format_without_importing_one() -> None:
     out, modules = _command("--help")
     assert "numpy" not in modules
+    assert "importlib.metadata" not in modules  # the titles are read by nanorec.plugins
     assert not _format_modules(modules), sorted(_format_modules(modules))
     commands = out.split("Commands:")[1]
     for name, converter in registry.converters().items():
@@ -142,3 +144,74 @@ def test_verbs_listed_before_they_are_built_read_as_built() -> None:
         ), verb
     assert group.list_commands(None)[: len(cli.VERBS)] == list(cli.VERBS)
     assert not group.commands  # nothing was built to list them
+
+
+#: What a format declares for the command line before it is imported (titles, verb options).
+_DECLARATIONS = (".about", ".verb_options")
+
+
+def test_info_of_a_carla_archive_imports_no_other_format_and_no_pydantic(
+    tmp_path: Path,
+) -> None:
+    """Routing one command loads its file's converter only (the others' declarations, light
+    modules, are read to parse the command line); typer's pydantic conversion is not built
+    for a string and unset options (issue 33 item 4)."""
+    archive = tmp_path / "small.nanover.zip"
+    registry.get("carla").convert(SAMPLE, archive)
+    out, modules = _command("info", str(archive))
+    assert "Frames:" in out
+    declared = {m for m in modules if m.endswith(_DECLARATIONS)}
+    packages = {d.rsplit(".", k)[0] for d in declared for k in range(1, d.count("."))}
+    others = {
+        m
+        for m in modules - declared - packages
+        if m.startswith(("nanorec.converters.ros", "nanorec.converters.pbstream"))
+    }
+    assert not others, sorted(others)
+    assert "nanorec.converters.carla.converter" in modules
+    assert not {m for m in modules if m.split(".")[0] == "pydantic"}
+    # what CARLA's info prints needs its own query only; a local archive, no URL's threads
+    queries = {m for m in modules if m.startswith("nanorec.converters.carla.query.")}
+    assert queries == {f"nanorec.converters.carla.query.{m}" for m in ("base", "info")}
+    assert "concurrent.futures" not in modules
+
+
+def test_values_other_than_strings_still_convert_as_typer_says(tmp_path: Path) -> None:
+    """A number given to a verb is converted (and refused) by the installed typer's own
+    conversion: only strings and unset options skip it."""
+    archive = tmp_path / "small.nanover.zip"
+    registry.get("carla").convert(SAMPLE, archive)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(["cat", str(archive), "--start", "soon"])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.stderr.startswith("nanorec: Invalid value for '--start'"), done.stderr
+    out, _ = _command("cat", str(archive), "--start", "0.5", "--end", "0.6")
+    assert out.strip()
+
+
+def test_routing_a_verb_builds_that_verb_only(tmp_path: Path) -> None:
+    """Finding whether the file's format has a command of its own by the verb's name reads
+    its typer app: its group (every verb it hooks, each built with every format's options)
+    is not built for `nanorec info FILE`."""
+    archive = tmp_path / "small.nanover.zip"
+    registry.get("carla").convert(SAMPLE, archive)
+    probe = (
+        "import sys\n"
+        "from nanorec import cli\n"
+        "built = []\n"
+        "real = cli._verb_command\n"
+        "def counted(name, pinned=None):\n"
+        "    built.append((name, pinned))\n"
+        "    return real(name, pinned)\n"
+        "cli._verb_command = counted\n"
+        f"try:\n    cli.main(['info', {str(archive)!r}])\nexcept SystemExit:\n    pass\n"
+        "print(built)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[('info', None)]"

@@ -1,0 +1,50 @@
+"""A verb's parameters converted without pydantic when nothing needs it (issue 33 item 4).
+
+typer >= 0.2x converts each value through a pydantic `TypeAdapter` it builds for the
+parameter when the command runs, for every parameter but a flag, given or not: `nanorec
+info FILE` (a string and a dozen unset format options) imported pydantic and built nine
+schemas, ~150-300 ms CPU, more than numpy. A string for a plain `str` parameter, and None
+for any, come out of that adapter unchanged: those are passed through here; any other value
+(a number, a path, a list...) goes to typer's own conversion, built then, so every message
+and check stays typer's. Older typers convert with click's types and are left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class _PassThrough:
+    """Stands in for typer's runtime conversion of one parameter until a value needs it."""
+
+    def __init__(self, param: Any) -> None:
+        self.param = param
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        many = param.multiple or param.nargs == -1
+        if value is None:
+            return () if many else None
+        descriptor = param.type_descriptor
+        plain = descriptor.annotation is str and descriptor.parameter_info.parser is None
+        if plain and not many and descriptor.file_annotation is None and isinstance(value, str):
+            return value
+        self.param._runtime_param = None  # typer's own, built now (pydantic imported)
+        return self.param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+
+
+def without_pydantic(command: Any) -> Any:
+    """`command` with each parameter converting as `_PassThrough` says (see the module), its
+    help option (made when first parsed, unset: None) included."""
+    for param in command.params:
+        _pass_through(param)
+    if hasattr(command, "get_help_option"):
+        made = command.get_help_option
+        command.get_help_option = lambda ctx: _pass_through(made(ctx))
+    return command
+
+
+def _pass_through(param: Any) -> Any:
+    known = hasattr(param, "type_descriptor") and hasattr(param, "get_runtime_param")
+    if known and getattr(param, "_runtime_param", "absent") is None:
+        param._runtime_param = _PassThrough(param)
+    return param
