@@ -52,8 +52,8 @@ from .records import (
     VehicleWheels,
     WalkerBones,
     fixed_dtype,
-    parse_var_body,
 )
+from .records_fast import parse_var_fast
 from .walk import Buffer, Packets, gather, walk
 
 _U16 = np.dtype("<u2")
@@ -155,7 +155,7 @@ def _parse_sample(kind: Kind, body: bytes, engine: Engine, base: int) -> None:
     prefix = _PREFIX_PARSERS.get(kind)
     cur = Cursor(body, base)
     if prefix is None or cur.u16("record count") <= _PREFIX_RECORDS:
-        parse_var_body(kind, body, engine, base=base)
+        parse_var_fast(kind, body, engine, base=base)
         return
     for _ in range(_PREFIX_RECORDS):
         prefix(cur, engine)
