@@ -53,7 +53,7 @@ from .records import (
     WalkerBones,
     fixed_dtype,
 )
-from .records_fast import parse_var_fast
+from .records_fast import parse_var_fast, parse_var_head
 from .walk import Buffer, Packets, gather, walk
 
 _U16 = np.dtype("<u2")
@@ -156,6 +156,8 @@ def _parse_sample(kind: Kind, body: bytes, engine: Engine, base: int) -> None:
     cur = Cursor(body, base)
     if prefix is None or cur.u16("record count") <= _PREFIX_RECORDS:
         parse_var_fast(kind, body, engine, base=base)
+        return
+    if parse_var_head(kind, body, engine, _PREFIX_RECORDS) is not None:
         return
     for _ in range(_PREFIX_RECORDS):
         prefix(cur, engine)

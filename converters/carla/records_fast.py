@@ -60,6 +60,25 @@ def parse_var_fast(
     return parse_var_body(kind, body, engine, base=base)
 
 
+def parse_var_head(
+    kind: Kind, body: bytes | memoryview, engine: Engine, records: int
+) -> list[VarRecord] | None:
+    """The first `records` records of an EventAdd, bones or wheels body (the rest unread:
+    detection's sample of a frame-1 EventAdd of every actor), or None where the fast path
+    gives up (the caller's `Cursor` parse then decides, and names the error)."""
+    if isinstance(body, bytes):
+        try:
+            if kind is Kind.EVENT_ADD:
+                return _adds(body, _VECTOR[engine], records)
+            if kind is Kind.ANIM_VEHICLE_WHEELS:
+                return _wheels(body, records)
+            if kind is Kind.WALKER_BONES:
+                return _bones(body, _VECTOR[engine], records)
+        except (_Slow, struct.error, ValueError):
+            pass
+    return None
+
+
 def _text(body: bytes, pos: int) -> tuple[str, int]:
     """An FString at `pos` (as `Cursor.string`) and the offset after it."""
     (size,) = _U16.unpack_from(body, pos)
@@ -69,22 +88,25 @@ def _text(body: bytes, pos: int) -> tuple[str, int]:
     return body[pos + 2 : end].decode("utf-8", "surrogateescape"), end
 
 
-def _count(body: bytes) -> int:
+def _count(body: bytes, limit: int | None) -> int:
+    """The records to read: the body's count, or at most `limit` of them."""
     (count,) = _U16.unpack_from(body, 0)
-    return int(count)
+    return int(count) if limit is None else min(int(count), limit)
 
 
-def _done(body: bytes, pos: int, records: list[VarRecord]) -> list[VarRecord]:
-    if pos != len(body):  # bytes left over: the reference raises FormatError
+def _done(body: bytes, pos: int, records: list[VarRecord], limit: int | None) -> list[VarRecord]:
+    if limit is None and pos != len(body):  # bytes left over: the reference raises FormatError
         raise _Slow
     return records
 
 
-def _adds(body: bytes, vec: np.dtype[np.floating[Any]]) -> list[VarRecord]:
+def _adds(
+    body: bytes, vec: np.dtype[np.floating[Any]], limit: int | None = None
+) -> list[VarRecord]:
     width = 3 * vec.itemsize
     records: list[VarRecord] = []
     pos = 2
-    for _ in range(_count(body)):
+    for _ in range(_count(body, limit)):
         actor_id, actor_type = _ID_TYPE.unpack_from(body, pos)
         location = np.frombuffer(body, vec, 3, pos + 5)
         rotation = np.frombuffer(body, vec, 3, pos + 5 + width)
@@ -101,28 +123,30 @@ def _adds(body: bytes, vec: np.dtype[np.floating[Any]]) -> list[VarRecord]:
         records.append(
             ActorAdd(actor_id, actor_type, location, rotation, uid, blueprint, tuple(attributes))
         )
-    return _done(body, pos, records)
+    return _done(body, pos, records, limit)
 
 
-def _wheels(body: bytes) -> list[VarRecord]:
+def _wheels(body: bytes, limit: int | None = None) -> list[VarRecord]:
     records: list[VarRecord] = []
     pos = 2
     size = WHEEL_ANIM_DTYPE.itemsize
-    for _ in range(_count(body)):
+    for _ in range(_count(body, limit)):
         vehicle_id, count = _ID_COUNT_U32.unpack_from(body, pos)
         if pos + 8 + count * size > len(body):
             raise _Slow
         wheels = np.frombuffer(body, WHEEL_ANIM_DTYPE, count, pos + 8)
         records.append(VehicleWheels(vehicle_id, wheels))
         pos += 8 + count * size
-    return _done(body, pos, records)
+    return _done(body, pos, records, limit)
 
 
-def _bones(body: bytes, vec: np.dtype[np.floating[Any]]) -> list[VarRecord]:
+def _bones(
+    body: bytes, vec: np.dtype[np.floating[Any]], limit: int | None = None
+) -> list[VarRecord]:
     width = 3 * vec.itemsize
     records: list[VarRecord] = []
     pos = 2
-    for _ in range(_count(body)):
+    for _ in range(_count(body, limit)):
         walker_id, count = _ID_COUNT_U16.unpack_from(body, pos)
         pos += 6
         names = []
@@ -135,7 +159,7 @@ def _bones(body: bytes, vec: np.dtype[np.floating[Any]]) -> list[VarRecord]:
             rotations[i] = np.frombuffer(body, vec, 3, pos + width)
             pos += 2 * width
         records.append(WalkerBones(walker_id, tuple(names), locations, rotations))
-    return _done(body, pos, records)
+    return _done(body, pos, records, limit)
 
 
-__all__ = ["parse_var_fast"]
+__all__ = ["parse_var_fast", "parse_var_head"]

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nanorec.converters.carla import detect
 from nanorec.converters.carla.header import Header
 from nanorec.converters.carla.ids import FAMILIES, SHAPES, Engine, Kind, Shape
 from nanorec.converters.carla.message import var_to_maps
 from nanorec.converters.carla.records import ActorAdd, parse_var_body
-from nanorec.converters.carla.records_fast import parse_var_fast
+from nanorec.converters.carla.records_fast import parse_var_fast, parse_var_head
 from nanorec.converters.carla.walk import walk
 from nanorec.converters.carla.world_tables import _spawn_rows
 from nanorec.errors import NanorecError
@@ -151,3 +152,43 @@ def test_spawn_rows_leave_malformed_columns_to_maps_to_var() -> None:
     assert _spawn_rows({**content, "type_id": [7]}, Engine.UE4) is None
     assert _spawn_rows({**content, "attributes": [[[1, "a"]]]}, Engine.UE4) is None
     assert _spawn_rows(content, Engine.UE5) is None  # vectors of the other width
+
+
+def _heads(path: Path) -> int:
+    """`parse_var_head` against the `Cursor` prefix parse detection falls back to."""
+    from nanorec.converters.carla.records import Cursor
+
+    compared = 0
+    for kind, body, base in _var_bodies(path):
+        if kind not in detect._PREFIX_PARSERS:
+            continue
+        for broken in (body, body[: len(body) // 2], body[:40]):
+            for engine in Engine:
+                head = parse_var_head(kind, broken, engine, 4)
+                cur = Cursor(broken, base)
+                try:
+                    count = cur.u16("record count")
+                    reference = _value(
+                        [detect._PREFIX_PARSERS[kind](cur, engine) for _ in range(min(count, 4))]
+                    )
+                except NanorecError:
+                    reference = None
+                assert head is None or _value(head) == reference, (path.name, kind, base)
+                compared += head is not None
+    return compared
+
+
+def test_heads_match_the_cursor_prefix() -> None:
+    assert sum(_heads(path) for path in [*SAMPLE_FILES, *carla_realdata()])
+
+
+def test_detection_is_the_same_without_the_fast_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Family and reasons on every sample and real file, as with the reference parsers."""
+    files = [*SAMPLE_FILES, *carla_realdata()]
+    found = {path.name: detect.detect(path.read_bytes()) for path in files}
+    monkeypatch.setattr(detect, "parse_var_fast", parse_var_body)
+    monkeypatch.setattr(detect, "parse_var_head", lambda *args: None)
+    for path in files:
+        reference = detect.detect(path.read_bytes())
+        fast = found[path.name]
+        assert (fast.family, fast.reasons) == (reference.family, reference.reasons), path.name
