@@ -25,6 +25,7 @@ keeps short human-readable evidence for the report. PhysicsControl wheel records
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -53,10 +54,11 @@ from .records import (
     WalkerBones,
     fixed_dtype,
 )
-from .records_fast import parse_var_fast, parse_var_head
+from .records_fast import parse_var_fast, parse_var_head, var_fits
 from .walk import Buffer, Packets, gather, walk
 
 _U16 = np.dtype("<u2")
+_COUNT = struct.Struct("<H")  # a VAR body's record count
 # Relative weight of each kind of evidence against a family. A packet the family cannot
 # decode (misfit, unknown id) weighs more than a packet its order table says is missing:
 # the first loses data, the second only contradicts our reading of the sources.
@@ -139,7 +141,13 @@ class _Scan:
         for i in sample:
             start = int(offsets[i]) + 5
             body = bytes(self.buf[start : start + int(sizes[i])])
-            try:
+            fits = _sample_fits(kind, body, engine)
+            if fits is False and example is not None:  # counted; its error is not needed
+                misfits += 1
+                continue
+            if fits:
+                continue
+            try:  # the parse decides, and names the error of the first misfit
                 _parse_sample(kind, body, engine, start)
             except NanorecError as error:
                 misfits += 1
@@ -147,6 +155,16 @@ class _Scan:
                     pid, kind, int(offsets[i]), f"does not parse: {error}"
                 )
         return _Fit(len(sizes), misfits, example)
+
+
+def _sample_fits(kind: Kind, body: bytes, engine: Engine) -> bool | None:
+    """Whether `_parse_sample` would parse `body`, from its length fields alone (None: not
+    known without parsing it)."""
+    if len(body) < 2:
+        return None
+    (count,) = _COUNT.unpack_from(body)
+    limit = _PREFIX_RECORDS if kind in _PREFIX_PARSERS and count > _PREFIX_RECORDS else None
+    return var_fits(kind, body, engine, limit)
 
 
 def _parse_sample(kind: Kind, body: bytes, engine: Engine, base: int) -> None:

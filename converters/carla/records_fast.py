@@ -174,4 +174,61 @@ def _bones(
     return _done(body, pos, records, limit)
 
 
-__all__ = ["parse_var_fast", "parse_var_head"]
+def var_fits(
+    kind: Kind, body: bytes | memoryview, engine: Engine, limit: int | None = None
+) -> bool | None:
+    """Whether `parse_var_body` (with `limit`: `parse_var_head`) would parse the body,
+    found by stepping over the length fields alone (no record made, nothing decoded:
+    detection only counts misfits after its first example); None for a kind or buffer
+    this does not know (parse it)."""
+    if not isinstance(body, bytes):
+        return None
+    try:
+        if kind is Kind.EVENT_ADD:
+            end = _skip_adds(body, 3 * _VECTOR[engine].itemsize, limit)
+        elif kind is Kind.ANIM_VEHICLE_WHEELS:
+            end = _skip_wheels(body, limit)
+        elif kind is Kind.WALKER_BONES:
+            end = _skip_bones(body, 3 * _VECTOR[engine].itemsize, limit)
+        else:
+            return None
+    except struct.error:  # a length field past the body
+        return False
+    return end <= len(body) if limit is not None else end == len(body)
+
+
+def _skip_adds(body: bytes, width: int, limit: int | None) -> int:
+    pos = 2
+    for _ in range(_count(body, limit)):
+        (size,) = _U16.unpack_from(body, pos + 9 + 2 * width)
+        pos += 11 + 2 * width + size
+        (attribute_count,) = _U16.unpack_from(body, pos)
+        pos += 2
+        for _ in range(attribute_count):
+            _type, size = _TYPE_SIZE.unpack_from(body, pos)
+            pos += 3 + size
+            (size,) = _U16.unpack_from(body, pos)
+            pos += 2 + size
+    return pos
+
+
+def _skip_wheels(body: bytes, limit: int | None) -> int:
+    pos = 2
+    for _ in range(_count(body, limit)):
+        _id, count = _ID_COUNT_U32.unpack_from(body, pos)
+        pos += 8 + count * WHEEL_ANIM_DTYPE.itemsize
+    return pos
+
+
+def _skip_bones(body: bytes, width: int, limit: int | None) -> int:
+    pos = 2
+    for _ in range(_count(body, limit)):
+        _id, count = _ID_COUNT_U16.unpack_from(body, pos)
+        pos += 6
+        for _ in range(count):
+            (size,) = _U16.unpack_from(body, pos)
+            pos += 2 + size + 2 * width
+    return pos
+
+
+__all__ = ["parse_var_fast", "parse_var_head", "var_fits"]

@@ -16,7 +16,7 @@ from nanorec.converters.carla.header import Header
 from nanorec.converters.carla.ids import FAMILIES, SHAPES, Engine, Kind, Shape
 from nanorec.converters.carla.message import var_to_maps
 from nanorec.converters.carla.records import ActorAdd, parse_var_body
-from nanorec.converters.carla.records_fast import parse_var_fast, parse_var_head
+from nanorec.converters.carla.records_fast import parse_var_fast, parse_var_head, var_fits
 from nanorec.converters.carla.walk import walk
 from nanorec.converters.carla.world_tables import _spawn_rows
 from nanorec.errors import NanorecError
@@ -188,7 +188,40 @@ def test_detection_is_the_same_without_the_fast_parse(monkeypatch: pytest.Monkey
     found = {path.name: detect.detect(path.read_bytes()) for path in files}
     monkeypatch.setattr(detect, "parse_var_fast", parse_var_body)
     monkeypatch.setattr(detect, "parse_var_head", lambda *args: None)
+    monkeypatch.setattr(detect, "var_fits", lambda *args: None)
     for path in files:
         reference = detect.detect(path.read_bytes())
         fast = found[path.name]
         assert (fast.family, fast.reasons) == (reference.family, reference.reasons), path.name
+
+
+def _fits(path: Path) -> int:
+    """`var_fits` against whether the reference parse (whole, or its first 3 records)
+    succeeds."""
+    compared = 0
+    for kind, body, base in _var_bodies(path):
+        for broken in (body, body[:-1], body + b"\0", body[: len(body) // 2], body[:5]):
+            for engine in Engine:
+                for limit in (None, 3):
+                    fits = var_fits(kind, broken, engine, limit)
+                    if fits is None:
+                        continue
+                    if limit is None:
+                        parsed = _parses(kind, broken, engine)
+                    else:
+                        parsed = parse_var_head(kind, broken, engine, limit) is not None
+                    assert fits == parsed, (path.name, kind, base, engine, limit, len(broken))
+                    compared += 1
+    return compared
+
+
+def _parses(kind: Kind, body: bytes, engine: Engine) -> bool:
+    try:
+        parse_var_body(kind, body, engine)
+    except NanorecError:
+        return False
+    return True
+
+
+def test_var_fits_is_whether_the_parse_succeeds() -> None:
+    assert sum(_fits(path) for path in [*SAMPLE_FILES, *carla_realdata()])
