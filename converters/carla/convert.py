@@ -60,6 +60,7 @@ SOURCE_FORMAT = "carla"
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
 _RELEASE_BYTES = 32 << 20  # give back converted source pages every 32 MiB
+_SMALL_BYTES = 4 << 20  # sources below this deflate their archive in the converting thread
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ def _write_archive(
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf), "family": fam.name},
+        # a small recording's few blocks cost more to hand over than to deflate here
+        deflate_threads=0 if len(buf) < _SMALL_BYTES else None,
     ) as writer:
         conversion = _Conversion(buf, writer, header, fam, progress)
         conversion.walk()

@@ -21,11 +21,8 @@ from .ragged import (
     split_bad,
     wrap_error,
 )
-from .records import (
-    VarRecord,
-    fixed_dtype,
-    parse_var_body,
-)
+from .records import VarRecord, fixed_dtype
+from .records_fast import parse_var_fast
 from .tables import (
     Batch,
     EmptyTable,
@@ -220,7 +217,7 @@ def _decode_var(
         # A copy, so that no record keeps a view of (and pins) an mmap'ed file.
         body = bytes(buf[start : start + size])
         try:
-            parsed = parse_var_body(kind, body, engine, base=start)
+            parsed = parse_var_fast(kind, body, engine, base=start)
         except NanorecError as error:
             errors.append(wrap_error(pid, kind, int(offsets[i]), error))
             continue

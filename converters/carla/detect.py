@@ -25,6 +25,7 @@ keeps short human-readable evidence for the report. PhysicsControl wheel records
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -52,11 +53,12 @@ from .records import (
     VehicleWheels,
     WalkerBones,
     fixed_dtype,
-    parse_var_body,
 )
+from .records_fast import parse_var_fast, parse_var_head, var_fits
 from .walk import Buffer, Packets, gather, walk
 
 _U16 = np.dtype("<u2")
+_COUNT = struct.Struct("<H")  # a VAR body's record count
 # Relative weight of each kind of evidence against a family. A packet the family cannot
 # decode (misfit, unknown id) weighs more than a packet its order table says is missing:
 # the first loses data, the second only contradicts our reading of the sources.
@@ -139,7 +141,13 @@ class _Scan:
         for i in sample:
             start = int(offsets[i]) + 5
             body = bytes(self.buf[start : start + int(sizes[i])])
-            try:
+            fits = _sample_fits(kind, body, engine)
+            if fits is False and example is not None:  # counted; its error is not needed
+                misfits += 1
+                continue
+            if fits:
+                continue
+            try:  # the parse decides, and names the error of the first misfit
                 _parse_sample(kind, body, engine, start)
             except NanorecError as error:
                 misfits += 1
@@ -149,13 +157,25 @@ class _Scan:
         return _Fit(len(sizes), misfits, example)
 
 
+def _sample_fits(kind: Kind, body: bytes, engine: Engine) -> bool | None:
+    """Whether `_parse_sample` would parse `body`, from its length fields alone (None: not
+    known without parsing it)."""
+    if len(body) < 2:
+        return None
+    (count,) = _COUNT.unpack_from(body)
+    limit = _PREFIX_RECORDS if kind in _PREFIX_PARSERS and count > _PREFIX_RECORDS else None
+    return var_fits(kind, body, engine, limit)
+
+
 def _parse_sample(kind: Kind, body: bytes, engine: Engine, base: int) -> None:
     """Parse a VAR body, or only its first records when it has many (a frame-1 EventAdd
     holds every actor of the world): enough to tell layouts apart, bounded in time."""
     prefix = _PREFIX_PARSERS.get(kind)
     cur = Cursor(body, base)
     if prefix is None or cur.u16("record count") <= _PREFIX_RECORDS:
-        parse_var_body(kind, body, engine, base=base)
+        parse_var_fast(kind, body, engine, base=base)
+        return
+    if parse_var_head(kind, body, engine, _PREFIX_RECORDS) is not None:
         return
     for _ in range(_PREFIX_RECORDS):
         prefix(cur, engine)

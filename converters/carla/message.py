@@ -98,6 +98,8 @@ def kind_key(kind: Kind) -> str:
 
 def msgpack_text(value: str) -> str | bytes:
     """A string for msgpack: bytes when it is not valid UTF-8 (kept exact either way)."""
+    if value.isascii():  # nearly every name: no encoding to try
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -12,6 +12,7 @@ reads them back and answers "latest before frame n" with one `searchsorted` per 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,11 +22,16 @@ import numpy.typing as npt
 from nanorec.errors import FormatError, NanorecError
 
 from .ids import Engine, Kind
-from .message import kind_key, maps_to_var
+from .message import _from_text, kind_key, maps_to_var
 from .records import FIXED_DTYPES, ActorAdd, Cursor, PhysicsControl
 from .world import ActorDescription
 
 __all__ = ["NEVER", "PARENT_DTYPE", "SPARSE_FIXED_KINDS", "WorldTables", "WorldTablesBuilder"]
+
+_ID_TYPE = struct.Struct("<IB")
+_UID_SIZE = struct.Struct("<IH")
+_TYPE_SIZE = struct.Struct("<BH")
+_U16 = struct.Struct("<H")
 
 NEVER = np.iinfo(np.int64).max  # "end" of an actor that is never destroyed
 
@@ -150,6 +156,57 @@ class WorldTables:
 PARENT_DTYPE = np.dtype([("frame", "<i8"), ("child", "<u4"), ("parent", "<u4")])
 
 
+def _spawn_rows(content: Any, engine: Engine) -> list[tuple[int, str, bytes]] | None:
+    """Each EventAdd of a frame map's columns as (actor id, blueprint, the record's bytes as
+    `ActorAdd.serialize` gives them), without making the `ActorAdd`s (that round trip was a
+    fifth of converting a small recording); None when the columns are not as `var_to_maps`
+    writes them."""
+    width = 3 * (4 if engine is Engine.UE4 else 8)
+    try:
+        ids = np.frombuffer(content["id"], "<u4").tolist()
+        count = len(ids)
+        locations = np.frombuffer(content["location"], np.uint8).tobytes()
+        rotations = np.frombuffer(content["rotation"], np.uint8).tobytes()
+        uids = np.frombuffer(content["uid"], "<u4").tolist()
+        types = bytes(content["type"])
+        names, attributes = content["type_id"], content["attributes"]
+        if not (
+            len(locations) == len(rotations) == count * width
+            and len(types) == len(uids) == len(names) == len(attributes) == count
+        ):
+            return None
+        rows = []
+        for i in range(count):
+            at = i * width
+            name = _utf8(names[i])
+            parts = [
+                _ID_TYPE.pack(ids[i], types[i]),
+                locations[at : at + width],
+                rotations[at : at + width],
+                _UID_SIZE.pack(uids[i], len(name)),
+                name,
+                _U16.pack(len(attributes[i])),
+            ]
+            for attr_type, attr_id, attr_value in attributes[i]:
+                key, value = _utf8(attr_id), _utf8(attr_value)
+                parts += [_TYPE_SIZE.pack(attr_type, len(key)), key, _U16.pack(len(value)), value]
+            blueprint = names[i] if isinstance(names[i], str) else _from_text(names[i])
+            rows.append((ids[i], blueprint, b"".join(parts)))
+    except (KeyError, TypeError, ValueError, IndexError, struct.error):
+        return None
+    return rows
+
+
+def _utf8(text: str | bytes) -> bytes:
+    """A frame map's string as the file's bytes (`message._text` made bytes of those that
+    are not UTF-8)."""
+    if isinstance(text, bytes):
+        return text
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogateescape")
+    raise TypeError(f"{type(text).__name__} is not a string")
+
+
 class WorldTablesBuilder:
     """Collects the event tables while frames are converted, in order."""
 
@@ -182,17 +239,21 @@ class WorldTablesBuilder:
         self.detached = []
         adds = frame.get(kind_key(Kind.EVENT_ADD))
         if adds:
-            for add in maps_to_var(Kind.EVENT_ADD, adds, self.engine):
-                assert isinstance(add, ActorAdd)
-                actor_id = add.id
+            rows = _spawn_rows(adds, self.engine)
+            if rows is None:  # not as `var_to_maps` writes them: `maps_to_var` says why
+                rows = []
+                for add in maps_to_var(Kind.EVENT_ADD, adds, self.engine):
+                    assert isinstance(add, ActorAdd)
+                    rows.append((add.id, add.blueprint, add.serialize(self.engine)))
+            for actor_id, blueprint, record in rows:
                 previous = self.alive.get(actor_id)
                 if previous is not None:  # re-added while alive: the new one replaces it
                     self.spawn_end[previous] = index
                     if self.parent.pop(actor_id, None) is not None:
                         self.detached.append(actor_id)
                 self.alive[actor_id] = self.unposed[actor_id] = len(self.spawns)
-                self.spawns.append(add.serialize(self.engine))
-                self.spawn_type_ids.append(add.blueprint)
+                self.spawns.append(record)
+                self.spawn_type_ids.append(blueprint)
                 self.spawn_ids.append(actor_id)
                 self.spawn_start.append(index)
                 self.spawn_end.append(int(NEVER))
