@@ -15,11 +15,6 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-#: The command line's own circle (`nanorec.cli` and the verb modules that register on its
-#: app), left to the command-line work of issue #35: tolerated while it stays inside
-#: `nanorec.cli`; a circle anywhere else fails.
-TOLERATED = "nanorec.cli"
-
 
 def module_name(path: Path, root: Path) -> str:
     """The installed name of a source file: `converters/` installs as `nanorec.converters`."""
@@ -93,12 +88,8 @@ def circles(root: Path, folders: tuple[str, ...] = ("nanorec", "converters")) ->
     return found
 
 
-def _tolerated(ring: list[str]) -> bool:
-    return all(m == TOLERATED or m.startswith(TOLERATED + ".") for m in ring)
-
-
 def test_no_import_circle() -> None:
-    found = [ring for ring in circles(REPO) if not _tolerated(ring)]
+    found = circles(REPO)
     assert not found, "import circles: " + "; ".join(" <-> ".join(ring) for ring in found)
 
 
@@ -140,9 +131,3 @@ def test_a_circle_through_from_imports(tmp_path: Path) -> None:
         },
     )
     assert circles(tmp_path, ("nanorec",)) == [["nanorec.a", "nanorec.b", "nanorec.c"]]
-
-
-def test_the_command_line_circle_only_is_tolerated() -> None:
-    assert _tolerated(["nanorec.cli", "nanorec.cli.verbs"])
-    assert not _tolerated(["nanorec.cli.verbs", "nanorec.registry"])
-    assert not _tolerated(["nanorec.client", "nanorec.cli"])

@@ -107,7 +107,7 @@ def msgpack_text(value: str) -> str | bytes:
     return value
 
 
-def _from_text(value: str | bytes) -> str:
+def from_text(value: str | bytes) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
@@ -184,9 +184,9 @@ def maps_to_var(kind: Kind, content: Any, engine: Engine) -> list[VarRecord]:
                     locations[i],
                     rotations[i],
                     uids[i],
-                    _from_text(names[i]),
+                    from_text(names[i]),
                     tuple(
-                        Attribute(int(t), _from_text(k), _from_text(v)) for t, k, v in attributes[i]
+                        Attribute(int(t), from_text(k), from_text(v)) for t, k, v in attributes[i]
                     ),
                 )
                 for i in range(count)
@@ -195,7 +195,7 @@ def maps_to_var(kind: Kind, content: Any, engine: Engine) -> list[VarRecord]:
             if kind is Kind.PHYSICS_CONTROL:
                 records.append(_physics_from_map(item, engine))
             elif kind is Kind.WALKER_BONES:
-                names = tuple(_from_text(name) for name in item["names"])
+                names = tuple(from_text(name) for name in item["names"])
                 records.append(
                     WalkerBones(
                         int(item["id"]),

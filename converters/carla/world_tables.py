@@ -22,7 +22,7 @@ import numpy.typing as npt
 from nanorec.errors import FormatError, NanorecError
 
 from .ids import Engine, Kind
-from .message import _from_text, kind_key, maps_to_var
+from .message import from_text, kind_key, maps_to_var
 from .records import FIXED_DTYPES, ActorAdd, Cursor, PhysicsControl
 from .world import ActorDescription
 
@@ -190,7 +190,7 @@ def _spawn_rows(content: Any, engine: Engine) -> list[tuple[int, str, bytes]] | 
             for attr_type, attr_id, attr_value in attributes[i]:
                 key, value = _utf8(attr_id), _utf8(attr_value)
                 parts += [_TYPE_SIZE.pack(attr_type, len(key)), key, _U16.pack(len(value)), value]
-            blueprint = names[i] if isinstance(names[i], str) else _from_text(names[i])
+            blueprint = names[i] if isinstance(names[i], str) else from_text(names[i])
             rows.append((ids[i], blueprint, b"".join(parts)))
     except (KeyError, TypeError, ValueError, IndexError, struct.error):
         return None

@@ -19,7 +19,7 @@ import typer
 
 from nanorec.archive.layout import COMPACT
 from nanorec.archive.urls import is_url
-from nanorec.cli import EXIT_PROBLEM, run
+from nanorec.cli.app import EXIT_PROBLEM, run
 from nanorec.errors import UsageError
 from nanorec.maintain.batch import Outcome, plan, run_batch
 

@@ -17,7 +17,7 @@ import typer
 
 from nanorec import registry
 from nanorec.archive.layout import COMPACT, STORED, use_layout
-from nanorec.cli import EXIT_PROBLEM, app, run
+from nanorec.cli.app import EXIT_PROBLEM, app, run
 from nanorec.cli.convert import roundtrip_one
 from nanorec.cli.inputs import check_input, check_output, input_path, staged_output
 from nanorec.cli.options import Force, Json, Output, Stored

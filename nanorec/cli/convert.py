@@ -12,7 +12,7 @@ from nanorec import registry
 from nanorec.archive.atomic import file_sha256
 from nanorec.archive.layout import COMPACT, STORED, use_layout
 from nanorec.archive.urls import is_url
-from nanorec.cli import EXIT_BAD_INPUT, EXIT_PROBLEM, app, one_line, run
+from nanorec.cli.app import EXIT_BAD_INPUT, EXIT_PROBLEM, app, one_line, run
 from nanorec.cli.inputs import (
     check_input,
     check_output,

@@ -12,7 +12,7 @@ import typer
 
 from nanorec import registry
 from nanorec.archive.atomic import file_sha256
-from nanorec.cli import EXIT_PROBLEM, app, run
+from nanorec.cli.app import EXIT_PROBLEM, app, run
 from nanorec.cli.inputs import (
     check_input,
     check_output,

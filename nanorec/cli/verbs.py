@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from nanorec.cli import app, run
+from nanorec.cli.app import app, run
 from nanorec.cli.inputs import check_output, input_path, message_dict
 from nanorec.cli.options import (
     Duration,

@@ -55,7 +55,7 @@ def ros_type(name: str) -> str:
     return name
 
 
-_POSITION = {  # type (ROS1 spelling) -> the path of its position in the message
+POSITION_PATHS = {  # type (ROS1 spelling) -> the path of its position in the message
     "nav_msgs/Odometry": ("pose", "pose", "position"),
     "geometry_msgs/PoseStamped": ("pose", "position"),
     "geometry_msgs/PoseWithCovarianceStamped": ("pose", "pose", "position"),
@@ -63,8 +63,13 @@ _POSITION = {  # type (ROS1 spelling) -> the path of its position in the message
     "turtlesim/Pose": (),
     "geometry_msgs/Pose2D": (),
 }
-_TF = ("tf/tfMessage", "tf2_msgs/TFMessage")
-_DRAWN = {*_POSITION, *_TF, "sensor_msgs/NavSatFix", "sensor_msgs/Imu"}  # types of their own
+TF_TYPES = ("tf/tfMessage", "tf2_msgs/TFMessage")
+_DRAWN = {
+    *POSITION_PATHS,
+    *TF_TYPES,
+    "sensor_msgs/NavSatFix",
+    "sensor_msgs/Imu",
+}  # types of their own
 _IMU = {
     "angular velocity (rad/s)": "angular_velocity",
     "linear acceleration (m/s²)": "linear_acceleration",
@@ -149,7 +154,9 @@ def contents(
             continue
         if kind == "sensor_msgs/Image":
             picked = mine[np.unique(np.linspace(0, len(mine) - 1, max_images).round().astype(int))]
-            frames = [_frame(_decode(rec, int(n), found), t_of(int(n))) for n in picked.tolist()]
+            frames = [
+                image_frame(_decode(rec, int(n), found), t_of(int(n))) for n in picked.tolist()
+            ]
             shown = [f for f in frames if f is not None]
             if shown:
                 found.images[topic] = shown
@@ -165,13 +172,13 @@ def contents(
         t = (index.timestamp_us[mine] - origin) / 1e6
         values = [_decode(rec, n, found) for n in mine.tolist()]
         if kind == "sensor_msgs/NavSatFix":
-            track = _track(topic, values, t)
+            track = pose_track(topic, values, t)
             if track is not None:
                 found.tracks.append(track)
-        elif kind in _POSITION:
-            found.paths.extend(_paths(topic, kind, values))
-        elif kind in _TF:
-            found.paths.extend(_tf_paths(values))
+        elif kind in POSITION_PATHS:
+            found.paths.extend(pose_paths(topic, kind, values))
+        elif kind in TF_TYPES:
+            found.paths.extend(tf_paths(values))
         elif kind == "sensor_msgs/Imu":
             for title, name in _IMU.items():
                 found.series.append(_series(f"{topic} {title}", t, values, (name,)))
@@ -216,7 +223,7 @@ def _number(value: Any) -> float:
     return math.nan
 
 
-def _track(topic: str, values: list[Any], t: npt.NDArray[np.float64]) -> Track | None:
+def pose_track(topic: str, values: list[Any], t: npt.NDArray[np.float64]) -> Track | None:
     """The fixes with a position: finite, and a status other than NO_FIX (-1)."""
     rows = []
     for value, when in zip(values, t.tolist(), strict=True):
@@ -230,8 +237,8 @@ def _track(topic: str, values: list[Any], t: npt.NDArray[np.float64]) -> Track |
     return Track(topic, table[:, 0], table[:, 1], table[:, 2])
 
 
-def _paths(topic: str, kind: str, values: list[Any]) -> list[Path]:
-    where = _POSITION[kind]
+def pose_paths(topic: str, kind: str, values: list[Any]) -> list[Path]:
+    where = POSITION_PATHS[kind]
     rows = []
     for value in values:
         point = _get(value, where)
@@ -244,7 +251,7 @@ def _paths(topic: str, kind: str, values: list[Any]) -> list[Path]:
     return [Path(topic, frame, np.array(rows, dtype=np.float64))]
 
 
-def _tf_paths(values: list[Any]) -> list[Path]:
+def tf_paths(values: list[Any]) -> list[Path]:
     """One path per parent -> child transform, in the parent's frame (ROS1's leading "/"
     dropped, so both ROS's frames read alike)."""
     rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -315,7 +322,7 @@ _CHANNELS = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8UC1": 1
 _WIDE = {"mono16": ">u2", "16UC1": ">u2", "32FC1": ">f4"}
 
 
-def _pixel_bytes(data: Any) -> npt.NDArray[np.uint8]:
+def pixel_bytes(data: Any) -> npt.NDArray[np.uint8]:
     """An image's `data` as bytes: a numpy array (both decoders), or bytes and lists."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         return np.frombuffer(bytes(data), dtype=np.uint8)
@@ -325,14 +332,14 @@ def _pixel_bytes(data: Any) -> npt.NDArray[np.uint8]:
     return np.ascontiguousarray(array).reshape(-1)
 
 
-def _frame(value: Any, t: float) -> Frame | None:
+def image_frame(value: Any, t: float) -> Frame | None:
     """A `sensor_msgs/Image` at `t` s as pixels; None for an encoding not shown."""
     if not isinstance(value, Mapping):
         return None
     encoding = str(value.get("encoding", ""))
     height, width = int(value.get("height", 0)), int(value.get("width", 0))
     step = int(value.get("step", 0))
-    data = _pixel_bytes(value.get("data", b""))
+    data = pixel_bytes(value.get("data", b""))
     if not height or not width or not step or len(data) < height * step:
         return None
     rows = data[: height * step].reshape(height, step)

@@ -31,18 +31,18 @@ from nanorec.outputs import layers
 from nanorec.outputs.png import PNG_MIME, png_bytes
 
 from .rosplot_data import (
-    _POSITION,
-    _TF,
     EARTH_RADIUS_M,
+    POSITION_PATHS,
+    TF_TYPES,
     Path,
     RosMessages,
-    _frame,
-    _paths,
-    _pixel_bytes,
-    _tf_paths,
-    _track,
     contents,
+    image_frame,
+    pixel_bytes,
+    pose_paths,
+    pose_track,
     ros_type,
+    tf_paths,
 )
 
 __all__ = ["IMAGE_TYPES", "MAX_IMAGE_TOPICS", "TF_LOOKBACK", "RosView"]
@@ -66,7 +66,7 @@ class RosView:
     @cached_property
     def kinds(self) -> dict[str, str]:
         """The drawn topics -> their type (ROS1 spelling): poses, tf, GPS, images."""
-        drawn = {*_POSITION, *_TF, GPS, *IMAGE_TYPES}
+        drawn = {*POSITION_PATHS, *TF_TYPES, GPS, *IMAGE_TYPES}
         found = {topic: ros_type(self.rec.type_of(topic)) for topic in self.rec.table_kinds()}
         return {topic: kind for topic, kind in sorted(found.items()) if kind in drawn}
 
@@ -101,7 +101,7 @@ class RosView:
             if kind != GPS:
                 continue
             for number in self.numbers[topic][:64].tolist():
-                track = _track(topic, [self._decode(number)], np.zeros(1))
+                track = pose_track(topic, [self._decode(number)], np.zeros(1))
                 if track is not None:
                     return float(track.lon[0]), float(track.lat[0])
         return None
@@ -135,9 +135,9 @@ class RosView:
                     picture = self._image(topic, kind, int(mine[k - 1]))
                     if picture is not None:
                         images.append(picture)
-            elif kind in _TF:
+            elif kind in TF_TYPES:
                 values = [self._decode(n) for n in mine[max(0, k - TF_LOOKBACK) : k].tolist()]
-                places += [Path(p.label, p.frame, p.xy[-1:]) for p in _tf_paths(values)]
+                places += [Path(p.label, p.frame, p.xy[-1:]) for p in tf_paths(values)]
             else:
                 places += self._place(topic, kind, int(mine[k - 1]))
         labels = sorted({place.label for place in places})
@@ -151,8 +151,8 @@ class RosView:
         """The position in message `number` of a pose-like or GPS topic (none: no position)."""
         value = self._decode(number)
         if kind != GPS:
-            return _paths(topic, kind, [value])
-        track = _track(topic, [value], np.zeros(1))
+            return pose_paths(topic, kind, [value])
+        track = pose_track(topic, [value], np.zeros(1))
         return [] if track is None else [Path(topic, "", self._metres(track.lon, track.lat))]
 
     def _image(self, topic: str, kind: str, number: int) -> dict[str, Any] | None:
@@ -167,9 +167,9 @@ class RosView:
             mime = _mime(str(value.get("format", "")))
             data = value.get("data")
             if mime is not None and data is not None:
-                picture = layers.image(topic, mime, _pixel_bytes(data).tobytes())
+                picture = layers.image(topic, mime, pixel_bytes(data).tobytes())
         elif kind == "sensor_msgs/Image":
-            frame = _frame(value, 0.0)
+            frame = image_frame(value, 0.0)
             if frame is not None:
                 pixels = np.round(np.clip(frame.pixels, 0.0, 1.0) * 255).astype(np.uint8)
                 try:
