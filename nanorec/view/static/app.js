@@ -576,9 +576,18 @@
       kinds(summary);
       $("no-scene").hidden = summary.viewable;
       $("follow-box").hidden = !summary.viewable;
-      if (summary.viewable) state.overview = decodeLayers(await api("/api/overview"));
+      // the first message is painted before the overview (a long recording's whole paths)
+      // arrives, then drawn again under it
+      const painted = summary.messages ? seek(0) : null;  // asked first: the server
+      const overview = summary.viewable ? api("/api/overview") : null;  // answers in turn
       fields();
-      if (summary.messages) await seek(0);
+      await painted;
+      document.body.dataset.painted = "1";
+      if (overview) {
+        state.overview = decodeLayers(await overview);
+        state.view = null;  // framed on the overview's bounds
+        drawScene();
+      }
       document.body.dataset.ready = "1";
     } catch (error) { say(error); }
   }
