@@ -240,17 +240,54 @@
       const toScreen = (x, y) => [(x - v.cx) * v.scale + w / 2, h / 2 - (y - v.cy) * v.scale];
       const paint = { ctx, dpr, v, w, h, toScreen };
       const seen = new Set();
-      // images in the world (a map) under everything else, the overview under the scene
-      const under = (layers) => [...layers].sort((a, b) => (b.kind === "image") - (a.kind === "image"));
-      for (const layer of under((state.overview || {}).layers || [])) {
-        drawLayer(paint, layer, {}, seen);
-      }
+      drawOverview(paint, seen);  // under the scene
       for (const layer of under((scene || {}).layers || [])) drawLayer(paint, layer, counts, seen);
       legend(seen);
     }
     sideImages(scene, counts);
     for (const [key, value] of Object.entries(counts)) canvas.dataset[key] = String(value);
     canvas.dataset.frame = String(scene ? scene.number : state.number);
+  }
+
+  // Images in the world (a map) under everything else.
+  function under(layers) {
+    return [...layers].sort((a, b) => (b.kind === "image") - (a.kind === "image"));
+  }
+
+  // The overview (what does not change with time) drawn once per scale into a canvas of its
+  // own, then copied at an offset on every frame: following an actor only moves it (a long
+  // recording's whole path, stroked on every frame, took ~55 ms of a software-drawn page).
+  function drawOverview(paint, seen) {
+    const o = state.overview;
+    const layers = under((o || {}).layers || []);
+    if (!layers.length) return;
+    const { v, dpr } = paint;
+    const b = o.bounds || layerBounds(layers);
+    const margin = 16;  // CSS px around the bounds: line widths, markers
+    const w = b ? (b[2] - b[0]) * v.scale + 2 * margin : Infinity;
+    const h = b ? (b[3] - b[1]) * v.scale + 2 * margin : Infinity;
+    const loaded = layers.every((l) => l.kind !== "image" || !l.extent || picture(l).complete);
+    if (!(w * dpr <= 8192 && h * dpr <= 8192) || !loaded) {  // zoomed far in; a map loading
+      for (const layer of layers) drawLayer(paint, layer, {}, seen);
+      return;
+    }
+    let cache = state.overviewCache;
+    if (!cache || cache.overview !== o || cache.scale !== v.scale || cache.dpr !== dpr) {
+      const copy = document.createElement("canvas");
+      copy.width = Math.ceil(w * dpr);
+      copy.height = Math.ceil(h * dpr);
+      const cx = (b[0] + b[2]) / 2, cy = (b[1] + b[3]) / 2;
+      const toScreen = (x, y) => [(x - cx) * v.scale + w / 2, h / 2 - (y - cy) * v.scale];
+      const own = { ctx: copy.getContext("2d"), dpr, v: { cx, cy, scale: v.scale }, w, h, toScreen };
+      const names = new Set();
+      for (const layer of layers) drawLayer(own, layer, {}, names);
+      cache = state.overviewCache = { overview: o, scale: v.scale, dpr, copy, cx, cy, w, h, names };
+    }
+    for (const name of cache.names) seen.add(name);
+    const [sx, sy] = paint.toScreen(cache.cx, cache.cy);
+    paint.ctx.setTransform(1, 0, 0, 1, 0, 0);
+    paint.ctx.drawImage(cache.copy, Math.round((sx - cache.w / 2) * dpr),
+      Math.round((sy - cache.h / 2) * dpr));
   }
 
   function legend(seen) {
