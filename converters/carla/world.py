@@ -23,6 +23,7 @@ from .ids import ActorType, Engine, Kind, TrafficLightState
 from .message import kind_key, maps_to_var, records
 from .records import ActorAdd, PhysicsControl, VarRecord
 from .weather import Weather
+from .world_json import world_dict
 
 __all__ = [
     "Actor",
@@ -271,3 +272,8 @@ class World:
     @property
     def timestamp_us(self) -> int:
         return round(self.elapsed * 1e6)
+
+    def to_json(self) -> dict[str, Any]:
+        """The frame as `nanorec play` streams it (`world_json.world_dict`): what JSON
+        writers and the view's inspector show instead of this object's repr."""
+        return world_dict(self)

@@ -20,10 +20,19 @@ import json
 import math
 import secrets
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
+
+
+@runtime_checkable
+class ToJson(Protocol):
+    """A decoded value that says what it is in JSON (a CARLA frame's world, a report):
+    `json_safe` writes `to_json()`, not the object's repr."""
+
+    def to_json(self) -> Any: ...
+
 
 #: Elements past which an array is written in pieces.
 BIG_ARRAY = 1 << 20
@@ -139,6 +148,8 @@ def json_safe(value: Any, big: BigArrays | None = None) -> Any:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return {"base64": base64.b64encode(data).decode("ascii")}
+    if isinstance(value, ToJson):
+        return json_safe(value.to_json(), big)
     return str(value)
 
 
