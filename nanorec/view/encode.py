@@ -70,13 +70,17 @@ def message_json(value: Any) -> Any:
         if len(value) > MAX_ITEMS:
             return {"items": len(value), "head": [message_json(v) for v in value[:HEAD]]}
         return [message_json(item) for item in value]
+    if value is None or isinstance(value, float | bool | np.generic):
+        return json_safe(value)  # the leaves, before a Protocol's (slow) isinstance
     if isinstance(value, ToJson):  # a CARLA frame's world: its fields, cut as any value's
         return message_json(value.to_json())
     return json_safe(value)
 
 
 def _key(key: Any) -> str:
-    """A mapping key as `json_safe` writes it."""
+    """A mapping key as `json_safe` writes it (an ASCII text key as it is: most of them)."""
+    if type(key) is str and key.isascii():
+        return key
     return str(next(iter(json_safe({key: None}))))
 
 
