@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nanorec.outputs.json_pieces import ToJson, json_safe
+from nanorec.outputs.json_pieces import is_to_json, json_safe
 
 #: The dtypes the page has typed arrays for (JavaScript has no float16 array, and its
 #: 64-bit integer arrays are BigInt): other numeric columns are cast to the nearest of these.
@@ -70,9 +70,7 @@ def message_json(value: Any) -> Any:
         if len(value) > MAX_ITEMS:
             return {"items": len(value), "head": [message_json(v) for v in value[:HEAD]]}
         return [message_json(item) for item in value]
-    if value is None or isinstance(value, float | bool | np.generic):
-        return json_safe(value)  # the leaves, before a Protocol's (slow) isinstance
-    if isinstance(value, ToJson):  # a CARLA frame's world: its fields, cut as any value's
+    if is_to_json(value):  # a CARLA frame's world: its fields, cut as any value's
         return message_json(value.to_json())
     return json_safe(value)
 
