@@ -26,9 +26,9 @@ def dumps(value: Any) -> bytes:
 
 
 #: Items of an array or list, and bytes, past which the inspector gets the head only.
-MAX_ITEMS = 1000
+MAX_ITEMS = 100  # the page shows 100 children of a node
 #: Items (bytes: base64 of this many bytes) kept of a longer value.
-HEAD = 100
+HEAD = 50
 #: Characters past which a string is cut.
 MAX_TEXT = 10_000
 #: The largest integer a JavaScript number holds exactly (a nanosecond stamp is bigger).
