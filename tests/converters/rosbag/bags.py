@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 
 from nanorec.converters.ros.ros1.generate import generate
+from nanorec.converters.ros.ros1.msgdef import parse_definition
+from nanorec.converters.ros.ros1.serialize import encode
+from nanorec.converters.ros.ros1.writer import BagWriter
 
 
 def make_bag(folder: Path, name: str = "robot.bag", **options: Any) -> Path:
@@ -40,3 +43,32 @@ def ours(value: Any) -> Any:
     if isinstance(value, list):
         return [ours(v) for v in value]
     return value
+
+
+def payload(types: dict[str, str], type_name: str, value: dict[str, Any]) -> bytes:
+    """`value` serialized as `type_name`, whose definition `types` holds."""
+    return encode(parse_definition(type_name, types[type_name]), type_name, value)
+
+
+def write_bag(
+    path: Path,
+    entries: list[tuple[int, bytes]],
+    conns: dict[int, tuple[str, str]],
+    types: dict[str, str],
+) -> Path:
+    """A bag of `entries` (connection, payload), 10 ms apart; `conns`: id -> (topic, type),
+    each type's definition in `types`."""
+    with path.open("wb") as stream:
+        bag = BagWriter(stream, compression="none", chunk_threshold=4096)
+        for conn, (topic, type_name) in conns.items():
+            fields = (
+                (b"md5sum", b"0" * 32),
+                (b"message_definition", types[type_name].encode()),
+                (b"topic", topic.encode()),
+                (b"type", type_name.encode()),
+            )
+            bag.add_connection(conn, topic, fields)
+        for n, (conn, data) in enumerate(entries):
+            bag.write(conn, 10**18 + n * 10**7, data)
+        bag.close()
+    return path

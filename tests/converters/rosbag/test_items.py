@@ -14,14 +14,13 @@ import pytest
 
 import nanorec
 from nanorec.converters.ros.ros1 import columnar
-from nanorec.converters.ros.ros1.msgdef import parse_definition
-from nanorec.converters.ros.ros1.serialize import encode
 from nanorec.converters.ros.ros1.stock import STOCK
-from nanorec.converters.ros.ros1.writer import BagWriter
 from nanorec.errors import NanorecError
 from nanorec.outputs import arrow
 from tests.arrow_same import same_tables, same_values
 from tests.conftest import REALDATA
+from tests.converters.rosbag import bags
+from tests.converters.rosbag.bags import write_bag
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -100,25 +99,11 @@ def scan(i: int) -> dict[str, Any]:
 
 
 def payload(type_name: str, value: dict[str, Any]) -> bytes:
-    return encode(parse_definition(type_name, TYPES[type_name]), type_name, value)
+    return bags.payload(TYPES, type_name, value)
 
 
 def write(path: Path, entries: list[tuple[int, bytes]], conns: dict[int, tuple[str, str]]) -> Path:
-    """A bag of `entries` (connection, payload), 10 ms apart; `conns`: id -> (topic, type)."""
-    with path.open("wb") as stream:
-        bag = BagWriter(stream, compression="none", chunk_threshold=4096)
-        for conn, (topic, type_name) in conns.items():
-            fields = (
-                (b"md5sum", b"0" * 32),
-                (b"message_definition", TYPES[type_name].encode()),
-                (b"topic", topic.encode()),
-                (b"type", type_name.encode()),
-            )
-            bag.add_connection(conn, topic, fields)
-        for n, (conn, data) in enumerate(entries):
-            bag.write(conn, 10**18 + n * 10**7, data)
-        bag.close()
-    return path
+    return write_bag(path, entries, conns, TYPES)
 
 
 CONNS = {0: ("/tf", "tf2_msgs/TFMessage"), 1: ("/scan", "sensor_msgs/LaserScan")}
