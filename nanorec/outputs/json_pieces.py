@@ -133,7 +133,7 @@ def json_safe(value: Any, big: BigArrays | None = None) -> Any:
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, Mapping):
-        return {_key(key): json_safe(item, big) for key, item in value.items()}
+        return {json_key(key): json_safe(item, big) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [json_safe(item, big) for item in value]
     if isinstance(value, np.ndarray):
@@ -159,7 +159,7 @@ def is_to_json(value: object) -> TypeGuard[ToJson]:
     return callable(getattr(type(value), "to_json", None))
 
 
-def _key(key: Any) -> str:
+def json_key(key: Any) -> str:
     """A mapping key as a JSON string: bytes a file held that are not UTF-8 become `\\xNN`
     escapes (a key cannot be a `{"base64": ...}` object)."""
     text = str(key)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nanorec.outputs.json_pieces import is_to_json, json_safe
+from nanorec.outputs.json_pieces import is_to_json, json_key, json_safe
 
 #: The dtypes the page has typed arrays for (JavaScript has no float16 array, and its
 #: 64-bit integer arrays are BigInt): other numeric columns are cast to the nearest of these.
@@ -65,7 +65,7 @@ def message_json(value: Any) -> Any:
     if isinstance(value, str) and len(value) > MAX_TEXT:
         return {"characters": len(value), "head": json_safe(value[:MAX_TEXT])}
     if isinstance(value, Mapping):
-        return {_key(key): message_json(item) for key, item in value.items()}
+        return {json_key(key): message_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         if len(value) > MAX_ITEMS:
             return {"items": len(value), "head": [message_json(v) for v in value[:HEAD]]}
@@ -73,13 +73,6 @@ def message_json(value: Any) -> Any:
     if is_to_json(value):  # a CARLA frame's world: its fields, cut as any value's
         return message_json(value.to_json())
     return json_safe(value)
-
-
-def _key(key: Any) -> str:
-    """A mapping key as `json_safe` writes it (an ASCII text key as it is: most of them)."""
-    if type(key) is str and key.isascii():
-        return key
-    return str(next(iter(json_safe({key: None}))))
 
 
 def typed(array: np.ndarray[Any, Any]) -> dict[str, Any]:
