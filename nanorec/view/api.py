@@ -13,6 +13,10 @@
 Each answer costs what one screen shows: a message, a scene, W buckets; nothing holds all
 messages. The recording is asked under one lock (a format's decoder need not be
 thread-safe; the server's threads only overlap on the network).
+
+The recording may be given as the function opening it (`ViewApi.opening`): it is opened in
+a thread of its own while the browser loads the page, each answer waiting for it; that is
+most of a first paint's server time (the format's modules, the archive's index).
 """
 
 from __future__ import annotations
@@ -56,11 +60,40 @@ class ViewApi:
         self._lock = threading.Lock()
         self._summary: bytes | None = None
         self._overview: bytes | None = None
+        self._opened = threading.Event()
+        self._opened.set()
+        #: What opening the recording raised (`opening`), None once it is open.
+        self.failure: BaseException | None = None
+
+    @classmethod
+    def opening(cls, open_recording: Callable[[], Any], then: Callable[[], None]) -> ViewApi:
+        """The endpoints over the recording `open_recording()` returns, opened in a thread
+        now; answers wait for it. `then()` is called if opening raises (the error is kept in
+        `failure`, each answer says it): the server is stopped, its owner raises it."""
+        api = cls(None)
+        api._opened.clear()
+
+        def run() -> None:
+            try:
+                recording = open_recording()
+            except BaseException as error:  # raised again by the server's owner
+                api.failure = error
+                api._opened.set()
+                then()
+                return
+            api.recording, api.viewable = recording, isinstance(recording, Viewable)
+            api._opened.set()
+
+        threading.Thread(target=run, name="nanorec-view-open", daemon=True).start()
+        return api
 
     def answer(self, path: str, query: Query) -> Answer:
         """The answer to GET `path`?`query` (path starting with /api/)."""
         parts = path.strip("/").split("/")
         handler = self._ROUTES.get(parts[1] if len(parts) > 1 else "")
+        self._opened.wait()
+        if self.failure is not None:
+            return _error(503, f"the recording did not open: {self.failure}")
         try:
             if handler is None or len(parts) > 3:
                 raise NotFound(f"no endpoint {path}")

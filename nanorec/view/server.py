@@ -104,10 +104,19 @@ def serve(
     port: int = 0,
     browser: bool = True,
     ready: Callable[[str], None] = print,
+    opening: Callable[[], Any] | None = None,
 ) -> None:
     """Serve `recording`'s page on 127.0.0.1:`port` (0: a free port) until Ctrl-C (which
-    returns normally); `ready(url)` is called once it listens, then the browser opened."""
-    server = ViewServer(ViewApi(recording), port)
+    returns normally); `ready(url)` is called once it listens, then the browser opened.
+
+    With `opening` (`recording` None), the recording is what `opening()` returns, opened
+    while the browser loads the page (`ViewApi.opening`); what opening it raises stops the
+    server and is raised here."""
+    if opening is None:
+        server = ViewServer(ViewApi(recording), port)
+    else:
+        server = ViewServer(ViewApi(None), port)  # the port checked before any thread starts
+        server.api = ViewApi.opening(opening, then=server.shutdown)
     try:
         ready(server.url)
         if browser:
@@ -117,3 +126,5 @@ def serve(
         pass
     finally:
         server.server_close()
+    if server.api.failure is not None:
+        raise server.api.failure
