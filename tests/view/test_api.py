@@ -330,3 +330,38 @@ def test_what_opening_raises_stops_the_server_and_is_raised() -> None:
     api = ViewApi.opening(opening, then=lambda: None)
     answer = api.answer("/api/summary", {})
     assert answer.status == 503 and b"did not open" in answer.body
+
+
+class _Counted:
+    """`recording`, counting the messages asked of it."""
+
+    def __init__(self, recording: Any) -> None:
+        self.recording = recording
+        self.asked: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.recording, name)
+
+    def __len__(self) -> int:
+        return len(self.recording)
+
+    def message(self, number: int) -> Any:
+        self.asked.append(number)
+        return self.recording.message(number)
+
+
+def test_the_first_screen_is_made_before_it_is_asked() -> None:
+    """Once the recording is open, message 0 and its scene are made while the browser still
+    loads the page (`_warm`): the page's first asks are answered from them, once, the same."""
+    with open_sample(ONE_PER_FORMAT["carla"]) as recording:
+        counted = _Counted(recording)
+        api = ViewApi(counted)
+        assert api.viewable
+        api._warm()
+        assert counted.asked == [0]
+        fresh = ViewApi(recording)
+        for path in ("/api/message/0", "/api/scene/0", "/api/summary"):
+            assert api.answer(path, {}).body == fresh.answer(path, {}).body, path
+        assert counted.asked == [0]
+        assert api.answer("/api/message/0", {}).body == fresh.answer("/api/message/0", {}).body
+        assert counted.asked == [0, 0]
