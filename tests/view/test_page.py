@@ -143,7 +143,7 @@ def test_play_and_plot(browser: Any, serve: Any) -> None:
 
 
 def test_first_paint_asks_nothing_else(browser: Any, serve: Any) -> None:
-    """Message 0 and its scene are the page's first asks after the summary: the overview (a
+    """Message 0 and its scene are the page's first asks, with the summary: the overview (a
     long recording's whole paths, 0.7 s of server CPU on a 1 GB CARLA archive) and the
     plot's fields are asked once they are drawn, so they cannot take the server's lock
     first (the page asked all four at once before)."""
@@ -160,3 +160,7 @@ def test_first_paint_asks_nothing_else(browser: Any, serve: Any) -> None:
         later = [event for event in events[:painted] if "overview" in event or "fields" in event]
         assert not later, events
         assert events.index("ask overview") > painted, events
+        # message 0 and its scene are asked with the summary, not once it came
+        assert max(events.index("ask message/0"), events.index("ask scene/0")) < events.index(
+            "got summary"
+        ), events

@@ -12,7 +12,7 @@
   const state = {
     summary: null, number: -1, want: 0, busy: false, waiters: [],
     playing: false, overview: null, scene: null, images: new Map(),
-    view: null, drag: null, plots: [],
+    view: null, drag: null, plots: [], early: null,
   };
 
   // -- the server -------------------------------------------------------------------------
@@ -77,9 +77,12 @@
     while (state.want !== state.number) {
       const n = state.want;
       try {
+        const early = state.early && state.early.n === n ? state.early : null;
+        state.early = null;
         const [message, scene] = await Promise.all([
-          api(`/api/message/${n}`),
-          state.summary.viewable ? api(`/api/scene/${n}`).then(decodeLayers) : null,
+          early ? early.message : api(`/api/message/${n}`),
+          state.summary.viewable
+            ? (early ? early.scene : api(`/api/scene/${n}`)).then(decodeLayers) : null,
         ]);
         show(n, message, scene);
         say("");
@@ -601,8 +604,18 @@
     for (const kind of summary.table_kinds) $("series-kind").append(new Option(kind, kind));
   }
 
+  // Message 0 and its scene asked with the summary, not after it (the summary says whether
+  // there is a scene: a recording without one answers 404, unread).
+  function early() {
+    const asked = { n: 0, message: api("/api/message/0"), scene: api("/api/scene/0") };
+    asked.message.catch(() => {});
+    asked.scene.catch(() => {});
+    return asked;
+  }
+
   async function start() {
     try {
+      state.early = early();
       const summary = await api("/api/summary");
       state.summary = summary;
       document.title = `${summary.name} · nanorec view`;
