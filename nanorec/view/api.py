@@ -62,8 +62,10 @@ class ViewApi:
         self._overview: bytes | None = None
         self._opened = threading.Event()
         self._opened.set()
-        #: The first screen's answers made before they were asked (`_warm`), by path.
+        #: The first screen's answers made before they were asked (`_warm`), by path, and
+        #: those of its paths asked already.
         self._early: dict[str, bytes] = {}
+        self._answered: set[str] = set()
         #: What opening the recording raised (`opening`), None once it is open.
         self.failure: BaseException | None = None
 
@@ -104,6 +106,8 @@ class ViewApi:
                 body = self._early.pop(path, None)
                 if body is None:
                     body = handler(self, parts[2] if len(parts) == 3 else None, query)
+                if path in _FIRST:
+                    self._answered.add(path)
             return Answer(200, body)
         except (NotFound, OutOfRangeError) as error:
             return _error(404, str(error))
@@ -116,13 +120,19 @@ class ViewApi:
         """The answers the page paints first (the summary, message 0 and its scene) made
         now, while the browser is still loading the page: the first message and scene
         import what decodes and draws them (~45 ms CPU for a CARLA frame, of a first paint).
-        Each is answered once from here, then made as any other."""
-        first = ["/api/message/0", "/api/scene/0"] if self.viewable else ["/api/message/0"]
-        for path in ["/api/summary", *first]:
-            answer = self.answer(path, {})
-            if answer.status == 200 and path != "/api/summary":
-                with self._lock:
-                    self._early[path] = answer.body
+        Each is answered once from here, then made as any other; one the page asked first
+        is not made again. A failure is left for the page's own ask to say."""
+        for path in _FIRST:
+            name, _, arg = path.removeprefix("/api/").partition("/")
+            with self._lock:
+                if path in self._answered or (name == "scene" and not self.viewable):
+                    continue
+                try:  # the summary keeps its own answer
+                    body = self._ROUTES[name](self, arg or None, {})
+                except Exception:  # answered, and said, when asked
+                    continue
+                if name != "summary":
+                    self._early[path] = body
 
     # -- endpoints --------------------------------------------------------------------------
 
@@ -231,6 +241,10 @@ class ViewApi:
             "kinds": kinds,
             "table_kinds": list(recording.table_kinds()),
         }
+
+
+#: What the page asks first (`ViewApi._warm`).
+_FIRST = ("/api/summary", "/api/message/0", "/api/scene/0")
 
 
 def _error(status: int, message: str) -> Answer:

@@ -365,3 +365,8 @@ def test_the_first_screen_is_made_before_it_is_asked() -> None:
         assert counted.asked == [0]
         assert api.answer("/api/message/0", {}).body == fresh.answer("/api/message/0", {}).body
         assert counted.asked == [0, 0]
+        asked_first = _Counted(recording)  # the page's ask came before: not made again
+        api = ViewApi(asked_first)
+        api.answer("/api/message/0", {})
+        api._warm()
+        assert asked_first.asked == [0] and not api._early.get("/api/message/0")
