@@ -193,6 +193,7 @@ def test_view_with_its_default_port_imports_no_pydantic(tmp_path: Path) -> None:
     modules = set(json.loads(done.stdout.rpartition("\nMODULES ")[2]))
     assert "nanorec.view.server" in modules
     assert not {m for m in modules if m.split(".")[0] == "pydantic"}
+    assert "secrets" not in modules  # OpenSSL's hmac, for a token os.urandom gives as well
 
 
 def test_values_other_than_strings_still_convert_as_typer_says(tmp_path: Path) -> None:
