@@ -199,3 +199,70 @@ def test_an_archive_is_opened_while_the_page_loads(
     (lazy, opened), (converted, none) = handed
     assert lazy is None and opened.format == "ros2" and len(opened) == len(converted)
     assert converted.format == "ros2" and none is None
+
+
+def test_an_archives_url_comes_before_the_servers_modules(tmp_path: Path) -> None:
+    """The socket listens and the URL is printed before `http.server` (and the format's
+    commands) are imported: the browser starts loading the page meanwhile, its connection
+    waiting in the socket's backlog; then the page is served on that socket."""
+    from nanorec import registry
+
+    archive = tmp_path / "robot.nanover.zip"
+    registry.get("ros2").convert(SAMPLES / "ros2-robot.db3", archive)
+    spy = (
+        "import sys\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'http.server':\n"
+        "            print('importing http.server', flush=True)\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "import _nanorec_entry\n"
+        "sys.exit(_nanorec_entry.main())\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", spy, "view", str(archive), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first, second = process.stdout.readline(), process.stdout.readline()
+        found = re.search(r" at (http://127\.0\.0\.1:\d+/) ", first)
+        assert found, (first, second)
+        assert second == "importing http.server\n", (first, second)
+        with urllib.request.urlopen(found.group(1) + "api/summary", timeout=60) as answer:
+            assert json.loads(answer.read())["format"] == "ros2"
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0 and err == "nanorec: stopped\n", err
+
+
+def test_ctrl_c_after_an_archives_url_stops_it_as_when_served(tmp_path: Path) -> None:
+    """Ctrl-C once the URL is printed but before the page is served (here: while the
+    server's modules are imported) stops the command as it does a served page: "nanorec:
+    stopped", exit 0 (not a command cut short's 130)."""
+    from nanorec import registry
+
+    archive = tmp_path / "robot.nanover.zip"
+    registry.get("ros2").convert(SAMPLES / "ros2-robot.db3", archive)
+    interrupt = (
+        "import os, signal, sys\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'http.server':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "import _nanorec_entry\n"
+        "sys.exit(_nanorec_entry.main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", interrupt, "view", str(archive), "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert re.match(r"viewing .* at http://127\.0\.0\.1:\d+/ ", done.stdout), done.stdout
+    assert done.returncode == 0 and done.stderr == "nanorec: stopped\n", done
