@@ -53,9 +53,10 @@ BEFORE = (
     "31.6 / 43.7 ms; page 30,877 bytes. Since then: the overview and the plot's fields are "
     "asked after the first paint (the overview of the 1 GB archive, 0.74 s CPU, could take the "
     "lock first); no pydantic for view's default port; the archive's format read once; its "
-    "block table joined as arrays; the archive opened, and message 0 and its scene made, while "
-    "the browser loads the page (the URL printed first); message 0 and its scene asked with "
-    "the summary; the CARLA recording without its converter's modules."
+    "block table joined as arrays; the URL printed once the socket listens, then the server's "
+    "modules imported, the archive opened, and message 0 and its scene made, while the browser "
+    "loads the page; message 0 and its scene asked with the summary; the CARLA recording "
+    "without its converter's modules."
 )
 NANOREC = [sys.executable, "-c", "import sys, _nanorec_entry; sys.exit(_nanorec_entry.main())"]
 
