@@ -10,10 +10,11 @@ from __future__ import annotations
 import bisect
 import threading
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.archive.deflate import isal_zlib
 from nanorec.archive.source import window
@@ -41,6 +42,10 @@ def _decode(data: object, count: int, what: str) -> list[int]:
         raise ArchiveError(f"block table: {what} does not hold {count} values")
     values: list[int] = np.cumsum(np.frombuffer(raw, "<u8"), dtype="<u8").tolist()
     return values
+
+
+def _listed(values: Sequence[int] | NDArray[np.int64]) -> list[int]:
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
 class _Cached(threading.local):
@@ -84,8 +89,8 @@ class BlockReader:
     def from_rows(
         cls,
         buf: Buffer,
-        offsets: list[int],
-        starts: list[int],
+        offsets: Sequence[int] | NDArray[np.int64],
+        starts: Sequence[int] | NDArray[np.int64],
         *,
         data_start: int,
         data_size: int,
@@ -102,21 +107,19 @@ class BlockReader:
     def _setup(
         self,
         buf: Buffer,
-        offsets: list[int],
-        starts: list[int],
+        offsets: Sequence[int] | NDArray[np.int64],
+        starts: Sequence[int] | NDArray[np.int64],
         data_start: int,
         data_size: int,
         messages_size: int,
         *,
         whole: bool,
     ) -> None:
-        self._offsets = offsets
-        self._starts = starts
         for name, values, limit in (
-            ("offset", self._offsets, messages_size),
-            ("start", self._starts, data_size),
+            ("offset", offsets, messages_size),
+            ("start", starts, data_size),
         ):
-            if values and ((whole and values[0] != 0) or values[-1] >= max(limit, 1)):
+            if len(values) and ((whole and values[0] != 0) or values[-1] >= max(limit, 1)):
                 raise ArchiveError(f"block table: {name}s do not start at 0 inside the member")
             try:  # in numpy: a big archive's table has hundreds of thousands of blocks
                 steps = np.diff(np.asarray(values, np.int64))
@@ -124,7 +127,10 @@ class BlockReader:
                 raise ArchiveError(f"block table: {name}s are not offsets") from None
             if bool(np.any(steps <= 0)):
                 raise ArchiveError(f"block table: {name}s are not increasing")
-        if whole and messages_size and not offsets:
+        # lists: `bisect` on a list is ~10x faster than on an array (an element each step)
+        self._offsets: list[int] = _listed(offsets)
+        self._starts: list[int] = _listed(starts)
+        if whole and messages_size and not self._offsets:
             raise ArchiveError("block table: no block for a non-empty messages member")
         self._buf = buf
         self._data_start = data_start

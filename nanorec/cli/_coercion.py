@@ -3,10 +3,11 @@
 typer >= 0.2x converts each value through a pydantic `TypeAdapter` it builds for the
 parameter when the command runs, for every parameter but a flag, given or not: `nanorec
 info FILE` (a string and a dozen unset format options) imported pydantic and built nine
-schemas, ~150-300 ms CPU, more than numpy. A string for a plain `str` parameter, and None
-for any, come out of that adapter unchanged: those are passed through here; any other value
-(a number, a path, a list...) goes to typer's own conversion, built then, so every message
-and check stays typer's. Older typers convert with click's types and are left alone.
+schemas, ~150-300 ms CPU, more than numpy. A string for a plain `str` parameter, None for
+any, and an unset parameter's default of its own plain type (`nanorec view`'s port 0) come
+out of that adapter unchanged: those are passed through here; any other value (a number
+given, a path, a list...) goes to typer's own conversion, built then, so every message and
+check stays typer's. Older typers convert with click's types and are left alone.
 """
 
 from __future__ import annotations
@@ -25,11 +26,26 @@ class _PassThrough:
         if value is None:
             return () if many else None
         descriptor = param.type_descriptor
-        plain = descriptor.annotation is str and descriptor.parameter_info.parser is None
-        if plain and not many and descriptor.file_annotation is None and isinstance(value, str):
+        simple = descriptor.parameter_info.parser is None and descriptor.file_annotation is None
+        if simple and not many and _unchanged(descriptor.annotation, value, param, ctx):
             return value
         self.param._runtime_param = None  # typer's own, built now (pydantic imported)
         return self.param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+
+
+def _unchanged(annotation: Any, value: Any, param: Any, ctx: Any) -> bool:
+    """Whether typer's conversion gives `value` back as it is: a string for a `str`, or the
+    parameter's own default of its plain type (typer would check it against min/max: ours
+    are declared within them)."""
+    if annotation is str and isinstance(value, str):
+        return True
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    default = getattr(source, "name", None) == "DEFAULT"
+    return default and annotation in _PLAIN and type(value) is annotation
+
+
+#: The types whose default is passed through as it is.
+_PLAIN = (bool, int, float, str)
 
 
 def without_pydantic(command: Any) -> Any:

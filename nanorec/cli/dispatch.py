@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -179,18 +180,34 @@ def attach(command: Any, verb: str, pinned: str | None = None) -> Any:
 
 def format_of(path: Path) -> str | None:
     """The name of the format of `path`'s recording (its converter), None for a plain
-    archive or what no converter takes (the verb then says what is wrong)."""
+    archive or what no converter takes (the verb then says what is wrong).
+
+    Asked twice a command (routing it, then running the verb), and an archive's answer
+    costs opening it (~45 ms CPU for a 1 GB one, of `nanorec view`'s first paint): a
+    file's is kept as long as the file is as it was (its size, time and inode)."""
+    try:
+        known = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(known.st_mode):  # a folder (a ROS 2 bag's): sniffed, not opened
+        return _format_of.__wrapped__(str(path), 0, 0, 0)
+    return _format_of(str(path.resolve()), known.st_size, known.st_mtime_ns, known.st_ino)
+
+
+@functools.lru_cache(maxsize=8)
+def _format_of(path: str, size: int, mtime_ns: int, inode: int) -> str | None:
+    """`format_of` the file at `path` as its stat says it is."""
     from nanorec import registry
     from nanorec.archive.reader import ArchiveReader
     from nanorec.errors import NanorecError
 
     try:
-        head = registry.read_head(path)
+        head = registry.read_head(Path(path))
         if registry.is_archive(head):
             with ArchiveReader(path) as reader:
                 converter = registry.for_archive(reader)
         else:
-            converter = registry.for_native(path, head)
+            converter = registry.for_native(Path(path), head)
     except (NanorecError, OSError, TypeError):
         return None
     return None if converter is None else converter.name

@@ -432,7 +432,8 @@ class _Verifier:
         table = table_of(description.fields, self.members)
         pages = self.members[PAGES_MEMBER]
         base = pages.data_start if pages.stored else 0
-        columns, offsets, starts = table.whole(self.member_bytes(pages), base)
+        columns, rows_offsets, rows_starts = table.whole(self.member_bytes(pages), base)
+        offsets, starts = rows_offsets.tolist(), rows_starts.tolist()
         if not table.blocks_fit:
             offsets = starts = []  # the block rows describe another stream
         return Description(description.fields, columns), (offsets, starts)

@@ -18,7 +18,7 @@ import csv
 import io
 import json
 import math
-import secrets
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
@@ -51,7 +51,9 @@ class BigArrays:
 
     def __init__(self) -> None:
         self.arrays: list[NDArray[Any]] = []
-        self._token = secrets.token_hex(8)
+        # os.urandom, as secrets.token_hex is: `secrets` imports OpenSSL's hmac (~5 ms of a
+        # start-up, nanorec view's first paint among them)
+        self._token = os.urandom(8).hex()
 
     def add(self, value: NDArray[Any]) -> str:
         """The marker that stands for `value` in the line."""

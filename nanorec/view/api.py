@@ -13,6 +13,10 @@
 Each answer costs what one screen shows: a message, a scene, W buckets; nothing holds all
 messages. The recording is asked under one lock (a format's decoder need not be
 thread-safe; the server's threads only overlap on the network).
+
+The recording may be given as the function opening it (`ViewApi.opening`): it is opened in
+a thread of its own while the browser loads the page, each answer waiting for it; that is
+most of a first paint's server time (the format's modules, the archive's index).
 """
 
 from __future__ import annotations
@@ -56,16 +60,54 @@ class ViewApi:
         self._lock = threading.Lock()
         self._summary: bytes | None = None
         self._overview: bytes | None = None
+        self._opened = threading.Event()
+        self._opened.set()
+        #: The first screen's answers made before they were asked (`_warm`), by path, and
+        #: those of its paths asked already.
+        self._early: dict[str, bytes] = {}
+        self._answered: set[str] = set()
+        #: What opening the recording raised (`opening`), None once it is open.
+        self.failure: BaseException | None = None
+
+    @classmethod
+    def opening(cls, open_recording: Callable[[], Any], then: Callable[[], None]) -> ViewApi:
+        """The endpoints over the recording `open_recording()` returns, opened in a thread
+        now; answers wait for it. `then()` is called if opening raises (the error is kept in
+        `failure`, each answer says it): the server is stopped, its owner raises it."""
+        api = cls(None)
+        api._opened.clear()
+
+        def run() -> None:
+            try:
+                recording = open_recording()
+            except BaseException as error:  # raised again by the server's owner
+                api.failure = error
+                api._opened.set()
+                then()
+                return
+            api.recording, api.viewable = recording, isinstance(recording, Viewable)
+            api._opened.set()
+            api._warm()
+
+        threading.Thread(target=run, name="nanorec-view-open", daemon=True).start()
+        return api
 
     def answer(self, path: str, query: Query) -> Answer:
         """The answer to GET `path`?`query` (path starting with /api/)."""
         parts = path.strip("/").split("/")
         handler = self._ROUTES.get(parts[1] if len(parts) > 1 else "")
+        self._opened.wait()
+        if self.failure is not None:
+            return _error(503, f"the recording did not open: {self.failure}")
         try:
             if handler is None or len(parts) > 3:
                 raise NotFound(f"no endpoint {path}")
             with self._lock:
-                body = handler(self, parts[2] if len(parts) == 3 else None, query)
+                body = self._early.pop(path, None)
+                if body is None:
+                    body = handler(self, parts[2] if len(parts) == 3 else None, query)
+                if path in _FIRST:
+                    self._answered.add(path)
             return Answer(200, body)
         except (NotFound, OutOfRangeError) as error:
             return _error(404, str(error))
@@ -73,6 +115,24 @@ class ViewApi:
             return _error(400 if isinstance(error, UsageError) else 422, str(error))
         except Exception as error:  # a bug must not take the page down: said in one line
             return _error(500, f"{type(error).__name__}: {error}")
+
+    def _warm(self) -> None:
+        """The answers the page paints first (the summary, message 0 and its scene) made
+        now, while the browser is still loading the page: the first message and scene
+        import what decodes and draws them (~45 ms CPU for a CARLA frame, of a first paint).
+        Each is answered once from here, then made as any other; one the page asked first
+        is not made again. A failure is left for the page's own ask to say."""
+        for path in _FIRST:
+            name, _, arg = path.removeprefix("/api/").partition("/")
+            with self._lock:
+                if path in self._answered or (name == "scene" and not self.viewable):
+                    continue
+                try:  # the summary keeps its own answer
+                    body = self._ROUTES[name](self, arg or None, {})
+                except Exception:  # answered, and said, when asked
+                    continue
+                if name != "summary":
+                    self._early[path] = body
 
     # -- endpoints --------------------------------------------------------------------------
 
@@ -181,6 +241,10 @@ class ViewApi:
             "kinds": kinds,
             "table_kinds": list(recording.table_kinds()),
         }
+
+
+#: What the page asks first (`ViewApi._warm`).
+_FIRST = ("/api/summary", "/api/message/0", "/api/scene/0")
 
 
 def _error(status: int, message: str) -> Answer:

@@ -9,6 +9,7 @@ cannot read it through a name it points at 127.0.0.1 (DNS rebinding).
 
 from __future__ import annotations
 
+import socket
 import webbrowser
 from collections.abc import Callable
 from functools import cache
@@ -18,10 +19,9 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from nanorec.errors import UsageError
 from nanorec.view.api import ViewApi
+from nanorec.view.listen import HOST, listen, url_of
 
-HOST = "127.0.0.1"
 #: The page's files (nothing else under static/ is served), by URL path.
 ASSETS = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -43,19 +43,26 @@ def page_weight() -> int:
 
 
 class ViewServer(ThreadingHTTPServer):
-    """Serves one recording's page until `shutdown()`."""
+    """Serves one recording's page until `shutdown()`, on `sock` (a socket `listen` made,
+    owned from then on) or else on a socket listening on `port`."""
 
     daemon_threads = True  # a browser's kept-alive connection must not hold the exit
 
-    def __init__(self, api: ViewApi, port: int = 0) -> None:
-        if not 0 <= port <= 65535:
-            raise UsageError(f"--port takes 0 to 65535 (0: a free one), not {port}")
+    def __init__(self, api: ViewApi, port: int = 0, sock: socket.socket | None = None) -> None:
         self.api = api
-        super().__init__((HOST, port), _Handler)
+        listening = listen(port) if sock is None else sock
+        try:
+            super().__init__(listening.getsockname(), _Handler, bind_and_activate=False)
+        except BaseException:
+            listening.close()
+            raise
+        self.socket.close()  # the unbound one TCPServer made: `listening` serves instead
+        self.socket = listening
+        self.server_name, self.server_port = HOST, self.server_address[1]
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.server_address[1]}/"
+        return url_of(self.socket)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection the browser dropped is no news (the default prints a traceback)."""
@@ -104,10 +111,21 @@ def serve(
     port: int = 0,
     browser: bool = True,
     ready: Callable[[str], None] = print,
+    opening: Callable[[], Any] | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
-    """Serve `recording`'s page on 127.0.0.1:`port` (0: a free port) until Ctrl-C (which
-    returns normally); `ready(url)` is called once it listens, then the browser opened."""
-    server = ViewServer(ViewApi(recording), port)
+    """Serve `recording`'s page on 127.0.0.1:`port` (0: a free port), or on `sock` (see
+    `ViewServer`), until Ctrl-C (which returns normally); `ready(url)` is called once it
+    listens, then the browser opened.
+
+    With `opening` (`recording` None), the recording is what `opening()` returns, opened
+    while the browser loads the page (`ViewApi.opening`); what opening it raises stops the
+    server and is raised here."""
+    if opening is None:
+        server = ViewServer(ViewApi(recording), port, sock)
+    else:
+        server = ViewServer(ViewApi(None), port, sock)  # the port taken before a thread starts
+        server.api = ViewApi.opening(opening, then=server.shutdown)
     try:
         ready(server.url)
         if browser:
@@ -117,3 +135,5 @@ def serve(
         pass
     finally:
         server.server_close()
+    if server.api.failure is not None:
+        raise server.api.failure

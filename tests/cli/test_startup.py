@@ -176,6 +176,26 @@ def test_info_of_a_carla_archive_imports_no_other_format_and_no_pydantic(
     assert "concurrent.futures" not in modules
 
 
+def test_view_with_its_default_port_imports_no_pydantic(tmp_path: Path) -> None:
+    """An option left unset whose default is of its plain type (`view`'s port: 0, an int)
+    is passed through as a string is: pydantic and its schemas (~0.15 s CPU, of a first
+    paint that must come within 1 s) are not built for it."""
+    archive = tmp_path / "small.nanover.zip"
+    registry.get("carla").convert(SAMPLE, archive)
+    served = "import nanorec.view.server as s\ns.serve = lambda recording, **options: None\n"
+    done = subprocess.run(
+        [sys.executable, "-c", served + PROBE, json.dumps(["view", str(archive), "--no-browser"])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    modules = set(json.loads(done.stdout.rpartition("\nMODULES ")[2]))
+    assert "nanorec.view.server" in modules
+    assert not {m for m in modules if m.split(".")[0] == "pydantic"}
+    assert "secrets" not in modules  # OpenSSL's hmac, for a token os.urandom gives as well
+
+
 def test_values_other_than_strings_still_convert_as_typer_says(tmp_path: Path) -> None:
     """A number given to a verb is converted (and refused) by the installed typer's own
     conversion: only strings and unset options skip it."""

@@ -215,3 +215,13 @@ def test_an_unpaged_writer_still_writes_format_version_1(tmp_path: Path) -> None
         writer.write({"a": 1}, timestamp_us=0)
     described = _description(tmp_path / "a.zip")
     assert described["format_version"] == 1 and "pages" not in described
+
+
+def test_a_block_row_past_any_offset_is_a_page_error() -> None:
+    """Block rows are joined as int64 arrays (not Python ints): a uint64 row past 2**63 is
+    refused by name, not wrapped to a negative offset."""
+    from nanorec.archive import pagetable
+
+    with pytest.raises(PageError, match="past any offset"):
+        pagetable._int64(np.array([0, 1 << 63], np.uint64))
+    assert pagetable._int64(np.array([0, 7], np.uint64)).tolist() == [0, 7]

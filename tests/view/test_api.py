@@ -7,16 +7,28 @@ from __future__ import annotations
 import base64
 import json
 import math
+import threading
+import urllib.request
 from typing import Any
 
 import numpy as np
 import pytest
 
 from nanorec.cli.inputs import message_dict
+from nanorec.errors import FormatError
 from nanorec.outputs.tables import dumps
 from nanorec.view.api import ViewApi
 from nanorec.view.encode import HEAD, MAX_ITEMS
-from tests.view.conftest import EVERY_SAMPLE, Drawn, NotDrawn, drawn_counts, open_sample
+from nanorec.view.server import ViewServer, serve
+from tests.view.conftest import (
+    EVERY_SAMPLE,
+    ONE_PER_FORMAT,
+    Drawn,
+    NotDrawn,
+    Served,
+    drawn_counts,
+    open_sample,
+)
 
 
 def _numbers(count: int, seed: int = 37) -> list[int]:
@@ -275,3 +287,86 @@ def test_another_host_name_is_refused(serve: Any) -> None:
     assert answers[None][0] == 403
     assert answers[f"127.0.0.1:{port}"][0] == answers[f"localhost:{port}"][0] == 200
     assert answers["localhost:9000"][0] == 200
+
+
+def test_the_page_is_served_while_the_recording_opens() -> None:
+    """`ViewApi.opening`: the page's files are served before the recording is open; its
+    answers wait for it, then are the recording's."""
+    release = threading.Event()
+
+    def opening() -> Any:
+        assert release.wait(60)
+        return open_sample(ONE_PER_FORMAT["ros2"])
+
+    server = ViewServer(ViewApi(None), 0)
+    server.api = ViewApi.opening(opening, then=server.shutdown)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        served = Served(server.url)
+        with urllib.request.urlopen(server.url, timeout=60) as page:
+            assert b'id="timeline"' in page.read()
+        assert not release.is_set()  # the page came while the recording was opening
+        release.set()
+        assert served.ok("/api/summary")["format"] == "ros2"
+        assert served.ok("/api/message/3")["number"] == 3
+    finally:
+        server.shutdown()
+        server.server_close()
+        if server.api.recording is not None:
+            server.api.recording.close()
+
+
+def test_what_opening_raises_stops_the_server_and_is_raised() -> None:
+    """The recording opened while the page loads does not open: `serve` stops and raises
+    that error (the command line's one line), and answers meanwhile say it."""
+    urls: list[str] = []
+
+    def opening() -> Any:
+        raise FormatError("damaged.nanover.zip has no messages.msgpack member")
+
+    with pytest.raises(FormatError, match=r"no messages\.msgpack"):
+        serve(None, browser=False, ready=urls.append, opening=opening)
+    assert len(urls) == 1
+    api = ViewApi.opening(opening, then=lambda: None)
+    answer = api.answer("/api/summary", {})
+    assert answer.status == 503 and b"did not open" in answer.body
+
+
+class _Counted:
+    """`recording`, counting the messages asked of it."""
+
+    def __init__(self, recording: Any) -> None:
+        self.recording = recording
+        self.asked: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.recording, name)
+
+    def __len__(self) -> int:
+        return len(self.recording)
+
+    def message(self, number: int) -> Any:
+        self.asked.append(number)
+        return self.recording.message(number)
+
+
+def test_the_first_screen_is_made_before_it_is_asked() -> None:
+    """Once the recording is open, message 0 and its scene are made while the browser still
+    loads the page (`_warm`): the page's first asks are answered from them, once, the same."""
+    with open_sample(ONE_PER_FORMAT["carla"]) as recording:
+        counted = _Counted(recording)
+        api = ViewApi(counted)
+        assert api.viewable
+        api._warm()
+        assert counted.asked == [0]
+        fresh = ViewApi(recording)
+        for path in ("/api/message/0", "/api/scene/0", "/api/summary"):
+            assert api.answer(path, {}).body == fresh.answer(path, {}).body, path
+        assert counted.asked == [0]
+        assert api.answer("/api/message/0", {}).body == fresh.answer("/api/message/0", {}).body
+        assert counted.asked == [0, 0]
+        asked_first = _Counted(recording)  # the page's ask came before: not made again
+        api = ViewApi(asked_first)
+        api.answer("/api/message/0", {})
+        api._warm()
+        assert asked_first.asked == [0] and not api._early.get("/api/message/0")

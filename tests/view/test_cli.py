@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,3 +156,113 @@ def test_an_archive_by_url(tmp_path: Path) -> None:
     with registry.open(archive) as recording:
         assert summary["messages"] == len(recording) and summary["format"] == "carla"
         assert message["number"] == 7 and message["time"] == recording.time_of(7)
+
+
+def test_a_damaged_archive_is_one_line_after_its_url(tmp_path: Path) -> None:
+    """An archive is opened while the page loads, its URL printed first: what opening it
+    raises still stops the command in one `nanorec: ...` line, exit 2."""
+    import zipfile
+
+    damaged = tmp_path / "damaged.nanover.zip"
+    with zipfile.ZipFile(damaged, "w") as archive:
+        archive.writestr("notes.txt", "no messages here")
+    process = _start(str(damaged))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 2, (out, err)
+    assert err.startswith("nanorec: ") and err.count("\n") == 1, err
+    assert "messages.msgpack" in err, err
+    assert re.match(r"viewing .* at http://127\.0\.0\.1:\d+/ ", out), out
+
+
+def test_an_archive_is_opened_while_the_page_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`nanorec view ARCHIVE` hands the server the opening of the archive (done while the
+    browser loads the page), a native file the recording converted before the URL."""
+    from nanorec import registry
+    from nanorec.cli import main
+    from nanorec.view import server
+
+    archive = tmp_path / "robot.nanover.zip"
+    registry.get("ros2").convert(SAMPLES / "ros2-robot.db3", archive)
+    handed: list[tuple[Any, Any]] = []
+
+    def serve(recording: Any, **options: Any) -> None:
+        opening = options.get("opening")
+        handed.append((recording, None if opening is None else opening()))
+
+    monkeypatch.setattr(server, "serve", serve)
+    for source in (archive, SAMPLES / "ros2-robot.db3"):
+        with pytest.raises(SystemExit) as done:
+            main(["view", str(source), "--no-browser"])
+        assert done.value.code == 0
+    (lazy, opened), (converted, none) = handed
+    assert lazy is None and opened.format == "ros2" and len(opened) == len(converted)
+    assert converted.format == "ros2" and none is None
+
+
+def test_an_archives_url_comes_before_the_servers_modules(tmp_path: Path) -> None:
+    """The socket listens and the URL is printed before `http.server` (and the format's
+    commands) are imported: the browser starts loading the page meanwhile, its connection
+    waiting in the socket's backlog; then the page is served on that socket."""
+    from nanorec import registry
+
+    archive = tmp_path / "robot.nanover.zip"
+    registry.get("ros2").convert(SAMPLES / "ros2-robot.db3", archive)
+    spy = (
+        "import sys\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'http.server':\n"
+        "            print('importing http.server', flush=True)\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "import _nanorec_entry\n"
+        "sys.exit(_nanorec_entry.main())\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", spy, "view", str(archive), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first, second = process.stdout.readline(), process.stdout.readline()
+        found = re.search(r" at (http://127\.0\.0\.1:\d+/) ", first)
+        assert found, (first, second)
+        assert second == "importing http.server\n", (first, second)
+        with urllib.request.urlopen(found.group(1) + "api/summary", timeout=60) as answer:
+            assert json.loads(answer.read())["format"] == "ros2"
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0 and err == "nanorec: stopped\n", err
+
+
+def test_ctrl_c_after_an_archives_url_stops_it_as_when_served(tmp_path: Path) -> None:
+    """Ctrl-C once the URL is printed but before the page is served (here: while the
+    server's modules are imported) stops the command as it does a served page: "nanorec:
+    stopped", exit 0 (not a command cut short's 130)."""
+    from nanorec import registry
+
+    archive = tmp_path / "robot.nanover.zip"
+    registry.get("ros2").convert(SAMPLES / "ros2-robot.db3", archive)
+    interrupt = (
+        "import os, signal, sys\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'http.server':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "import _nanorec_entry\n"
+        "sys.exit(_nanorec_entry.main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", interrupt, "view", str(archive), "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert re.match(r"viewing .* at http://127\.0\.0\.1:\d+/ ", done.stdout), done.stdout
+    assert done.returncode == 0 and done.stderr == "nanorec: stopped\n", done

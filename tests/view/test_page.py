@@ -140,3 +140,27 @@ def test_play_and_plot(browser: Any, serve: Any) -> None:
         width = page.evaluate("document.querySelector('.plot canvas').clientWidth")
         series = served.ok(f"/api/series?kind={kind}&field={field}&width={width}")
         assert rows == series["rows"] > 0
+
+
+def test_first_paint_asks_nothing_else(browser: Any, serve: Any) -> None:
+    """Message 0 and its scene are the page's first asks, with the summary: the overview (a
+    long recording's whole paths, 0.7 s of server CPU on a 1 GB CARLA archive) and the
+    plot's fields are asked once they are drawn, so they cannot take the server's lock
+    first (the page asked all four at once before)."""
+    with open_sample(ONE_PER_FORMAT["carla"]) as recording:
+        served = serve(recording)
+        page = browser.new_page()
+        events: list[str] = []
+        api = lambda url: url.split("/api/", 1)[1] if "/api/" in url else None  # noqa: E731
+        page.on("request", lambda r: api(r.url) and events.append(f"ask {api(r.url)}"))
+        page.on("response", lambda r: api(r.url) and events.append(f"got {api(r.url)}"))
+        page.goto(served.url)
+        page.wait_for_selector("body[data-ready='1']")
+        painted = max(events.index("got message/0"), events.index("got scene/0"))
+        later = [event for event in events[:painted] if "overview" in event or "fields" in event]
+        assert not later, events
+        assert events.index("ask overview") > painted, events
+        # message 0 and its scene are asked with the summary, not once it came
+        assert max(events.index("ask message/0"), events.index("ask scene/0")) < events.index(
+            "got summary"
+        ), events

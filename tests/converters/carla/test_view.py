@@ -254,3 +254,34 @@ def test_nothing_positioned_is_empty_layers(tmp_path: Path) -> None:
             check_view(scene, overview=False)
             assert all(not len(lay["x"]) for lay in scene["layers"])
             assert "follow" not in scene
+
+
+def test_viewing_an_archive_imports_no_converter(tmp_path: Path) -> None:
+    """Opening a CARLA archive and drawing its first frame imports what reads and draws it,
+    not what converts (the archive writer, the format's detection: ~40 ms of `nanorec
+    view`'s first paint); a process of its own, which imported nothing before."""
+    import json
+    import subprocess
+    import sys
+
+    from nanorec import registry
+
+    archive = tmp_path / "town.nanover.zip"
+    registry.get("carla").convert(SAMPLE_FILES[0], archive)
+    probe = (
+        "import json, sys\nfrom nanorec import registry\n"
+        "recording = registry.open(sys.argv[1])\n"
+        "recording.view_scene(0), recording.message(0), recording.frame(0).to_json()\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(archive)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    modules = set(json.loads(done.stdout))
+    assert "nanorec.converters.carla.recording" in modules
+    converting = {"nanorec.converters.carla.convert", "nanorec.archive.writer"}
+    assert not converting & modules, sorted(converting & modules)
