@@ -23,57 +23,31 @@ damaged one is not `ok` either.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
 
+from .columnar_layout import read_layouts
+from .columnar_shape import (
+    BOOL,
+    DOUBLE,
+    DTYPES,
+    INT32,
+    INT64,
+    PADDING,
+    SKIP_BYTES,
+    SKIP_FIXED32,
+    SKIP_VARINT,
+    WIRES,
+    Message,
+)
 from .pose import POSE
 from .records import FIXED_FRAME, IMU, NODE, ODOMETRY, SUBMAP
 from .vector import Run
 
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
-Floats = np.ndarray[Any, np.dtype[np.float64]]
 _EIGHT: Final = np.arange(8)
-#: Bytes after the last payload that reads may touch (a varint's ten, a double's eight).
-PADDING: Final = 32
-#: A field read into a column: a double (wire type 1), an int32, int64 or bool (varint);
-#: `SKIP_VARINT`, `SKIP_BYTES` and `SKIP_FIXED32` are fields read past (a time the entry
-#: holds; packed values; floats no table holds).
-DOUBLE, INT32, INT64, BOOL = "double", "int32", "int64", "bool"
-SKIP_VARINT, SKIP_BYTES, SKIP_FIXED32 = "varint", "bytes", "fixed32"
-_WIRES: Final = {
-    DOUBLE: 1,
-    INT32: 0,
-    INT64: 0,
-    BOOL: 0,
-    SKIP_VARINT: 0,
-    SKIP_BYTES: 2,
-    SKIP_FIXED32: 5,
-}
-_DTYPES: Final = {DOUBLE: np.float64, BOOL: np.bool_}
-
-
-@dataclass(frozen=True)
-class Message:
-    """A message's fields by one-byte key: a sub-message, or (kind, column name or "");
-    `present`: a bool column set where the message is there (a submap's 2D or 3D part)."""
-
-    fields: dict[int, Message | tuple[str, str]] = field(default_factory=dict)
-    present: str = ""
-
-    def columns(self) -> dict[str, str]:
-        """Column name -> kind, of this message and those inside it."""
-        found: dict[str, str] = {}
-        for part in self.fields.values():
-            if isinstance(part, Message):
-                if part.present:
-                    found[part.present] = BOOL
-                found.update(part.columns())
-            elif part[1]:
-                found[part[1]] = part[0]
-        return found
 
 
 def _doubles(*names: str) -> Message:
@@ -178,7 +152,7 @@ class _Walk:
         count = len(run.sizes)
         self.ok = np.ones(count, np.bool_)
         self.columns: dict[str, Any] = {
-            name: np.zeros(count, _DTYPES.get(kind, np.int64))
+            name: np.zeros(count, DTYPES.get(kind, np.int64))
             for name, kind in shape.columns().items()
         }
 
@@ -216,7 +190,7 @@ class _Walk:
                     self.message(part, after, stop, chosen)
                     continue
                 kind, name = part
-                self.ok &= ~chosen | (wire == _WIRES[kind])
+                self.ok &= ~chosen | (wire == WIRES[kind])
                 if name and kind == DOUBLE:
                     at = run.base + np.minimum(pos + 1, run.sizes)
                     values = run.flat.take(at[:, None] + _EIGHT).view("<f8")[:, 0]
@@ -237,6 +211,9 @@ def message_run(shape: Message, joined: bytes, sizes: Ints) -> tuple[Bools, dict
     """(ok, the columns of `shape`) of messages joined (`sizes` bytes each), each read
     whole as one `shape`; the values meaningful where `ok`."""
     run = Run(joined + bytes(PADDING), sizes)
+    found = read_layouts(shape, run.flat, sizes, wrapped=False)
+    if found is not None:
+        return np.ones(len(sizes), np.bool_), found
     walk = _Walk(run, shape)
     walk.message(shape, np.zeros(len(sizes), np.int64), sizes, walk.ok.copy())
     return walk.ok, walk.columns
@@ -249,19 +226,24 @@ def record_run(kind: str, payloads: bytes, sizes: Ints) -> tuple[Bools, dict[str
     shape, names = SHAPES[kind]
     padded = len(payloads) >= int(sizes.sum()) + PADDING
     run = Run(payloads if padded else payloads + bytes(PADDING), sizes)
-    walk = _Walk(run, shape)
-    zero = np.zeros(len(sizes), np.int64)
-    key = run.byte(zero, sizes, walk.ok)
-    walk.ok &= (key & 7 == 2) & (key >= 8) & (key < 0x80)  # one length-delimited field
-    length, pos = walk.varint(zero + 1, sizes, walk.ok.copy())
-    walk.ok &= (length < (1 << 40)) & (pos + np.minimum(length, 1 << 40).astype(np.int64) == sizes)
-    walk.message(shape, pos, sizes, walk.ok.copy())
-    columns = walk.columns
+    ok = np.ones(len(sizes), np.bool_)
+    columns = read_layouts(shape, run.flat, sizes, wrapped=True)
+    if columns is None:
+        walk = _Walk(run, shape)
+        zero = np.zeros(len(sizes), np.int64)
+        key = run.byte(zero, sizes, walk.ok)
+        walk.ok &= (key & 7 == 2) & (key >= 8) & (key < 0x80)  # one length-delimited field
+        length, pos = walk.varint(zero + 1, sizes, walk.ok.copy())
+        walk.ok &= (length < (1 << 40)) & (
+            pos + np.minimum(length, 1 << 40).astype(np.int64) == sizes
+        )
+        walk.message(shape, pos, sizes, walk.ok.copy())
+        ok, columns = walk.ok, walk.columns
     if TWO in columns:
         two, three = columns[TWO], columns[THREE]
-        walk.ok &= two ^ three
+        ok &= two ^ three
         columns["dims"] = np.where(two, 2, 3).astype(np.int64)
-    return walk.ok, {name: columns[name] for name in names}
+    return ok, {name: columns[name] for name in names}
 
 
 __all__ = ["PADDING", "SHAPES", "Message", "message_run", "record_run"]

@@ -17,7 +17,8 @@ import numpy as np
 
 from nanorec.errors import FormatError
 
-from .columnar_wire import DOUBLE, INT32, INT64, Message, message_run
+from .columnar_shape import DOUBLE, INT32, INT64, Message
+from .columnar_wire import message_run
 from .decode import decode_message
 from .pose import POSE, pose7
 from .wire import LEN, VARINT, iter_fields, signed32

@@ -106,10 +106,10 @@ def whole_payload(member: bytes) -> bytes | None:
 
 
 def declared_payload(member: bytes) -> bytes | None:
-    """`whole_payload` for a member of any size (a submap's, a node's: Parquet export), its
-    output bounded by the size its trailer declares (ISIZE, at most `MAX_PAYLOAD`) and
-    required to be exactly that; None for anything else (`stream.inflate_member` says what).
-    ISA-L and its own CRC check cost ~0.6x `inflate_member`'s zlib and separate CRC."""
+    """`whole_payload` for a member of any size (Parquet export), its output bounded by the
+    size its trailer declares (ISIZE, at most `MAX_PAYLOAD`) and required to be exactly
+    that; None for anything else (`stream.inflate_member` says what). ISA-L and its own
+    CRC check cost ~0.6x `inflate_member`'s zlib and separate CRC."""
     if member[:10] != GZIP_HEADER or len(member) < 18:
         return None
     declared = int.from_bytes(member[-4:], "little")
