@@ -132,39 +132,54 @@ def _matching(flat: np.ndarray[Any, Any], starts: Ints, layout: _Layout, first: 
 def _fill(
     flat: np.ndarray[Any, Any], starts: Ints, rows: Ints, layout: _Layout, columns: dict[str, Any]
 ) -> None:
-    """The values of the records `rows` (at `starts`), all of `layout`, into `columns`."""
+    """The values of the records `rows` (at `starts`), all of `layout`, into `columns`: the
+    doubles in one gather, the varints in another (a gather a value cost ~4x)."""
     at = starts[:, None]
-    for offset, name in layout.doubles:
-        columns[name][rows] = flat.take(at + (offset + _EIGHT)).view("<f8")[:, 0]
-    for offset, length, kind, name in layout.varints:
-        if not name:
-            continue
-        parts = (flat.take(at + (offset + _TEN[:length])) & 0x7F).astype(np.uint64)
-        value = (parts << _SHIFTS[:length]).sum(axis=1, dtype=np.uint64)
-        if kind == BOOL:
-            columns[name][rows] = value != 0
-        elif kind == INT64:
-            columns[name][rows] = value.view(np.int64)
-        else:
-            columns[name][rows] = (value & np.uint64(0xFFFF_FFFF)).astype(np.uint32).view(np.int32)
+    if layout.doubles:
+        offsets = np.array([offset for offset, _ in layout.doubles], np.int64)
+        doubles = flat.take(at + (offsets[:, None] + _EIGHT).ravel()).view("<f8")
+        for k, (_, name) in enumerate(layout.doubles):
+            columns[name][rows] = doubles[:, k]
+    named = [item for item in layout.varints if item[3]]
+    if named:
+        # each varint's ten bytes from its offset, the bytes past its length masked off
+        offsets = np.array([offset for offset, _, _, _ in named], np.int64)
+        window = flat.take(at + (offsets[:, None] + _TEN).ravel()).reshape(len(rows), -1, 10)
+        lengths = np.array([length for _, length, _, _ in named], np.int64)
+        parts = (window & 0x7F).astype(np.uint64) * (lengths[:, None] > _TEN)
+        values = (parts << _SHIFTS).sum(axis=2, dtype=np.uint64)
+        for k, (_, _, kind, name) in enumerate(named):
+            value = values[:, k]
+            if kind == BOOL:
+                columns[name][rows] = value != 0
+            elif kind == INT64:
+                columns[name][rows] = value.view(np.int64)
+            else:
+                low = (value & np.uint64(0xFFFF_FFFF)).astype(np.uint32).view(np.int32)
+                columns[name][rows] = low
     for name in layout.present:
         columns[name][rows] = True
 
 
 def read_layouts(
-    shape: Message, flat: np.ndarray[Any, Any], sizes: Ints, *, wrapped: bool
+    shape: Message,
+    flat: np.ndarray[Any, Any],
+    sizes: Ints,
+    *,
+    wrapped: bool,
+    bases: Ints | None = None,
 ) -> dict[str, Any] | None:
     """The columns of `shape` (as the walker gives them) of the records joined in `flat`
-    (`sizes` bytes each, padded after), each read whole as `shape` (`wrapped`: inside one
-    SerializedData field), or None when the walker must read the run (see the module
-    docstring)."""
+    (`sizes` bytes each, padded after; or at `bases`), each read whole as `shape`
+    (`wrapped`: inside one SerializedData field), or None when the walker must read the
+    run (see the module docstring)."""
     count = len(sizes)
     if not count:
         return None
     lengths, group = np.unique(sizes, return_inverse=True)
     if len(lengths) > max(32, count // 16):  # nodes: a size a record, layouts differ
         return None
-    bases = np.cumsum(sizes) - sizes
+    bases = np.cumsum(sizes) - sizes if bases is None else bases
     columns: dict[str, Any] = {
         name: np.zeros(count, DTYPES.get(kind, np.int64)) for name, kind in shape.columns().items()
     }

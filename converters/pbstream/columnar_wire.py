@@ -219,11 +219,14 @@ class _Walk:
         self.ok &= ~active | (pos == end)
 
 
-def message_run(shape: Message, joined: bytes, sizes: Ints) -> tuple[Bools, dict[str, Any]]:
-    """(ok, the columns of `shape`) of messages joined (`sizes` bytes each), each read
-    whole as one `shape`; the values meaningful where `ok`."""
-    run = Run(joined + bytes(PADDING), sizes)
-    found = read_layouts(shape, run.flat, sizes, wrapped=False)
+def message_run(
+    shape: Message, joined: bytes, sizes: Ints, starts: Ints | None = None
+) -> tuple[Bools, dict[str, Any]]:
+    """(ok, the columns of `shape`) of messages joined (`sizes` bytes each; or at `starts`
+    of `joined`: spans of one payload, not copied), each read whole as one `shape`; the
+    values meaningful where `ok`."""
+    run = Run(joined + bytes(PADDING), sizes, starts)
+    found = read_layouts(shape, run.flat, sizes, wrapped=False, bases=run.base)
     if found is not None:
         return np.ones(len(sizes), np.bool_), found
     walk = _Walk(run, shape)

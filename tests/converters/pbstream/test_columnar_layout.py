@@ -112,11 +112,11 @@ def test_pose_graph_layouts_are_the_walked_ones(
     assert fast[3] == walked[3]
 
 
-def _walking_message_run(shape: Any, joined: bytes, sizes: Any) -> Any:
+def _walking_message_run(shape: Any, joined: bytes, sizes: Any, starts: Any = None) -> Any:
     saved = columnar_wire.read_layouts
     columnar_wire.read_layouts = lambda *args, **kw: None  # type: ignore[assignment]
     try:
-        return columnar_wire.message_run(shape, joined, sizes)
+        return columnar_wire.message_run(shape, joined, sizes, starts)
     finally:
         columnar_wire.read_layouts = saved
 
