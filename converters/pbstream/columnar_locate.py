@@ -74,7 +74,11 @@ def locate(data: bytes, starts: Ints, ends: Ints, kind: str) -> tuple[Ints, Ints
             continue
         known = np.zeros(len(at), np.bool_)
         step = np.zeros(len(at), np.int64)
+        # only the keys whose first byte (a fixstr of its length) some message has here
+        heads = np.bincount(buf[at[going]], minlength=256)
         for key in _KEYS:  # one key at one place: no two keys taken in a row
+            if not heads[key[0]]:
+                continue
             same = _equal(buf, at, key)
             known |= same
             step = np.where(same, len(key), step)
