@@ -27,8 +27,6 @@ Ints = np.ndarray[Any, np.dtype[np.int64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
 #: Layouts tried for the records of one size before the walker takes the run.
 _TRIES: Final = 3
-_SHIFTS: Final = np.arange(0, 70, 7, dtype=np.uint64)
-_TEN: Final = np.arange(10)
 _EIGHT: Final = np.arange(8)
 
 
@@ -114,51 +112,60 @@ def _first_field(data: bytes, size: int, layout: _Layout) -> int | None:
     return after
 
 
-def _matching(flat: np.ndarray[Any, Any], starts: Ints, layout: _Layout, first: int) -> Bools:
-    """Which records at `starts` have `layout`'s structural bytes and varint ends (those
-    of the record at `first`)."""
+def _bytes(flat: np.ndarray[Any, Any], starts: Ints, width: int) -> np.ndarray[Any, Any]:
+    """The first `width` bytes of the records at `starts`, one row each: a gather of
+    `width`-byte items (an index array of `width` per record costs ~5x)."""
+    items = np.ndarray((len(flat) - width + 1,), f"V{width}", flat, 0, (1,))
+    rows: np.ndarray[Any, Any] = items[starts].view(np.uint8).reshape(len(starts), width)
+    return rows
+
+
+def _matching(records: np.ndarray[Any, Any], layout: _Layout) -> Bools:
+    """Which `records` (rows of bytes) have the structural bytes and varint ends of
+    `layout`, the parse of the first."""
     fixed = np.asarray(layout.fixed, np.int64)
-    at = starts[:, None]
-    same: Bools = (flat.take(at + fixed) == flat.take(first + fixed)).all(axis=1)
+    same: Bools = (records.take(fixed, axis=1) == records[0, fixed]).all(axis=1)
     going = [at for at, length, _, _ in layout.varints for at in range(at, at + length - 1)]
     ends = [at + length - 1 for at, length, _, _ in layout.varints]
     if going:
-        same &= (flat.take(at + np.asarray(going, np.int64)) >= 0x80).all(axis=1)
+        same &= (records.take(going, axis=1) >= 0x80).all(axis=1)
     if ends:
-        same &= (flat.take(at + np.asarray(ends, np.int64)) < 0x80).all(axis=1)
+        same &= (records.take(ends, axis=1) < 0x80).all(axis=1)
     return same
 
 
 def _fill(
-    flat: np.ndarray[Any, Any], starts: Ints, rows: Ints, layout: _Layout, columns: dict[str, Any]
+    records: np.ndarray[Any, Any], rows: Ints, layout: _Layout, columns: dict[str, Any]
 ) -> None:
-    """The values of the records `rows` (at `starts`), all of `layout`, into `columns`: the
-    doubles in one gather, the varints in another (a gather a value cost ~4x)."""
-    at = starts[:, None]
+    """The values of `records` (rows of bytes, all of `layout`; the rows `rows` of the
+    run) into `columns`: the doubles in one gather."""
     if layout.doubles:
         offsets = np.array([offset for offset, _ in layout.doubles], np.int64)
-        doubles = flat.take(at + (offsets[:, None] + _EIGHT).ravel()).view("<f8")
+        doubles = records.take((offsets[:, None] + _EIGHT).ravel(), axis=1).view("<f8")
         for k, (_, name) in enumerate(layout.doubles):
             columns[name][rows] = doubles[:, k]
-    named = [item for item in layout.varints if item[3]]
-    if named:
-        # each varint's ten bytes from its offset, the bytes past its length masked off
-        offsets = np.array([offset for offset, _, _, _ in named], np.int64)
-        window = flat.take(at + (offsets[:, None] + _TEN).ravel()).reshape(len(rows), -1, 10)
-        lengths = np.array([length for _, length, _, _ in named], np.int64)
-        parts = (window & 0x7F).astype(np.uint64) * (lengths[:, None] > _TEN)
-        values = (parts << _SHIFTS).sum(axis=2, dtype=np.uint64)
-        for k, (_, _, kind, name) in enumerate(named):
-            value = values[:, k]
-            if kind == BOOL:
-                columns[name][rows] = value != 0
-            elif kind == INT64:
-                columns[name][rows] = value.view(np.int64)
-            else:
-                low = (value & np.uint64(0xFFFF_FFFF)).astype(np.uint32).view(np.int32)
-                columns[name][rows] = low
+    for offset, length, kind, name in layout.varints:
+        if not name:
+            continue
+        value = np.zeros(len(rows), np.uint64)
+        for k in range(length):  # the layout fixes its length: a pass a byte (mostly one)
+            part = (records[:, offset + k] & 0x7F).astype(np.uint64)
+            value |= part << np.uint64(7 * k)
+        if kind == BOOL:
+            columns[name][rows] = value != 0
+        elif kind == INT64:
+            columns[name][rows] = value.view(np.int64)
+        else:
+            columns[name][rows] = (value & np.uint64(0xFFFF_FFFF)).astype(np.uint32).view(np.int32)
     for name in layout.present:
         columns[name][rows] = True
+
+
+def _width(layout: _Layout) -> int:
+    """Bytes from a record's start that `_matching` and `_fill` read."""
+    ends = [at + 1 for at in layout.fixed] + [at + 10 for at, _, _, _ in layout.varints]
+    ends += [at + 8 for at, _ in layout.doubles]
+    return max(ends, default=1)
 
 
 def read_layouts(
@@ -194,8 +201,9 @@ def read_layouts(
             pos = _first_field(data, size, layout) if wrapped else 0
             if pos is None or not _parse(shape, data, pos, size, layout):
                 return None
-            same = _matching(flat, bases[rows], layout, first)
-            _fill(flat, bases[rows[same]], rows[same], layout, columns)
+            records = _bytes(flat, bases[rows], _width(layout))
+            same = _matching(records, layout)
+            _fill(records[same], rows[same], layout, columns)
             rows = rows[~same]
             if not len(rows):
                 break
