@@ -25,6 +25,7 @@ from .columnar_shape import BOOL, DOUBLE, DTYPES, INT64, WIRES, Message
 
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
+Bytes = bytes | memoryview
 #: Layouts tried for the records of one size before the walker takes the run.
 _TRIES: Final = 3
 _EIGHT: Final = np.arange(8)
@@ -41,7 +42,7 @@ class _Layout:
     present: list[str] = field(default_factory=list)
 
 
-def _varint(data: bytes, pos: int, end: int) -> tuple[int, int] | None:
+def _varint(data: Bytes, pos: int, end: int) -> tuple[int, int] | None:
     """(value, position after) of the varint at `pos`, at most ten bytes ending by `end`."""
     value = shift = 0
     for at in range(pos, min(pos + 10, end)):
@@ -52,7 +53,7 @@ def _varint(data: bytes, pos: int, end: int) -> tuple[int, int] | None:
     return None
 
 
-def _parse(shape: Message, data: bytes, pos: int, end: int, layout: _Layout) -> bool:
+def _parse(shape: Message, data: Bytes, pos: int, end: int, layout: _Layout) -> bool:
     """Whether `data[pos:end]` reads as `shape` by the walker's rules, noting where in
     `layout`."""
     last = 0
@@ -98,7 +99,7 @@ def _parse(shape: Message, data: bytes, pos: int, end: int, layout: _Layout) -> 
     return pos == end
 
 
-def _first_field(data: bytes, size: int, layout: _Layout) -> int | None:
+def _first_field(data: Bytes, size: int, layout: _Layout) -> int | None:
     """Past the SerializedData key and length of a record (`record_run`'s check: a one-byte
     length-delimited key spanning the record), or None."""
     key = data[0] if size else 0
@@ -112,36 +113,57 @@ def _first_field(data: bytes, size: int, layout: _Layout) -> int | None:
     return after
 
 
-def _bytes(flat: np.ndarray[Any, Any], starts: Ints, width: int) -> np.ndarray[Any, Any]:
-    """The first `width` bytes of the records at `starts`, one row each: a gather of
-    `width`-byte items (an index array of `width` per record costs ~5x)."""
-    items = np.ndarray((len(flat) - width + 1,), f"V{width}", flat, 0, (1,))
-    rows: np.ndarray[Any, Any] = items[starts].view(np.uint8).reshape(len(starts), width)
-    return rows
+def _gather(
+    flat: np.ndarray[Any, Any], starts: Ints, layout: _Layout
+) -> tuple[np.ndarray[Any, Any], Ints]:
+    """The bytes `layout` reads of the records at `starts`, a row each, and the offset
+    each column holds (`_columns_of`). Records read across most of their bytes: their
+    first bytes as items of that width (an index array of the width a record costs ~5x);
+    wide ones read at a few places (a submap's fields around its cells): those bytes."""
+    needed = {*layout.fixed, *(at + k for at, _ in layout.doubles for k in range(8))}
+    needed.update(at + k for at, length, _, _ in layout.varints for k in range(length))
+    width = max(needed, default=0) + 1
+    if width <= 4 * len(needed) + 64:
+        items = np.ndarray((len(flat) - width + 1,), f"V{width}", flat, 0, (1,))
+        records = items[starts].view(np.uint8).reshape(len(starts), width)
+        return records, np.arange(width)
+    places = np.array(sorted(needed), np.int64)
+    return flat.take(starts[:, None] + places), places
 
 
-def _matching(records: np.ndarray[Any, Any], layout: _Layout) -> Bools:
-    """Which `records` (rows of bytes) have the structural bytes and varint ends of
+def _columns_of(places: Ints, offsets: Any) -> Ints:
+    """The columns of `_gather`'s rows holding the bytes at `offsets` of a record."""
+    found: Ints = np.searchsorted(places, offsets)
+    return found
+
+
+def _matching(records: np.ndarray[Any, Any], places: Ints, layout: _Layout) -> Bools:
+    """Which `records` (`_gather`'s rows) have the structural bytes and varint ends of
     `layout`, the parse of the first."""
-    fixed = np.asarray(layout.fixed, np.int64)
+    fixed = _columns_of(places, layout.fixed)
     same: Bools = (records.take(fixed, axis=1) == records[0, fixed]).all(axis=1)
     going = [at for at, length, _, _ in layout.varints for at in range(at, at + length - 1)]
     ends = [at + length - 1 for at, length, _, _ in layout.varints]
     if going:
-        same &= (records.take(going, axis=1) >= 0x80).all(axis=1)
+        same &= (records.take(_columns_of(places, going), axis=1) >= 0x80).all(axis=1)
     if ends:
-        same &= (records.take(ends, axis=1) < 0x80).all(axis=1)
+        same &= (records.take(_columns_of(places, ends), axis=1) < 0x80).all(axis=1)
     return same
 
 
 def _fill(
-    records: np.ndarray[Any, Any], rows: Ints, layout: _Layout, columns: dict[str, Any]
+    records: np.ndarray[Any, Any],
+    places: Ints,
+    rows: Ints,
+    layout: _Layout,
+    columns: dict[str, Any],
 ) -> None:
-    """The values of `records` (rows of bytes, all of `layout`; the rows `rows` of the
+    """The values of `records` (`_gather`'s rows, all of `layout`; the rows `rows` of the
     run) into `columns`: the doubles in one gather."""
     if layout.doubles:
         offsets = np.array([offset for offset, _ in layout.doubles], np.int64)
-        doubles = records.take((offsets[:, None] + _EIGHT).ravel(), axis=1).view("<f8")
+        at = _columns_of(places, (offsets[:, None] + _EIGHT).ravel())
+        doubles = records.take(at, axis=1).view("<f8")
         for k, (_, name) in enumerate(layout.doubles):
             columns[name][rows] = doubles[:, k]
     for offset, length, kind, name in layout.varints:
@@ -149,7 +171,7 @@ def _fill(
             continue
         value = np.zeros(len(rows), np.uint64)
         for k in range(length):  # the layout fixes its length: a pass a byte (mostly one)
-            part = (records[:, offset + k] & 0x7F).astype(np.uint64)
+            part = (records[:, _columns_of(places, offset + k)] & 0x7F).astype(np.uint64)
             value |= part << np.uint64(7 * k)
         if kind == BOOL:
             columns[name][rows] = value != 0
@@ -159,13 +181,6 @@ def _fill(
             columns[name][rows] = (value & np.uint64(0xFFFF_FFFF)).astype(np.uint32).view(np.int32)
     for name in layout.present:
         columns[name][rows] = True
-
-
-def _width(layout: _Layout) -> int:
-    """Bytes from a record's start that `_matching` and `_fill` read."""
-    ends = [at + 1 for at in layout.fixed] + [at + 10 for at, _, _, _ in layout.varints]
-    ends += [at + 8 for at, _ in layout.doubles]
-    return max(ends, default=1)
 
 
 def read_layouts(
@@ -196,14 +211,14 @@ def read_layouts(
         rows = order[bounds[k] : bounds[k + 1]]
         for _ in range(_TRIES):
             first = int(bases[rows[0]])
-            data = bytes(flat[first : first + size])
+            data = flat.data[first : first + size]  # bytes by index, not copied
             layout = _Layout()
             pos = _first_field(data, size, layout) if wrapped else 0
             if pos is None or not _parse(shape, data, pos, size, layout):
                 return None
-            records = _bytes(flat, bases[rows], _width(layout))
-            same = _matching(records, layout)
-            _fill(records[same], rows[same], layout, columns)
+            records, places = _gather(flat, bases[rows], layout)
+            same = _matching(records, places, layout)
+            _fill(records[same], places, rows[same], layout, columns)
             rows = rows[~same]
             if not len(rows):
                 break
