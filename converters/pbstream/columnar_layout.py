@@ -10,8 +10,9 @@ exactly; varints of at most ten bytes, lengths below 2**40); the parse of a reco
 only on those structural bytes (keys, lengths) and on where its varints end, so every
 record of that size with the same structural bytes and varint ends has the same parse and
 its values are read at the same offsets, a numpy gather for the run. Records of a size
-that does not match its first are tried against them in turn (a few layouts a size);
-when any record is left, or the sizes are too many to pay, None: the walker reads the run.
+that does not match its first are tried against them in turn (a few layouts a size, a
+few more in all); when any record is left, or the sizes are too many to pay, None: the
+walker reads the run.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ Bools = np.ndarray[Any, np.dtype[np.bool_]]
 Bytes = bytes | memoryview
 #: Layouts tried for the records of one size before the walker takes the run.
 _TRIES: Final = 3
+#: Runs of fewer records are read by layouts whatever their sizes (the walker's cost is
+#: per field, whatever the records).
+_FEW: Final = 64
 _EIGHT: Final = np.arange(8)
 
 
@@ -199,7 +203,9 @@ def read_layouts(
     if not count:
         return None
     lengths, group = np.unique(sizes, return_inverse=True)
-    if len(lengths) > max(32, count // 16):  # nodes: a size a record, layouts differ
+    # sizes a record (nodes: their clouds) or many sizes of several layouts each (submaps:
+    # their cells): the walker is cheaper, unless the records are few
+    if len(lengths) > (count if count < _FEW else max(4, count // 32)):
         return None
     bases = np.cumsum(sizes) - sizes if bases is None else bases
     columns: dict[str, Any] = {
@@ -207,9 +213,13 @@ def read_layouts(
     }
     order = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[order], np.arange(len(lengths) + 1))
+    spare = max(8, count // 32)  # layouts beyond one a size, before the walker is cheaper
     for k, size in enumerate(lengths.tolist()):
         rows = order[bounds[k] : bounds[k + 1]]
-        for _ in range(_TRIES):
+        for tried in range(_TRIES):
+            spare -= tried > 0
+            if spare < 0:
+                return None
             first = int(bases[rows[0]])
             data = flat.data[first : first + size]  # bytes by index, not copied
             layout = _Layout()
