@@ -5,7 +5,8 @@ checked) only to take one byte string out of it. The converter writes every reco
 run the same way:
 
     82 | a<n> <kind> | 8<k> a6 "member" c4/c5/c6 <size> <member> | <k - 1> of
-    a9 "timestamp", a5 "index", ad "trajectory_id", each an integer | a9 "nanorec.t" <integer>
+    a9 "timestamp", a5 "index", ad "trajectory_id", a4 "dims" (submaps), each an integer |
+    a9 "nanorec.t" <integer>
 
 (msgpack: a map of the kind and the time, the kind's map with `member` first). `locate`
 checks exactly that for every message at once, each ending where the index says, and gives
@@ -26,7 +27,7 @@ Ints = np.ndarray[Any, np.dtype[np.int64]]
 _PAD: Final = 64
 #: The keys a record's map may hold after `member` (`columnar._PLAIN_KEYS`), as msgpack
 #: fixstr bytes.
-_KEYS: Final = [b"\xadtrajectory_id", b"\xa5index", b"\xa9timestamp"]
+_KEYS: Final = [b"\xadtrajectory_id", b"\xa5index", b"\xa9timestamp", b"\xa4dims"]
 _TIME: Final = b"\xa9nanorec.t"
 _MEMBER: Final = b"\xa6member"
 #: msgpack integer forms: first byte -> bytes taken (fixints take one).
@@ -52,7 +53,7 @@ def locate(data: bytes, starts: Ints, ends: Ints, kind: str) -> tuple[Ints, Ints
     ok &= _equal(buf, starts + 1, name)
     at = starts + 1 + len(name)
     entries = buf[at].astype(np.int64) - 0x80
-    ok &= (entries >= 1) & (entries <= 4)
+    ok &= (entries >= 1) & (entries <= 1 + len(_KEYS))
     ok &= _equal(buf, at + 1, _MEMBER)
     at = at + 1 + len(_MEMBER)
     form = buf[at]
@@ -67,13 +68,17 @@ def locate(data: bytes, starts: Ints, ends: Ints, kind: str) -> tuple[Ints, Ints
     ok &= last <= ends
     ok &= _equal(buf, np.where(ok, first, 0), GZIP_HEADER) & (size >= len(GZIP_HEADER))
     at = np.where(ok, last, starts)
-    for k in range(1, 4):
+    for k in range(1, 1 + len(_KEYS)):
         going = ok & (entries > k)
         if not going.any():
             continue
         known = np.zeros(len(at), np.bool_)
         step = np.zeros(len(at), np.int64)
+        # only the keys whose first byte (a fixstr of its length) some message has here
+        heads = np.bincount(buf[at[going]], minlength=256)
         for key in _KEYS:  # one key at one place: no two keys taken in a row
+            if not heads[key[0]]:
+                continue
             same = _equal(buf, at, key)
             known |= same
             step = np.where(same, len(key), step)

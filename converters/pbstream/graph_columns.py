@@ -17,10 +17,11 @@ import numpy as np
 
 from nanorec.errors import FormatError
 
-from .columnar_wire import DOUBLE, INT32, INT64, Message, message_run
+from .columnar_shape import DOUBLE, INT32, INT64, Message
+from .columnar_wire import message_run
 from .decode import decode_message
 from .pose import POSE, pose7
-from .wire import LEN, VARINT, iter_fields, signed32
+from .wire import LEN, VARINT, read_varint, signed32
 
 
 def _doubles(*names: str) -> Message:
@@ -48,7 +49,10 @@ _CONSTRAINT: Final = Message(
         0x39: (DOUBLE, "rotation_weight"),
     }
 )
-Span = tuple[int, int]
+Ints = np.ndarray[Any, np.dtype[np.int64]]
+#: PoseGraph's fields: constraint (2), trajectory (4), landmark pose (5), length-delimited.
+_CONSTRAINT_KEY, _TRAJECTORY_KEY, _LANDMARK_KEY = 0x12, 0x22, 0x2A
+_NONE: Final = np.zeros(0, np.int64)
 
 
 #: A trajectory's nodes or submaps: index (int32), ticks (int64, 0 for submaps) and poses
@@ -64,15 +68,44 @@ Graph = tuple[
 ]
 
 
-def _columns(shape: Message, payload: bytes, spans: list[Span]) -> dict[str, Any] | None:
-    """The columns of the messages at `spans` of `payload`, or None unless all read."""
-    if not spans:
+def _columns(shape: Message, payload: bytes, starts: Ints, ends: Ints) -> dict[str, Any] | None:
+    """The columns of the messages at `starts`..`ends` of `payload`, or None unless all
+    read."""
+    if not len(starts):
         return {name: np.zeros(0) for name in shape.columns()}
-    view = memoryview(payload)
-    joined = b"".join([view[a:b] for a, b in spans])
-    sizes = np.array([b - a for a, b in spans], np.int64)
-    ok, columns = message_run(shape, joined, sizes)
+    ok, columns = message_run(shape, payload, ends - starts, starts)  # in place: no copies
     return columns if ok.all() else None
+
+
+def _fields(buf: bytes, pos: int, stop: int) -> tuple[Ints, Ints, Ints] | None:
+    """Key, body start and body end (a varint: its value and the offset after it) of each
+    field of `buf[pos:stop]`: `wire.iter_fields` for the pose graph's levels (thousands of
+    constraints), without a tuple a field (~2.5x sooner). None for anything but one-byte
+    keys of wire types 0 and 2 inside `stop`: the decoder then reads (and judges) it."""
+    keys: list[int] = []
+    firsts: list[int] = []
+    lasts: list[int] = []
+    try:
+        while pos < stop:
+            key = buf[pos]
+            wire = key & 7
+            if key >= 0x80 or key < 8 or wire not in (VARINT, LEN):
+                return None
+            if pos + 1 < stop and buf[pos + 1] < 0x80:
+                value, after = buf[pos + 1], pos + 2
+            else:
+                value, after = read_varint(buf, pos + 1, stop)
+            if wire == LEN:
+                value, after = after, after + value
+                if after > stop:
+                    return None
+            keys.append(key)
+            firsts.append(value)
+            lasts.append(after)
+            pos = after
+    except FormatError:
+        return None
+    return np.array(keys, np.int64), np.array(firsts, np.int64), np.array(lasts, np.int64)
 
 
 def _by_trajectory(
@@ -98,48 +131,49 @@ def _by_trajectory(
 def parse(payload: bytes, start: int, end: int | None) -> Graph | None:
     """(nodes, submaps, constraint columns, landmarks) for `PoseGraph.parse` (see
     there), or None when the graph is not all of the usual shape."""
-    trajectories: list[tuple[int, list[Span], list[Span]]] = []
-    spans: tuple[list[Span], list[Span]]
-    constraints: list[Span] = []
-    landmarks: list[tuple[str, tuple[float, ...]]] = []
-    try:
-        for number, wire, a, b in iter_fields(payload, start, end):
-            if wire != LEN or number not in (2, 4, 5):
-                return None
-            if number == 2:
-                constraints.append((a, b))
-            elif number == 5:
-                item = decode_message(payload, "LandmarkPose", a, b)
-                landmarks.append((str(item.get("landmark_id", "")), pose7(item.get("global_pose"))))
-            else:
-                tid, spans = 0, ([], [])  # nodes', submaps'
-                for field, kind, c, d in iter_fields(payload, a, b):
-                    if field == 3 and kind == VARINT:
-                        tid = signed32(c)
-                    elif field in (1, 2) and kind == LEN:
-                        spans[field - 1].append((c, d))
-                    else:
-                        return None
-                trajectories.append((tid, *spans))
-    except FormatError:
+    top = _fields(payload, start, len(payload) if end is None else end)
+    if top is None:
         return None
-    node_spans = [span for _, nodes, _ in trajectories for span in nodes]
-    submap_spans = [span for _, _, submaps in trajectories for span in submaps]
+    keys, firsts, lasts = top
+    if not np.isin(keys, (_CONSTRAINT_KEY, _TRAJECTORY_KEY, _LANDMARK_KEY)).all():
+        return None
+    trajectories: list[tuple[int, Ints, Ints, Ints, Ints]] = []
+    landmarks: list[tuple[str, tuple[float, ...]]] = []
+    for k in np.flatnonzero(keys != _CONSTRAINT_KEY).tolist():
+        a, b = int(firsts[k]), int(lasts[k])
+        if keys[k] == _LANDMARK_KEY:
+            try:
+                item = decode_message(payload, "LandmarkPose", a, b)
+            except FormatError:
+                return None
+            landmarks.append((str(item.get("landmark_id", "")), pose7(item.get("global_pose"))))
+            continue
+        inner = _fields(payload, a, b)
+        if inner is None:
+            return None
+        kinds, c, d = inner
+        ids = np.flatnonzero(kinds == 0x18)  # trajectory_id: the last one given
+        tid = signed32(int(c[ids[-1]])) if len(ids) else 0
+        nodes, submaps = kinds == 0x0A, kinds == 0x12
+        if not (nodes | submaps | (kinds == 0x18)).all():
+            return None
+        trajectories.append((tid, c[nodes], d[nodes], c[submaps], d[submaps]))
+    constraints = keys == _CONSTRAINT_KEY
     found = [
-        _columns(shape, payload, spans)
-        for shape, spans in (
-            (_NODE, node_spans),
-            (_SUBMAP, submap_spans),
-            (_CONSTRAINT, constraints),
+        _columns(shape, payload, np.concatenate([t[k] for t in trajectories] or [_NONE]), ends)
+        for shape, k, ends in (
+            (_NODE, 1, np.concatenate([t[2] for t in trajectories] or [_NONE])),
+            (_SUBMAP, 3, np.concatenate([t[4] for t in trajectories] or [_NONE])),
         )
     ]
+    found.append(_columns(_CONSTRAINT, payload, firsts[constraints], lasts[constraints]))
     if any(columns is None for columns in found):
         return None
     node_columns, submap_columns, constraint_columns = found
     assert node_columns is not None and submap_columns is not None
     assert constraint_columns is not None
-    nodes = _by_trajectory(node_columns, [(tid, len(n)) for tid, n, _ in trajectories], True)
-    submaps = _by_trajectory(submap_columns, [(tid, len(s)) for tid, _, s in trajectories], False)
+    nodes = _by_trajectory(node_columns, [(t[0], len(t[1])) for t in trajectories], True)
+    submaps = _by_trajectory(submap_columns, [(t[0], len(t[3])) for t in trajectories], False)
     return nodes, submaps, constraint_columns, landmarks
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from nanorec.archive.deflate import isal_zlib
 
-from .stream import GZIP_HEADER, SIZE, Cut
+from .stream import GZIP_HEADER, MAX_PAYLOAD, SIZE, Cut
 
 #: Members below this many bytes are inflated whole on the converting thread.
 WHOLE_BELOW: Final = 4096
@@ -105,6 +105,26 @@ def whole_payload(member: bytes) -> bytes | None:
     return payload
 
 
+def declared_payload(member: bytes) -> bytes | None:
+    """`whole_payload` for a member of any size (Parquet export), its output bounded by the
+    size its trailer declares (ISIZE, at most `MAX_PAYLOAD`) and required to be exactly
+    that; None for anything else (`stream.inflate_member` says what). ISA-L and its own
+    CRC check cost ~0.6x `inflate_member`'s zlib and separate CRC."""
+    if member[:10] != GZIP_HEADER or len(member) < 18:
+        return None
+    declared = int.from_bytes(member[-4:], "little")
+    if declared > MAX_PAYLOAD:
+        return None
+    inflater = _decompressobj(_GZIP_WBITS)
+    try:
+        payload: bytes = inflater.decompress(member, declared + 1)
+    except _errors:
+        return None
+    if not inflater.eof or inflater.unused_data or len(payload) != declared:
+        return None
+    return payload
+
+
 def inflate_run(
     source: Any,
     starts: np.ndarray[Any, np.dtype[np.int64]],
@@ -173,4 +193,11 @@ def check_whole(member: bytes, limit: int) -> bool:
     return bool(inflater.eof) and not inflater.unused_data
 
 
-__all__ = ["WHOLE_BELOW", "check_whole", "frame_table", "inflate_run", "whole_payload"]
+__all__ = [
+    "WHOLE_BELOW",
+    "check_whole",
+    "declared_payload",
+    "frame_table",
+    "inflate_run",
+    "whole_payload",
+]

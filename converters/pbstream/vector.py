@@ -43,9 +43,10 @@ class Run:
     """The payloads of a run, joined; each read at its start plus a position (gathers by
     `take`: numpy's fancy indexing costs ~15x more on these sizes)."""
 
-    def __init__(self, joined: bytes, sizes: Ints) -> None:
+    def __init__(self, joined: bytes, sizes: Ints, base: Ints | None = None) -> None:
         self.flat = np.frombuffer(joined, dtype=np.uint8)
-        self.base = np.cumsum(sizes) - sizes
+        #: where each payload starts: back to back, unless given (spans of one buffer)
+        self.base = np.cumsum(sizes) - sizes if base is None else base
         self.sizes = sizes
 
     def byte(self, pos: Ints, limit: Ints, ok: Bools) -> Ints:
