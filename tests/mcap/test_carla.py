@@ -121,17 +121,20 @@ def test_actors_poses_and_deletions(exported: dict[str, Any], name: str) -> None
                 assert size["x"] == pytest.approx(abs(extent.x) / 50, abs=0.48e-6)
                 assert size["z"] == pytest.approx(abs(extent.z) / 50, abs=0.48e-6)
     positions = Counter()
+    frames: dict[int, tuple[dict[str, Any], Any]] = {}  # a frame's tf and World, made once
     for row in recording.rows("position"):
         index = row["index"]
         if index % step:
             continue
-        tf = {t["child_frame_id"]: t for t in decode(checked, transforms[index])["transforms"]}
+        if index not in frames:
+            decoded = decode(checked, transforms[index])["transforms"]
+            frames = {index: ({t["child_frame_id"]: t for t in decoded}, recording.frame(index))}
+        tf, world = frames[index]
         found = tf.get(f"actor/{row['id']}")
         if found is None:  # several Position records of one actor: the World keeps the last
             continue
         positions[found["parent_frame_id"]] += 1
         translation = found["translation"]
-        world = recording.frame(index)
         if world.actors[row["id"]].location != (
             row["location_x"],
             row["location_y"],
