@@ -209,8 +209,9 @@ class CarlaRecording(ArchiveRecording):
 
     @property
     def duration(self) -> float:
-        """Elapsed seconds of the last frame (what CARLA reports as the duration)."""
-        return float(self.reader.index.timestamp_us[-1]) / 1e6 if len(self) else 0.0
+        """Elapsed seconds of the last frame (what CARLA reports as the duration): its time
+        alone, so that an archive read by URL fetches one page, not its whole index."""
+        return self.reader.timestamp_us(-1) / 1e6 if len(self) else 0.0
 
     def frame_map(self, index: int) -> Mapping[str, Any]:
         """The frame map of archive frame `index` (see `message.py`), cached."""
