@@ -136,3 +136,15 @@ def test_a_page_whose_types_disagree_with_the_table_is_an_error(folder: Path) ->
         data = reader._map()[member.data_start + at : member.data_start + at + size]
         with pytest.raises(Exception, match="types disagree with the page table"):
             table.parse(0, data, member.data_start)
+
+
+def test_a_table_without_page_types_selects_by_time_alone(
+    server: RangeServer, folder: Path, parsed: list[int]
+) -> None:
+    """Archives written before `page_types`: a type reads every page of the time window."""
+    with ArchiveReader(server.url("kinds.nanover.zip")) as reader:
+        assert reader.pages is not None
+        reader.pages.page_types = None
+        numbers = Selection.make(start=40, kinds=["rare"]).numbers_from(reader)
+        assert numbers.tolist() == list(RARE)
+        assert sorted(parsed) == list(range(2, reader.pages.pages))  # 40 s lies in page 2
