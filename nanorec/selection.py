@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -163,6 +163,12 @@ class Selection:
             if found is not None:
                 return found
         return self.numbers(reader.index)
+
+    def span_from(self, reader: ArchiveReader) -> tuple[int, int]:
+        """`span(reader.index)` (no kind filter, a time-sorted archive) without the whole
+        index when `numbers_from` answers it ((0, 0) when nothing is in range)."""
+        numbers = replace(self, kinds=None).numbers_from(reader)
+        return (numbers.item(0), numbers.item(-1) + 1) if len(numbers) else (0, 0)
 
     def chosen_from(self, reader: ArchiveReader) -> NDArray[np.int64]:
         """`chosen(reader.index)`, without the whole index when `numbers_from` answers it."""

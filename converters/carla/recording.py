@@ -128,7 +128,7 @@ class CarlaRecording(ArchiveRecording):
         the record's fields in the file's units)."""
         from .table import iter_rows
 
-        lo, hi = (selection or Selection()).span(self.reader.index)
+        lo, hi = (selection or Selection()).span_from(self.reader)
         return iter_rows(self, kind, frames=range(lo, hi))
 
     def table_columns(
@@ -142,7 +142,7 @@ class CarlaRecording(ArchiveRecording):
         from .columns import column_chunks
         from .table import parse_kind
 
-        lo, hi = (selection or Selection()).span(self.reader.index)
+        lo, hi = (selection or Selection()).span_from(self.reader)
         chosen = [parse_kind(kind) for kind in kinds]
         for kind, table in column_chunks(self, chosen, range(lo, hi), progress):
             yield kind.value, table

@@ -143,6 +143,23 @@ class LazyPages:
             found.append(loaded.first + np.flatnonzero(keep))
         return np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
 
+    def rows(self, first: int, stop: int) -> Index:
+        """The index rows of messages `first` to `stop - 1` (in range, `first < stop`) from
+        their pages, fetched together."""
+        per = self.table.page_messages
+        pages = range(first // per, (stop - 1) // per + 1)
+        with self._lock:
+            missing = [page for page in pages if page not in self._cache]
+        spans = [self.table.span(page) for page in missing]
+        self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
+        parts = [self.page(page).index for page in pages]
+        base = pages[0] * per
+        if len(parts) == 1:
+            return parts[0][first - base : stop - base]
+        names = ("offset", "length", "timestamp_us", "crc", "crc_known", "flags", "types_code")
+        joined = {name: np.concatenate([getattr(part, name) for part in parts]) for name in names}
+        return Index(**joined, types_table=self.table.types_table)[first - base : stop - base]
+
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from nanorec.archive.archive_file import MSGPACK_ERRORS, ArchiveFile
 from nanorec.archive.crc import crc32, joined_crc
+from nanorec.archive.index import Index
 from nanorec.archive.index_parse import entry_positions
 from nanorec.archive.pageread import PAGE_CACHE
 from nanorec.archive.wire import INDEX_MEMBER
@@ -300,6 +301,19 @@ class ArchiveReader(ArchiveFile):
         if len(lazy.table.pages_between(start_us, end_us, codes)) > PAGE_CACHE:
             return None
         return lazy.select(start_us, end_us, codes)
+
+    def index_run(self, first: int, stop: int) -> Index:
+        """The index rows of messages `first` to `stop - 1` (`index[first:stop]`): a paged
+        archive by URL reads only their pages (unless they are more than its page LRU holds).
+        Raises `OutOfRangeError` for a bad range."""
+        if not 0 <= first <= stop <= self._count:
+            raise OutOfRangeError(f"messages {first}:{stop} out of range ({self._count})")
+        lazy = self._lazy
+        if self._index is None and lazy is not None and first < stop:
+            per = lazy.table.page_messages
+            if (stop - 1) // per - first // per < PAGE_CACHE:
+                return lazy.rows(first, stop)
+        return self.index[first:stop]
 
     def types_counts(self) -> list[tuple[tuple[str, ...], int]]:
         """How many messages carry each set of top-level keys (each row of the types table):

@@ -18,6 +18,7 @@ from nanorec.archive import pages
 from nanorec.converters.carla.convert import convert
 from nanorec.converters.carla.generate import generate_to
 from nanorec.converters.carla.recording import CarlaRecording
+from nanorec.selection import Selection
 
 from .servers import RangeServer
 
@@ -88,3 +89,19 @@ def test_the_world_at_time_t_cold(server: RangeServer, folder: Path) -> None:
                 world = remote.at(seconds)
                 assert server.requests <= 3 and server.sent <= COLD_BYTES, server.log
                 assert world.to_json() == local.at(seconds).to_json()
+
+
+def test_rows_of_a_time_window_by_url_read_its_frames_only(
+    server: RangeServer, folder: Path
+) -> None:
+    """`cat URL --type position --start a --end b`: the window's pages and frames, not the
+    whole index."""
+    selection = Selection.make(start=1.0, end=1.5, kinds=["position"])
+    with CarlaRecording.open(folder / "town.nanover.zip") as local:
+        expected = list(local.rows("position", selection))
+    server.reset()
+    with registry.open(server.url("town.nanover.zip")) as remote:
+        found = list(remote.rows("position", selection))  # type: ignore[attr-defined]
+        assert server.requests <= 4, server.log  # the tail, the window's pages, its frames
+        assert remote.reader._index is None  # the whole index was not read
+    assert expected and repr(found) == repr(expected)
