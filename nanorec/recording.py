@@ -109,7 +109,8 @@ class ArchiveRecording:
     def messages(self, selection: Selection | None = None) -> Iterator[Message]:
         selection = selection or Selection()
         numbers = selection.numbers_from(self.reader)
-        if len(numbers) > 1024:  # a pass: read ahead (part of a paged archive by URL: its pages)
+        # a pass: read ahead (by URL, any run: its messages in one range, not one each)
+        if len(numbers) > 1024 or (len(numbers) > 1 and self.reader.remote is not None):
             whole = len(numbers) == len(self)
             run = None if whole else (numbers.item(0), numbers.item(-1))
             self.reader.advise_sequential(run=run)

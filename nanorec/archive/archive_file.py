@@ -54,8 +54,9 @@ from nanorec.errors import (
     UsageError,
 )
 
-#: Read ahead past a run's messages by URL: the block the run ends in (`advise_sequential`).
-RUN_SLACK: Final = 64 << 10
+#: Read ahead past a run's stored bytes by URL (`advise_sequential`): two range pages, for the
+#: run's ends lying inside the pages a miss starts and stops at.
+RUN_SLACK: Final = 32 << 10
 #: msgpack decoding failures (bad bytes, truncated data, trailing bytes, deep nesting...).
 MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
 
@@ -372,8 +373,13 @@ class ArchiveFile(MemberAccess):
             last, end_row = lazy.of(run[1])
             start = first.index.offset.item(row)
             end = last.index.offset.item(end_row) + last.index.length.item(end_row)
+            if first.blocks is not None and last.blocks is not None:  # compact: its blocks
+                start, end = (
+                    first.blocks.stored_span(start)[0],
+                    last.blocks.stored_span(max(start, end - 1))[1],
+                )
             assert isinstance(self._mm, RangeBuffer)
-            self._mm.sequential = True  # a compact block's stored bytes: fewer than its own
+            self._mm.sequential = True
             self._mm.read_ahead = min(self._mm.read_ahead, end - start + RUN_SLACK)
             return
         if self._index is None:

@@ -105,3 +105,18 @@ def test_rows_of_a_time_window_by_url_read_its_frames_only(
         assert server.requests <= 4, server.log  # the tail, the window's pages, its frames
         assert remote.reader._index is None  # the whole index was not read
     assert expected and repr(found) == repr(expected)
+
+
+def test_the_frames_of_a_time_window_by_url_come_in_one_range(
+    server: RangeServer, folder: Path
+) -> None:
+    """`cat URL --start a --end b`: the tail, the window's page, then its frames' blocks in
+    one range (read ahead no further than they reach), not a request a frame."""
+    selection = Selection.make(start=2.0, end=4.0)
+    with CarlaRecording.open(folder / "town.nanover.zip") as local:
+        expected = [m.value.to_json() for m in local.messages(selection)]
+    server.reset()
+    with registry.open(server.url("town.nanover.zip")) as remote:
+        found = [m.value.to_json() for m in remote.messages(selection)]
+        assert server.requests <= 3, server.log
+    assert len(found) > 10 and found == expected
