@@ -19,7 +19,8 @@ A ~10 GB archive (`--messages 100000000`) takes ~35 min to write on a loaded 2-c
 what a read costs depends on the archive's size only through the page table in the tail
 (~16 bytes a page of 16 Ki messages: ~100 KiB at 100 M messages), so a smaller run says it.
 
-Prints a table and writes the `remote` section of bench/RESULTS.md.
+Prints a table and writes the `remote` section of bench/RESULTS.md. A CARLA archive's
+`frame(n)` by URL: bench/bench_remote_carla.py.
 
     python bench/bench_remote.py                        # ~1 GB
     python bench/bench_remote.py --messages 200000      # quick

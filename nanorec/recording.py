@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -107,11 +108,12 @@ class ArchiveRecording:
 
     def messages(self, selection: Selection | None = None) -> Iterator[Message]:
         selection = selection or Selection()
-        numbers = selection.by_number(len(self))
-        if numbers is None:
-            numbers = selection.numbers(self.reader.index)
-        if len(numbers) > 1024:
-            self.reader.advise_sequential()  # a pass: read ahead
+        numbers = selection.numbers_from(self.reader)
+        # a pass: read ahead (by URL, any run: its messages in one range, not one each)
+        if len(numbers) > 1024 or (len(numbers) > 1 and self.reader.remote is not None):
+            whole = len(numbers) == len(self)
+            run = None if whole else (numbers.item(0), numbers.item(-1))
+            self.reader.advise_sequential(run=run)
         for number in numbers.tolist():
             yield self.message(number)
 
@@ -128,7 +130,7 @@ class ArchiveRecording:
 
     def table_kinds(self) -> list[str]:
         """The distinct top-level keys of the messages."""
-        return sorted({name for types in self.reader.index.types_table for name in types})
+        return sorted({name for types, _ in self.reader.types_counts() for name in types})
 
     def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
         """Each message carrying `kind`: `number`, `time`, then its `kind` value flattened."""
@@ -137,9 +139,12 @@ class ArchiveRecording:
                 f"no messages of kind {kind!r} (kinds: {', '.join(self.table_kinds()) or 'none'})"
             )
         selection = selection or Selection()
-        index = self.reader.index
-        numbers = selection.numbers(index)
-        numbers = numbers[index.has_type(kind)[numbers]]
+        if selection.kinds is None or kind in selection.kinds:  # those carrying `kind`: page
+            numbers = replace(selection, kinds=frozenset({kind})).numbers_from(self.reader)
+        else:  # carrying `kind` and one of the others
+            index = self.reader.index
+            numbers = selection.numbers(index)
+            numbers = numbers[index.has_type(kind)[numbers]]
         for number in numbers.tolist():
             value = self.reader.read(number).get(kind)
             row: dict[str, Any] = {"number": number, "time": self.time_of(number)}

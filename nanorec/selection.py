@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -146,10 +146,34 @@ class Selection:
         lo, hi, _ = slice(self.first, self.stop).indices(count)
         return np.arange(lo, max(lo, hi), dtype=np.int64)
 
-    def chosen_from(self, reader: ArchiveReader) -> NDArray[np.int64]:
-        """`chosen(reader.index)`, without the whole index when `by_number` answers."""
+    def numbers_from(self, reader: ArchiveReader) -> NDArray[np.int64]:
+        """`numbers(reader.index)`, without the whole index when `by_number` answers or the
+        reader can select page by page (a paged archive by URL: `paged_numbers`)."""
         numbers = self.by_number(len(reader))
-        if numbers is None or not len(numbers):
+        if numbers is not None:
+            return numbers
+        span = reader.time_span_us()
+        if span is not None:
+            origin = span[0]
+            found = reader.paged_numbers(
+                None if self.start is None else origin + _us(self.start),
+                None if self.end is None else origin + _us(self.end),
+                self.kinds,
+            )
+            if found is not None:
+                return found
+        return self.numbers(reader.index)
+
+    def span_from(self, reader: ArchiveReader) -> tuple[int, int]:
+        """`span(reader.index)` (no kind filter, a time-sorted archive) without the whole
+        index when `numbers_from` answers it ((0, 0) when nothing is in range)."""
+        numbers = replace(self, kinds=None).numbers_from(reader)
+        return (numbers.item(0), numbers.item(-1) + 1) if len(numbers) else (0, 0)
+
+    def chosen_from(self, reader: ArchiveReader) -> NDArray[np.int64]:
+        """`chosen(reader.index)`, without the whole index when `numbers_from` answers it."""
+        numbers = self.numbers_from(reader)
+        if not len(numbers):
             return self.chosen(reader.index)
         return numbers
 

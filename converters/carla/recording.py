@@ -131,7 +131,7 @@ class CarlaRecording(ArchiveRecording):
         the record's fields in the file's units)."""
         from .table import iter_rows
 
-        lo, hi = (selection or Selection()).span(self.reader.index)
+        lo, hi = (selection or Selection()).span_from(self.reader)
         return iter_rows(self, kind, frames=range(lo, hi))
 
     def table_columns(
@@ -145,7 +145,7 @@ class CarlaRecording(ArchiveRecording):
         from .columns import column_chunks
         from .table import parse_kind
 
-        lo, hi = (selection or Selection()).span(self.reader.index)
+        lo, hi = (selection or Selection()).span_from(self.reader)
         chosen = [parse_kind(kind) for kind in kinds]
         for kind, table in column_chunks(self, chosen, range(lo, hi), progress):
             yield kind.value, table
@@ -212,8 +212,9 @@ class CarlaRecording(ArchiveRecording):
 
     @property
     def duration(self) -> float:
-        """Elapsed seconds of the last frame (what CARLA reports as the duration)."""
-        return float(self.reader.index.timestamp_us[-1]) / 1e6 if len(self) else 0.0
+        """Elapsed seconds of the last frame (what CARLA reports as the duration): its time
+        alone, so that an archive read by URL fetches one page, not its whole index."""
+        return self.reader.timestamp_us(-1) / 1e6 if len(self) else 0.0
 
     def frame_map(self, index: int) -> Mapping[str, Any]:
         """The frame map of archive frame `index` (see `message.py`), cached."""

@@ -266,17 +266,17 @@ def iter_rows(
     engine = rec.family.engine
     span = frame_span(rec, start_s, stop_s) if frames is None else frames
     numbers = np.arange(span.start, span.stop, dtype=np.int64)
-    flags = rec.reader.index.flags[span.start : span.stop]
+    run = rec.reader.index_run(span.start, span.stop)  # by URL: the span's pages alone
+    flags = run.flags
     if len(flags) and bool(flags.all()):  # flags recorded: skip frames without the kind
         numbers = numbers[(flags & np.uint64(kind.bit)) != 0]
     key = KIND_KEYS[kind]
-    times = rec.reader.index.timestamp_us
     for number in numbers.tolist():
         frame = checked_frame(rec.reader[number], number, engine)
         content = frame.get(key)
         if content is None:
             continue
-        head = frame_columns(number, frame, times)
+        head = frame_columns(number, frame, run.timestamp_us, span.start)
         if kind is Kind.EVENT_ADD:
             yield from add_rows(head, content, engine, actor)
         elif kind is Kind.ANIM_VEHICLE_WHEELS:
@@ -286,13 +286,14 @@ def iter_rows(
 
 
 def frame_columns(
-    number: int, frame: Mapping[str, Any], times: npt.NDArray[np.int64]
+    number: int, frame: Mapping[str, Any], times: npt.NDArray[np.int64], base: int = 0
 ) -> tuple[Any, ...]:
+    """Frame id, number, elapsed seconds; `times`: the index times from frame `base` on."""
     start = frame.get(KIND_KEYS[Kind.FRAME_START])
     if isinstance(start, bytes | bytearray | memoryview) and len(start) == _FRAME_START.size:
         frame_id, _duration, elapsed = _FRAME_START.unpack(start)
         return (frame_id, number, elapsed)
-    return (None, number, times.item(number) / 1e6)  # no FrameStart: the index time
+    return (None, number, times.item(number - base) / 1e6)  # no FrameStart: the index time
 
 
 def _fixed_rows(

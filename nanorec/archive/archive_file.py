@@ -54,6 +54,9 @@ from nanorec.errors import (
     UsageError,
 )
 
+#: Read ahead past a run's stored bytes by URL (`advise_sequential`): two range pages, for the
+#: run's ends lying inside the pages a miss starts and stops at.
+RUN_SLACK: Final = 32 << 10
 #: msgpack decoding failures (bad bytes, truncated data, trailing bytes, deep nesting...).
 MSGPACK_ERRORS: Final = (ValueError, TypeError, msgpack.UnpackException)
 
@@ -357,11 +360,28 @@ class ArchiveFile(MemberAccess):
 
     # -- lifetime --------------------------------------------------------------------------
 
-    def advise_sequential(self) -> None:
+    def advise_sequential(self, *, run: tuple[int, int] | None = None) -> None:
         """Tell the kernel a pass over the messages follows (export, a full scan): read ahead.
         The default advice is random access, right for seeks and wrong for passes (a cold
         200 MB export took 3.5x longer under it). A compact archive's blocks are then inflated
-        a span of them at a time (`BlockReader.sequential`)."""
+        a span of them at a time (`BlockReader.sequential`). `run`: the pass reads messages
+        `run[0]` to `run[1]` (included) only: a paged archive by URL then reads them through
+        their pages, not its whole index, and reads ahead no further than they reach."""
+        lazy = self._lazy
+        if self._index is None and lazy is not None and run is not None:
+            first, row = lazy.of(run[0])
+            last, end_row = lazy.of(run[1])
+            start = first.index.offset.item(row)
+            end = last.index.offset.item(end_row) + last.index.length.item(end_row)
+            if first.blocks is not None and last.blocks is not None:  # compact: its blocks
+                start, end = (
+                    first.blocks.stored_span(start)[0],
+                    last.blocks.stored_span(max(start, end - 1))[1],
+                )
+            assert isinstance(self._mm, RangeBuffer)
+            self._mm.sequential = True
+            self._mm.read_ahead = min(self._mm.read_ahead, end - start + RUN_SLACK)
+            return
         if self._index is None:
             self._load_pages()  # a pass needs every page (and the whole block table)
         if self._blocks is not None:

@@ -144,6 +144,14 @@ class BlockReader:
     def block_count(self) -> int:
         return len(self._offsets)
 
+    def stored_span(self, offset: int) -> tuple[int, int]:
+        """Where the block holding uncompressed byte `offset` lies in the member's stored
+        data: `(start, stop)` (what a reader by ranges fetches for it)."""
+        block = max(0, bisect.bisect_right(self._offsets, offset) - 1)
+        following = block + 1
+        stop = self._starts[following] if following < len(self._starts) else self._data_size
+        return self._starts[block], stop
+
     def read(self, offset: int, length: int) -> bytes:
         """The uncompressed bytes `[offset, offset + length)` of the member."""
         cached = self._cached

@@ -5,9 +5,12 @@ from the spooled index rows, lives apart from writing messages and from the zip 
 `index.msgpack` (the NanoVer index, one `{offset, length, metadata}` map per message, generated
 chunk by chunk with numpy, or copied as given by repack), `nanorec.msgpack` (the description's
 fields and its columns, see `nanorec.archive.describe`), then the members given to `add_member`.
-In the paged layout (the default, `nanorec.archive.pages`) the members come after the index,
-then `nanorec.pages` (the columns and block table in pages), and the description, holding the
-page table, comes last: the tail a remote reader fetches first holds it.
+In the paged layout (the default, `nanorec.archive.pages`) `nanorec.pages` (the columns and
+block table in pages) comes after the index, then the members, and the description, holding the
+page table, comes last: the tail a remote reader fetches first holds it, and the side members a
+recording reads at open when they are small (a CARLA archive's: open and frame(n) by URL in 3
+requests). Archives written before (members, then pages) read the same, a member outside the
+tail costing a request.
 """
 
 from __future__ import annotations
@@ -103,7 +106,6 @@ def write_closing_members(
                 out.write_streamed(name, data, compress=compress[name], fast=fast)
 
     if messages_at is not None:
-        side_members()
         pager = page_writer(index, registry, count, blocks, fast=fast)
         pages_at = out.tell()
         out.write_streamed(PAGES_MEMBER, pager.pages())
@@ -111,6 +113,9 @@ def write_closing_members(
         fields["pages"] = pager.table(
             local_header=pages_at, data_start=out.last_data_start, messages_at=messages_at
         )
+        # after the pages: a recording's small side members (a CARLA archive's header and
+        # event tables) lie in the tail a remote open fetches, with the description
+        side_members()
         out.write_streamed(
             DESCRIPTION_MEMBER, iter_description(fields, []), compress=compact, fast=fast
         )

@@ -3,8 +3,9 @@ and types, and the message at time t, each through one page kept in a small LRU.
 
 It exists apart from `ArchiveFile` because it is the only reader whose index is not in memory
 whole: a local archive reads every page at open (milliseconds, and reads then index plain
-arrays), a remote one fetches a page (~70 KiB) per message it is asked about, until something
-needs every message's columns (a selection, a pass) and `ArchiveFile.index` reads them all."""
+arrays), a remote one fetches a page (~70 KiB) per message it is asked about, and for a
+selection by time or type the pages the page table says may hold one (`select`), until
+something needs every message's columns (a pass) and `ArchiveFile.index` reads them all."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.archive.blockread import BlockReader
 from nanorec.archive.index import Index
@@ -112,6 +116,49 @@ class LazyPages:
         loaded = self.page(page)
         position = loaded.index.position_at_time(t_us)
         return None if position is None else loaded.first + position
+
+    def select(
+        self, start_us: int | None, end_us: int | None, codes: NDArray[np.bool_] | None
+    ) -> NDArray[np.int64]:
+        """The numbers of the messages with `start_us <= t <= end_us` (None: unbounded) whose
+        types code is one of `codes` (a bool per code; None: any), in file order: only the
+        pages the page table says may hold one are read, fetched together (one batch of
+        parallel ranges, adjacent pages one range)."""
+        pages = self.table.pages_between(start_us, end_us, codes).tolist()
+        with self._lock:
+            missing = [page for page in pages if page not in self._cache]
+        spans = [self.table.span(page) for page in missing]
+        self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
+        found: list[NDArray[np.int64]] = []
+        for page in pages:
+            loaded = self.page(page)
+            stamps = loaded.index.timestamp_us
+            keep = np.ones(len(stamps), np.bool_)
+            if start_us is not None:
+                keep &= stamps >= start_us
+            if end_us is not None:
+                keep &= stamps <= end_us
+            if codes is not None:
+                keep &= codes[loaded.index.types_code]
+            found.append(loaded.first + np.flatnonzero(keep))
+        return np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
+
+    def rows(self, first: int, stop: int) -> Index:
+        """The index rows of messages `first` to `stop - 1` (in range, `first < stop`) from
+        their pages, fetched together."""
+        per = self.table.page_messages
+        pages = range(first // per, (stop - 1) // per + 1)
+        with self._lock:
+            missing = [page for page in pages if page not in self._cache]
+        spans = [self.table.span(page) for page in missing]
+        self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
+        parts = [self.page(page).index for page in pages]
+        base = pages[0] * per
+        if len(parts) == 1:
+            return parts[0][first - base : stop - base]
+        names = ("offset", "length", "timestamp_us", "crc", "crc_known", "flags", "types_code")
+        joined = {name: np.concatenate([getattr(part, name) for part in parts]) for name in names}
+        return Index(**joined, types_table=self.table.types_table)[first - base : stop - base]
 
     def clear(self) -> None:
         with self._lock:

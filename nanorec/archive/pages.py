@@ -8,7 +8,9 @@ blocks those messages lie in (and the block after them, whose start ends the las
 one page, compressed on its own as a columns map like the description's
 (`nanorec.archive.describe.parse_columns`). The pages lie back to back in the stored member
 `nanorec.pages`; the page table (per page: where it lies, its size, its first message's byte
-offset, its first block and block count, its least and greatest time) is the description's
+offset, its first block and block count, its least and greatest time; and `page_types`, a bit
+per types code each page holds, added later: a table without it reads as before, a selection
+by type then reading every page of its time window) is the description's
 `pages` field, and the description is written last, right before the central directory: the
 suffix a remote open reads holds the end records, the central directory and the page table,
 and message N then costs one page and one block. The table also records where the data of
@@ -57,6 +59,11 @@ PAGE_MESSAGES: Final = 16 << 10
 MAX_PAGE_BYTES: Final = 64 << 20
 #: The most messages a page may hold (a reader's bound on inflating one page's columns).
 MAX_PAGE_MESSAGES: Final = 1 << 20
+#: The most bytes the per-page types bitmap takes inflated (`page_types`: a bit per types
+#: code a page holds, so that a selection by type reads only the pages holding it); past it
+#: (thousands of types over thousands of pages) it is left out and such a selection reads
+#: every page its time window spans.
+MAX_TYPES_BITS: Final = 256 << 10
 #: Local header: 30 fixed bytes, then name and extra field (at most 64 KiB).
 LOCAL_FIXED: Final = 30
 TABLE_KINDS: Final = {
@@ -106,6 +113,7 @@ class PageWriter:
         self._fast = fast
         self._rows: dict[str, list[int]] = {name: [] for name in TABLE_KINDS}
         self.types_counts = np.zeros(types_count, np.int64)
+        self._present: list[NDArray[np.uint8]] = []  # per page, a bit per types code
         self.is_sorted = True
 
     def _slices(self) -> Iterator[dict[str, NDArray[Any]]]:
@@ -132,9 +140,9 @@ class PageWriter:
             length = columns["length"].astype(length_dtype)
             stamps = columns["timestamp_us"].astype("<i8")
             types = columns["types"].astype(types_dtype)
-            self.types_counts += np.bincount(types, minlength=len(self.types_counts))[
-                : len(self.types_counts)
-            ]
+            counts = np.bincount(types, minlength=len(self.types_counts))[: len(self.types_counts)]
+            self.types_counts += counts
+            self._present.append(np.packbits(counts > 0, bitorder="little"))
             if last_time is not None and int(stamps[0]) < last_time:
                 self.is_sorted = False
             if len(stamps) > 1 and bool(np.any(stamps[1:] < stamps[:-1])):
@@ -194,7 +202,7 @@ class PageWriter:
             )
             for (name, kind), values in zip(TABLE_KINDS.items(), self._rows.values(), strict=True)
         }
-        return {
+        field: dict[str, Any] = {
             "member": MEMBER_NAME,
             "page_messages": self._page_messages,
             "count": len(self._rows["at"]),
@@ -207,6 +215,11 @@ class PageWriter:
             "types_counts": self.types_counts.tolist(),
             "table": columns,
         }
+        width = -(-len(self.types_counts) // 8)
+        if self._present and len(self._present) * width <= MAX_TYPES_BITS:
+            bits = np.concatenate(self._present).astype(np.uint8)
+            field["page_types"] = {"width": width, "bits": encoded_column("bits", bits, ZLIB)}
+        return field
 
 
 __all__ = [
@@ -214,6 +227,7 @@ __all__ = [
     "LOCAL_FIXED",
     "MAX_PAGE_BYTES",
     "MAX_PAGE_MESSAGES",
+    "MAX_TYPES_BITS",
     "MEMBER_NAME",
     "PAGE_MESSAGES",
     "TABLE_KINDS",

@@ -20,6 +20,7 @@ from nanorec.archive.pages import (
     LOCAL_FIXED,
     MAX_PAGE_BYTES,
     MAX_PAGE_MESSAGES,
+    MAX_TYPES_BITS,
     MEMBER_NAME,
     TABLE_KINDS,
     fail,
@@ -110,6 +111,9 @@ class PageTable:
                 blocks and bool(np.any(self.blocks < 1))
             ):
                 raise fail(f"a page's blocks run past the {blocks} blocks")
+        #: Per page, a bool per types code: whether the page holds a message of it (None: a
+        #: table written before `page_types`, every page may hold any).
+        self.page_types = _page_types(field.get("page_types"), pages, len(types_table))
         #: Whether the block rows describe the messages member as it is stored (another zip
         #: tool deflating it again leaves them void).
         self.blocks_fit = True
@@ -126,6 +130,21 @@ class PageTable:
         when every message is later."""
         page = int(np.searchsorted(self.min_us, t_us, side="right")) - 1
         return page if page >= 0 else None
+
+    def pages_between(
+        self, start_us: int | None, end_us: int | None, codes: NDArray[np.bool_] | None = None
+    ) -> NDArray[np.int64]:
+        """The pages that may hold a message with `start_us <= t <= end_us` (None: unbounded)
+        whose types code is one of `codes` (a bool per code; None: any), from the table alone:
+        each page's least and greatest time, and its types when the table has them."""
+        keep = np.ones(self.pages, np.bool_)
+        if start_us is not None:
+            keep &= self.max_us >= start_us
+        if end_us is not None:
+            keep &= self.min_us <= end_us
+        if codes is not None and self.page_types is not None:
+            keep &= (self.page_types & codes).any(axis=1)
+        return np.flatnonzero(keep).astype(np.int64)
 
     def parse(self, page: int, data: bytes, base: int = 0) -> Page:
         """Page `page` from its bytes (the pages member's data starting at byte `base` of the
@@ -179,6 +198,8 @@ class PageTable:
         types = columns["types"]
         if int(types.max()) >= len(self.types_table):
             raise bad("a types code points past types_table")
+        if self.page_types is not None and not bool(self.page_types[page][types].all()):
+            raise bad("its types disagree with the page table")
         stamps = columns["timestamp_us"].astype(np.int64, copy=False)
         if int(stamps.min()) != self.min_us[page] or int(stamps.max()) != self.max_us[page]:
             raise bad("its times disagree with the page table")
@@ -279,6 +300,27 @@ def table_of(fields: dict[str, Any], members: dict[str, Member]) -> PageTable:
         if start is not None:
             messages.place(start)
     return table
+
+
+def _page_types(field: object, pages: int, types: int) -> NDArray[np.bool_] | None:
+    """The `page_types` field (a bitmap of `width` bytes a page, a bit per types code) as
+    a (pages, types) bool array; None when absent. Raises `PageError` when malformed."""
+    if field is None:
+        return None
+    width = -(-types // 8)
+    if type(field) is not dict or field.get("width") != width:
+        raise fail(f"page_types is not a map of {width}-byte rows")
+    if pages * width > MAX_TYPES_BITS:
+        raise fail(f"page_types claims {pages * width} bytes, more than it may hold")
+    raw = field.get("bits")
+    if type(raw) is not dict:
+        raise fail("page_types has no bits")
+    bits = parse_columns({"bits": raw}, pages * width, {"bits": "u"}, fail).get("bits")
+    if bits is None or bits.dtype.itemsize != 1:
+        raise fail("page_types bits are not bytes")
+    rows = np.unpackbits(bits.reshape(pages, width), axis=1, bitorder="little")[:, :types]
+    present: NDArray[np.bool_] = rows.astype(np.bool_)
+    return present
 
 
 def _data_start(value: object, local: int, member: Member) -> int | None:

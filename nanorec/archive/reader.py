@@ -37,7 +37,9 @@ from numpy.typing import NDArray
 
 from nanorec.archive.archive_file import MSGPACK_ERRORS, ArchiveFile
 from nanorec.archive.crc import crc32, joined_crc
+from nanorec.archive.index import Index
 from nanorec.archive.index_parse import entry_positions
+from nanorec.archive.pageread import PAGE_CACHE
 from nanorec.archive.wire import INDEX_MEMBER
 from nanorec.errors import ArchiveError, ChecksumError, IndexMismatchError, OutOfRangeError
 
@@ -250,6 +252,9 @@ class ArchiveReader(ArchiveFile):
         archive reads only its page. Raises `OutOfRangeError`."""
         number = self._number(number)
         if self._index is None and self._lazy is not None:
+            table = self._lazy.table
+            if number == self._count - 1 and table.sorted:  # the greatest: in the page table
+                return int(table.max_us[-1])
             loaded, row = self._lazy.of(number)
             return int(loaded.index.timestamp_us[row])
         return int(self.index.timestamp_us[number])
@@ -273,6 +278,42 @@ class ArchiveReader(ArchiveFile):
             return int(table.min_us[0]), int(table.max_us[-1])
         stamps = self.index.timestamp_us
         return int(stamps[0]), int(stamps.max())
+
+    def paged_numbers(
+        self, start_us: int | None, end_us: int | None, types: Iterable[str] | None = None
+    ) -> NDArray[np.int64] | None:
+        """The numbers, in file order, of the messages with `start_us <= t <= end_us` (None:
+        unbounded) carrying one of `types` (None: any), read page by page: a paged archive by
+        URL whose times never decrease fetches only the pages its page table says may hold
+        one (each page's times and types). None when that does not apply (a local archive,
+        an older or unsorted one, a window over more pages than the page LRU holds): then
+        the whole `index` answers."""
+        lazy = self._lazy
+        if self._index is not None or lazy is None or not lazy.table.sorted:
+            return None
+        codes = None
+        if types is not None:
+            wanted = set(types)
+            table = lazy.table.types_table
+            codes = np.fromiter(
+                (not wanted.isdisjoint(row) for row in table), np.bool_, count=len(table)
+            )
+        if len(lazy.table.pages_between(start_us, end_us, codes)) > PAGE_CACHE:
+            return None
+        return lazy.select(start_us, end_us, codes)
+
+    def index_run(self, first: int, stop: int) -> Index:
+        """The index rows of messages `first` to `stop - 1` (`index[first:stop]`): a paged
+        archive by URL reads only their pages (unless they are more than its page LRU holds).
+        Raises `OutOfRangeError` for a bad range."""
+        if not 0 <= first <= stop <= self._count:
+            raise OutOfRangeError(f"messages {first}:{stop} out of range ({self._count})")
+        lazy = self._lazy
+        if self._index is None and lazy is not None and first < stop:
+            per = lazy.table.page_messages
+            if (stop - 1) // per - first // per < PAGE_CACHE:
+                return lazy.rows(first, stop)
+        return self.index[first:stop]
 
     def types_counts(self) -> list[tuple[tuple[str, ...], int]]:
         """How many messages carry each set of top-level keys (each row of the types table):

@@ -90,8 +90,10 @@ class RangeBuffer:
         self._size = source.size
         self._pages: OrderedDict[int, bytes] = OrderedDict()
         self._lock = threading.Lock()
-        #: Whether reads come in order (a pass): a miss then reads `READ_AHEAD` at once.
+        #: Whether reads come in order (a pass): a miss then reads `read_ahead` bytes at once
+        #: (`READ_AHEAD`, or less for a pass over a known part of the object).
         self.sequential = False
+        self.read_ahead = READ_AHEAD
         start = self._size - len(tail)
         first = -(-start // PAGE)  # the first whole page in the tail
         for page in range(first, -(-self._size // PAGE)):
@@ -168,7 +170,7 @@ class RangeBuffer:
                 self._pages.popitem(last=False)
 
     def _ahead(self, runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """`runs` each extended over the missing pages after it, up to `READ_AHEAD`."""
+        """`runs` each extended over the missing pages after it, up to `read_ahead`."""
         pages = -(-self._size // PAGE)
         out: list[tuple[int, int]] = []
         for first, count in runs:
@@ -176,7 +178,9 @@ class RangeBuffer:
                 continue  # covered by the run before, extended
             end = first + count
             with self._lock:
-                while end - first < READ_AHEAD // PAGE and end < pages and end not in self._pages:
+                while (
+                    end - first < self.read_ahead // PAGE and end < pages and end not in self._pages
+                ):
                     end += 1
             out.append((first, end - first))
         return out

@@ -10,9 +10,9 @@ in independent blocks (see `nanorec.archive.blocks`); `compact=False` stores eve
 2. `index.msgpack`: the NanoVer index, one `{offset, length, metadata}` map per message with
    metadata `types`, `timestamp`, `crc` (CRC-32 of the stored message bytes), `f` (the flags,
    only when non-zero), then any caller metadata.
-3. Members given to `add_member`.
-4. `nanorec.pages`: the columnar index (and a compact archive's block table) in pages, each
+3. `nanorec.pages`: the columnar index (and a compact archive's block table) in pages, each
    compressed on its own (see `nanorec.archive.pages`).
+4. Members given to `add_member` (after the pages: small ones lie in a remote reader's tail).
 5. `nanorec.msgpack`: the self-description and the page table (see `nanorec.archive.describe`),
    last, so that a remote reader's one suffix range holds it; then the central directory and
    end records (zip64 records only when sizes, offsets or counts need them).

@@ -126,12 +126,13 @@ def test_add_member_names(tmp_path: Path) -> None:
             writer.add_member("notes.txt", b"again")
     with ArchiveReader(tmp_path / "a.zip") as reader:
         assert reader.member("notes.txt") == b"hi"
-        # the paged layout: the description (with the page table) last, for a remote tail
+        # the paged layout: the description (with the page table) last, for a remote tail,
+        # the side members just before it (in that tail when small)
         assert reader.member_names == (
             "messages.msgpack",
             "index.msgpack",
-            "notes.txt",
             "nanorec.pages",
+            "notes.txt",
             "nanorec.msgpack",
         )
 
