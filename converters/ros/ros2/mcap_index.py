@@ -48,10 +48,12 @@ def index_offsets(buf: Any, end: int) -> NDArray[np.int64] | None:
         pos = stop
     if not parts:
         return None
-    offsets = np.unique(np.concatenate(parts))
+    offsets = np.sort(np.concatenate(parts))  # (np.unique hashes: several times slower)
     if not len(offsets) or int(offsets[-1]) >= 1 << 62:
         return None
-    return offsets.astype(np.int64)
+    offsets = offsets.astype(np.int64)
+    distinct: NDArray[np.int64] = offsets[np.append(True, offsets[1:] != offsets[:-1])]
+    return distinct
 
 
 def indexed_starts(
