@@ -71,19 +71,25 @@ class Columns:
     def members(self, order: NDArray[Any] | None) -> dict[str, bytes]:
         """The file and rank of each message in archive order (`order`: scan numbers, or None
         when it is the scan order), as `dtypes` say (`file` only for a bag of many files);
-        FormatError past what they hold. Made a block at a time."""
+        FormatError past what they hold. Made a block at a time (one file's ranks at once:
+        they are the scan numbers)."""
         out = {}
         for name, dtype in self.dtypes.items():
             if name == "file" and len(self.counts) < 2:
+                continue
+            held = [n for n, count in enumerate(self.counts) if count]  # files with messages
+            largest = max(self.counts, default=0) - 1 if name == "rank" else max(held, default=0)
+            if largest > np.iinfo(dtype).max:
+                raise FormatError(f"a bag beyond {np.iinfo(dtype).max} files or messages")
+            if len(self.counts) == 1:  # one file: a message's rank is its scan number
+                ranks = np.arange(self.count, dtype=dtype) if order is None else order
+                out[name] = np.asarray(ranks, dtype).tobytes()
                 continue
             column = np.empty(self.count, dtype)
             for at in range(0, self.count, _BLOCK):
                 stop = min(at + _BLOCK, self.count)
                 numbers = np.arange(at, stop) if order is None else order[at:stop]
-                values = self.file_and_rank(numbers)[name == "rank"]
-                if values.max() > np.iinfo(dtype).max:
-                    raise FormatError(f"a bag beyond {np.iinfo(dtype).max} files or messages")
-                column[at:stop] = values
+                column[at:stop] = self.file_and_rank(numbers)[name == "rank"]
             out[name] = column.tobytes()
         return out
 
