@@ -99,7 +99,9 @@ def measure(name: str, source: Path, work: Path, repeat: int = 1) -> dict[str, A
 
     count = rosbags_read()
     # each side best of `repeat` (CPU: of 2 at least), the two alternating (A B A B)
-    converts, reads, read_cpus = [], [], []
+    converts: list[tuple[float, float, float]] = []
+    reads: list[float] = []
+    read_cpus: list[float] = []
     for _ in range(max(2, repeat)):
         if len(converts) < repeat:
             converts.append(child_convert(source, archive))
