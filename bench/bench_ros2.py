@@ -142,9 +142,9 @@ def measure(name: str, source: Path, work: Path, repeat: int = 1) -> dict[str, A
     rosbags_open_s = min(timed(rosbags_open) for _ in range(3))
     back = work / "back"
     converter = registry.get("ros2")
-    with ArchiveReader(archive) as reader:
-        export_s = timed(lambda: converter.export(reader, back, ExportRequest(overwrite=True)))
-        identical = converter.export(reader, back, ExportRequest(overwrite=True)).identical
+    with ArchiveReader(archive) as archived:
+        export_s = timed(lambda: converter.export(archived, back, ExportRequest(overwrite=True)))
+        identical = converter.export(archived, back, ExportRequest(overwrite=True)).identical
     shutil.rmtree(back)
     return {
         "name": name,
