@@ -28,6 +28,10 @@ _COUNT: Final = struct.Struct("<I")
 #: A MessageIndex record's content: channel id (2 bytes), then the byte length of its
 #: (log_time, offset) pairs (4 bytes), then the pairs (16 bytes each).
 _PAIRS_AT: Final = 6
+#: A record's length: the 8 bytes after its opcode.
+_LENGTH_BYTES: Final = np.arange(1, 9)
+#: Offsets whose record lengths are read at once (a 64 MiB chunk of tiny messages has ~2 M).
+_BLOCK: Final = 1 << 16
 
 
 def index_offsets(buf: Any, end: int) -> NDArray[np.int64] | None:
@@ -65,8 +69,10 @@ def indexed_starts(
     if int(offsets[-1]) > size - 9:
         return None
     data = np.frombuffer(records, np.uint8)
-    index = offsets[:, None] + np.arange(1, 9)
-    lengths = np.ascontiguousarray(data[index]).view("<u8").reshape(-1)
+    lengths = np.empty(len(offsets), np.uint64)
+    for at in range(0, len(offsets), _BLOCK):  # (8 int64 a message of index: in blocks)
+        part = data[offsets[at : at + _BLOCK, None] + _LENGTH_BYTES]
+        lengths[at : at + _BLOCK] = np.ascontiguousarray(part).view("<u8").reshape(-1)
     if int(lengths.max()) > size or not data[offsets].all():
         return None  # (an opcode 0 could be the start of a run of zeros: walked instead)
     ends = offsets + 9 + lengths.astype(np.int64)

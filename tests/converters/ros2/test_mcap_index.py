@@ -53,6 +53,16 @@ def test_right_offsets_give_the_walk() -> None:
     assert (found[0].tolist(), found[1]) == _walked(records)
 
 
+def test_lengths_read_a_block_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nanorec.converters.ros.ros2 import mcap_index
+
+    monkeypatch.setattr(mcap_index, "_BLOCK", 7)
+    records, starts = _chunk_records(100, 5)
+    found = indexed_starts(records, np.array(starts, np.int64), EMPTY_RUN)
+    assert found is not None
+    assert (found[0].tolist(), found[1]) == _walked(records)
+
+
 @pytest.mark.parametrize("tail", [b"", bytes(9 * EMPTY_RUN), b"\x05\x00\x00", bytes(5)])
 def test_a_tail_is_walked_as_before(tail: bytes) -> None:
     records, starts = _chunk_records(50, 2)
