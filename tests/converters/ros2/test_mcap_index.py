@@ -99,7 +99,8 @@ def _index_record(channel: int, offsets: list[int]) -> bytes:
 
 def test_index_offsets_reads_every_channel() -> None:
     tail = _index_record(1, [40, 0, 90]) + _index_record(2, [60, 40]) + _record(rec.CHUNK, b"")
-    assert index_offsets(b"xx" + tail, 2).tolist() == [0, 40, 60, 90]
+    offsets = index_offsets(b"xx" + tail, 2)
+    assert offsets is not None and offsets.tolist() == [0, 40, 60, 90]
     assert index_offsets(b"xx" + _record(rec.CHUNK, b""), 2) is None
     bad = _record(rec.MESSAGE_INDEX, struct.pack("<HI", 1, 17) + bytes(17))
     assert index_offsets(bad, 0) is None  # pairs of 16 bytes
@@ -127,7 +128,7 @@ def _chunks_use_the_index(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     from nanorec.converters.ros.ros2.converter import CONVERTER
 
     answers = []
-    real = mcap_window.indexed_starts
+    real = indexed_starts
 
     def spy(*args: object) -> object:
         found = real(*args)  # type: ignore[arg-type]
