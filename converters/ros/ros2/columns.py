@@ -5,7 +5,8 @@ int64 columns and the sort's temporaries, ~500 MB. Here each column is spooled t
 temporary file as it is scanned, at its own width (times 8 bytes, lengths 4, topic codes
 4), and read back whole only for the write; a message's file and rank are its position
 among the files' counts, its spool offset the sum of the lengths before it, so neither is
-kept.
+kept. A batch's topic keys become archive topic codes through a table of the keys seen
+(`known_codes`), not a sort a batch.
 """
 
 from __future__ import annotations
@@ -71,19 +72,25 @@ class Columns:
     def members(self, order: NDArray[Any] | None) -> dict[str, bytes]:
         """The file and rank of each message in archive order (`order`: scan numbers, or None
         when it is the scan order), as `dtypes` say (`file` only for a bag of many files);
-        FormatError past what they hold. Made a block at a time."""
+        FormatError past what they hold. Made a block at a time (one file's ranks at once:
+        they are the scan numbers)."""
         out = {}
         for name, dtype in self.dtypes.items():
             if name == "file" and len(self.counts) < 2:
+                continue
+            held = [n for n, count in enumerate(self.counts) if count]  # files with messages
+            largest = max(self.counts, default=0) - 1 if name == "rank" else max(held, default=0)
+            if largest > np.iinfo(dtype).max:
+                raise FormatError(f"a bag beyond {np.iinfo(dtype).max} files or messages")
+            if len(self.counts) == 1:  # one file: a message's rank is its scan number
+                ranks = np.arange(self.count, dtype=dtype) if order is None else order
+                out[name] = np.asarray(ranks, dtype).tobytes()
                 continue
             column = np.empty(self.count, dtype)
             for at in range(0, self.count, _BLOCK):
                 stop = min(at + _BLOCK, self.count)
                 numbers = np.arange(at, stop) if order is None else order[at:stop]
-                values = self.file_and_rank(numbers)[name == "rank"]
-                if values.max() > np.iinfo(dtype).max:
-                    raise FormatError(f"a bag beyond {np.iinfo(dtype).max} files or messages")
-                column[at:stop] = values
+                column[at:stop] = self.file_and_rank(numbers)[name == "rank"]
             out[name] = column.tobytes()
         return out
 
@@ -92,3 +99,34 @@ class Columns:
         starts = np.cumsum([0, *self.counts[:-1]], dtype=np.int64)
         file = np.searchsorted(starts, numbers, "right") - 1
         return file, numbers - starts[file]
+
+
+#: Topic keys (sqlite topic ids, MCAP channel ids) looked up in a table when below this.
+_KEYS: Final = 1 << 16
+
+
+def known_codes(keys: NDArray[np.int64], known: NDArray[np.int64]) -> NDArray[np.int64] | None:
+    """The archive codes of a batch's topic keys when every one is known (`known`: code + 1
+    by key, 0 for a key not seen; see `learn_codes`), read from the table at once; else
+    None: a new topic, sorted out by the caller in order of first coming (as every batch was
+    before: ~1 ms a batch of small messages for the sort)."""
+    if not len(keys):
+        return keys
+    if int(keys.min()) < 0 or int(keys.max()) >= len(known):
+        return None
+    codes = known[keys]
+    return codes - 1 if codes.all() else None
+
+
+def learn_codes(
+    known: NDArray[np.int64], keys: NDArray[np.int64], codes: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """`known` with `keys` coded `codes`; a key outside 0 to 2**16 is not kept (its batches
+    take the sort; a table of it could be huge)."""
+    inside = (keys >= 0) & (keys < _KEYS)
+    if not inside.any():
+        return known
+    grown = np.zeros(max(len(known), int(keys[inside].max()) + 1), np.int64)
+    grown[: len(known)] = known
+    grown[keys[inside]] = codes[inside] + 1
+    return grown

@@ -36,7 +36,7 @@ from nanorec.contract import ConvertReport
 from nanorec.errors import FormatError, NanorecError, OutputExistsError
 
 from .bag import BagFile, BagLayout, locate
-from .columns import Columns
+from .columns import Columns, known_codes, learn_codes
 from .extras import extra
 from .mcap_file import McapFile
 from .members import (
@@ -131,18 +131,23 @@ def _scan_file(
     position = {name: n for n, name in enumerate(topics)}
     columns.start_file()
     written = 0
+    known = np.zeros(0, np.int64)  # archive codes by topic key: see `known_codes`
     for batch in batches(stored):
-        # topic keys to archive topic codes, new names numbered as they first come
-        keys, first, inverse = np.unique(batch.topics, return_index=True, return_inverse=True)
-        codes = np.zeros(len(keys), np.int64)
-        for k in np.argsort(first, kind="stable").tolist():
-            name = names.get(int(keys[k]), f"topic:{int(keys[k])}")
-            if name not in position:
-                position[name] = len(topics)
-                topics.append(name)
-            codes[k] = position[name]
+        codes = known_codes(batch.topics, known)
+        if codes is None:
+            # topic keys to archive topic codes, new names numbered as they first come
+            keys, first, inverse = np.unique(batch.topics, return_index=True, return_inverse=True)
+            coded = np.zeros(len(keys), np.int64)
+            for k in np.argsort(first, kind="stable").tolist():
+                name = names.get(int(keys[k]), f"topic:{int(keys[k])}")
+                if name not in position:
+                    position[name] = len(topics)
+                    topics.append(name)
+                coded[k] = position[name]
+            codes = coded[inverse.reshape(-1)]
+            known = learn_codes(known, keys, coded)
         spool.write(batch.datas())
-        columns.add(batch.times, batch.lengths, codes[inverse.reshape(-1)])
+        columns.add(batch.times, batch.lengths, codes)
         written += int(batch.lengths.sum())
         if written > RELEASE_BYTES:  # bounded RSS: give back the pages read so far
             written = 0

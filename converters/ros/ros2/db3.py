@@ -28,13 +28,12 @@ from .db3_skeleton import build_skeleton
 from .sqlite_btree import (
     TABLE_LEAF,
     Pager,
-    interior_keys,
-    leaf_pages,
     record_header,
     schema,
     serial_size,
     varint,
 )
+from .sqlite_tree import interior_keys, leaf_pages
 from .sqlite_wal import wal_overlay
 from .storage import Batch, Damage, Definition, StoredMessage, Topic
 

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from nanorec.errors import FormatError
 
 from . import mcap_records as rec
+from .mcap_index import index_offsets
 from .mcap_skeleton import (
     BEGIN,
     COPY,
@@ -47,11 +48,13 @@ if TYPE_CHECKING:
 _LENGTH = struct.Struct("<Q")
 
 
-def checked_starts(records: Any, base: int, empty_run: int) -> NDArray[np.int64]:
-    """`record_starts` of a chunk's records, FormatError (at `base`) when they do not fill
-    it or a message record is too short. (A list of a 64 MiB chunk's records as tuples was
-    ~100 MB; these starts are 8 bytes a record.)"""
-    starts, end = record_starts(records, empty_run)
+def checked_starts(
+    records: Any, base: int, empty_run: int, offsets: NDArray[np.int64] | None = None
+) -> NDArray[np.int64]:
+    """`record_starts` of a chunk's records (`offsets`: its message index's guess), FormatError
+    (at `base`) when they do not fill it or a message record is too short. (A list of a 64
+    MiB chunk's records as tuples was ~100 MB; these starts are 8 bytes a record.)"""
+    starts, end = record_starts(records, empty_run, offsets)
     data = np.frombuffer(records, np.uint8)
     ends = np.append(starts[1:], end)
     if ((data[starts] == rec.MESSAGE) & (ends - starts < MESSAGE_HEAD)).any():
@@ -137,7 +140,8 @@ def _chunk(
         method = rec.find_rebuilder(chunk.compression, compressed, bytes(records), order)
         if chunk.records_end - chunk.records_start >= 1 << 32:
             method = None  # END records the size in 32 bits
-    batch, cuts, ends, is_data = _messages(records, checked_starts(records, pos, run))
+    starts = checked_starts(records, pos, run, index_offsets(buf, end))
+    batch, cuts, ends, is_data = _messages(records, starts)
     count = len(batch.times)
     if method is None:  # kept: its bytes as they are, its datas dropped by join
         file.kept_chunks += 1

@@ -39,6 +39,7 @@ from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from . import mcap_records as rec
 from .mcap_chunks import SpilledOps, big_chunk, checked_starts, mcap_batches
+from .mcap_index import index_offsets
 from .mcap_records import EMPTY_RUN
 from .mcap_salvage import Salvage, declare, describe, salvage_at, salvaged_messages
 from .mcap_skeleton import BEGIN, COPY, DATA, DROP, END, MESSAGE_HEAD, Ops
@@ -298,7 +299,7 @@ class McapFile:
                 _declared(window, starts, pos, found_schemas, found_channels)
         else:
             records = self._records(pos, chunk)
-            starts = checked_starts(records, pos, EMPTY_RUN)
+            starts = checked_starts(records, pos, EMPTY_RUN, index_offsets(self._buf, end))
             _declared(records, starts, pos, found_schemas, found_channels)
         # only a chunk that parsed whole adds to what the file declares
         for schema in found_schemas:

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from nanorec.errors import FormatError, NanorecError
 
 from . import mcap_records as rec
+from .mcap_index import indexed_starts
 from .mcap_skeleton import MESSAGE_HEAD
 from .storage import RELEASE_BYTES, release_pages
 
@@ -47,10 +48,17 @@ def is_big(chunk: rec.ChunkHead) -> bool:
     return chunk.uncompressed_size > WHOLE_CHUNK
 
 
-def record_starts(records: Any, empty_run: int) -> tuple[NDArray[np.int64], int]:
+def record_starts(
+    records: Any, empty_run: int, offsets: NDArray[np.int64] | None = None
+) -> tuple[NDArray[np.int64], int]:
     """Where each complete record of `records` starts, and where the last one ends (the
     walk of `mcap_file._walk`: it stops at a record running past the end, or where
-    `empty_run` empty records' worth of zeros begins)."""
+    `empty_run` empty records' worth of zeros begins). `offsets`: where the chunk's
+    MessageIndex records say its messages are (`mcap_index`), checked and used when right."""
+    if offsets is not None:
+        found = indexed_starts(records, offsets, empty_run)
+        if found is not None:
+            return found
     size = len(records)
     unpack = _LENGTH.unpack_from
     starts = array("q")

@@ -69,11 +69,12 @@ class Runs:
         """Messages `first`... (archive numbers): times (ns), spool offsets, data lengths and
         topic codes."""
         breaks = {n: "flush" for n in self._flushes(lengths)}
-        codes, where = np.unique(topics, return_index=True)
-        for code, n in zip(codes.tolist(), where.tolist(), strict=True):
-            if not self.seen[code]:
-                self.seen[code] = True
-                breaks[n] = breaks.get(n, "") + "first"
+        if not self.seen[topics].all():  # a topic's first message (else no sort to find it)
+            codes, where = np.unique(topics, return_index=True)
+            for code, n in zip(codes.tolist(), where.tolist(), strict=True):
+                if not self.seen[code]:
+                    self.seen[code] = True
+                    breaks[n] = breaks.get(n, "") + "first"
         at = 0
         for n in [*sorted(breaks), len(times)]:
             self._runs(times[at:n], offsets[at:n], lengths[at:n], topics[at:n])

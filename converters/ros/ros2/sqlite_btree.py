@@ -20,12 +20,8 @@ from dataclasses import dataclass, replace
 
 from nanorec.errors import FormatError, TruncatedError
 
-from .storage import release_pages
-
 MAGIC = b"SQLite format 3\x00"
 TABLE_INTERIOR, TABLE_LEAF, INDEX_INTERIOR, INDEX_LEAF = 0x05, 0x0D, 0x02, 0x0A
-#: Leaf pages whose kinds `leaf_pages` reads between two `release_pages` (32 MiB of 4 KiB).
-_RELEASE_PAGES = 8192
 MAX_DEPTH = 40  # a b-tree of 4 KiB pages this deep would hold far more than 2**64 rows
 
 _U16 = struct.Struct(">H")
@@ -338,51 +334,3 @@ def schema(pager: Pager) -> dict[str, tuple[int, list[tuple[str, bool]]]]:
             if isinstance(root, int) and isinstance(sql, str):
                 tables[values[1]] = (root, columns(sql))
     return tables
-
-
-def interior_keys(pager: Pager, pages: set[int]) -> list[int]:
-    """The keys (each the largest rowid of its left subtree) of the table-interior pages
-    among `pages`; pages that are not, or cannot be read, are skipped."""
-    keys: list[int] = []
-    for n in pages:
-        try:
-            page = pager.page(n)
-            kind, cells = pager.cells(n, page, (TABLE_INTERIOR, TABLE_LEAF))
-            if kind == TABLE_INTERIOR:
-                keys += [varint(page, c + 4)[0] for c in cells]
-        except (FormatError, TruncatedError, IndexError):
-            continue
-    return keys
-
-
-def leaf_pages(
-    pager: Pager, root: int, visited: set[int]
-) -> tuple[list[int], list[tuple[int, str]]]:
-    """The leaf pages of the table b-tree at `root`, in key order, reading only interior
-    pages and page kinds; subtrees that cannot be read are skipped and listed (page, why)."""
-    leaves: list[int] = []
-    problems: list[tuple[int, str]] = []
-    stack: list[tuple[int, int]] = [(root, 0)]
-    while stack:
-        n, depth = stack.pop()
-        try:
-            if n in visited or depth > MAX_DEPTH:
-                raise FormatError(f"table b-tree loops at page {n}")
-            page = pager.page(n)
-            kind, cells = pager.cells(n, page, (TABLE_INTERIOR, TABLE_LEAF))
-            h = 100 if n == 1 else 0
-            if kind == TABLE_INTERIOR:
-                children = [_U32.unpack_from(page, c)[0] for c in cells] + [
-                    _U32.unpack_from(page, h + 8)[0]
-                ]
-        except (FormatError, TruncatedError, struct.error) as exc:
-            problems.append((n, str(exc)))
-            continue
-        visited.add(n)
-        if kind == TABLE_LEAF:
-            leaves.append(n)
-            if not len(leaves) % _RELEASE_PAGES:  # bounded RSS: a big file's pages given back
-                release_pages(pager.view)
-            continue
-        stack.extend((c, depth + 1) for c in reversed(children))
-    return leaves, problems
