@@ -60,7 +60,10 @@ SOURCE_FORMAT = "carla"
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
 _RELEASE_BYTES = 32 << 20  # give back converted source pages every 32 MiB
-_SMALL_BYTES = 4 << 20  # sources below this deflate their archive in the converting thread
+#: Sources below this deflate their archive in the converting thread, with one compressor
+#: (`ArchiveWriter(fast_blocks=True)`): a small log's few blocks cost more to hand over, set
+#: up and sample than to deflate.
+_SMALL_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -141,13 +144,14 @@ def _write_archive(
     overwrite: bool,
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
+    small = len(buf) < _SMALL_BYTES
     with ArchiveWriter(
         out,
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf), "family": fam.name},
-        # a small recording's few blocks cost more to hand over than to deflate here
-        deflate_threads=0 if len(buf) < _SMALL_BYTES else None,
+        deflate_threads=0 if small else None,
+        fast_blocks=small,
     ) as writer:
         conversion = _Conversion(buf, writer, header, fam, progress)
         conversion.walk()

@@ -31,7 +31,15 @@ import numpy as np
 
 from nanorec.archive import blockcut
 from nanorec.archive.crc import joined_crc, pieces_crc
-from nanorec.archive.deflate import LEVEL, THREADS, isal_deflate, raw_compressor, shared_pool
+from nanorec.archive.deflate import (
+    FINAL_BLOCK,
+    LEVEL,
+    THREADS,
+    isal_deflate,
+    raw_compressor,
+    shared_pool,
+)
+from nanorec.errors import UsageError
 
 #: A block ends before the message that would take it past this many uncompressed bytes.
 BLOCK_BYTES: Final = 16 << 10
@@ -76,10 +84,19 @@ class BlockDeflater:
     (`offsets`, `starts`) lists each block's uncompressed and compressed start."""
 
     def __init__(
-        self, block_bytes: int = BLOCK_BYTES, threads: int = THREADS, *, precompressed: bool = False
+        self,
+        block_bytes: int = BLOCK_BYTES,
+        threads: int = THREADS,
+        *,
+        precompressed: bool = False,
+        fast: bool = False,
     ) -> None:
+        if fast and threads:
+            raise UsageError("fast blocks are deflated in the writing thread (threads=0)")
         self.block_bytes = block_bytes
         self.threads = threads  # 0: deflate each block in the caller's thread, else shared ones
+        # a small source's blocks: one fast compressor for them all (`_FastBlocks`)
+        self._fast = _FastBlocks() if fast else None
         # most messages carry already-compressed bytes: see `_compress_block`
         self.precompressed = precompressed
         self.offsets: list[int] = []
@@ -198,7 +215,7 @@ class BlockDeflater:
         out = self.end_block()
         sizes = np.diff(np.array([*self.offsets, self._in], np.int64))
         self.crc = joined_crc(np.array(self._crcs, np.uint32), sizes)
-        tail: bytes = raw_compressor(fast=False).flush(zlib.Z_FINISH)
+        tail = FINAL_BLOCK
         self._out += len(tail)
         self.close()
         return [*out, tail]
@@ -242,7 +259,8 @@ class BlockDeflater:
             future = shared_pool().submit(_compress_blocks, batch)
         else:
             future = Future()
-            future.set_result(_compress_blocks(batch))
+            fast = self._fast
+            future.set_result(_compress_blocks(batch) if fast is None else fast.compress(batch))
         self._pending.append((future, size))
         self._pending_bytes += size
 
@@ -280,6 +298,41 @@ class BlockDeflater:
             "offset": _encode(self.offsets),
             "start": _encode(self.starts),
         }
+
+
+class _FastBlocks:
+    """The blocks of a small source (a CARLA log of 0.1-2 MB), deflated in the writing thread
+    at the level `_compress_block` gives them, but by one compressor a level kept from block
+    to block (fully flushed after each), each block's own deflate deciding whether it is
+    stored instead. A fresh compressor and a sampled level per 16 KiB block cost ~60 us to set
+    up (its 256 KiB allocated and faulted in again) and ~100 us to sample, about what the
+    level-1 deflate of a block of CARLA frames takes. A full flush ends every back-reference,
+    so each block still inflates on its own. The bytes may differ from fresh compressors' (a
+    match may be chosen by the bytes a previous block left beyond this one's end, and the
+    store rule looks at the whole block, not a sample) but depend on the messages alone: the
+    same source gives the same archive (identical to fresh compressors' on every real CARLA
+    log and sample)."""
+
+    def __init__(self) -> None:
+        self._compressors: dict[bool, Any] = {}
+
+    def compress(self, batch: list[tuple[Block, bool, bool, bool]]) -> list[tuple[Pieces, int]]:
+        """`_compress_blocks` of a batch, the fast way."""
+        return [
+            (self._block(data, fast), pieces_crc(data) if with_crc else -1)
+            for data, fast, with_crc, _ in batch
+        ]
+
+    def _block(self, data: Block, fast: bool) -> Pieces:
+        compressor = self._compressors.get(fast)
+        if compressor is None:
+            compressor = self._compressors[fast] = raw_compressor(fast=fast)
+        out = [compressor.compress(piece) for piece in data]
+        out.append(compressor.flush(zlib.Z_FULL_FLUSH))
+        deflated = b"".join(out)
+        if len(deflated) > _STORE_ABOVE * sum(map(len, data)):
+            return _stored(data)
+        return [deflated]
 
 
 def _level(data: bytes | memoryview) -> int:

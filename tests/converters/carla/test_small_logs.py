@@ -1,0 +1,53 @@
+"""Small CARLA logs (0.1-2 MB, what a lab records by the thousand) are converted with the
+archive writer's fast blocks (`convert._SMALL_BYTES`): one compressor in the converting
+thread. Their archives stay byte for byte those of fresh compressors per block."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nanorec import ArchiveReader, registry
+from nanorec.archive import blocks
+from nanorec.converters.carla import convert
+from tests.conftest import SAMPLES, carla_realdata
+
+_Batch = list[tuple[blocks.Block, bool, bool, bool]]
+
+
+@pytest.mark.parametrize("name", ["carla-0.9.16-town03.log", "carla-0.9.15-crash-town05.log"])
+def test_a_small_log_keeps_its_bytes_with_fast_blocks(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    used: list[int] = []
+    compress = blocks._FastBlocks.compress
+
+    def counted(self: blocks._FastBlocks, batch: _Batch) -> list[tuple[blocks.Pieces, int]]:
+        used.append(len(batch))
+        return compress(self, batch)
+
+    monkeypatch.setattr(blocks._FastBlocks, "compress", counted)
+    converter = registry.get("carla")
+    fast, fresh = tmp_path / "fast.nanover.zip", tmp_path / "fresh.nanover.zip"
+    converter.convert(SAMPLES / name, fast)
+    assert used  # the small log took the fast blocks
+    monkeypatch.setattr(convert, "_SMALL_BYTES", 0)  # every log "large": fresh compressors
+    used.clear()
+    converter.convert(SAMPLES / name, fresh)
+    assert not used
+    assert fast.read_bytes() == fresh.read_bytes()
+    with ArchiveReader(fast) as reader:
+        assert reader.raw(len(reader) - 1)
+
+
+@pytest.mark.parametrize("source", carla_realdata(), ids=lambda path: path.name)
+def test_every_real_log_keeps_its_bytes_with_fast_blocks(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    converter = registry.get("carla")
+    fast, fresh = tmp_path / "fast.nanover.zip", tmp_path / "fresh.nanover.zip"
+    converter.convert(source, fast)
+    monkeypatch.setattr(convert, "_SMALL_BYTES", 0)
+    converter.convert(source, fresh)
+    assert fast.read_bytes() == fresh.read_bytes()
