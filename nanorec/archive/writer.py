@@ -86,7 +86,7 @@ class ArchiveWriter:
     `precompressed`: most messages carry already-compressed bytes (gzip members), so a small
     block whose sample does not deflate is stored without deflating it whole first.
     `fast_blocks` (with `deflate_threads=0`): the blocks are deflated by one compressor kept
-    from block to block, without a sample (`nanorec.archive.blocks._FastBlocks`): for a small
+    from block to block, without a sample (`nanorec.archive.blockdeflate.FastBlocks`): for a small
     source, whose per-block set-up otherwise costs as much as its deflate.
     `paged`: the index and block table in pages, the description last (`nanorec.archive.pages`:
     a remote reader's tail holds the page table); False writes format_version 1's whole

@@ -1,4 +1,4 @@
-"""The fast blocks of a small source (`ArchiveWriter(fast_blocks=True)`, `blocks._FastBlocks`):
+"""The fast blocks of a small source (`ArchiveWriter(fast_blocks=True)`, `blockdeflate.FastBlocks`):
 one compressor a level kept from block to block, in the writing thread, no sample. Each block
 must still inflate on its own, the stream and its table must read back, the same messages
 must give the same bytes (CARLA's small logs: tests/converters/carla/test_small_logs.py)."""

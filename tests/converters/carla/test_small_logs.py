@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from nanorec import ArchiveReader, registry
-from nanorec.archive import blocks
+from nanorec.archive import blockdeflate
 from nanorec.converters.carla import convert
 from tests.conftest import SAMPLES, carla_realdata
 
-_Batch = list[tuple[blocks.Block, bool, bool, bool]]
+_Batch = list[tuple[blockdeflate.Block, bool, bool, bool]]
+_Done = list[tuple[blockdeflate.Pieces, int]]
 
 
 @pytest.mark.parametrize("name", ["carla-0.9.16-town03.log", "carla-0.9.15-crash-town05.log"])
@@ -21,13 +22,13 @@ def test_a_small_log_keeps_its_bytes_with_fast_blocks(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     used: list[int] = []
-    compress = blocks._FastBlocks.compress
+    compress = blockdeflate.FastBlocks.compress
 
-    def counted(self: blocks._FastBlocks, batch: _Batch) -> list[tuple[blocks.Pieces, int]]:
+    def counted(self: blockdeflate.FastBlocks, batch: _Batch) -> _Done:
         used.append(len(batch))
         return compress(self, batch)
 
-    monkeypatch.setattr(blocks._FastBlocks, "compress", counted)
+    monkeypatch.setattr(blockdeflate.FastBlocks, "compress", counted)
     converter = registry.get("carla")
     fast, fresh = tmp_path / "fast.nanover.zip", tmp_path / "fresh.nanover.zip"
     converter.convert(SAMPLES / name, fast)
