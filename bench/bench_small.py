@@ -58,16 +58,21 @@ def _child_cpu(command: Sequence[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def startup(runs: int, work: Path) -> list[dict[str, Any]]:
+def _compiled() -> None:
+    """Compile our modules, as pip leaves an installed package: with PYTHONDONTWRITEBYTECODE
+    set (or a module edited since) every process would compile what it imports from the
+    sources."""
     import compileall
 
-    from nanorec import registry
-
-    # compiled first, as pip leaves an installed package: with PYTHONDONTWRITEBYTECODE set (or
-    # a module edited since) every process would compile what it imports from the sources
     for folder in ("nanorec", "converters"):
         compileall.compile_dir(REPO / folder, quiet=1)
     compileall.compile_file(REPO / "_nanorec_entry.py", quiet=1)
+
+
+def startup(runs: int, work: Path) -> list[dict[str, Any]]:
+    from nanorec import registry
+
+    _compiled()
 
     small = min((REPO / "samples").glob("carla-*.log"), key=lambda p: p.stat().st_size)
     archive = work / "small.nanover.zip"
@@ -156,6 +161,7 @@ def _mcap_cpu(messages: list[tuple[list[bytes], list[int], list[str]]], out: Pat
 def batch(files: int, work: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from nanorec import registry
 
+    _compiled()  # the batch's `nanorec convert` process too
     folder, total = _tiles(work, files)
     inputs = sorted(folder.iterdir())
     converter = registry.get("carla")
