@@ -52,3 +52,19 @@ def test_every_real_log_keeps_its_bytes_with_fast_blocks(
     monkeypatch.setattr(convert, "_SMALL_BYTES", 0)
     converter.convert(source, fresh)
     assert fast.read_bytes() == fresh.read_bytes()
+
+
+def test_the_frame_keys_are_made_once_an_engine() -> None:
+    """`archive_meta`'s "keys" (numpy's `dtype.descr` for each fixed kind) is the same for
+    every file of an engine: made once, and still the dtypes of `records.FIXED_DTYPES`."""
+    from nanorec.converters.carla.ids import Engine
+    from nanorec.converters.carla.meta import frame_keys
+    from nanorec.converters.carla.records import FIXED_DTYPES
+
+    for engine in Engine:
+        keys = frame_keys(engine)
+        assert frame_keys(engine) is keys
+        for entry in keys.values():
+            if "dtype" in entry:
+                kind = next(k for k in FIXED_DTYPES[engine] if k.value == entry["kind"])
+                assert entry["dtype"] == FIXED_DTYPES[engine][kind].descr
