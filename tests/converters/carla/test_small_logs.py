@@ -5,12 +5,15 @@ thread. Their archives stay byte for byte those of fresh compressors per block."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nanorec import ArchiveReader, registry
 from nanorec.archive import blockdeflate
+from nanorec.contract import ConvertRequest
 from nanorec.converters.carla import convert
+from nanorec.converters.carla.converter import CarlaConvertOptions
 from tests.conftest import SAMPLES, carla_realdata
 
 _Batch = list[tuple[blockdeflate.Block, bool, bool, bool]]
@@ -68,3 +71,47 @@ def test_the_frame_keys_are_made_once_an_engine() -> None:
             if "dtype" in entry:
                 kind = next(k for k in FIXED_DTYPES[engine] if k.value == entry["kind"])
                 assert entry["dtype"] == FIXED_DTYPES[engine][kind].descr
+
+
+def test_a_small_log_is_walked_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Detection walks a small log whole; the conversion takes those packets instead of
+    walking it again (`Detection.packets`, `iter_walk(first=...)`), unless the family is
+    forced (no detection)."""
+    from nanorec.converters.carla import walk
+
+    calls: list[int] = []
+    original = walk.walk
+
+    def counted(*args: Any, **kwargs: Any) -> walk.Packets:
+        calls.append(args[1])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(walk, "walk", counted)  # the conversion's walks (iter_walk)
+    source = SAMPLES / "carla-0.9.16-town03.log"
+    converter = registry.get("carla")
+    detected, forced = tmp_path / "detected.nanover.zip", tmp_path / "forced.nanover.zip"
+    converter.convert(source, detected)
+    assert calls == []
+    request = ConvertRequest(options=CarlaConvertOptions(family="0.9.16"))
+    converter.convert(source, forced, request)
+    assert len(calls) == 1
+    assert detected.read_bytes() == forced.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["carla-0.9.16-town03.log", "carla-0.9.15-crash-town05.log"])
+def test_the_detection_packets_are_the_walk_s(name: str) -> None:
+    from nanorec.converters.carla.detect import detect
+    from nanorec.converters.carla.header import Header
+    from nanorec.converters.carla.walk import iter_walk
+
+    buf = (SAMPLES / name).read_bytes()
+    start = Header.parse(buf).size
+    detection = detect(buf, start)
+    assert detection.packets is not None
+    given = list(iter_walk(buf, start, first=detection.packets))
+    walked = list(iter_walk(buf, start))
+    assert len(given) == len(walked) == 1
+    for column in ("ids", "offsets", "sizes"):
+        assert (getattr(given[0], column) == getattr(walked[0], column)).all()
+    assert (given[0].end, given[0].truncation) == (walked[0].end, walked[0].truncation)
+    assert detect(buf, start, max_bytes=1000).packets is None  # the scan is not the file
