@@ -33,7 +33,7 @@ from nanorec.archive.writer import ArchiveWriter
 from nanorec.errors import OutputExistsError
 from nanorec.gcpause import paused_gc
 
-from .detect import resolve
+from .detect import Detection, resolve
 
 # `export`, `read_meta` and the rest of the archive side are imported from here too.
 from .emit import STATE_FLAG as STATE_FLAG
@@ -53,14 +53,17 @@ from .meta import (
 from .meta import read_meta as read_meta
 from .runs import fast_rows
 from .source import frame_head, resync
-from .walk import Truncation
+from .walk import Packets, Truncation
 from .world_tables import WorldTablesBuilder
 
 SOURCE_FORMAT = "carla"
 FRAME_START_ID = 0  # the same in every release (spec §4)
 FRAME_END_ID = 1
 _RELEASE_BYTES = 32 << 20  # give back converted source pages every 32 MiB
-_SMALL_BYTES = 4 << 20  # sources below this deflate their archive in the converting thread
+#: Sources below this deflate their archive in the converting thread, with one compressor
+#: (`ArchiveWriter(fast_blocks=True)`): a small log's few blocks cost more to hand over, set
+#: up and sample than to deflate.
+_SMALL_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -123,10 +126,10 @@ def _convert(
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
     header = Header.parse(buf)
-    fam = resolve(buf, header.size, family).family
+    detection = resolve(buf, header.size, family)
     digest = FileHash(source, len(buf))
     try:
-        return _write_archive(buf, source, out, header, fam, digest, overwrite, progress)
+        return _write_archive(buf, source, out, header, detection, digest, overwrite, progress)
     finally:
         digest.close()
 
@@ -136,20 +139,22 @@ def _write_archive(
     source: Path,
     out: Path,
     header: Header,
-    fam: Family,
+    detection: Detection,
     digest: FileHash,
     overwrite: bool,
     progress: Callable[[int], None] | None,
 ) -> ConvertReport:
+    fam = detection.family
+    small = len(buf) < _SMALL_BYTES
     with ArchiveWriter(
         out,
         overwrite=overwrite,
         source_format=SOURCE_FORMAT,
         source={"name": source.name, "size": len(buf), "family": fam.name},
-        # a small recording's few blocks cost more to hand over than to deflate here
-        deflate_threads=0 if len(buf) < _SMALL_BYTES else None,
+        deflate_threads=0 if small else None,
+        fast_blocks=small,
     ) as writer:
-        conversion = _Conversion(buf, writer, header, fam, progress)
+        conversion = _Conversion(buf, writer, header, fam, progress, detection.packets)
         conversion.walk()
         conversion.finish()
         written = writer.message_count
@@ -199,8 +204,10 @@ class _Conversion:
         header: Header,
         fam: Family,
         progress: Callable[[int], None] | None,
+        walked: Packets | None = None,
     ) -> None:
         self.buf = buf
+        self.walked = walked  # the packets detection walked, when they are the whole file
         self.writer = writer
         self.header = header
         self.fam = fam
@@ -296,7 +303,8 @@ class _Conversion:
         starts again after damage, or None."""
         buf, fam, writer, progress = self.buf, self.fam, self.writer, self.progress
         resume: int | None = None
-        for run in iter_frames(buf, position, fam):
+        walked, self.walked = self.walked, None  # the first walk's only
+        for run in iter_frames(buf, position, fam, first=walked):
             if isinstance(run, Run):
                 item: Frame | Truncation = run.first
             else:

@@ -102,9 +102,12 @@ def _shifted(first: Frame, shift: int) -> Frame:
     return Frame(list(first.ids), [at + shift for at in first.offsets], list(first.sizes))
 
 
-def iter_frames(buf: Buffer, start: int, family: Family) -> Iterator[Frame | Run | Truncation]:
+def iter_frames(
+    buf: Buffer, start: int, family: Family, *, first: Packets | None = None
+) -> Iterator[Frame | Run | Truncation]:
     """The frames from offset `start` on, in file order; consecutive frames of one layout
-    (ids and sizes) come as one `Run` when there are `MIN_RUN` or more.
+    (ids and sizes) come as one `Run` when there are `MIN_RUN` or more. `first`: the packets
+    from `start` to the end of `buf`, already walked (`detect.Detection.packets`).
 
     The first frame may not start with a FrameStart (a prelude); the last may lack its
     FrameEnd (a crashed recording). A cut packet ends the walk and is yielded last, as
@@ -112,7 +115,7 @@ def iter_frames(buf: Buffer, start: int, family: Family) -> Iterator[Frame | Run
     """
     pending = Frame([], [], [])
     batches = _Batches()
-    for packets in iter_walk(buf, start, batch_bytes=batches.size):
+    for packets in iter_walk(buf, start, batch_bytes=batches.size, first=first):
         cuts = np.flatnonzero(packets.ids == FRAME_START_ID)
         runs = _runs(packets, cuts)
         decoded, where = _decode(buf, packets, family, runs, cuts)

@@ -245,18 +245,27 @@ def _finish_frame(buf: Buffer, offsets: list[int], off: int, last_header: int, h
 
 
 def iter_walk(
-    buf: Buffer, start: int, *, batch_bytes: int | Callable[[], int] = 8 << 20
+    buf: Buffer,
+    start: int,
+    *,
+    batch_bytes: int | Callable[[], int] = 8 << 20,
+    first: Packets | None = None,
 ) -> Iterator[Packets]:
     """Yield `Packets` for consecutive runs of whole frames of about `batch_bytes` each (or
     of what `batch_bytes()` says before each batch, for a caller that adapts it).
 
-    The last run carries the truncation, if any. Yields nothing for an empty body.
+    The last run carries the truncation, if any. Yields nothing for an empty body. `first`:
+    the packets from `start` to the end of `buf`, walked already (by a family detection),
+    yielded as they are when they start at `start` and are no larger than a batch (a walk
+    would find the very same).
     """
     off = start
     stop = len(buf)
     while True:
         size = batch_bytes() if callable(batch_bytes) else batch_bytes
-        packets = walk(buf, off, limit=off + size)
+        whole = first is not None and first.start == off and stop - off <= size
+        packets = first if whole and first is not None else walk(buf, off, limit=off + size)
+        first = None
         if len(packets) or packets.truncation is not None:
             yield packets
         if packets.truncation is not None or packets.end >= stop or not len(packets):

@@ -20,7 +20,6 @@ through the reader's slow path (inflated once into a temporary file).
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections import deque
 from collections.abc import Sequence
@@ -30,8 +29,11 @@ from typing import Any, Final
 import numpy as np
 
 from nanorec.archive import blockcut
-from nanorec.archive.crc import joined_crc, pieces_crc
-from nanorec.archive.deflate import LEVEL, THREADS, isal_deflate, raw_compressor, shared_pool
+from nanorec.archive.blockdeflate import Block, FastBlocks, Pieces
+from nanorec.archive.blockdeflate import compress_blocks as _compress_blocks
+from nanorec.archive.crc import joined_crc
+from nanorec.archive.deflate import FINAL_BLOCK, LEVEL, THREADS, shared_pool
+from nanorec.errors import UsageError
 
 #: A block ends before the message that would take it past this many uncompressed bytes.
 BLOCK_BYTES: Final = 16 << 10
@@ -42,25 +44,12 @@ BLOCK_BYTES: Final = 16 << 10
 _TINY_MESSAGES: Final = 128
 
 
-#: Compressed bytes, as pieces written one after the other.
-Pieces = list[bytes | memoryview]
-#: A block's uncompressed bytes: its pieces in order (one, unless the caller lent them).
-Block = tuple[bytes | memoryview, ...]
 #: How many finished blocks may wait for the deflating threads.
 _AHEAD: Final = 16
 _AHEAD_BYTES: Final = 16 << 20
 #: Blocks go to the threads in batches of about this many bytes: one hand-over (~40 us of
 #: queue, wake-up and GIL) per batch, not per block, which ISA-L deflates in ~30 us.
 _BATCH_BYTES: Final = 128 << 10
-#: ISA-L deflates a block up to this size before the block's sample would be set up: the
-#: block itself says whether it deflates.
-_SMALL_BLOCK: Final = 32 << 10
-#: A block is stored when this many bytes from its middle deflate (level 1) to more than
-#: `_STORE_ABOVE` of their size.
-_SAMPLE: Final = 1024
-_STORE_ABOVE: Final = 0.9
-_STORED_MAX: Final = 0xFFFF
-_STORED_HEADER: Final = struct.Struct("<BHH")
 
 
 class BlockDeflater:
@@ -76,11 +65,20 @@ class BlockDeflater:
     (`offsets`, `starts`) lists each block's uncompressed and compressed start."""
 
     def __init__(
-        self, block_bytes: int = BLOCK_BYTES, threads: int = THREADS, *, precompressed: bool = False
+        self,
+        block_bytes: int = BLOCK_BYTES,
+        threads: int = THREADS,
+        *,
+        precompressed: bool = False,
+        fast: bool = False,
     ) -> None:
+        if fast and threads:
+            raise UsageError("fast blocks are deflated in the writing thread (threads=0)")
         self.block_bytes = block_bytes
         self.threads = threads  # 0: deflate each block in the caller's thread, else shared ones
-        # most messages carry already-compressed bytes: see `_compress_block`
+        # a small source's blocks: one compressor a level for them all (`FastBlocks`)
+        self._fast = FastBlocks() if fast else None
+        # most messages carry already-compressed bytes: see `blockdeflate.compress_block`
         self.precompressed = precompressed
         self.offsets: list[int] = []
         self.starts: list[int] = []
@@ -196,9 +194,12 @@ class BlockDeflater:
     def finish(self) -> Pieces:
         """The end of the stream (the last blocks and the final empty one)."""
         out = self.end_block()
-        sizes = np.diff(np.array([*self.offsets, self._in], np.int64))
-        self.crc = joined_crc(np.array(self._crcs, np.uint32), sizes)
-        tail: bytes = raw_compressor(fast=False).flush(zlib.Z_FINISH)
+        if self._fast is not None:
+            self.crc = self._fast.crc
+        else:
+            sizes = np.diff(np.array([*self.offsets, self._in], np.int64))
+            self.crc = joined_crc(np.array(self._crcs, np.uint32), sizes)
+        tail = FINAL_BLOCK
         self._out += len(tail)
         self.close()
         return [*out, tail]
@@ -242,7 +243,8 @@ class BlockDeflater:
             future = shared_pool().submit(_compress_blocks, batch)
         else:
             future = Future()
-            future.set_result(_compress_blocks(batch))
+            fast = self._fast
+            future.set_result(_compress_blocks(batch) if fast is None else fast.compress(batch))
         self._pending.append((future, size))
         self._pending_bytes += size
 
@@ -280,105 +282,6 @@ class BlockDeflater:
             "offset": _encode(self.offsets),
             "start": _encode(self.starts),
         }
-
-
-def _level(data: bytes | memoryview) -> int:
-    """`LEVEL`, or 0 (stored deflate blocks, still one valid deflate stream for any zip
-    reader) when a sample from the middle of `data` does not deflate: already-compressed
-    bytes such as gzip members, where deflating costs ~15 ms a MB for nothing."""
-    sample = _middle(data)
-    if sample is not None and len(_sample_deflate(sample, 1)) > _STORE_ABOVE * _SAMPLE:
-        return 0
-    return LEVEL
-
-
-def _sample_expands(data: bytes | memoryview) -> bool:
-    """Whether `_SAMPLE` bytes from the middle of a small block grow under ISA-L's level 0
-    (~4 us): already-compressed bytes, which deflating the whole block (~30-60 us) would
-    only find out to store them (pbstream's blocks of gzip members: a fifth of a compact
-    conversion's CPU)."""
-    sample = _middle(data)
-    return sample is not None and len(_sample_deflate(sample, 0)) > _SAMPLE
-
-
-def _middle(data: bytes | memoryview) -> bytes | memoryview | None:
-    """`_SAMPLE` bytes from the middle of `data`; None when it is too short to sample."""
-    if len(data) < 2 * _SAMPLE:
-        return None
-    middle = len(data) // 2
-    return data[middle - _SAMPLE // 2 : middle + _SAMPLE // 2]
-
-
-#: zlib's `compress` sets up a compressor per call: ~80 us for a 1 KiB sample, more than
-#: deflating a block of small messages; ISA-L's level 1 gives about the same size in ~10 us.
-_sample_deflate: Any = zlib.compress if isal_deflate is None else isal_deflate.compress
-
-
-def _compress_blocks(batch: list[tuple[Block, bool, bool, bool]]) -> list[tuple[Pieces, int]]:
-    """A batch of blocks, each `(pieces, fast, with_crc, precompressed)`, compressed in order,
-    each with its CRC-32 when `with_crc` (else -1)."""
-    return [
-        (_compress_block(data, fast, precompressed), pieces_crc(data) if with_crc else -1)
-        for data, fast, with_crc, precompressed in batch
-    ]
-
-
-def _compress_block(data: Block, fast: bool, precompressed: bool = False) -> Pieces:
-    """One block, fully flushed: stored (`_stored`) when it does not deflate, else deflated
-    (the fast way when `fast`: see `nanorec.archive.deflate`). Whether it deflates: a sample's say
-    (`_level`),
-    or for a small ISA-L block the block's own deflate, which costs about what setting up a
-    level-1 sample does; with `precompressed` (most blocks will not deflate), unless a
-    cheaper sample already grows (`_sample_expands`; for CARLA's frames, which all deflate,
-    it cost ~5 % of a compact conversion). The sample comes from the block's largest piece."""
-    size = sum(map(len, data))
-    largest = max(data, key=len)
-    small = fast and isal_deflate is not None and size <= _SMALL_BLOCK
-    if small and precompressed and _sample_expands(largest):
-        return _stored(data)
-    if not small and _level(largest) == 0:
-        return _stored(data)
-    compressor = raw_compressor(fast=fast)
-    out = [compressor.compress(piece) for piece in data]
-    out.append(compressor.flush(zlib.Z_FULL_FLUSH))
-    deflated = b"".join(out)
-    if small and len(deflated) > _STORE_ABOVE * size:
-        return _stored(data)
-    return [deflated]
-
-
-def _stored(data: Block) -> Pieces:
-    """`data` as stored deflate blocks (BTYPE 00: a zero header byte, LEN, NLEN, up to 65,535
-    bytes each), byte-aligned like a full flush: what zlib writes at level 0, without the
-    ~70 µs zlib spends setting up a compressor for a block, and without copying `data`."""
-    if len(data) > 1:
-        return _stored_pieces(data)
-    view = memoryview(data[0])
-    parts: Pieces = []
-    for start in range(0, len(view), _STORED_MAX):
-        chunk = view[start : start + _STORED_MAX]
-        parts += (_STORED_HEADER.pack(0, len(chunk), len(chunk) ^ 0xFFFF), chunk)
-    return parts
-
-
-def _stored_pieces(data: Block) -> Pieces:
-    """`_stored` of a block of several pieces: a stored block may span pieces."""
-    parts: Pieces = []
-    held: Pieces = []  # the open stored block's slices
-    room = _STORED_MAX
-    for piece in data:
-        view = memoryview(piece)
-        while len(view):
-            held.append(view[:room])
-            room -= len(held[-1])
-            view = view[len(held[-1]) :]
-            if not room:
-                parts += (_STORED_HEADER.pack(0, _STORED_MAX, 0), *held)
-                held, room = [], _STORED_MAX
-    if held:
-        length = _STORED_MAX - room
-        parts += (_STORED_HEADER.pack(0, length, length ^ 0xFFFF), *held)
-    return parts
 
 
 def _encode(values: list[int]) -> bytes:

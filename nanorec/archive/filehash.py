@@ -22,14 +22,26 @@ class FileHash:
     hashes through a map of its own, each 8 MiB given back once hashed, so that the pages it
     gets ahead of the conversion do not count in the process's memory (the conversion gives
     back the pages it is done with), and without copying the file out of the page cache
-    (plain reads, a sixth more CPU, when the file cannot be mapped)."""
+    (plain reads, a sixth more CPU, when the file cannot be mapped). A file under
+    `THREAD_FROM` bytes is hashed in the calling thread when the digest is asked for: there
+    a thread started and joined costs about what hashing the file does (~0.3 ms of CPU
+    against ~0.6 ms for a 300 KB CARLA log), most of the time saved, a thousand times over
+    in a batch of small recordings."""
 
     _CHUNK = 8 << 20
+    #: Files of this many bytes or more are hashed by a second thread.
+    THREAD_FROM = 4 << 20
 
     def __init__(self, path: Path, size: int) -> None:
         self._digest = hashlib.sha256()
         self._stop = threading.Event()
         self._error: OSError | None = None
+        self._thread: threading.Thread | None = None
+        #: What `hexdigest` still has to hash itself (a small file).
+        self._later: tuple[Path, int] | None = None
+        if size < self.THREAD_FROM:
+            self._later = (path, size)
+            return
         self._thread = threading.Thread(
             target=self._run, args=(path, size), daemon=True, name=THREAD_NAME
         )
@@ -73,7 +85,12 @@ class FileHash:
 
     def hexdigest(self) -> str:
         """Waits for the hash of the whole file; raises the OSError that reading it met."""
-        self._thread.join()
+        if self._later is not None:
+            path, size = self._later
+            self._later = None
+            self._run(path, size)
+        if self._thread is not None:
+            self._thread.join()
         if self._error is not None:
             raise self._error
         return self._digest.hexdigest()
@@ -81,4 +98,6 @@ class FileHash:
     def close(self) -> None:
         """Stops the thread (when conversion failed) and waits for it."""
         self._stop.set()
-        self._thread.join()
+        self._later = None
+        if self._thread is not None:
+            self._thread.join()

@@ -85,6 +85,9 @@ class ArchiveWriter:
     a producer that releases the GIL very often itself, where handing blocks over costs more);
     `precompressed`: most messages carry already-compressed bytes (gzip members), so a small
     block whose sample does not deflate is stored without deflating it whole first.
+    `fast_blocks` (with `deflate_threads=0`): the blocks are deflated by one compressor kept
+    from block to block, without a sample (`nanorec.archive.blockdeflate.FastBlocks`): for a small
+    source, whose per-block set-up otherwise costs as much as its deflate.
     `paged`: the index and block table in pages, the description last (`nanorec.archive.pages`:
     a remote reader's tail holds the page table); False writes format_version 1's whole
     columns, as before the paged layout.
@@ -109,6 +112,7 @@ class ArchiveWriter:
         block_bytes: int = BLOCK_BYTES,
         deflate_threads: int | None = None,
         precompressed: bool = False,
+        fast_blocks: bool = False,
         paged: bool = True,
     ) -> None:
         self.path = Path(path)
@@ -118,7 +122,9 @@ class ArchiveWriter:
         self._blocks: BlockDeflater | None = None
         if self.compact:
             threads = THREADS if deflate_threads is None else deflate_threads
-            self._blocks = BlockDeflater(block_bytes, threads, precompressed=precompressed)
+            self._blocks = BlockDeflater(
+                block_bytes, threads, precompressed=precompressed, fast=fast_blocks
+            )
         self.partial_path = partial_path(self.path)
         self.overwrite = overwrite
         self.source_format = source_format

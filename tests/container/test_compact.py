@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from nanorec import ArchiveReader, verify
-from nanorec.archive.blocks import BLOCK_BYTES, BlockDeflater, _level
+from nanorec.archive.blockdeflate import _level
+from nanorec.archive.blocks import BLOCK_BYTES, BlockDeflater
 from nanorec.archive.closing import fast_members
 from nanorec.archive.deflate import LEVEL, deflater
 from nanorec.archive.layout import use_layout

@@ -50,3 +50,33 @@ def test_a_file_shorter_than_its_map_is_an_error(tmp_path: Path) -> None:
     digest = FileHash(path, 5000)  # cannot be mapped that long: read, and found short
     with pytest.raises(OSError, match="became shorter"):
         digest.hexdigest()
+
+
+def test_a_small_file_is_hashed_without_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under `THREAD_FROM` bytes the digest is made by `hexdigest` itself (a thread started
+    and joined per small recording cost as much as its hash); from it on, by a thread."""
+    started: list[str] = []
+    start = filehash.threading.Thread.start
+
+    def counted(self: filehash.threading.Thread) -> None:
+        started.append(self.name)
+        start(self)
+
+    monkeypatch.setattr(filehash.threading.Thread, "start", counted)
+    monkeypatch.setattr(FileHash, "THREAD_FROM", 10_000)
+    small, large = _file(tmp_path, 9_999), tmp_path / "large.log"
+    large.write_bytes(small.read_bytes() + b"y")
+    digest = FileHash(small, 9_999)
+    assert digest.hexdigest() == hashlib.sha256(small.read_bytes()).hexdigest()
+    assert started == []
+    assert FileHash(large, 10_000).hexdigest() == hashlib.sha256(large.read_bytes()).hexdigest()
+    assert started == [filehash.THREAD_NAME]
+
+
+def test_a_small_file_closed_before_its_digest_is_not_read(tmp_path: Path) -> None:
+    path = _file(tmp_path, 1000)
+    digest = FileHash(path, 1000)
+    path.unlink()  # a failed conversion closes the hash: the file is not opened at all
+    digest.close()
