@@ -33,7 +33,7 @@ app = typer.Typer(
 )
 
 
-def _pbstream(call: VerbCall[Any]) -> PbstreamRecording:
+def _pbstream(call: VerbCall[object]) -> PbstreamRecording:
     """The call's input as a `PbstreamRecording`."""
     from .recording import PbstreamRecording
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -36,6 +36,8 @@ from nanorec.errors import UsageError
 
 if TYPE_CHECKING:  # the verbs' machinery: imported when one runs, not for `nanorec --help`
     from nanorec.cli.hooks import VerbCall
+    from nanorec.contract import Recording
+    from nanorec.player import Player
 
 #: The input argument of the verbs the core hands to a format: kept as typed (a ROS 2
 #: storage file's `Files:` line shows it so).
@@ -55,7 +57,7 @@ def info(file: Input, as_json: Json = False) -> None:
     raise typer.Exit(run(lambda: run_verb("info", file, _info, as_json=as_json)))
 
 
-def _info(call: VerbCall[Any]) -> int:
+def _info(call: VerbCall[object]) -> int:
     """info on a recording whose format adds nothing: its summary."""
     from nanorec.outputs.tables import dumps
 
@@ -89,12 +91,13 @@ def cat(
     Example: nanorec cat recording.nanover.zip --type frame --format csv > frames.csv
     """
     from nanorec.cli.dispatch import run_verb
+    from nanorec.cli.hooks import SelectionOptions
 
-    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    chosen = SelectionOptions(start, end, duration, messages, kinds)
     raise typer.Exit(run(lambda: run_verb("cat", file, _cat, selection=chosen, form=fmt)))
 
 
-def _cat(call: VerbCall[Any]) -> int:
+def _cat(call: VerbCall[object]) -> int:
     """cat of any recording: its messages, or the rows of the kinds asked for."""
     from nanorec.outputs.tables import write_csv, write_ndjson
 
@@ -138,14 +141,14 @@ def play(
     Example: nanorec play recording.nanover.zip --rate 2 --start 10 --duration 5
     """
     from nanorec.cli.dispatch import run_verb
-    from nanorec.cli.hooks import Pace
+    from nanorec.cli.hooks import Pace, SelectionOptions
 
-    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    chosen = SelectionOptions(start, end, duration, messages, kinds)
     pace = Pace(rate=rate, loop=loop, immediate=immediate, pause=pause)
     raise typer.Exit(run(lambda: run_verb("play", file, _play, selection=chosen, pace=pace)))
 
 
-def _play(call: VerbCall[Any]) -> int:
+def _play(call: VerbCall[object]) -> int:
     """play of any recording: each message as one JSON line, paced."""
     from nanorec.outputs.tables import write_line
 
@@ -168,8 +171,12 @@ def _play(call: VerbCall[Any]) -> int:
 
 @contextlib.contextmanager
 def terminal_player(
-    recording: Any, pause: bool, *, factory: Callable[..., Any] | None = None, **options: Any
-) -> Iterator[Any]:
+    recording: Recording,
+    pause: bool,
+    *,
+    factory: Callable[..., Player] | None = None,
+    **options: object,
+) -> Iterator[Player]:
     """A `Player` of `recording` (or what `factory` makes, a format's own `Player`
     subclass, with the same arguments) driven by the keyboard when stdin is a terminal:
     space pauses and resumes, s steps while paused, q quits. Any format's `play` uses it."""
@@ -192,9 +199,9 @@ def terminal_player(
                 state = "PAUSED" if player.paused else "RUNNING"
                 typer.echo(f"[{state}] message {player.index}, {when}", err=True)
 
-        player = (factory or Player)(
-            recording, paused=pause, keys=keys if terminal is not None else None, **options
-        )
+        make: Callable[..., Player] = factory or Player  # a format's takes options of its own
+        pressed = keys if terminal is not None else None
+        player = make(recording, paused=pause, keys=pressed, **options)
         if terminal is not None:
             typer.echo(
                 "nanorec: space pauses/resumes, s steps one message while paused, q quits"
@@ -221,8 +228,9 @@ def plot(
     Example: nanorec plot recording.nanover.zip -o timeline.png
     """
     from nanorec.cli.dispatch import run_verb
+    from nanorec.cli.hooks import SelectionOptions
 
-    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    chosen = SelectionOptions(start, end, duration, messages, kinds)
 
     def action() -> int:
         check_output(output, input_path(file))
@@ -231,7 +239,7 @@ def plot(
     raise typer.Exit(run(action))
 
 
-def _plot(call: VerbCall[Any]) -> int:
+def _plot(call: VerbCall[object]) -> int:
     """plot of any recording: its messages' timeline."""
     from nanorec.outputs.timeline import plot_timeline
 
@@ -262,16 +270,15 @@ def view(file: Input, port: Port = 0, no_browser: NoBrowser = False) -> None:
     from nanorec.cli.dispatch import run_verb
 
     def action() -> int:
-        return run_verb("view", file, lambda call: _view(call, port, no_browser), **_SHOWN)
+        # a native file is converted first: its bar shows on a terminal
+        return run_verb(
+            "view", file, lambda call: _view(call, port, no_browser), show_conversion=True
+        )
 
     raise typer.Exit(run(action))
 
 
-#: view converts a native file first: its bar shows on a terminal.
-_SHOWN: dict[str, Any] = {"show_conversion": True}
-
-
-def _view(call: VerbCall[Any], port: int, no_browser: bool) -> int:
+def _view(call: VerbCall[object], port: int, no_browser: bool) -> int:
     """view of any recording: the page served until Ctrl-C."""
     from nanorec.view.server import serve
 

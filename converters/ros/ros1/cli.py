@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -105,7 +105,7 @@ def cat_hook(call: VerbCall[Ros1CatOptions]) -> int:
     return 0
 
 
-def _bag(call: VerbCall[Any]) -> BagRecording:
+def _bag(call: VerbCall[object]) -> BagRecording:
     from .recording import BagRecording
 
     recording = call.recording
