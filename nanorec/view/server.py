@@ -57,7 +57,7 @@ class ViewServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://{HOST}:{self.server_address[1]}/"
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         """A connection the browser dropped is no news (the default prints a traceback)."""
 
 
