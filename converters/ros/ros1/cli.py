@@ -84,7 +84,7 @@ def cat_hook(call: VerbCall[Ros1CatOptions]) -> int:
     wanted = list(call.kinds) or None  # --topic and rosbag's --topics
     selection = call.selection
     assert selection is not None
-    recording = call.recording
+    recording = _bag(call)
     with Undecodable(recording):
         numbers = selection.chosen(recording.reader.index).tolist()
         chosen = wanted or recording.table_kinds()
