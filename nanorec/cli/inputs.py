@@ -140,7 +140,7 @@ def opened(path: Path, *, show_conversion: bool = False) -> Iterator[Recording]:
     with a `converting` bar when `show_conversion` (long passes: exports)."""
     check_input(path)
     if show_conversion and not registry.is_archive(registry.read_head(path)):
-        with progress_bar("converting", path.stat().st_size) as update:
+        with progress_bar("converting", registry.input_size(path)) as update:
             recording = registry.open(path, progress=update)
     else:
         recording = registry.open(path)
