@@ -62,7 +62,7 @@ def phase_convert(src: Path, archive: Path) -> dict[str, Any]:
     report = convert(src, archive, overwrite=True)
     return {
         "seconds": time.perf_counter() - start,
-        "frames": report.frames,
+        "frames": report.messages,
         "archive_size": report.archive_size,
     }
 

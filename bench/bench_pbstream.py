@@ -126,8 +126,8 @@ def phase_convert(source: Path, archive: Path) -> dict[str, Any]:
     return {
         "seconds": seconds,
         "mbs": report.source_size / 1e6 / seconds,
-        "records": report.records,
-        "raw": report.raw_members,
+        "records": report.messages,
+        "raw": report.details["raw_members"],
         "archive_mb": report.archive_size / 1e6,
     }
 

@@ -18,9 +18,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 
 from nanorec.requests import (
+    BytesDone,
     ConvertRequest,
     ExportRequest,
     NoOptions,
@@ -29,11 +30,16 @@ from nanorec.requests import (
     option_names,
     parse_options,
 )
+from nanorec.untyped import JsonObject, Payload
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import typer
+    from typing_extensions import Unpack
 
     from nanorec.archive.reader import ArchiveReader
+    from nanorec.outputs.mcap import McapRecord
     from nanorec.selection import Selection
 
 
@@ -77,14 +83,14 @@ class ConvertReport:
     damaged: list[Region] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: Format-specific facts (release family, compression, kept chunks...), JSON-able.
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
         """No damage and no warning (a cut tail alone still counts as clean)."""
         return not self.damaged and not self.warnings
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = asdict(self)
         data["source"], data["output"] = str(self.source), str(self.output)
         return data
@@ -100,9 +106,9 @@ class ExportReport:
     sha256: str
     messages: int
     identical: bool | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonObject = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         data = asdict(self)
         data["output"] = str(self.output)
         return data
@@ -117,7 +123,28 @@ class Message:
     number: int
     time: float
     kind: str
-    value: Any
+    value: Payload
+
+
+class PlayOptions(TypedDict, total=False):
+    """What every recording's `play` takes (`nanorec.player.Player`'s options)."""
+
+    rate: float
+    start: float | None
+    end: float | None
+    duration: float | None
+    kinds: Iterable[str] | None
+    selection: Selection | None
+    loop: bool
+    immediate: bool
+    paused: bool
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+    keys: Callable[[float], str | None] | None
+    poll_s: float
+    delay: float
+    on_clock: Callable[[float], None] | None
+    hz: float
 
 
 @runtime_checkable
@@ -154,11 +181,11 @@ class Recording(Protocol):
         """The selected messages in time order, decoded."""
         ...
 
-    def at(self, t: float) -> Any:
+    def at(self, t: float) -> object:
         """What plays at `t` seconds from the start (a world state, the latest message...)."""
         ...
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonObject:
         """Machine-readable facts about the recording, JSON-serialisable."""
         ...
 
@@ -166,15 +193,15 @@ class Recording(Protocol):
         """The kinds `rows` can tabulate (record kinds, topics)."""
         ...
 
-    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Payload]]:
         """One flat row (column -> value) per record of `kind` in the selection, in time
         order; every row starts with `number` and `time` (seconds from the start) or the
         format's own equivalents. Raises `UsageError` for a kind it cannot tabulate."""
         ...
 
-    def play(self, **options: Any) -> Iterable[Any]:
+    def play(self, **options: Unpack[PlayOptions]) -> Iterable[object]:
         """What `decode` gives for each message, at the recorded pace: a
-        `nanorec.player.Player` (options: rate, start, end, duration, kinds, loop...)."""
+        `nanorec.player.Player` (`PlayOptions`; a format's player may take more)."""
         ...
 
     def close(self) -> None: ...
@@ -205,8 +232,11 @@ class Converter(Protocol):
         ...
 
     #: The dataclass of its `-O` options for convert (`NoOptions`: none); export's.
-    convert_options: type[Any]
-    export_options: type[Any]
+    @property
+    def convert_options(self) -> type[object]: ...
+
+    @property
+    def export_options(self) -> type[object]: ...
 
     def convert(
         self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
@@ -306,7 +336,7 @@ class ExportsToMcap(Protocol):
     """A recording that gives its own MCAP records (schemas and channels of its format)
     instead of the generic JSON ones (`nanorec.outputs.mcap`)."""
 
-    def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]: ...
+    def mcap_messages(self, selection: Selection | None = None) -> Iterator[McapRecord]: ...
 
 
 @runtime_checkable
@@ -322,12 +352,12 @@ class Viewable(Protocol):
     has a `name`; `class` columns are indices into the layer's `classes` (names, which pick
     the colours). A scene may name `follow`: [x, y], the point the view centres on."""
 
-    def view_overview(self) -> dict[str, Any]:
+    def view_overview(self) -> JsonObject:
         """What does not change with time: {"bounds": [x0, y0, x1, y1], "layers": [...]}
         (a map, whole trajectories)."""
         ...
 
-    def view_scene(self, number: int) -> dict[str, Any]:
+    def view_scene(self, number: int) -> JsonObject:
         """What message `number` shows: {"layers": [...], "follow": [x, y] (optional)};
         its cost is bounded by what is on screen, not by the recording's length."""
         ...
@@ -361,6 +391,7 @@ __all__ = [
     "COMMANDS_GROUP",
     "SNIFF_BYTES",
     "Adopting",
+    "BytesDone",
     "ChecksMembers",
     "ConvertReport",
     "ConvertRequest",
@@ -373,6 +404,7 @@ __all__ = [
     "ForeignWriter",
     "Message",
     "NoOptions",
+    "PlayOptions",
     "Progress",
     "Recording",
     "Region",

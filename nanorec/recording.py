@@ -19,10 +19,13 @@ from nanorec.contract import Message
 from nanorec.errors import OutOfRangeError, UsageError
 from nanorec.outputs.tables import flatten
 from nanorec.selection import Selection, check_seconds
+from nanorec.untyped import Payload
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from typing_extensions import Unpack
 
+    from nanorec.contract import PlayOptions
     from nanorec.player import Player
 
 _R = TypeVar("_R", bound="ArchiveRecording")
@@ -122,7 +125,7 @@ class ArchiveRecording:
             raise OutOfRangeError("the recording holds no message")
         return self.decode(self.number_at(t))
 
-    def play(self, **options: Any) -> Player:
+    def play(self, **options: Unpack[PlayOptions]) -> Player:
         """A `nanorec.player.Player` over this recording (see its options)."""
         from nanorec.player import Player
 
@@ -132,7 +135,7 @@ class ArchiveRecording:
         """The distinct top-level keys of the messages."""
         return sorted({name for types, _ in self.reader.types_counts() for name in types})
 
-    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Payload]]:
         """Each message carrying `kind`: `number`, `time`, then its `kind` value flattened."""
         if kind not in self.table_kinds():
             raise UsageError(

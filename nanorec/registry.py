@@ -32,6 +32,7 @@ from nanorec.contract import (
 )
 from nanorec.errors import TruncatedError, UnsupportedError
 from nanorec.plugins import entry_points
+from nanorec.requests import source_size
 
 if TYPE_CHECKING:  # numpy and the container: imported by `open`, not to list the formats
     from nanorec.archive.reader import ArchiveReader
@@ -141,10 +142,8 @@ def for_directory(path: Path) -> Converter | None:
 
 def input_size(path: Path) -> int:
     """A recording's bytes: a file's size, or the files directly in a recording folder (as
-    rosbag2 counts a bag)."""
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
-    return path.stat().st_size
+    rosbag2 counts a bag; `nanorec.requests.source_size`, what converters report in)."""
+    return source_size(path)
 
 
 def for_native(path: Path, head: bytes | None = None) -> Converter:

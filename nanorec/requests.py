@@ -14,15 +14,20 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from nanorec.errors import UsageError
 
 if TYPE_CHECKING:
     from nanorec.selection import Selection
 
-#: `progress(done, total)`: bytes of the input handled so far, out of `total`.
+#: `progress(done, total)`: bytes of the input handled so far, out of `total` (an export's
+#: outputs count messages instead).
 Progress = Callable[[int, int], None]
+#: `progress(done)`: what a converter calls, bytes of its source done so far (monotonic, the
+#: last call with the source's size); the core knows the total and draws the bar.
+BytesDone = Callable[[int], None]
 
 OptionsT = TypeVar("OptionsT")
 
@@ -54,6 +59,15 @@ class ConvertRequest:
         another format's options."""
         return _options_as(self.options, kind)
 
+    def progress_in_bytes(self, source: Path) -> BytesDone | None:
+        """What a converter reports its progress to, in bytes of `source` (the one place
+        the total is taken: `source_size`), or None when nobody asked."""
+        progress = self.progress
+        if progress is None:
+            return None
+        total = source_size(source)
+        return lambda done: progress(done, total)
+
 
 @dataclass(frozen=True)
 class ExportRequest:
@@ -79,33 +93,45 @@ class ExportRequest:
         return self.selection is None or self.selection.everything
 
 
+def source_size(path: Path) -> int:
+    """A recording's bytes: a file's size, or the files directly in a recording folder (as
+    rosbag2 counts a bag)."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    return path.stat().st_size
+
+
 class TakesOptions(Protocol):
     """A converter, as far as its options go (`nanorec.contract.Converter`)."""
 
-    convert_options: type[Any]
-    export_options: type[Any]
+    @property
+    def convert_options(self) -> type[object]: ...
+
+    @property
+    def export_options(self) -> type[object]: ...
 
 
 def convert_request(
     converter: TakesOptions,
-    options: Mapping[str, str] | None = None,
+    options: Mapping[str, object] | None = None,
     *,
     overwrite: bool = False,
     progress: Progress | None = None,
 ) -> ConvertRequest:
-    """The request for `converter.convert` with `-O` strings parsed into its options."""
+    """The request for `converter.convert` with `-O` strings (or values a format's own
+    option gave typed) parsed into its options."""
     parsed = parse_options(converter.convert_options, options or {})
     return ConvertRequest(overwrite=overwrite, progress=progress, options=parsed)
 
 
-def option_names(kind: type[Any]) -> tuple[str, ...]:
+def option_names(kind: type[object]) -> tuple[str, ...]:
     """The keys `-O` takes for options class `kind`."""
     if not dataclasses.is_dataclass(kind):
         return ()
     return tuple(f.name for f in dataclasses.fields(kind))
 
 
-def parse_options(kind: type[OptionsT], pairs: Mapping[str, str]) -> OptionsT:
+def parse_options(kind: type[OptionsT], pairs: Mapping[str, object]) -> OptionsT:
     """`kind` built from `-O KEY=VALUE` strings, each converted to its field's type (str, int,
     float, bool, X | None, tuple[X, ...] as comma-separated values). `UsageError` for a key
     `kind` lacks (naming those it has) or a value that is not of its type."""
@@ -123,7 +149,7 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 
-def _parse(key: str, hint: Any, text: str) -> Any:
+def _parse(key: str, hint: object, text: object) -> object:
     """`text` as a value of type `hint` (see `parse_options`); a value given typed (a
     format's own option on the command line: `--family 0.9.15`) is taken as it is."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -143,7 +169,7 @@ def _parse(key: str, hint: Any, text: str) -> Any:
         raise UsageError(f"-O {key}={text}: not true or false")
     if hint in (int, float):
         try:
-            return hint(text)
+            return int(text) if hint is int else float(text)
         except ValueError:
             what = "an integer" if hint is int else "a number"
             raise UsageError(f"-O {key}={text}: not {what}") from None
@@ -151,6 +177,7 @@ def _parse(key: str, hint: Any, text: str) -> Any:
 
 
 __all__ = [
+    "BytesDone",
     "ConvertRequest",
     "ExportRequest",
     "NoOptions",
@@ -159,4 +186,5 @@ __all__ = [
     "convert_request",
     "option_names",
     "parse_options",
+    "source_size",
 ]

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from nanorec.errors import UnsupportedError
 from nanorec.selection import Selection
+
+if TYPE_CHECKING:
+    from nanorec.contract import Recording
 
 #: The types a `StandardMessage` may have (ROS 2 names), and what they carry.
 TYPES: Mapping[str, str] = {
@@ -42,7 +45,9 @@ class StandardMessage:
     value: Mapping[str, Any]
 
 
-def standard_messages(recording: Any, selection: Selection | None) -> Iterator[StandardMessage]:
+def standard_messages(
+    recording: Recording, selection: Selection | None
+) -> Iterator[StandardMessage]:
     """The recording's standard messages in time order (`UnsupportedError` for a recording
     that has none to give)."""
     method = getattr(recording, "standard_messages", None)

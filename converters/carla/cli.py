@@ -11,7 +11,7 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Protocol
 
 import typer
 
@@ -115,7 +115,14 @@ def check_family(family: str | None) -> None:
 FamilyOption = Annotated[str | None, typer.Option("--family", help=_FAMILY_HELP, metavar="NAME")]
 
 
-def _open(call: VerbCall[Any]) -> CarlaRecording:
+class _WithFamily(Protocol):
+    """A verb's options naming a release family (`--family`)."""
+
+    @property
+    def family(self) -> str | None: ...
+
+
+def _open(call: VerbCall[_WithFamily]) -> CarlaRecording:
     """The call's input as a CARLA recording, converted with its --family when native (as
     CARLA's commands always opened it: no damage warnings of the generic open)."""
     from .recording import CarlaRecording
@@ -124,7 +131,7 @@ def _open(call: VerbCall[Any]) -> CarlaRecording:
     return CarlaRecording.open(call.source, family=call.extra.family)
 
 
-def _frames(rec: CarlaRecording, call: VerbCall[Any]) -> range:
+def _frames(rec: CarlaRecording, call: VerbCall[object]) -> range:
     """The archive frames the common options choose (`EmptySelectionError` for none): a
     CARLA message is a frame, and `--type` says what of each frame, never which frames."""
     numbers = call.selecting(None).chosen(rec.reader.index)

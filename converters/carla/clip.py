@@ -16,13 +16,13 @@ import hashlib
 import os
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from nanorec.archive.atomic import atomic_output
+from nanorec.contract import ExportReport
 from nanorec.errors import FormatError, UsageError
 
 from .ids import ADDITIONAL_DATA, SHAPES, Engine, Kind, Shape
@@ -38,19 +38,6 @@ from .world_tables import SPARSE_FIXED_KINDS, WorldTables
 _COUNT = struct.Struct("<H")
 
 
-@dataclass(frozen=True)
-class ClipReport:
-    """What `export_clip` wrote."""
-
-    output: Path
-    start: int  # first source frame (0-based archive index)
-    stop: int  # one past the last source frame
-    frames: int
-    actors: int  # actors spawned in the clip's first frame
-    size: int
-    sha256: str
-
-
 def export_clip(
     recording: CarlaRecording,
     output: str | os.PathLike[str],
@@ -58,8 +45,10 @@ def export_clip(
     start: int,
     stop: int,
     overwrite: bool = False,
-) -> ClipReport:
-    """Write frames `[start, stop)` of `recording` as a standalone CARLA file at `output`.
+) -> ExportReport:
+    """Write frames `[start, stop)` of `recording` as a standalone CARLA file at `output`;
+    the contract's report, `details` saying the range and the actors spawned in its first
+    frame.
 
     The world state at clip frame k equals the original's at frame `start + k`. Raises
     `UsageError` for an empty or out-of-range frame range, `FormatError` for a damaged
@@ -77,7 +66,8 @@ def export_clip(
             digest.update(chunk)
             size += len(chunk)
             spawned += actors
-    return ClipReport(Path(output), start, stop, stop - start, spawned, size, digest.hexdigest())
+    details = {"start": start, "stop": stop, "actors_spawned": spawned}
+    return ExportReport(Path(output), size, digest.hexdigest(), stop - start, None, details)
 
 
 def _iter_clip(rec: CarlaRecording, start: int, stop: int) -> Iterator[tuple[bytes, int]]:
@@ -252,4 +242,4 @@ def _fixed(rows: np.ndarray[Any, Any]) -> bytes:
     return _COUNT.pack(len(rows)) + rows.tobytes()
 
 
-__all__ = ["ClipReport", "export_clip"]
+__all__ = ["export_clip"]

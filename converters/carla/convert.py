@@ -21,8 +21,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,17 @@ import msgpack
 
 from nanorec.archive.filehash import FileHash
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.contract import ConvertReport, Region
+from nanorec.contract import ExportReport as ExportReport  # `export`'s, from here too
 from nanorec.errors import OutputExistsError
 from nanorec.gcpause import paused_gc
+from nanorec.untyped import JsonObject
 
 from .detect import Detection, resolve
 
 # `export`, `read_meta` and the rest of the archive side are imported from here too.
 from .emit import STATE_FLAG as STATE_FLAG
 from .emit import first_head, write_frame, write_rows
-from .export import ExportReport as ExportReport
 from .export import export as export
 from .export import iter_native as iter_native
 from .export import native_file as native_file
@@ -66,24 +67,6 @@ _RELEASE_BYTES = 32 << 20  # give back converted source pages every 32 MiB
 _SMALL_BYTES = 4 << 20
 
 
-@dataclass(frozen=True)
-class ConvertReport:
-    """What `convert` did: counts, the family used, and what was kept raw."""
-
-    source: Path
-    output: Path
-    family: str
-    frames: int
-    source_size: int
-    archive_size: int
-    raw_packets: Mapping[int, int]  # packet id -> packets kept verbatim in messages
-    tail_bytes: int  # bytes after the last complete frame (a crashed recording)
-    truncation: Truncation | None
-    sha256: str
-    #: (offset, length) of damaged stretches inside the file, kept verbatim (frames lost)
-    damaged: list[tuple[int, int]] = field(default_factory=list)
-
-
 def convert(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str] | None = None,
@@ -96,8 +79,10 @@ def convert(
 
     `family` forces a release family (a name from `ids.FAMILIES`); by default it is
     detected from the data. `progress(n)` is called now and then with the number of
-    source bytes done. Every complete frame becomes a message; the bytes of an
-    incomplete last frame are kept verbatim so that `export` gives the file back.
+    source bytes done, last with the source's size. Every complete frame becomes a message;
+    the bytes of an incomplete last frame are kept verbatim so that `export` gives the file
+    back. The report is the contract's: `details` holds the family and the packets kept raw
+    (`carla_details`).
     Raises `BadMagicError`/`TruncatedError` for a file that is not a CARLA recording,
     `UnsupportedError` for an unknown family name, and `OutputExistsError` when the output
     exists and `overwrite` is false.
@@ -127,9 +112,12 @@ def _convert(
 ) -> ConvertReport:
     header = Header.parse(buf)
     detection = resolve(buf, header.size, family)
+    forced = family.name if isinstance(family, Family) else family
     digest = FileHash(source, len(buf))
     try:
-        return _write_archive(buf, source, out, header, detection, digest, overwrite, progress)
+        return _write_archive(
+            buf, source, out, header, detection, forced, digest, overwrite, progress
+        )
     finally:
         digest.close()
 
@@ -140,6 +128,7 @@ def _write_archive(
     out: Path,
     header: Header,
     detection: Detection,
+    forced: str | None,
     digest: FileHash,
     overwrite: bool,
     progress: Callable[[int], None] | None,
@@ -177,19 +166,43 @@ def _write_archive(
         )
     if progress is not None:
         progress(len(buf))
+    truncation = conversion.truncation
     return ConvertReport(
         source=source,
         output=out,
-        family=fam.name,
-        frames=written,
+        format=SOURCE_FORMAT,
+        messages=written,
         source_size=len(buf),
         archive_size=out.stat().st_size,
-        raw_packets=conversion.raw_counts,
-        tail_bytes=len(tail),
-        truncation=conversion.truncation,
         sha256=sha,
-        damaged=[(start, end - start) for _, start, end in conversion.damaged],
+        cut=None if truncation is None else Region(truncation.offset, len(tail), truncation.reason),
+        damaged=[
+            Region(start, end - start, "damaged: frames here could not be read (kept verbatim)")
+            for _, start, end in conversion.damaged
+        ],
+        warnings=_forced_warnings(forced, conversion.raw_counts),
+        details=carla_details(fam.name, conversion.raw_counts),
     )
+
+
+def carla_details(family: str, raw_packets: dict[int, int]) -> JsonObject:
+    """The report's format facts: the release family read with, and per packet id the
+    packets kept verbatim (ids as text: the report is JSON)."""
+    return {
+        "family": family,
+        "raw_packets": {str(k): v for k, v in sorted(raw_packets.items())},
+    }
+
+
+def _forced_warnings(forced: str | None, raw_packets: dict[int, int]) -> list[str]:
+    """A forced family that did not fit: packets kept raw say the file is of another one."""
+    raw = sum(raw_packets.values())
+    if not forced or not raw:
+        return []
+    return [
+        f"family {forced} was forced and {raw} packets did not fit it (kept raw): "
+        "the recording is probably of another release (leave --family out to detect it)"
+    ]
 
 
 class _Conversion:

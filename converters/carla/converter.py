@@ -11,14 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from nanorec.contract import (
-    ConvertReport,
-    ConvertRequest,
-    ExportReport,
-    ExportRequest,
-    NoOptions,
-    Region,
-)
+from nanorec.contract import ConvertReport, ConvertRequest, ExportReport, ExportRequest, NoOptions
 from nanorec.errors import UsageError
 
 from .about import TITLE
@@ -58,44 +51,12 @@ class CarlaConverter:
         """Options: `CarlaConvertOptions`."""
         from .convert import convert
 
-        forced = request.options_as(CarlaConvertOptions).family
-        total = source.stat().st_size
-        progress = request.progress
-        report = convert(
+        return convert(
             source,
             output,
-            family=forced,
+            family=request.options_as(CarlaConvertOptions).family,
             overwrite=request.overwrite,
-            progress=None if progress is None else (lambda done: progress(done, total)),
-        )
-        warnings = []
-        raw = sum(report.raw_packets.values())
-        if forced and raw:
-            warnings.append(
-                f"family {forced} was forced and {raw} packets did not fit it (kept raw): "
-                "the recording is probably of another release (leave --family out to detect it)"
-            )
-        cut = None
-        if report.truncation is not None:
-            cut = Region(report.truncation.offset, report.tail_bytes, str(report.truncation.reason))
-        return ConvertReport(
-            source=report.source,
-            output=report.output,
-            format=self.name,
-            messages=report.frames,
-            source_size=report.source_size,
-            archive_size=report.archive_size,
-            sha256=report.sha256,
-            cut=cut,
-            damaged=[
-                Region(offset, length, "damaged: frames here could not be read (kept verbatim)")
-                for offset, length in report.damaged
-            ],
-            warnings=warnings,
-            details={
-                "family": report.family,
-                "raw_packets": {str(k): v for k, v in sorted(report.raw_packets.items())},
-            },
+            progress=request.progress_in_bytes(source),
         )
 
     def export(
@@ -107,10 +68,7 @@ class CarlaConverter:
         if selection is None or selection.everything:
             from .export import export
 
-            report = export(reader.path, output, overwrite=overwrite)
-            return ExportReport(
-                report.output, report.size, report.sha256, len(reader), report.identical
-            )
+            return export(reader.path, output, overwrite=overwrite)
         if selection.kinds is not None:
             raise UsageError("a CARLA clip keeps whole frames: --type does not apply to export")
         from .clip import export_clip
@@ -118,15 +76,7 @@ class CarlaConverter:
         recording = self.open_archive(reader)
         numbers = selection.chosen(reader.index)  # the one rule for an empty selection
         lo, hi = int(numbers[0]), int(numbers[-1]) + 1
-        clip = export_clip(recording, output, start=lo, stop=hi, overwrite=overwrite)
-        return ExportReport(
-            clip.output,
-            clip.size,
-            clip.sha256,
-            clip.frames,
-            None,
-            {"start": clip.start, "stop": clip.stop, "actors_spawned": clip.actors},
-        )
+        return export_clip(recording, output, start=lo, stop=hi, overwrite=overwrite)
 
     def open_archive(self, reader: ArchiveReader) -> CarlaRecording:
         from .recording import CarlaRecording

@@ -6,26 +6,16 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from nanorec.archive.atomic import write_hashed
 from nanorec.archive.reader import ArchiveReader
+from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
 
 from .ids import family as family_named
 from .message import PACKET_HEADER, checked_frame, iter_message_packets
 from .meta import read_meta
-
-
-@dataclass(frozen=True)
-class ExportReport:
-    """What `export` wrote, and whether it matches the converted source's sha256."""
-
-    output: Path
-    size: int
-    sha256: str
-    identical: bool | None  # None when the archive records no source hash
 
 
 def iter_native(reader: ArchiveReader) -> Iterator[bytes]:
@@ -63,14 +53,15 @@ def export(
 ) -> ExportReport:
     """Write the native CARLA file of `archive` to `output`, byte for byte.
 
-    The output appears only when complete (temporary file + rename). `identical` in the
-    report compares its sha256 with the one recorded at conversion.
+    The output appears only when complete (temporary file + rename). The report is the
+    contract's: `identical` compares its sha256 with the one recorded at conversion (None
+    when the archive records none), `messages` counts the frames written.
     """
     out = Path(output)
     with ArchiveReader(archive) as reader:
         size, sha = write_hashed(out, iter_native(reader), overwrite=overwrite)
-        expected = reader.source_sha256
-    return ExportReport(out, size, sha, None if expected is None else sha == expected)
+        expected, frames = reader.source_sha256, len(reader)
+    return ExportReport(out, size, sha, frames, None if expected is None else sha == expected)
 
 
 @contextlib.contextmanager

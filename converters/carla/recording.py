@@ -27,6 +27,7 @@ from nanorec.errors import FormatError, OutOfRangeError
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from nanorec.standard import StandardMessage
+from nanorec.untyped import Payload
 
 from .header import Header
 from .ids import MAGIC, Family, Kind
@@ -126,7 +127,7 @@ class CarlaRecording(ArchiveRecording):
 
         return [kind.value for kind in table_kinds()]
 
-    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Payload]]:
         """The records of `kind` as rows (see `table.iter_rows`: frame, index, time, then
         the record's fields in the file's units)."""
         from .table import iter_rows

@@ -33,7 +33,7 @@ app = typer.Typer(
 )
 
 
-def _pbstream(call: VerbCall[Any]) -> PbstreamRecording:
+def _pbstream(call: VerbCall[object]) -> PbstreamRecording:
     """The call's input as a `PbstreamRecording`."""
     from .recording import PbstreamRecording
 
@@ -189,22 +189,19 @@ def export_hook(call: VerbCall[PbstreamExportOptions]) -> int | None:
     fmt, extra, selection = call.form or "native", call.extra, call.selection
     assert selection is not None
     check_choice("--format", fmt, export_choices(registry.get(NAME)))
-    options: dict[str, Any] = {}
-    if extra.trajectory:
-        options["trajectories"] = tuple(extra.trajectory)
-    if extra.nodes is not None:
-        options["nodes"] = parse_range("--nodes", extra.nodes)
-    if options and fmt != "native":
+    trajectories = tuple(extra.trajectory) if extra.trajectory else None
+    nodes = parse_range("--nodes", extra.nodes) if extra.nodes is not None else None
+    if (trajectories is not None or nodes is not None) and fmt != "native":
         raise UsageError(f"--trajectory and --nodes cut the native stream, not {fmt}")
     if extra.resolution is not None:
         if fmt != "ros-map":
             raise UsageError("--resolution is for --format ros-map")
         if not extra.resolution > 0:
             raise UsageError(f"--resolution must be > 0, not {extra.resolution}")
-        options["resolution"] = extra.resolution
     if fmt == "ros-map" and not selection.everything:
         raise UsageError("--format ros-map draws the whole map: no range or --type")
-    if not options:
+    options = RequestOptions(trajectories, nodes, extra.resolution)
+    if options == RequestOptions():
         return None  # the core's export
     from nanorec.cli.export import export_native
 
@@ -212,7 +209,7 @@ def export_hook(call: VerbCall[PbstreamExportOptions]) -> int | None:
     if not selection.everything:
         selection.chosen(rec.reader.index)
     assert call.output is not None
-    wanted = ExportRequest(selection, call.force, form=fmt, options=RequestOptions(**options))
+    wanted = ExportRequest(selection, call.force, form=fmt, options=options)
     report = export_native(registry.get(NAME), rec.reader, call.output, wanted)
     cut = f" (a cut of {report.messages} messages)" if fmt == "native" else ""
     typer.echo(f"{report.output}: {report.size} bytes, sha256 {report.sha256}{cut}")

@@ -26,13 +26,13 @@ import contextlib
 import mmap
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from nanorec.archive.filehash import FileHash
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.contract import ConvertReport, Region
 from nanorec.errors import BadMagicError, FormatError, OutputExistsError, TruncatedError
 
 from .classify import LEGACY, NONE_ID, Classifier, Columns, first_ticks
@@ -52,24 +52,6 @@ _RELEASE_BYTES: Final = 32 << 20
 #: Records described before their messages are handed to the writer in one call (4096:
 #: numpy's per-call cost spread over more rows than 1024 did, ~0.1 s less a 100 MB file).
 _RUN: Final = 4096
-
-
-@dataclass
-class PbstreamReport:
-    """What `convert` did."""
-
-    source: Path
-    output: Path
-    records: int
-    source_size: int
-    archive_size: int
-    sha256: str
-    format: str  # "2", "1", "legacy", another version number, or "unknown"
-    raw_members: int  # members whose gzip header is not Cartographer's (another writer)
-    tail_bytes: int
-    cut: Cut | None
-    damaged: list[tuple[int, int, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # records kept with a problem
 
 
 def check_magic(buf: Any) -> None:
@@ -97,12 +79,14 @@ def convert(
     *,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
-) -> PbstreamReport:
+) -> ConvertReport:
     """Convert a `.pbstream` into a nanorec archive at `output`.
 
     Raises `BadMagicError`/`TruncatedError` for a file that is not a pbstream, and
     `OutputExistsError`. A cut file converts every complete record and keeps the rest; a
-    record that does not inflate is kept verbatim and reported in `damaged`.
+    record that does not inflate is kept verbatim and reported in `damaged`. The report is
+    the contract's (`details`: the stream's format version, the members kept raw);
+    `progress(n)` gets the source bytes done, last the source's size.
     """
     source = Path(source)
     out = Path(output)
@@ -126,7 +110,7 @@ def _convert(
     out: Path,
     overwrite: bool,
     progress: Callable[[int], None] | None,
-) -> PbstreamReport:
+) -> ConvertReport:
     """`convert` of a mapped source: its hash taken beside everything else, from the start."""
     check_magic(buf)
     hashing = FileHash(source, len(buf))
@@ -143,7 +127,7 @@ def _records(
     out: Path,
     overwrite: bool,
     progress: Callable[[int], None] | None,
-) -> PbstreamReport:
+) -> ConvertReport:
     """The records framed, described and written (`Runs`), then the side members."""
     classifier = Classifier()
     offsets, sizes, cut = frame_table(buf, len(MAGIC))
@@ -200,19 +184,21 @@ def _records(
         records = writer.message_count
     if progress is not None:
         progress(len(buf))
-    return PbstreamReport(
+    return ConvertReport(
         source=source,
         output=out,
-        records=records,
+        format=SOURCE_FORMAT,
+        messages=records,
         source_size=len(buf),
         archive_size=out.stat().st_size,
         sha256=sha,
-        format=classifier.format,
-        raw_members=raw,
-        tail_bytes=len(tail),
-        cut=cut,
-        damaged=damaged,
+        cut=None if cut is None else Region(cut.offset, len(tail), cut.reason),
+        damaged=[
+            Region(offset, length, f"damaged record kept verbatim: {reason}")
+            for offset, length, reason in damaged
+        ],
         warnings=warnings,
+        details={"format_version": classifier.format, "raw_members": raw},
     )
 
 
@@ -274,7 +260,6 @@ __all__ = [
     "TAIL_MEMBER",
     "Classifier",
     "Columns",
-    "PbstreamReport",
     "check_magic",
     "convert",
     "first_ticks",

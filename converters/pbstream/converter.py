@@ -10,14 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from nanorec.contract import (
-    ConvertReport,
-    ConvertRequest,
-    ExportReport,
-    ExportRequest,
-    NoOptions,
-    Region,
-)
+from nanorec.contract import ConvertReport, ConvertRequest, ExportReport, ExportRequest, NoOptions
 from nanorec.errors import UsageError
 
 from .about import NAME, TITLE
@@ -53,33 +46,8 @@ class PbstreamConverter:
     ) -> ConvertReport:
         from .convert import convert
 
-        total = source.stat().st_size
-        progress = request.progress
-        report = convert(
-            source,
-            output,
-            overwrite=request.overwrite,
-            progress=None if progress is None else (lambda done: progress(done, total)),
-        )
-        cut = None
-        if report.cut is not None:
-            cut = Region(report.cut.offset, report.tail_bytes, report.cut.reason)
-        return ConvertReport(
-            source=report.source,
-            output=report.output,
-            format=self.name,
-            messages=report.records,
-            source_size=report.source_size,
-            archive_size=report.archive_size,
-            sha256=report.sha256,
-            cut=cut,
-            damaged=[
-                Region(offset, length, f"damaged record kept verbatim: {reason}")
-                for offset, length, reason in report.damaged
-            ],
-            warnings=list(report.warnings),
-            details={"format_version": report.format, "raw_members": report.raw_members},
-        )
+        progress = request.progress_in_bytes(source)
+        return convert(source, output, overwrite=request.overwrite, progress=progress)
 
     def export(
         self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()
@@ -103,13 +71,10 @@ class PbstreamConverter:
         if request.everything and options == PbstreamExportOptions():
             from .export import export_native
 
-            report = export_native(reader, output, overwrite=overwrite)
-            return ExportReport(
-                report.output, report.size, report.sha256, report.records, report.identical
-            )
+            return export_native(reader, output, overwrite=overwrite)
         from .subset import export_subset
 
-        cut = export_subset(
+        return export_subset(
             self.open_archive(reader),
             output,
             selection=selection,
@@ -117,7 +82,6 @@ class PbstreamConverter:
             nodes=options.nodes,
             overwrite=overwrite,
         )
-        return ExportReport(cut.output, cut.size, cut.sha256, cut.records, None, cut.details)
 
     def open_archive(self, reader: ArchiveReader) -> PbstreamRecording:
         from .recording import PbstreamRecording

@@ -10,26 +10,17 @@ import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nanorec.archive.atomic import write_hashed
 from nanorec.archive.reader import ArchiveReader
+from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
 
 from .convert import read_meta, read_tail
 from .records import DAMAGED
 from .stream import GZIP_HEADER, MAGIC, SIZE, build_member
-
-
-@dataclass(frozen=True)
-class NativeExport:
-    output: Path
-    size: int
-    sha256: str
-    records: int
-    identical: bool | None
 
 
 def record_entry(message: dict[str, Any], number: int) -> tuple[str, dict[str, Any]]:
@@ -114,16 +105,16 @@ def iter_native(reader: ArchiveReader, threads: int | None = None) -> Iterator[b
 
 def export_native(
     reader: ArchiveReader, output: str | os.PathLike[str], *, overwrite: bool = False
-) -> NativeExport:
-    """Write the original `.pbstream` of `reader` to `output` (atomically)."""
+) -> ExportReport:
+    """Write the original `.pbstream` of `reader` to `output` (atomically); the contract's
+    report (`identical`: None when the archive records no source hash)."""
     out = Path(output)
     size, sha = write_hashed(out, iter_native(reader), overwrite=overwrite)
     expected = reader.source_sha256
-    return NativeExport(out, size, sha, len(reader), None if expected is None else sha == expected)
+    return ExportReport(out, size, sha, len(reader), None if expected is None else sha == expected)
 
 
 __all__ = [
-    "NativeExport",
     "export_native",
     "iter_native",
     "kept_raw",

@@ -14,7 +14,7 @@ messages at its own index time, so a time range keeps exactly the records inside
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -71,7 +71,9 @@ def _pose_graph_records(rec: PbstreamRecording, time_ns: int, number: int) -> It
     yield fox.record("/pbstream/map", "foxglove.Grid", time_ns, message, sequence=number)
 
 
-def mcap_messages(rec: PbstreamRecording, selection: Selection | None = None) -> Iterator[Any]:
+def mcap_messages(
+    rec: PbstreamRecording, selection: Selection | None = None
+) -> Iterator[McapRecord]:
     """The selected records' Foxglove messages, in time order."""
     selection = selection or Selection()
     index = rec.reader.index

@@ -24,6 +24,7 @@ from nanorec.errors import EmptySelectionError, FormatError, UsageError
 from nanorec.recording import ArchiveRecording
 from nanorec.selection import Selection
 from nanorec.standard import StandardMessage
+from nanorec.untyped import Payload
 
 from .convert import META_MEMBER, NONE_ID, read_meta, read_tail
 from .decode import decode_record
@@ -34,6 +35,8 @@ from .trajectory import PoseGraph, Poses, local_poses, node_dims, node_local
 from .wire import LEN, iter_fields
 
 if TYPE_CHECKING:
+    from nanorec.outputs.mcap import McapRecord
+
     from .view import PbstreamView
 
 
@@ -214,7 +217,7 @@ class PbstreamRecording(ArchiveRecording):
 
         return [kind for kind in TABLES if kind in self.kinds() or kind in TABLES_ALWAYS]
 
-    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Payload]]:
         from .tables import iter_rows
 
         return iter_rows(self, kind, selection)
@@ -231,7 +234,7 @@ class PbstreamRecording(ArchiveRecording):
 
         return table_columns(self, kinds, selection, progress)
 
-    def mcap_messages(self, selection: Selection | None = None) -> Iterator[Any]:
+    def mcap_messages(self, selection: Selection | None = None) -> Iterator[McapRecord]:
         """Foxglove messages for MCAP export (see `mcap.py`)."""
         from .mcap import mcap_messages
 

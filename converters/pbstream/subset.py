@@ -13,13 +13,13 @@ graph and options records: they are written whatever the selection (a message ra
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nanorec.archive.atomic import write_hashed
+from nanorec.contract import ExportReport
 from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
@@ -42,15 +42,6 @@ from .wire import LEN, VARINT, field_bytes, field_varint, iter_fields, key, sign
 
 if TYPE_CHECKING:
     from .recording import PbstreamRecording
-
-
-@dataclass
-class SubsetExport:
-    output: Path
-    size: int
-    sha256: str
-    records: int
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def _trajectory_id(payload: bytes, a: int, b: int) -> int:
@@ -144,7 +135,7 @@ def export_subset(
     trajectories: Sequence[int] | None = None,
     nodes: tuple[int | None, int | None] | None = None,
     overwrite: bool = False,
-) -> SubsetExport:
+) -> ExportReport:
     """Write a valid stream of the selected part of `rec` (see the module docstring)."""
     selection = selection or Selection()
     chosen = None if trajectories is None else {int(t) for t in trajectories}
@@ -236,11 +227,12 @@ def export_subset(
             yield SIZE.pack(len(member)) + member
 
     size, sha = write_hashed(out, pieces(), overwrite=overwrite)
-    return SubsetExport(
+    return ExportReport(
         out,
         size,
         sha,
         3 + len(numbers),
+        None,
         {
             "trajectories": sorted({t for t, _ in kept_nodes | kept_submaps}),
             "nodes": len(kept_nodes),
@@ -249,4 +241,4 @@ def export_subset(
     )
 
 
-__all__ = ["SubsetExport", "export_subset", "filter_options", "filter_pose_graph"]
+__all__ = ["export_subset", "filter_options", "filter_pose_graph"]

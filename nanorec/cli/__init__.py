@@ -24,12 +24,12 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import typer
 
 from nanorec.archive.atomic import remove_unfinished
-from nanorec.cli._click import click
+from nanorec.cli._click import Command, Context, Formatter, click
 from nanorec.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_PROBLEM,
@@ -65,7 +65,7 @@ class _RoutingGroup(WholeHelpGroup):
 
         return registry.command_titles()
 
-    def get_command(self, ctx: Any, name: str) -> Any:
+    def get_command(self, ctx: Context, name: str) -> Command:
         known = self.commands.get(name)
         if name in VERBS and not hasattr(known, "nanorec_pinned"):  # built by typer: plain
             built = _verb_command(name)
@@ -80,11 +80,11 @@ class _RoutingGroup(WholeHelpGroup):
             command.format_epilog = functools.partial(_formats_epilog, command, name)
         return command
 
-    def list_commands(self, ctx: Any) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         names = {*super().list_commands(ctx), *_verbs()}
         return [v for v in VERBS if v in names] + sorted({*names, *self._titles} - set(VERBS))
 
-    def help_line(self, ctx: Any, name: str) -> str | None:
+    def help_line(self, ctx: Context, name: str) -> str | None:
         if name not in self.commands and name in self._titles:
             return _group_help(self._titles[name])
         verb = _verbs().get(name) if name not in self.commands else None
@@ -93,7 +93,7 @@ class _RoutingGroup(WholeHelpGroup):
             return str(verb.short_help or first_sentence(text))
         return super().help_line(ctx, name)
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         parsed: list[str] = super().parse_args(ctx, route(self, ctx, list(args)))
         return parsed
 
@@ -107,7 +107,7 @@ def _register() -> None:
     from nanorec.cli import container, convert, export, verbs  # noqa: F401 - commands join `app`
 
 
-def _verbs() -> dict[str, Any]:
+def _verbs() -> dict[str, typer.models.CommandInfo]:
     """The verbs registered on `app`, by name: typer's `CommandInfo` of each (registered
     when first asked: `nanorec --version` needs none)."""
     _register()
@@ -118,7 +118,7 @@ def _verbs() -> dict[str, Any]:
     }
 
 
-def _verb_command(name: str, pinned: str | None = None) -> Any:
+def _verb_command(name: str, pinned: str | None = None) -> Command:
     """The click command of verb `name`, built now as `app` builds its commands, with the
     formats' options of the verb (only format `pinned`'s for its group) added (None: no
     such verb registered)."""
@@ -141,7 +141,7 @@ def _group_help(title: str) -> str:
     return f"{title} commands."
 
 
-def _format_group(name: str) -> Any:
+def _format_group(name: str) -> Command:
     """The click group of format `name`'s own commands (`nanorec NAME ...`, imported now), or
     None when no format of that name has commands."""
     from nanorec import registry
@@ -165,7 +165,7 @@ def _format_group(name: str) -> Any:
     return group
 
 
-def _formats_epilog(command: Any, verb: str, ctx: Any, formatter: Any) -> None:
+def _formats_epilog(command: Command, verb: str, ctx: Context, formatter: Formatter) -> None:
     """A verb's help ends with what each installed format adds to it (`surface.py`): worked
     out when the help is shown, since it imports every format's commands."""
     if command.epilog is None:
@@ -175,7 +175,7 @@ def _formats_epilog(command: Any, verb: str, ctx: Any, formatter: Any) -> None:
     type(command).format_epilog(command, ctx, formatter)
 
 
-def route(group: Any, ctx: Any, args: list[str]) -> list[str]:
+def route(group: Command, ctx: Context, args: list[str]) -> list[str]:
     """`args` rewritten to a format's own command where one applies (see the docstring)."""
     if not args or args[0].startswith("-"):
         return args
@@ -216,7 +216,7 @@ def _own_command(name: str, verb: str) -> bool:
     return verb in names | {info.name for info in commands.registered_groups}
 
 
-def _format_groups(group: Any, ctx: Any) -> dict[str, Any]:
+def _format_groups(group: Command, ctx: Context) -> dict[str, Command]:
     from nanorec import registry
 
     found = {}
@@ -227,7 +227,7 @@ def _format_groups(group: Any, ctx: Any) -> dict[str, Any]:
     return found
 
 
-def _value_options(commands: Sequence[Any]) -> set[str]:
+def _value_options(commands: Sequence[Command]) -> set[str]:
     names: set[str] = set()
     for command in commands:
         for param in command.params if command is not None else ():
@@ -272,7 +272,7 @@ def _terminate(signum: int, frame: object) -> NoReturn:
     raise SystemExit(128 + signum)
 
 
-def main(argv: Sequence[str] | None = None) -> Any:
+def main(argv: Sequence[str] | None = None) -> object:
     """Console-script entry point: usage mistakes too get one line and exit status 2.
 
     SIGTERM unwinds like Ctrl-C; whenever either lands, even before the block that would

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any, TypeAlias
 
 
 def _load() -> ModuleType:
@@ -19,3 +20,15 @@ def _load() -> ModuleType:
 
 
 click: ModuleType = _load()
+
+# click's objects, named for what they are. click is typer's vendored copy or the click
+# package, whichever the installed typer has (`_load`, at run time), so no one class is
+# theirs for the type checker: each stays untyped, by a name that says what it holds.
+#: A `click.Context`.
+Context: TypeAlias = Any
+#: A `click.Command` (or `Group`).
+Command: TypeAlias = Any
+#: A `click.Parameter` (an `Option`, an `Argument`).
+Parameter: TypeAlias = Any
+#: A `click.HelpFormatter`.
+Formatter: TypeAlias = Any

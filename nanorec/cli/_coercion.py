@@ -12,16 +12,16 @@ check stays typer's. Older typers convert with click's types and are left alone.
 
 from __future__ import annotations
 
-from typing import Any
+from nanorec.cli._click import Command, Context, Parameter
 
 
 class _PassThrough:
     """Stands in for typer's runtime conversion of one parameter until a value needs it."""
 
-    def __init__(self, param: Any) -> None:
+    def __init__(self, param: Parameter) -> None:
         self.param = param
 
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+    def coerce(self, value: object, param: Parameter, ctx: Context) -> object:
         many = param.multiple or param.nargs == -1
         if value is None:
             return () if many else None
@@ -33,7 +33,7 @@ class _PassThrough:
         return self.param.get_runtime_param().coerce(value, param=param, ctx=ctx)
 
 
-def _unchanged(annotation: Any, value: Any, param: Any, ctx: Any) -> bool:
+def _unchanged(annotation: object, value: object, param: Parameter, ctx: Context) -> bool:
     """Whether typer's conversion gives `value` back as it is: a string for a `str`, or the
     parameter's own default of its plain type (typer would check it against min/max: ours
     are declared within them)."""
@@ -48,7 +48,7 @@ def _unchanged(annotation: Any, value: Any, param: Any, ctx: Any) -> bool:
 _PLAIN = (bool, int, float, str)
 
 
-def without_pydantic(command: Any) -> Any:
+def without_pydantic(command: Command) -> Command:
     """`command` with each parameter converting as `_PassThrough` says (see the module), its
     help option (made when first parsed, unset: None) included."""
     for param in command.params:
@@ -59,7 +59,7 @@ def without_pydantic(command: Any) -> Any:
     return command
 
 
-def _pass_through(param: Any) -> Any:
+def _pass_through(param: Parameter) -> Parameter:
     known = hasattr(param, "type_descriptor") and hasattr(param, "get_runtime_param")
     if known and getattr(param, "_runtime_param", "absent") is None:
         param._runtime_param = _PassThrough(param)

@@ -10,11 +10,12 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, NoReturn, TextIO, TypeVar
+from typing import NoReturn, TextIO, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
+from nanorec.cli._click import Command, Context, Formatter, Parameter
 from nanorec.errors import NanorecError
 
 T = TypeVar("T")
@@ -40,7 +41,7 @@ class WholeHelpGroup(TyperGroup):
     """A group listing each command with its whole first sentence (click cuts it at the
     terminal width with "..."), wrapped instead. Every group of the CLI uses it."""
 
-    def get_command(self, ctx: Any, name: str) -> Any:
+    def get_command(self, ctx: Context, name: str) -> Command:
         command = super().get_command(ctx, name)
         for param in getattr(command, "params", ()):
             _plain_metavar(param)
@@ -48,7 +49,7 @@ class WholeHelpGroup(TyperGroup):
             command.collect_usage_pieces = functools.partial(_plain_usage, command)  # type: ignore[method-assign]
         return command
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
+    def format_commands(self, ctx: Context, formatter: Formatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             line = self.help_line(ctx, name)
@@ -58,7 +59,7 @@ class WholeHelpGroup(TyperGroup):
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
 
-    def help_line(self, ctx: Any, name: str) -> str | None:
+    def help_line(self, ctx: Context, name: str) -> str | None:
         """What the list of commands says of `name` (None: not listed)."""
         command = self.get_command(ctx, name)
         if command is None or command.hidden:
@@ -67,7 +68,7 @@ class WholeHelpGroup(TyperGroup):
         return line
 
 
-def _plain_metavar(param: Any) -> None:
+def _plain_metavar(param: Parameter) -> None:
     """Name an argument as click's help traditionally does (FILE, SOURCES...), not as typer
     spells its annotation (`{file}`, `<list[Path]>`)."""
     if param.param_type_name == "argument" and param.metavar is None:
@@ -75,7 +76,7 @@ def _plain_metavar(param: Any) -> None:
         param.display_type_rich = lambda ctx: None  # typer's "<list[Path]>" after the name
 
 
-def _plain_usage(command: Any, ctx: Any) -> list[str]:
+def _plain_usage(command: Command, ctx: Context) -> list[str]:
     """The usage line's pieces without typer's braces around required arguments."""
     pieces = type(command).collect_usage_pieces(command, ctx)
     # (typer >= 0.20 adds "..." to a many-valued argument itself, earlier ones do not)

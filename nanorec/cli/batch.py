@@ -32,7 +32,7 @@ def batch_convert(
     force: bool,
     keep_going: bool,
     fmt: str | None,
-    options: Mapping[str, str],
+    options: Mapping[str, object],
     layout: str = COMPACT,
 ) -> int:
     """Convert every recording in `sources` into `output` (a directory); returns the

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -23,6 +23,7 @@ from nanorec.cli.inputs import check_input, check_output, input_path, staged_out
 from nanorec.cli.options import Force, Json, Output, Stored
 from nanorec.contract import ChecksMembers
 from nanorec.errors import NanorecError
+from nanorec.untyped import JsonObject
 
 
 @app.command()
@@ -68,7 +69,7 @@ def verify(
     raise typer.Exit(run(action))
 
 
-def _verify_archive(path: Path, quiet: bool) -> dict[str, Any]:
+def _verify_archive(path: Path, quiet: bool) -> JsonObject:
     from nanorec.maintain.verify import verify as verify_archive  # numpy: not for `nanorec --help`
 
     show = not quiet and sys.stderr.isatty()
@@ -109,7 +110,7 @@ def _format_problems(path: Path) -> list[str]:
     return []
 
 
-def _verify_native(path: Path) -> dict[str, Any]:
+def _verify_native(path: Path) -> JsonObject:
     result = roundtrip_one(path)
     problems = [f"damaged: {region}" for region in result["damaged"]]
     if not result["identical"]:

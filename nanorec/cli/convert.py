@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -35,6 +36,7 @@ from nanorec.contract import (
     convert_request,
 )
 from nanorec.errors import NanorecError, UsageError
+from nanorec.untyped import JsonObject
 
 FormatName = Annotated[
     str | None,
@@ -114,7 +116,7 @@ def convert(
 
     Example: nanorec convert run.bag -o run.nanover.zip
     """
-    from nanorec.cli.dispatch import given_extra, pinned_format
+    from nanorec.cli.dispatch import given_by_field, given_extra, pinned_format
 
     fmt = fmt or pinned_format()
     into_prefix = is_url(output) and str(output).endswith("/")  # s3://bucket/runs/: a key in it
@@ -132,7 +134,7 @@ def convert(
             force=force,
             keep_going=keep_going,
             fmt=fmt,
-            options=run(lambda: {**given_extra("convert", None, None), **_options(option)}),
+            options=run(lambda: {**given_by_field(), **_options(option)}),
             layout=STORED if stored else COMPACT,
         )
         raise typer.Exit(code)
@@ -165,12 +167,13 @@ def convert_file(
     return converter.convert(source, output, request)
 
 
-def _given_fields(extra: Any) -> dict[str, Any]:
+def _given_fields(extra: object) -> dict[str, object]:
     """A format's convert options given on the command line (`--family 0.9.15`), as the
     converter's options (the same as `-O family=0.9.15`)."""
-    if extra is None:
+    if extra is None or isinstance(extra, type) or not dataclasses.is_dataclass(extra):
         return {}
-    default = type(extra)()
+    defaults: Callable[[], object] = type(extra)  # every field of an options class has one
+    default = defaults()
     return {
         field.name: getattr(extra, field.name)
         for field in dataclasses.fields(extra)
@@ -216,7 +219,7 @@ def roundtrip(
     raise typer.Exit(worst)
 
 
-def roundtrip_one(path: Path) -> dict[str, Any]:
+def roundtrip_one(path: Path) -> JsonObject:
     """Native -> archive -> native for one file, compared by sha256."""
     import tempfile
 

@@ -16,19 +16,22 @@ import dataclasses
 import functools
 import inspect
 import stat
+import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from nanorec.cli._click import click
+from nanorec.cli._click import Command, Parameter, click
 from nanorec.cli.hooks import (
     Field,
     Hook,
     Opener,
     Pace,
+    SelectionOptions,
     VerbCall,
+    call_hook,
     fields_of,
     hooks_of,
 )
@@ -64,7 +67,9 @@ class Flattened:
         option: the installed typer's own click, whichever it is)."""
         field = self.field
         text = "; ".join(f"{said} [{', '.join(titles)}]" for said, titles in self.helps.items())
-        kind: Any = list.__class_getitem__(field.kind) if field.many else field.kind
+        kind: type | types.GenericAlias = (
+            list.__class_getitem__(field.kind) if field.many else field.kind
+        )
         declared = typer.Option(*field.option.flags, help=text, metavar=field.option.metavar)
         default = False if field.kind is bool else None
         typed = kind if field.kind is bool else kind | None
@@ -74,10 +79,10 @@ class Flattened:
         )
 
 
-def _click_options(entries: list[Flattened]) -> list[Any]:
+def _click_options(entries: list[Flattened]) -> list[Parameter]:
     """The click options of `entries`, built by typer from a function taking them."""
 
-    def holder(**values: Any) -> None:
+    def holder(**values: object) -> None:
         """Never called: its signature is read."""
 
     parameters = [entry.parameter() for entry in entries]
@@ -154,7 +159,7 @@ def flattened(
     return list(merged.values())
 
 
-def attach(command: Any, verb: str, pinned: str | None = None) -> Any:
+def attach(command: Command, verb: str, pinned: str | None = None) -> Command:
     """`command` (the core's `verb`) with the formats' options added (only `pinned`'s for a
     format's group): its callback records what was given, then runs the verb."""
     taken = frozenset(f for p in command.params for f in (*p.opts, *p.secondary_opts))
@@ -163,9 +168,9 @@ def attach(command: Any, verb: str, pinned: str | None = None) -> Any:
     original = command.callback
 
     @functools.wraps(original)
-    def callback(**kwargs: Any) -> Any:
+    def callback(**kwargs: object) -> object:
         ctx = click.globals.get_current_context()
-        given: dict[str, Any] = {}
+        given: dict[str, object] = {}
         for name in extras:
             value = kwargs.pop(name, None)
             source = ctx.get_parameter_source(name)
@@ -228,9 +233,9 @@ def _extra(
     verb: str,
     name: str | None,
     path: Path,
-    given: Mapping[str, Any],
+    given: Mapping[str, object],
     extras: Mapping[str, Flattened],
-) -> Any:
+) -> object:
     """The input's format's options dataclass of `verb` from what was given (None: the
     format has none); a `UsageError` for an option of another format."""
     for key in given:
@@ -242,24 +247,33 @@ def _extra(
     if options is None or name is None:
         return None
     values = {
-        extras[key].owners[name]: list(value) if extras[key].field.many else value
+        extras[key].owners[name]: _listed(value) if extras[key].field.many else value
         for key, value in given.items()
     }
     return options(**values)
 
 
-def given_extra(verb: str, path: Path | None, name: str | None) -> Any:
+def _listed(value: object) -> object:
+    """A repeatable option's values (click gives a tuple) as the dataclass's list."""
+    return list(value) if isinstance(value, (tuple, list)) else value
+
+
+def given_extra(verb: str, path: Path, name: str | None) -> object:
     """The options dataclass of format `name` for `verb` from what the command line gave
-    (`UsageError` for another format's option); with no `path` (many inputs, of any
-    format), every option given by its field name instead (a dict)."""
+    (None: it has none; `UsageError` for another format's option)."""
     given, extras, _ = click.globals.get_current_context().meta.get(_GIVEN, ({}, {}, None))
-    if path is None:
-        return {
-            field: list(value) if extras[key].field.many else value
-            for key, value in given.items()
-            for field in set(extras[key].owners.values())
-        }
     return _extra(verb, name, path, given, extras)
+
+
+def given_by_field() -> dict[str, object]:
+    """Every format option the command line gave, by its field name (many inputs, of any
+    format: each converter takes its own)."""
+    given, extras, _ = click.globals.get_current_context().meta.get(_GIVEN, ({}, {}, None))
+    return {
+        field: _listed(value) if extras[key].field.many else value
+        for key, value in given.items()
+        for field in set(extras[key].owners.values())
+    }
 
 
 def pinned_format() -> str | None:
@@ -268,22 +282,52 @@ def pinned_format() -> str | None:
 
 
 def _respelled(
-    given: Mapping[str, Any],
+    given: Mapping[str, object],
     extras: Mapping[str, Flattened],
-    selection: dict[str, Any],
+    selection: SelectionOptions,
     pace: Pace,
-) -> tuple[dict[str, Any], Pace]:
+) -> tuple[SelectionOptions, Pace]:
     """The common options with a format's respellings of them given (`option(same_as=)`):
     a list adds to the common one, another value stands in for it when it is not given."""
     for key, value in given.items():
         same = extras[key].field.option.same_as
         if same == "kinds":
-            selection["kinds"] = [*(selection.get("kinds") or ()), *(value or ())]
-        elif same in selection and selection[same] is None:
-            selection[same] = value
+            more = [str(kind) for kind in value] if isinstance(value, (list, tuple)) else []
+            selection = dataclasses.replace(selection, kinds=[*(selection.kinds or ()), *more])
+        elif same is not None and hasattr(selection, same) and getattr(selection, same) is None:
+            selection = _standing_in(selection, same, value)
         elif same is not None and hasattr(pace, same) and value and not getattr(pace, same):
-            pace = dataclasses.replace(pace, **{same: value})
+            pace = _pace_with(pace, same, value)
     return selection, pace
+
+
+def _standing_in(selection: SelectionOptions, same: str, value: object) -> SelectionOptions:
+    """`selection` with a format's `value` for its option `same` (not given itself)."""
+    if same == "messages":
+        return dataclasses.replace(selection, messages=None if value is None else str(value))
+    seconds = _seconds(value)
+    if same == "start":
+        return dataclasses.replace(selection, start=seconds)
+    if same == "end":
+        return dataclasses.replace(selection, end=seconds)
+    return dataclasses.replace(selection, duration=seconds)
+
+
+def _seconds(value: object) -> float | None:
+    """A number the command line gave (a float option: click converted it) as seconds."""
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _pace_with(pace: Pace, same: str, value: object) -> Pace:
+    """`pace` with a format's `value` for play's option `same` (not given itself)."""
+    if same == "rate":
+        rate = _seconds(value)
+        return pace if rate is None else dataclasses.replace(pace, rate=rate)
+    if same == "loop":
+        return dataclasses.replace(pace, loop=bool(value))
+    if same == "immediate":
+        return dataclasses.replace(pace, immediate=bool(value))
+    return dataclasses.replace(pace, pause=bool(value))
 
 
 def hook_of(name: str | None, verb: str) -> Hook | None:
@@ -302,9 +346,9 @@ _STILL = Pace()
 def run_verb(
     verb: str,
     typed: str,
-    generic: Callable[[VerbCall[Any]], int | None],
+    generic: Callable[[VerbCall[object]], int | None],
     *,
-    selection: Mapping[str, Any] | None = None,
+    selection: SelectionOptions | None = None,
     output: Path | None = None,
     force: bool = False,
     form: str | None = None,
@@ -317,7 +361,6 @@ def run_verb(
     docstring); returns the exit status."""
     from nanorec.archive.urls import is_url
     from nanorec.cli.inputs import check_input, input_path, staged_output
-    from nanorec.selection import Selection
 
     given, extras, pinned = click.globals.get_current_context().meta.get(_GIVEN, ({}, {}, None))
     source = input_path(typed)
@@ -332,16 +375,16 @@ def run_verb(
             name = format_of(source)
         extra = _extra(verb, name, source, given, extras)
         if selection is not None:
-            selection, pace = _respelled(given, extras, dict(selection), pace)
-        chosen = Selection.make(**selection) if selection is not None else None
-        kinds = tuple((selection or {}).get("kinds") or ())
+            selection, pace = _respelled(given, extras, selection, pace)
+        chosen = selection.selection() if selection is not None else None
+        kinds = tuple(selection.kinds or ()) if selection is not None else ()
         call = VerbCall(
             source, typed, chosen, output, force, form, as_json, extra, storage, pace, opener, kinds
         )
         hook = hook_of(name, verb)
         with staged_output(output, force) as written:  # by URL: written here, then uploaded
             call = dataclasses.replace(call, output=written)
-            result = hook(call) if hook is not None else None
+            result = call_hook(hook, call) if hook is not None else None
             if result is None:
                 result = generic(call)
     finally:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -44,6 +44,7 @@ from nanorec.contract import (
 from nanorec.errors import UsageError
 
 if TYPE_CHECKING:  # numpy, the verbs' machinery: imported by the commands, not for --help
+    from nanorec.archive.reader import ArchiveReader
     from nanorec.cli.hooks import VerbCall
     from nanorec.selection import Selection
 
@@ -74,8 +75,9 @@ def export(
     Example: nanorec export run.nanover.zip -o clip.log --start 10 --end 25
     """
     from nanorec.cli.dispatch import run_verb
+    from nanorec.cli.hooks import SelectionOptions
 
-    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    chosen = SelectionOptions(start, end, duration, messages, kinds)
 
     def action() -> int:
         check_output(output, input_path(file))
@@ -93,7 +95,7 @@ def export(
     raise typer.Exit(run(action))
 
 
-def _export(call: VerbCall[Any]) -> int:
+def _export(call: VerbCall[object]) -> int:
     """export of a recording whose format adds nothing to it."""
     assert call.output is not None and call.selection is not None
     return export_file(
@@ -114,7 +116,7 @@ def export_file(
     force: bool,
     to: str = "native",
     storage: str | None = None,
-    convert_options: Mapping[str, Any] | None = None,
+    convert_options: Mapping[str, object] | None = None,
 ) -> int:
     """`nanorec export` (and a format's own export): print the report, return the status."""
     check_output(output, file)
@@ -163,7 +165,7 @@ def export_file(
 
 
 def export_native(
-    converter: Converter, reader: Any, output: Path, request: ExportRequest
+    converter: Converter, reader: ArchiveReader, output: Path, request: ExportRequest
 ) -> ExportReport:
     """The one place the export verb calls a converter (its native file, a cut, its own
     forms)."""
@@ -183,7 +185,7 @@ def export_choices(converter: object) -> tuple[str, ...]:
 
 
 def write_archive_cut(
-    reader: Any, output: Path, selection: Selection, *, overwrite: bool
+    reader: ArchiveReader, output: Path, selection: Selection, *, overwrite: bool
 ) -> ExportReport:
     """The selected messages of a plain archive (NanoVer's own recordings: no native file
     behind them) as an archive of the same kind, their metadata kept."""

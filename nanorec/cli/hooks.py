@@ -22,19 +22,26 @@ generated from the dataclass as rosbags generates argparse from `Annotated`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 if TYPE_CHECKING:  # numpy: imported when a verb runs, not to build its command line
+    from typing_extensions import Never
+
     from nanorec.contract import Recording
     from nanorec.selection import Selection
 
-OptionsT = TypeVar("OptionsT")
-Hook = Callable[["VerbCall[Any]"], "int | None"]
+#: A verb's options dataclass (covariant: a `VerbCall[Ros1InfoOptions]` is a
+#: `VerbCall[object]`, what a generic body takes).
+OptionsT = TypeVar("OptionsT", covariant=True)
+#: A format's hook of a verb, whatever its options: it takes a `VerbCall` of *its* options
+#: (`VerbCall[Never]` is every one of them); `call_hook` calls it.
+Hook = Callable[["VerbCall[Never]"], "int | None"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +96,7 @@ def fields_of(options: type) -> Iterator[Field]:
         yield Field(field.name, spelled[0], kind, many)
 
 
-def _kind(hint: Any, where: str) -> tuple[type, bool]:
+def _kind(hint: object, where: str) -> tuple[type, bool]:
     """(element type, repeatable) of `T`, `T | None`, `list[T] | None`."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
@@ -113,6 +120,29 @@ class Pace:
     pause: bool = False
 
 
+@dataclasses.dataclass(frozen=True)
+class SelectionOptions:
+    """The selection's common options as the command line gave them (`Selection.make`
+    checks and combines them)."""
+
+    start: float | None = None
+    end: float | None = None
+    duration: float | None = None
+    messages: str | None = None
+    kinds: list[str] | None = None
+
+    def selection(self) -> Selection:
+        from nanorec.selection import Selection  # numpy: when a verb runs
+
+        return Selection.make(
+            start=self.start,
+            end=self.end,
+            duration=self.duration,
+            messages=self.messages,
+            kinds=self.kinds,
+        )
+
+
 class Opener:
     """The verb's input opened as a recording when first asked, once (`inputs.opened`): a
     format that reads its own file (a bag's index, metadata.yaml) never converts it."""
@@ -120,13 +150,11 @@ class Opener:
     def __init__(self, source: Path, show_conversion: bool = False) -> None:
         self.source = source
         self.show_conversion = show_conversion
-        self._stack: Any = None
+        self._stack: contextlib.ExitStack | None = None
         self._recording: Recording | None = None
 
     def recording(self) -> Recording:
         if self._recording is None:
-            import contextlib
-
             from nanorec.cli.inputs import opened
 
             stack = contextlib.ExitStack()
@@ -200,3 +228,9 @@ def verb_hook(app: object, verb: str, *, options: type | None = None) -> Callabl
 def hooks_of(app: object) -> dict[str, tuple[Hook, type | None]]:
     """The hooks registered on a format's `app`, by verb."""
     return _HOOKS.get(id(app), {})
+
+
+def call_hook(hook: Hook, call: VerbCall[object]) -> int | None:
+    """Run `hook` on `call`, whose `extra` the core built from the options class the hook
+    was registered with (`verb_hook`): the one place that holds for the type checker."""
+    return cast("Callable[[VerbCall[object]], int | None]", hook)(call)

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 import typer
 
@@ -18,8 +18,12 @@ from nanorec import registry
 from nanorec.archive.layout import scratch
 from nanorec.archive.urls import is_url, url_path
 from nanorec.cli._click import click
-from nanorec.contract import Converter, Message, Recording, convert_request
+from nanorec.contract import Converter, Message, Progress, Recording, convert_request
 from nanorec.errors import UsageError
+from nanorec.untyped import JsonObject
+
+if TYPE_CHECKING:
+    from nanorec.archive.reader import ArchiveReader
 
 
 def input_path(typed: str) -> Path:
@@ -80,7 +84,7 @@ def native_converter(path: Path, name: str | None = None) -> Converter:
 
 
 @contextlib.contextmanager
-def progress_bar(label: str, total: int) -> Iterator[Any]:
+def progress_bar(label: str, total: int) -> Iterator[Progress]:
     """A progress bar on stderr when it is a terminal (and nothing otherwise); yields
     `update(done, total)`, whose `total` replaces the first guess when it differs."""
     shown = sys.stderr.isatty()
@@ -116,7 +120,7 @@ def staged_output(output: Path | None, force: bool) -> Iterator[Path | None]:
     context = click.globals.get_current_context(silent=True)
     verb = f"nanorec {context.info_name}" if context is not None else ""
     bar = contextlib.ExitStack()  # an `uploading` bar, shown once the upload begins
-    updates: list[Any] = []
+    updates: list[Progress] = []
 
     def uploading(done: int, total: int) -> None:
         if not updates:
@@ -136,7 +140,7 @@ def opened(path: Path, *, show_conversion: bool = False) -> Iterator[Recording]:
     with a `converting` bar when `show_conversion` (long passes: exports)."""
     check_input(path)
     if show_conversion and not registry.is_archive(registry.read_head(path)):
-        with progress_bar("converting", path.stat().st_size) as update:
+        with progress_bar("converting", registry.input_size(path)) as update:
             recording = registry.open(path, progress=update)
     else:
         recording = registry.open(path)
@@ -148,8 +152,8 @@ def opened(path: Path, *, show_conversion: bool = False) -> Iterator[Recording]:
 
 @contextlib.contextmanager
 def opened_archive(
-    path: Path, fmt: str | None = None, options: Mapping[str, Any] | None = None
-) -> Iterator[Any]:
+    path: Path, fmt: str | None = None, options: Mapping[str, object] | None = None
+) -> Iterator[ArchiveReader]:
     """An `ArchiveReader` of `path`: the archive itself, or a native file converted into a
     temporary archive (removed afterwards)."""
     import tempfile  # not at start-up: with random, ~3 ms of `nanorec --version`
@@ -170,7 +174,7 @@ def opened_archive(
             yield reader
 
 
-def message_dict(message: Message) -> dict[str, Any]:
+def message_dict(message: Message) -> JsonObject:
     return {
         "number": message.number,
         "time": message.time,

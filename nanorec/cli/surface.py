@@ -19,18 +19,20 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, TypeVar, get_args
+from typing import Annotated, TypeVar, get_args
 
 import typer
+from typer.models import OptionInfo
 
 from nanorec.cli import options
+from nanorec.cli._click import Command
 from nanorec.errors import UsageError
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 #: Parameter name (or "verb.name" where one verb words it its own way) -> the core's
 #: declaration (type and typer option).
-DECLARED: dict[str, Any] = {
+DECLARED: dict[str, object] = {
     "output": options.Output,
     "force": options.Force,
     "as_json": options.Json,
@@ -85,7 +87,7 @@ def verb_command(app: typer.Typer, verb: str, **helps: str) -> Callable[[F], F]:
     return register
 
 
-def _reworded(option: Any, help_text: str) -> Any:
+def _reworded(option: OptionInfo, help_text: str) -> OptionInfo:
     """A copy of a typer option declaration with another help text."""
     reworded = copy.copy(option)
     reworded.help = help_text
@@ -100,7 +102,7 @@ def check_choice(option: str, value: str, choices: Iterable[str]) -> str:
     return value
 
 
-def option_names(command: Any) -> set[str]:
+def option_names(command: Command) -> set[str]:
     """Every spelling a click command accepts (`--start`, `-s`, ...)."""
     return {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
 
@@ -147,7 +149,7 @@ def format_options_help(verb: str) -> str:
     return "Format options (with a file of that format):\n\n" + "\n\n".join(lines)
 
 
-def _command_of(group: typer.Typer, verb: str) -> Any:
+def _command_of(group: typer.Typer, verb: str) -> Command:
     if not group.registered_commands and not group.registered_groups:
         return None  # only hooks of the core's verbs
     command = typer.main.get_command(group)

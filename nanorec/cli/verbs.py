@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # the verbs' machinery: imported when one runs, not for `nano
     import socket
 
     from nanorec.cli.hooks import VerbCall
+    from nanorec.contract import Recording
+    from nanorec.player import Player
 
 #: The input argument of the verbs the core hands to a format: kept as typed (a ROS 2
 #: storage file's `Files:` line shows it so).
@@ -57,7 +59,7 @@ def info(file: Input, as_json: Json = False) -> None:
     raise typer.Exit(run(lambda: run_verb("info", file, _info, as_json=as_json)))
 
 
-def _info(call: VerbCall[Any]) -> int:
+def _info(call: VerbCall[object]) -> int:
     """info on a recording whose format adds nothing: its summary."""
     from nanorec.outputs.tables import dumps
 
@@ -91,12 +93,13 @@ def cat(
     Example: nanorec cat recording.nanover.zip --type frame --format csv > frames.csv
     """
     from nanorec.cli.dispatch import run_verb
+    from nanorec.cli.hooks import SelectionOptions
 
-    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    chosen = SelectionOptions(start, end, duration, messages, kinds)
     raise typer.Exit(run(lambda: run_verb("cat", file, _cat, selection=chosen, form=fmt)))
 
 
-def _cat(call: VerbCall[Any]) -> int:
+def _cat(call: VerbCall[object]) -> int:
     """cat of any recording: its messages, or the rows of the kinds asked for."""
     from nanorec.outputs.tables import write_csv, write_ndjson
 
@@ -140,14 +143,14 @@ def play(
     Example: nanorec play recording.nanover.zip --rate 2 --start 10 --duration 5
     """
     from nanorec.cli.dispatch import run_verb
-    from nanorec.cli.hooks import Pace
+    from nanorec.cli.hooks import Pace, SelectionOptions
 
-    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    chosen = SelectionOptions(start, end, duration, messages, kinds)
     pace = Pace(rate=rate, loop=loop, immediate=immediate, pause=pause)
     raise typer.Exit(run(lambda: run_verb("play", file, _play, selection=chosen, pace=pace)))
 
 
-def _play(call: VerbCall[Any]) -> int:
+def _play(call: VerbCall[object]) -> int:
     """play of any recording: each message as one JSON line, paced."""
     from nanorec.outputs.tables import write_line
 
@@ -170,8 +173,12 @@ def _play(call: VerbCall[Any]) -> int:
 
 @contextlib.contextmanager
 def terminal_player(
-    recording: Any, pause: bool, *, factory: Callable[..., Any] | None = None, **options: Any
-) -> Iterator[Any]:
+    recording: Recording,
+    pause: bool,
+    *,
+    factory: Callable[..., Player] | None = None,
+    **options: object,
+) -> Iterator[Player]:
     """A `Player` of `recording` (or what `factory` makes, a format's own `Player`
     subclass, with the same arguments) driven by the keyboard when stdin is a terminal:
     space pauses and resumes, s steps while paused, q quits. Any format's `play` uses it."""
@@ -194,9 +201,9 @@ def terminal_player(
                 state = "PAUSED" if player.paused else "RUNNING"
                 typer.echo(f"[{state}] message {player.index}, {when}", err=True)
 
-        player = (factory or Player)(
-            recording, paused=pause, keys=keys if terminal is not None else None, **options
-        )
+        make: Callable[..., Player] = factory or Player  # a format's takes options of its own
+        pressed = keys if terminal is not None else None
+        player = make(recording, paused=pause, keys=pressed, **options)
         if terminal is not None:
             typer.echo(
                 "nanorec: space pauses/resumes, s steps one message while paused, q quits"
@@ -223,8 +230,9 @@ def plot(
     Example: nanorec plot recording.nanover.zip -o timeline.png
     """
     from nanorec.cli.dispatch import run_verb
+    from nanorec.cli.hooks import SelectionOptions
 
-    chosen = dict(start=start, end=end, duration=duration, messages=messages, kinds=kinds)
+    chosen = SelectionOptions(start, end, duration, messages, kinds)
 
     def action() -> int:
         check_output(output, input_path(file))
@@ -233,7 +241,7 @@ def plot(
     raise typer.Exit(run(action))
 
 
-def _plot(call: VerbCall[Any]) -> int:
+def _plot(call: VerbCall[object]) -> int:
     """plot of any recording: its messages' timeline."""
     from nanorec.outputs.timeline import plot_timeline
 
@@ -267,7 +275,7 @@ def view(file: Input, port: Port = 0, no_browser: NoBrowser = False) -> None:
         sock = _listening(file, port)
         try:
             view = lambda call: _view(call, port, no_browser, sock)  # noqa: E731
-            return run_verb("view", file, view, **_SHOWN)
+            return run_verb("view", file, view, show_conversion=True)
         except KeyboardInterrupt:
             if sock is None:
                 raise
@@ -279,10 +287,6 @@ def view(file: Input, port: Port = 0, no_browser: NoBrowser = False) -> None:
                 sock.close()  # (a format's own view, or an error, left it unserved)
 
     raise typer.Exit(run(action))
-
-
-#: view converts a native file first: its bar shows on a terminal.
-_SHOWN: dict[str, Any] = {"show_conversion": True}
 
 
 def _listening(typed: str, port: int) -> socket.socket | None:
@@ -306,7 +310,7 @@ def _listening(typed: str, port: int) -> socket.socket | None:
     return sock
 
 
-def _view(call: VerbCall[Any], port: int, no_browser: bool, sock: socket.socket | None) -> int:
+def _view(call: VerbCall[object], port: int, no_browser: bool, sock: socket.socket | None) -> int:
     """view of any recording: the page served until Ctrl-C; on `sock` (`_listening`), its
     URL printed already, with the archive opened while the browser loads the page (half of
     a first paint's server time on a 1 GB one)."""

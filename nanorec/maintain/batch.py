@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from nanorec import registry
 from nanorec.archive.layout import COMPACT, use_layout
@@ -177,7 +177,7 @@ def is_done(job: Job) -> bool:
 
 
 def convert_one(
-    job: Job, options: Mapping[str, Any], fmt: str | None, layout: str = COMPACT
+    job: Job, options: Mapping[str, object], fmt: str | None, layout: str = COMPACT
 ) -> Outcome:
     """Convert one file (in a worker) into an archive of `layout`; every problem becomes
     the outcome's one line."""
@@ -216,7 +216,7 @@ def run_batch(
     *,
     workers: int,
     force: bool = False,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
     fmt: str | None = None,
     layout: str = COMPACT,
 ) -> Iterator[Outcome]:
@@ -238,7 +238,7 @@ def run_batch(
 
 
 def _pooled(
-    todo: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None, layout: str
+    todo: list[Job], workers: int, options: Mapping[str, object], fmt: str | None, layout: str
 ) -> Iterator[Outcome]:
     """Run `todo` in a process pool. When a worker dies (killed, out of memory), every file
     it might have held is tried again, each alone in a fresh one-worker pool, so only the
@@ -259,7 +259,7 @@ def _pooled(
 
 
 def _in_pool(
-    jobs: list[Job], workers: int, options: Mapping[str, Any], fmt: str | None, layout: str
+    jobs: list[Job], workers: int, options: Mapping[str, object], fmt: str | None, layout: str
 ) -> Iterator[tuple[Job, Outcome | None]]:
     """(job, outcome) as each finishes; outcome None when the pool broke under it."""
     spawned = any(is_url(job.output) for job in jobs)  # obstore's threads die in a fork

@@ -133,7 +133,7 @@ def convert_many(
     client: Any = None,
     *,
     force: bool = False,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> list[Outcome]:
     """Convert every recording of `sources` into `outdir` (as `nanorec convert -o`), as tasks
     on `client` (a `distributed.Client`), or here in a process pool without one."""

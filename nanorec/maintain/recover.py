@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 import msgpack
@@ -46,6 +46,7 @@ from nanorec.errors import (
     UnsupportedError,
     UsageError,
 )
+from nanorec.untyped import Payload
 
 _READ_SIZE: Final = 1 << 20
 #: The largest single message recover will buffer (msgpack's Unpacker limit).
@@ -168,7 +169,7 @@ def recover(
     output: str | os.PathLike[str],
     *,
     overwrite: bool = False,
-    flags_of: Callable[[dict[str, Any]], int] | None = None,
+    flags_of: Callable[[dict[str, Payload]], int] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RecoverResult:
     """Rebuild a complete archive at `output` from the (partial or damaged) file `source`.
@@ -243,7 +244,7 @@ def _copy_messages(
     start: int,
     size: int,
     writer: ArchiveWriter,
-    flags_of: Callable[[dict[str, Any]], int] | None,
+    flags_of: Callable[[dict[str, Payload]], int] | None,
     progress: Callable[[int, int], None] | None,
     crcs: dict[int, int],
 ) -> tuple[int, int, int, str, int]:

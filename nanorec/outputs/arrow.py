@@ -31,6 +31,8 @@ from nanorec.selection import Selection
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from nanorec.contract import Recording
+
 #: Rows per Arrow record batch of `iter_batches`; the least rows of a Parquet row group.
 BATCH_ROWS = 65536
 #: Bytes of arrays and byte strings that end a batch (and a row group) before `BATCH_ROWS`.
@@ -84,7 +86,7 @@ def recording_name(recording: Any) -> str:
 
 
 def iter_batches(
-    recording: Any, kind: str, selection: Selection | None = None
+    recording: Recording, kind: str, selection: Selection | None = None
 ) -> Iterator[pa.RecordBatch]:
     """`kind`'s rows as record batches sharing the first batch's schema (from `rows`, one
     dict a row: what any recording gives; see `export_parquet` for the columnar path)."""
@@ -121,7 +123,7 @@ def iter_batches(
         yield batch()
 
 
-def table(recording: Any, kind: str, selection: Selection | None = None) -> pa.Table:
+def table(recording: Recording, kind: str, selection: Selection | None = None) -> pa.Table:
     """`kind`'s rows as one Arrow table (`.to_pandas()`, `polars.from_arrow(...)`)."""
     pa = _pyarrow()
     if callable(getattr(recording, "table_columns", None)):

@@ -36,6 +36,8 @@ from nanorec.selection import Selection
 if TYPE_CHECKING:
     from mcap.writer import Writer
 
+    from nanorec.contract import Recording
+
 _orjson: Any
 try:
     _orjson = importlib.import_module("orjson")
@@ -180,7 +182,8 @@ def export_mcap(
     if not isinstance(recording, ExportsToMcap):
         records = generic_records(recording, selection, progress)
     elif progress is not None and _takes_progress(recording.mcap_messages):
-        producer: Any = recording.mcap_messages  # a ROS recording's also takes progress
+        producer: Callable[..., Iterator[McapRecord]] = recording.mcap_messages  # a ROS
+        # recording's also takes progress
         records = producer(selection, progress=progress)
     else:
         records = recording.mcap_messages(selection)
@@ -200,7 +203,7 @@ def export_mcap(
     return _report(output, size, sink, compression)
 
 
-def _takes_progress(producer: Any) -> bool:
+def _takes_progress(producer: Callable[..., object]) -> bool:
     """Whether a recording's `mcap_messages` reports progress (a later addition to the
     protocol: producers written before it take the selection only)."""
     try:
@@ -296,7 +299,7 @@ def ros1_record(
 
 
 def generic_records(
-    recording: Any, selection: Selection, progress: Progress | None = None
+    recording: Recording, selection: Selection, progress: Progress | None = None
 ) -> Iterator[McapRecord]:
     """Each selected message's decoded value as a JSON object on `/<kind>` (a value that is
     not a map is wrapped as `{"value": ...}`; with a kind filter, a message carrying several

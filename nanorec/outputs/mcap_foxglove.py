@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.outputs.mcap import McapRecord, json_bytes
+from nanorec.untyped import Json
 
 #: foxglove.Log levels.
 LOG_INFO, LOG_WARNING = 2, 3
@@ -80,7 +81,7 @@ def color(r: float, g: float, b: float, a: float = 1.0) -> dict[str, float]:
 
 
 def entity(
-    time_ns: int, frame_id: str, entity_id: str, metadata: dict[str, str], **primitives: Any
+    time_ns: int, frame_id: str, entity_id: str, metadata: dict[str, str], **primitives: Json
 ) -> dict[str, Any]:
     """A foxglove.SceneEntity that stays until replaced or deleted, with every primitive
     list the schema requires (empty unless given: `cubes=[...]`, `lines=[...]`)."""

@@ -10,7 +10,7 @@ the index alone (no message is decoded). Needs matplotlib (`pip install nanorec[
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +19,9 @@ from nanorec.archive.atomic import atomic_output
 from nanorec.errors import UnsupportedError
 from nanorec.selection import Selection
 
+if TYPE_CHECKING:
+    from nanorec.contract import Recording
+
 #: Time bins of the picture.
 BINS = 80
 #: Kinds drawn at most (the busiest first beyond that).
@@ -26,7 +29,7 @@ MAX_KINDS = 60
 
 
 def rate_rows(
-    recording: Any, chosen: npt.NDArray[np.bool_], kinds: list[str], bins: int = BINS
+    recording: Recording, chosen: npt.NDArray[np.bool_], kinds: list[str], bins: int = BINS
 ) -> tuple[npt.NDArray[np.float64], list[str], npt.NDArray[np.float64]]:
     """Bin edges (s from the first message), the kinds kept (those with a chosen message, at
     most MAX_KINDS, busiest first beyond that, else in the given order) and their
@@ -85,7 +88,11 @@ def draw_rates(
 
 
 def plot_timeline(
-    recording: Any, output: Path, *, overwrite: bool = False, selection: Selection | None = None
+    recording: Recording,
+    output: Path,
+    *,
+    overwrite: bool = False,
+    selection: Selection | None = None,
 ) -> int:
     """Draw `recording`'s message rate per kind (of the selected messages) into `output`
     (.png, .svg, .pdf); returns the file's size. Raises `UnsupportedError` without

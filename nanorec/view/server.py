@@ -64,7 +64,7 @@ class ViewServer(ThreadingHTTPServer):
     def url(self) -> str:
         return url_of(self.socket)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         """A connection the browser dropped is no news (the default prints a traceback)."""
 
 

@@ -16,6 +16,7 @@ import hashlib
 import json
 import random
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -43,6 +44,11 @@ from tests.converters import fuzz
 #: Cuts tried per sample: evenly spread, plus the last bytes (a crash's usual place).
 CUTS = 12
 _runner = make_runner()
+
+
+def _recorder(calls: list[tuple[int, int]]) -> Callable[[int, int], None]:
+    """A progress callback keeping every call."""
+    return lambda done, total: calls.append((done, total))
 
 
 def _sha(path: Path) -> str:
@@ -186,6 +192,30 @@ class ConverterContract:
                     assert len(reader) == report.messages
                     converter.export(reader, back, ExportRequest(overwrite=True))
                 assert back.read_bytes() == data[:cut], (sample, cut)
+
+    def test_progress_is_bytes_of_the_source(
+        self, converter: Converter, samples: list[Path], tmp_path: Path
+    ) -> None:
+        """Every converter reports progress the same way: bytes of its source, never going
+        back, the last call at the source's size, the total the core's
+        (`ConvertRequest.progress_in_bytes`); a cut copy too (a walk that stops at the cut
+        still ends at the size)."""
+        data = samples[0].read_bytes()
+        cut = tmp_path / f"cut{samples[0].suffix}"
+        cut.write_bytes(data[: len(data) * 2 // 3])
+        for number, sample in enumerate([*samples, cut]):
+            calls: list[tuple[int, int]] = []
+            request = ConvertRequest(overwrite=True, progress=_recorder(calls))
+            try:
+                report = converter.convert(sample, tmp_path / f"p{number}.zip", request)
+            except NanorecError:
+                assert sample == cut  # too little left to be this format
+                continue
+            size = registry.input_size(sample)
+            done = [d for d, _ in calls]
+            assert done and done == sorted(done), (sample, done[:20])
+            assert {t for _, t in calls} == {size}, sample
+            assert done[-1] == size == report.source_size, (sample, done[-1], size)
 
     def test_garbage_is_a_nanorec_error(self, converter: Converter, tmp_path: Path) -> None:
         for name, data in (("zeros", bytes(4096)), ("text", b"hello world\n" * 50)):

@@ -105,6 +105,8 @@ class FakeConverter:
                     progress(position, len(data))
             writer.add_member(TAIL_MEMBER, data[position:])
             writer.add_meta(META_MEMBER, {"tail": len(data) - position})
+        if progress is not None:  # a cut line's bytes are done too
+            progress(len(data), len(data))
         return ConvertReport(
             source,
             output,

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,10 +32,22 @@ from .info import (
     KNOWN_0_9_5,
     FrameFacts,
     QueryOptions,
+    TextOptions,
     header_text,
     text_options,
     trailer,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class BlockedOptions(TextOptions, total=False):
+    """`actors_blocked`'s options: the text queries', and the hash-map order of the actors
+    still stopped at the end."""
+
+    hash_order: HashOrderName | None
+
 
 # --------------------------------------------------------------------------- actors blocked
 
@@ -243,7 +255,7 @@ def actors_blocked(
     path: str | os.PathLike[str],
     min_time: float = 60.0,
     min_distance: float = 100.0,
-    **options: Any,
+    **options: Unpack[BlockedOptions],
 ) -> str:
     """The whole text of `show_recorder_actors_blocked` (see `iter_actors_blocked`)."""
     return "".join(iter_actors_blocked(path, min_time, min_distance, **options))

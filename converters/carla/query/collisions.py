@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nanorec.errors import UsageError
 
@@ -27,9 +27,13 @@ from .info import (
     KNOWN_0_9_5,
     FrameFacts,
     QueryOptions,
+    TextOptions,
     header_text,
     text_options,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # --------------------------------------------------------------------------- collisions
 
@@ -204,7 +208,10 @@ def iter_collisions(
 
 
 def collisions(
-    path: str | os.PathLike[str], type1: str = "a", type2: str = "a", **options: Any
+    path: str | os.PathLike[str],
+    type1: str = "a",
+    type2: str = "a",
+    **options: Unpack[TextOptions],
 ) -> str:
     """The whole text of `show_recorder_collisions` (see `iter_collisions`)."""
     return "".join(iter_collisions(path, type1, type2, **options))

@@ -6,11 +6,14 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from nanorec.errors import NanorecError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 from ..ids import Engine, Family, Kind
 from ..records import (
@@ -62,6 +65,23 @@ class QueryOptions:
     windows: bool
     family: Family
     form: TextForm
+
+
+class TextOptions(TypedDict, total=False):
+    """The options every CARLA text query takes (`iter_file_info`, `iter_collisions`,
+    `iter_actors_blocked`): the server's zone and C library, the release family and form."""
+
+    tz: str | tzinfo | None
+    windows: bool
+    family: str | Family | None
+    form: str | None
+
+
+class FileInfoOptions(TextOptions, total=False):
+    """`file_info`'s options: the text queries', and show_all and the label forms."""
+
+    show_all: bool
+    labels: Labels | None
 
 
 def text_options(
@@ -538,6 +558,6 @@ def iter_file_info(
         yield trailer(printer.frame, printer.g(printer.frame.elapsed))
 
 
-def file_info(path: str | os.PathLike[str], **options: Any) -> str:
+def file_info(path: str | os.PathLike[str], **options: Unpack[FileInfoOptions]) -> str:
     """The whole text of `show_recorder_file_info` (see `iter_file_info` for options)."""
     return "".join(iter_file_info(path, **options))

@@ -27,10 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from nanorec.archive.atomic import atomic_output, file_sha256
-from nanorec.contract import ExportReport, ExportRequest
+from nanorec.contract import ExportReport, ExportRequest, Recording
 from nanorec.errors import FormatError
 from nanorec.selection import Selection
 from nanorec.standard import standard_messages
@@ -121,7 +120,7 @@ class _Connections:
         return self.definitions
 
 
-def export(recording: Any, output: Path, request: ExportRequest) -> ExportReport:
+def export(recording: Recording, output: Path, request: ExportRequest) -> ExportReport:
     """A new bag of `recording`, any format's (`ExportsFromAnyRecording.export_from`)."""
     selection, overwrite, progress = request.selection, request.overwrite, request.progress
     headers: dict[str, dict[str, str]] = {}
@@ -197,7 +196,7 @@ def _from_ros2(rec: Ros2Recording, selection: Selection) -> Iterator[_Cdr]:
 
 
 def _from_standard(
-    rec: Any, selection: Selection | None, encoder: StandardEncoder
+    rec: Recording, selection: Selection | None, encoder: StandardEncoder
 ) -> Iterator[_Cdr]:
     for message in standard_messages(rec, selection):
         made = encoder.encode_ros1(message.type, message.value)

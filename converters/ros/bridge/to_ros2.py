@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from nanorec.contract import ExportReport, ExportRequest, Progress
+from nanorec.contract import ExportReport, ExportRequest, Progress, Recording
 from nanorec.errors import FormatError
 from nanorec.selection import Selection
 from nanorec.standard import standard_messages
@@ -49,7 +49,7 @@ RELEASE_BYTES = 32 << 20
 _STEP = 4096
 
 
-def export(recording: Any, output: Path, request: ExportRequest) -> ExportReport:
+def export(recording: Recording, output: Path, request: ExportRequest) -> ExportReport:
     """A new bag of `recording`, any format's (`ExportsFromAnyRecording.export_from`)."""
     selection, overwrite, progress = request.selection, request.overwrite, request.progress
     target = bag_target(output, request.storage, source=None)
@@ -153,7 +153,7 @@ def _ros1_messages(
         left_out.append(f"{damaged - 10} more messages that do not transcode")
 
 
-def _from_standard(rec: Any, selection: Selection | None, bag: NewBag) -> Iterator[Entry]:
+def _from_standard(rec: Recording, selection: Selection | None, bag: NewBag) -> Iterator[Entry]:
     """The recording's standard messages as CDR, each new topic declared on first use."""
     encoder = StandardEncoder()
     types: dict[str, str] = {}

@@ -8,10 +8,28 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nanorec.cli import said, say
 from nanorec.errors import FormatError
+from nanorec.untyped import JsonObject
+
+if TYPE_CHECKING:
+    from nanorec.player import Player
+
+
+class Decoding(Protocol):
+    """A ROS recording, as far as its NDJSON lines go (`BagRecording`, `Ros2Recording`)."""
+
+    @property
+    def start_time(self) -> float: ...
+
+    @property
+    def duration(self) -> float: ...
+
+    def decoded(self, number: int) -> JsonObject:
+        """Message `number`: its time (ns), topic, type and decoded message."""
+        ...
 
 
 class Undecodable:
@@ -38,10 +56,10 @@ class Undecodable:
             say(f"nanorec: warning: {error}; printed as bytes")
 
 
-def decoded_line(recording: Any) -> Callable[[int], dict[str, Any]]:
+def decoded_line(recording: Decoding) -> Callable[[int], JsonObject]:
     """Message number -> its NDJSON line: number, topic, type, time_ns, time_s, message."""
 
-    def line(number: int) -> dict[str, Any]:
+    def line(number: int) -> JsonObject:
         row = recording.decoded(number)
         ns = row.pop("time")
         return {
@@ -56,7 +74,7 @@ def decoded_line(recording: Any) -> Callable[[int], dict[str, Any]]:
     return line
 
 
-def play_lines(recording: Any, player: Any, *, immediate: bool, quiet: bool) -> None:
+def play_lines(recording: Decoding, player: Player, *, immediate: bool, quiet: bool) -> None:
     """Print the player's messages as NDJSON, and rosbag's status line on stderr."""
     from nanorec.outputs.tables import write_line
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -84,7 +84,7 @@ def cat_hook(call: VerbCall[Ros1CatOptions]) -> int:
     wanted = list(call.kinds) or None  # --topic and rosbag's --topics
     selection = call.selection
     assert selection is not None
-    recording = call.recording
+    recording = _bag(call)
     with Undecodable(recording):
         numbers = selection.chosen(recording.reader.index).tolist()
         chosen = wanted or recording.table_kinds()
@@ -105,7 +105,7 @@ def cat_hook(call: VerbCall[Ros1CatOptions]) -> int:
     return 0
 
 
-def _bag(call: VerbCall[Any]) -> BagRecording:
+def _bag(call: VerbCall[object]) -> BagRecording:
     from .recording import BagRecording
 
     recording = call.recording

@@ -76,7 +76,8 @@ def convert(
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> ConvertReport:
-    """Convert the bag `source` into a new archive `output` (see the module docstring)."""
+    """Convert the bag `source` into a new archive `output` (see the module docstring);
+    `progress(n)` gets the bytes of the bag done, last its size."""
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
     with contextlib.ExitStack() as stack:
@@ -101,7 +102,10 @@ def convert(
         for mapped in (spooled, table):
             if isinstance(mapped, mmap.mmap):
                 stack.callback(_close, mapped)
-        return _write(buf, spooled, table, scan, source, output, overwrite, temporary, hashing)
+        report = _write(buf, spooled, table, scan, source, output, overwrite, temporary, hashing)
+    if progress is not None:  # a cut bag's walk stops short of its size
+        progress(report.source_size)
+    return report
 
 
 def _map(file: IO[bytes]) -> Any:

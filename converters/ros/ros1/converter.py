@@ -60,14 +60,8 @@ class BagConverter(ExportsFromAnyRecording):
     ) -> ConvertReport:
         from .convert import convert
 
-        total = source.stat().st_size
-        progress = request.progress
-        return convert(
-            source,
-            output,
-            overwrite=request.overwrite,
-            progress=None if progress is None else (lambda n: progress(n, total)),
-        )
+        progress = request.progress_in_bytes(source)
+        return convert(source, output, overwrite=request.overwrite, progress=progress)
 
     def export(
         self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()

@@ -13,23 +13,37 @@ inclusive (as rosbag's View: one stamped exactly at the start is played twice), 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from nanorec.contract import PlayOptions
 from nanorec.errors import UsageError
 from nanorec.player import Player
 from nanorec.selection import Selection
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .recording import BagRecording
+
+
+class BagPlayOptions(PlayOptions, total=False):
+    """`BagRecording.play`'s options: every player's, and rosbag play's --skip-empty."""
+
+    skip_empty: float | None
+
 
 T = TypeVar("T")
 
 
 class BagPlayer(Player):
     def __init__(
-        self, rec: BagRecording, *, skip_empty: float | None = None, **options: Any
+        self,
+        rec: BagRecording,
+        *,
+        skip_empty: float | None = None,
+        **options: Unpack[PlayOptions],
     ) -> None:
         super().__init__(rec, **options)
         if skip_empty is not None and skip_empty <= 0:

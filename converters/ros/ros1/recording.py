@@ -17,16 +17,19 @@ from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError, UsageError
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
+from nanorec.untyped import Payload
 
 from .archived import payload
 from .meta import BagMeta
 from .msgdef import Decoder
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from nanorec.outputs.mcap import McapRecord, Progress
 
     from ..common.view import RosView
-    from .play import BagPlayer
+    from .play import BagPlayer, BagPlayOptions
 
 
 class BagRecording(ArchiveRecording):
@@ -120,7 +123,7 @@ class BagRecording(ArchiveRecording):
     def table_kinds(self) -> list[str]:
         return self.topics
 
-    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Payload]]:
         """One row per message of topic `kind`: number, time (s from the start), time_ns,
         time_s (Unix seconds), then the message's fields flattened; of a tf topic, one row
         per transform (`item`: its place in the message, then its fields)."""
@@ -157,7 +160,7 @@ class BagRecording(ArchiveRecording):
             latest[self.meta.topic(c)] = self.decode(number)
         return latest
 
-    def play(self, **options: Any) -> BagPlayer:
+    def play(self, **options: Unpack[BagPlayOptions]) -> BagPlayer:
         """A `BagPlayer`: rosbag play's semantics (rate, start, duration, kinds, loop,
         delay, skip_empty, on_clock and hz; latched topics replayed when starting late)."""
         from .play import BagPlayer

@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Protocol
 
 import typer
 
@@ -24,7 +25,17 @@ from .shared import app, ros2_recording
 from .verb_options import Ros2DecodeOptions, Ros2PlayOptions
 
 
-def _bag(call: VerbCall[Any]) -> Ros2Recording:
+class _Decoding(Protocol):
+    """A verb's options saying how to decode (`--msg-path`, `--distro`)."""
+
+    @property
+    def msg_path(self) -> list[Path] | None: ...
+
+    @property
+    def distro(self) -> str | None: ...
+
+
+def _bag(call: VerbCall[_Decoding]) -> Ros2Recording:
     """The call's input as a ROS 2 recording decoding with its --msg-path and --distro."""
     return ros2_recording(call.recording, call.source, call.extra.msg_path, call.extra.distro)
 

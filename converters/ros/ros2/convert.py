@@ -75,7 +75,8 @@ def convert(
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> ConvertReport:
-    """Convert the bag at `source` (a folder or one storage file) into `output`."""
+    """Convert the bag at `source` (a folder or one storage file) into `output`;
+    `progress(n)` gets the bytes of its storage files done, last the bag's size."""
     if output.exists() and not overwrite:
         raise OutputExistsError(f"{output} exists; pass overwrite=True to replace it")
     layout = locate(source)
@@ -96,7 +97,10 @@ def convert(
             done += entry["size"]
             if progress is not None:
                 progress(done)
-        return _write(source, layout, entries, spool, columns, topics, output, overwrite)
+        report = _write(source, layout, entries, spool, columns, topics, output, overwrite)
+    if progress is not None:  # metadata.yaml and -wal files count too
+        progress(report.source_size)
+    return report
 
 
 def _scan_file(

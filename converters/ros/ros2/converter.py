@@ -59,18 +59,10 @@ class Ros2Converter(ExportsFromAnyRecording):
     def convert(
         self, source: Path, output: Path, request: ConvertRequest = ConvertRequest()
     ) -> ConvertReport:
-        from nanorec.registry import input_size
-
         from .convert import convert
 
-        total = input_size(source)
-        progress = request.progress
-        return convert(
-            source,
-            output,
-            overwrite=request.overwrite,
-            progress=None if progress is None else (lambda n: progress(n, total)),
-        )
+        progress = request.progress_in_bytes(source)
+        return convert(source, output, overwrite=request.overwrite, progress=progress)
 
     def export(
         self, reader: ArchiveReader, output: Path, request: ExportRequest = ExportRequest()

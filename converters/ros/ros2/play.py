@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nanorec.errors import UsageError
 from nanorec.player import Player
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from nanorec.contract import PlayOptions
+
     from .recording import Ros2Recording
 
 #: The factor ↑ multiplies the rate by (↓ divides), as rosbag2's player.
@@ -54,7 +58,7 @@ def chosen_topics(
 
 
 class Ros2Player(Player):
-    def __init__(self, rec: Ros2Recording, **options: Any) -> None:
+    def __init__(self, rec: Ros2Recording, **options: Unpack[PlayOptions]) -> None:
         super().__init__(rec, **options)
 
     def handle_key(self, key: str) -> None:

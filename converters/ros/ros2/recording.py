@@ -21,6 +21,7 @@ from nanorec.archive.reader import ArchiveReader
 from nanorec.errors import FormatError, NanorecError, UsageError
 from nanorec.recording import ArchiveRecording, stamped_rows
 from nanorec.selection import Selection
+from nanorec.untyped import Payload
 
 from .bundle import DISTROS, bundled, check_distro, distro_of, resolve
 from .datas import data_of
@@ -32,6 +33,9 @@ from .storage import ZSTD_MAGIC
 from .zstd_bound import inflate_message
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from nanorec.contract import PlayOptions
     from nanorec.outputs.mcap import McapRecord, Progress
 
     from ..common.view import RosView
@@ -234,7 +238,7 @@ class Ros2Recording(ArchiveRecording):
     def table_kinds(self) -> list[str]:
         return self.topics
 
-    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Any]]:
+    def rows(self, kind: str, selection: Selection | None = None) -> Iterator[dict[str, Payload]]:
         """One row per message of topic `kind`: number, time (s from the start), time_ns,
         time_s (Unix seconds), then the message's fields flattened; of a tf topic, one row
         per transform (`item`: its place in the message, then its fields)."""
@@ -272,7 +276,7 @@ class Ros2Recording(ArchiveRecording):
             latest[self.kind_of(number)] = self.decode(number)
         return latest
 
-    def play(self, **options: Any) -> Ros2Player:
+    def play(self, **options: Unpack[PlayOptions]) -> Ros2Player:
         """A `Ros2Player`: `ros2 bag play`'s semantics (see `play.py`)."""
         from .play import Ros2Player
 

@@ -70,7 +70,7 @@ def _state_key(world: World) -> tuple[object, ...]:
 def test_file_round_trips_and_seeks(source: Path, tmp_path: Path) -> None:
     archive = tmp_path / "a.nanover.zip"
     report = convert(source, archive)
-    assert report.raw_packets == {}
+    assert report.details["raw_packets"] == {}
     assert report.archive_size <= 1.2 * report.source_size
     assert verify(archive).ok
     back = tmp_path / "back.log"
@@ -93,7 +93,7 @@ def test_clip_keeps_the_world(source: Path, tmp_path: Path) -> None:
         stop = min(len(rec), start + 30)
         clip_path = tmp_path / "clip.log"
         report = export_clip(rec, clip_path, start=start, stop=stop)
-        assert report.frames == stop - start
+        assert report.messages == stop - start
         with CarlaRecording.open(clip_path) as clip:
             assert len(clip) == stop - start
             first = clip.frame(0)
@@ -136,13 +136,13 @@ def test_truncated_recording_keeps_every_byte(tmp_path: Path) -> None:
         partial.write_bytes(data[:cut])
         archive = tmp_path / f"cut{cut}.zip"
         report = convert(partial, archive)
-        assert report.truncation is not None
+        assert report.cut is not None
         back = tmp_path / f"back{cut}.log"
         assert export(archive, back).identical is True
         assert back.read_bytes() == data[:cut]
         snaps = list(replay(data[:cut]))
         # Every complete frame converts (an incomplete last frame stays raw).
-        assert report.frames in (len(snaps), len(snaps) - 1)
+        assert report.messages in (len(snaps), len(snaps) - 1)
 
 
 def test_bad_input_and_overwrite(tmp_path: Path) -> None:

@@ -109,9 +109,9 @@ def check_pipeline(
     back = work / "back.log"
     assert export(archive, back, overwrite=True).identical is True
     assert back.read_bytes() == data
-    snapshots = list(replay(data, vector=_vector(report.family)))
+    snapshots = list(replay(data, vector=_vector(report.details["family"])))
     with CarlaRecording.open(archive) as rec:
-        assert len(rec) == report.frames
+        assert len(rec) == report.messages
         # Every frame with its FrameEnd is a message; an unterminated last one stays raw.
         assert len(rec) == len(snapshots)
         for index, snap in enumerate(snapshots):
@@ -363,9 +363,9 @@ def test_generated_recording_goes_through_the_pipeline(
         physics_wheel_size=wheel_size,
     )
     report = check_pipeline(data, tmp_path, clips=10 if STRESS else 2, seed=seed)
-    assert report.family == name  # detected, never forced
-    assert report.raw_packets == {}
-    assert (report.truncation is not None) == bool(crash)
+    assert report.details["family"] == name  # detected, never forced
+    assert report.details["raw_packets"] == {}
+    assert (report.cut is not None) == bool(crash)
 
 
 # ------------------------------------------------------------------------------- CLI
@@ -629,7 +629,7 @@ def test_duplicated_packets_export_exactly(name: str, tmp_path: Path) -> None:
     _insert_after(frames[4], 6, (6, cb.counted([cb.position(e, *_pose(10, 9.0))])))
     data = hand_file(frames)
     report = convert(_write(tmp_path / "dup.log", data), tmp_path / "dup.zip")
-    assert report.raw_packets == {2: 1, 3: 1, 1: 1, 6: 1}
+    assert report.details["raw_packets"] == {"1": 1, "2": 1, "3": 1, "6": 1}
     back = tmp_path / "back.log"
     assert export(tmp_path / "dup.zip", back).identical is True
     assert back.read_bytes() == data
@@ -649,7 +649,7 @@ def test_events_before_the_first_frame_are_kept(tmp_path: Path) -> None:
     frames = frames_of(family, [dict(adds=[_vehicle(10)], poses=[_pose(10, 1)]), {}])
     data = hand_file(frames, prelude)
     report = convert(_write(tmp_path / "pre.log", data), tmp_path / "pre.zip")
-    assert report.frames == 2
+    assert report.messages == 2
     assert export(tmp_path / "pre.zip", tmp_path / "back.log").identical is True
     assert (tmp_path / "back.log").read_bytes() == data
 
@@ -665,7 +665,7 @@ def test_last_frame_with_a_packet_after_frame_end(name: str, tmp_path: Path) -> 
         frame.append((139, b"DReyeVR"))
     frames[2].append((100, b""))
     report = check_pipeline(hand_file(frames), tmp_path, clips=0)
-    assert report.frames == 4 and report.truncation is None and report.tail_bytes == 0
+    assert report.messages == 4 and report.cut is None
     with CarlaRecording.open(tmp_path / "source.nanover.zip") as rec:
         for start, stop in [(0, 4), (1, 3), (3, 4)]:
             assert_clip_keeps_world(rec, tmp_path / "clip.log", start, stop)
@@ -790,7 +790,7 @@ def test_cut_at_every_byte_of_the_last_frames(
         assert export(archive, back, overwrite=True).identical is True, cut
         assert back.read_bytes() == part, cut
         complete = sum(1 for _ in replay(part, vector=_vector(name)))
-        assert report.frames == complete, cut
+        assert report.messages == complete, cut
         if complete:
             with CarlaRecording.open(archive) as rec:
                 assert_world_is_replay(rec.frame(complete - 1), snapshots[complete - 1])

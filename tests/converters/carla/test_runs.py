@@ -51,7 +51,7 @@ def _archive(
     back = out.with_suffix(".back")
     assert export(out, back, overwrite=True).identical is True
     assert back.read_bytes() == path.read_bytes()
-    return messages, columns, members, report.frames, report.sha256, report.truncation
+    return messages, columns, members, report.messages, report.sha256, report.cut
 
 
 def _same_both_ways(

@@ -261,7 +261,7 @@ def test_convert_and_export_are_byte_exact(name: str, tmp_path: Path) -> None:
     path = write(tmp_path / "w.log", name)
     archive = tmp_path / "w.zip"
     report = convert(path, archive)
-    assert report.raw_packets == {} and report.frames == 5
+    assert report.details["raw_packets"] == {} and report.messages == 5
     back = tmp_path / "back.log"
     assert export(archive, back).identical is True
     assert back.read_bytes() == path.read_bytes()
@@ -272,7 +272,7 @@ def test_a_clip_starts_with_the_weather_in_force(tmp_path: Path) -> None:
     with CarlaRecording.open(path) as rec:
         report = export_clip(rec, tmp_path / "clip.log", start=2, stop=5)
         noon, odd = rec.frame(2).weather, rec.frame(3).weather
-    assert report.frames == 3
+    assert report.messages == 3
     data = (tmp_path / "clip.log").read_bytes()
     assert data[:2] == struct.pack("<H", 2)  # still a 2026 file
     # Frame 1 of the clip carries NOON again (its replay must start in that weather).
@@ -296,7 +296,7 @@ def test_a_crashed_server_loses_the_weather_of_its_last_frame(tmp_path: Path) ->
     data = path.read_bytes()
     assert len(weather_packets(data)) == 1
     report = convert(path, tmp_path / "crash.zip")
-    assert report.truncation is not None and report.frames == 1
+    assert report.cut is not None and report.messages == 1
     assert export(tmp_path / "crash.zip", tmp_path / "back.log").identical is True
     assert (tmp_path / "back.log").read_bytes() == data
     with CarlaRecording.open(tmp_path / "crash.zip") as got:
@@ -345,7 +345,7 @@ def test_garbled_weather_packet_is_a_format_error_naming_its_offset(
     assert f"packet id 24 (weather) at byte {offset}: count 3 needs" in result.stderr
     # Without `strict` the packet is carried raw and written back verbatim.
     report = convert(bad, tmp_path / "bad.zip", family="ue4-dev-2026")
-    assert report.raw_packets == {WEATHER_ID: 1}
+    assert report.details["raw_packets"] == {str(WEATHER_ID): 1}
     assert export(tmp_path / "bad.zip", tmp_path / "back.log").identical is True
     assert (tmp_path / "back.log").read_bytes() == bytes(garbled)
     with CarlaRecording.open(tmp_path / "bad.zip") as rec:
@@ -355,7 +355,7 @@ def test_garbled_weather_packet_is_a_format_error_naming_its_offset(
     # writes it), so the one misfit does not turn the file into a 0.9.16 one with two
     # packets of an unknown id.
     auto = convert(bad, tmp_path / "auto.zip")
-    assert auto.family == "ue4-dev-2026" and auto.raw_packets == {WEATHER_ID: 1}
+    assert auto.details == {"family": "ue4-dev-2026", "raw_packets": {str(WEATHER_ID): 1}}
     assert len(body) == 2 + 2 * 56
 
 
@@ -368,7 +368,7 @@ def test_cut_inside_a_weather_packet_keeps_the_complete_frames(
     path = tmp_path / "cut.log"
     path.write_bytes(cut)
     report = convert(path, tmp_path / "cut.zip")
-    assert report.truncation is not None and report.frames == 3
+    assert report.cut is not None and report.messages == 3
     assert export(tmp_path / "cut.zip", tmp_path / "back.log").identical is True
     assert (tmp_path / "back.log").read_bytes() == cut
     with CarlaRecording.open(tmp_path / "cut.zip") as rec:

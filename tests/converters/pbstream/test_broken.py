@@ -79,7 +79,7 @@ def test_cut_files_convert_a_prefix(payloads: list[bytes], tmp_path: Path) -> No
         with ArchiveReader(tmp_path / "cut.zip") as reader:
             export_native(reader, tmp_path / "back", overwrite=True)
         assert (tmp_path / "back").read_bytes() == data[:cut]
-        assert (report.cut is None) == (report.tail_bytes == 0)
+        assert report.cut is None or report.cut.length > 0
 
 
 def test_bad_magic_and_empty(tmp_path: Path) -> None:
@@ -286,7 +286,7 @@ def test_a_record_inflating_to_a_gibibyte_is_never_held(tmp_path: Path) -> None:
         "import sys\n"
         "from nanorec.converters.pbstream.convert import convert\n"
         "report = convert(sys.argv[1], sys.argv[2])\n"
-        "print(report.records, *(reason for _, _, reason in report.damaged), sep='\\n')\n"
+        "print(report.messages, *(region.reason for region in report.damaged), sep='\\n')\n"
         "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])\n"
     )
     archive = tmp_path / "bomb.nanover.zip"

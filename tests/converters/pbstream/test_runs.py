@@ -111,7 +111,7 @@ def test_runs_write_what_the_per_record_path_writes(
                 with use_layout(layout):
                     report = convert(source, out, overwrite=True)
             outputs.append(out.read_bytes())
-            reports.append((report.records, report.damaged, report.warnings, report.raw_members))
+            reports.append((report.messages, report.damaged, report.warnings, report.details))
         assert outputs[0] == outputs[1] == outputs[2], source.name
         assert reports[0] == reports[1] == reports[2], source.name
 
@@ -236,7 +236,7 @@ def test_small_members_that_inflate_far_are_not_all_held(tmp_path: Path) -> None
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert report.records == 48 and not report.damaged and not report.warnings
+    assert report.messages == 48 and not report.damaged and not report.warnings
     assert peak < runs._PAYLOADS_BUDGET + (48 << 20)
 
 
