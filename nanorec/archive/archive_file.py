@@ -6,8 +6,9 @@ file, locating its zip members (`nanorec.archive.members`), reading the descript
 `nanorec.msgpack` and its block table, loading the index from the columnar copy when it still
 matches `index.msgpack` or else parsing `index.msgpack` (`nanorec.archive.index_parse`), and the raw
 reads and msgpack decoding of the stored messages that opening needs to work out a missing `types`.
-A paged archive (`nanorec.archive.pages`) read locally has every page read at open; read by URL,
-its pages are read as asked (`nanorec.archive.pageread`), all of them only when `index` is.
+A paged archive (`nanorec.archive.pages`) read locally has every page read at open; read by URL
+(or locally with `paged_index=True`), its pages are read as asked (`nanorec.archive.pageread`),
+all of them only when `index` is.
 The member API (bytes, chunks, views, side values) is `nanorec.archive.member_access`'s.
 `ArchiveReader` extends `ArchiveFile` with messages by number, CRC checks, iteration and entry
 metadata."""
@@ -71,7 +72,11 @@ class ArchiveFile(MemberAccess):
         *,
         use_description: bool = True,
         temporary_dir: Path | None = None,
+        paged_index: bool = False,
     ) -> None:
+        #: Whether a local paged archive's index is read a page at a time as asked, as by URL
+        #: (a pass over millions of messages need not hold their index whole).
+        self.paged_index = paged_index
         # A URL keeps its whole text (`str(path)`) for reopening it, a `Path`'s `.name` for titles.
         self.path: Path = url_path(str(path)) if is_url(path) else Path(path)  # type: ignore[assignment]
         # A directory holding a temporary archive (a native file opened directly): removed at
@@ -219,11 +224,12 @@ class ArchiveFile(MemberAccess):
 
     def _can_be_lazy(self) -> bool:
         """Whether pages are read as needed: by URL (a local archive maps its pages: reading
-        them all at open costs milliseconds, and reads then index plain arrays), with pages
-        to range-read (stored) and block rows fitting the messages member."""
+        them all at open costs milliseconds, and reads then index plain arrays) or when asked
+        (`paged_index`), with pages to range-read (stored) and block rows fitting the messages
+        member."""
         table = self.pages
         return (
-            isinstance(self._mm, RangeBuffer)
+            (isinstance(self._mm, RangeBuffer) or self.paged_index)
             and table is not None
             and self._members[PAGES_MEMBER].stored
             and (self._stored or table.blocks_fit)
@@ -269,7 +275,7 @@ class ArchiveFile(MemberAccess):
             self._set_index(index)
 
     def _lazy_pages(self, table: PageTable) -> LazyPages:
-        assert isinstance(self._mm, RangeBuffer)
+        assert self._mm is not None
         return LazyPages(
             self._mm,
             table,
@@ -362,7 +368,7 @@ class ArchiveFile(MemberAccess):
         The default advice is random access, right for seeks and wrong for passes (a cold
         200 MB export took 3.5x longer under it). A compact archive's blocks are then inflated
         a span of them at a time (`BlockReader.sequential`)."""
-        if self._index is None:
+        if self._index is None and not self.paged_index:
             self._load_pages()  # a pass needs every page (and the whole block table)
         if self._blocks is not None:
             self._blocks.sequential = True

@@ -4,10 +4,13 @@ and types, and the message at time t, each through one page kept in a small LRU.
 It exists apart from `ArchiveFile` because it is the only reader whose index is not in memory
 whole: a local archive reads every page at open (milliseconds, and reads then index plain
 arrays), a remote one fetches a page (~70 KiB) per message it is asked about, until something
-needs every message's columns (a selection, a pass) and `ArchiveFile.index` reads them all."""
+needs every message's columns (a selection, a pass) and `ArchiveFile.index` reads them all.
+A local archive opened with `paged_index=True` is read the same way from its mapping (an
+export's pass over 10 M messages, `ArchiveReader.raw_run`, holds a few pages, not ~0.5 GB)."""
 
 from __future__ import annotations
 
+import mmap
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -39,7 +42,7 @@ class LazyPages:
 
     def __init__(
         self,
-        buf: RangeBuffer,
+        buf: RangeBuffer | mmap.mmap,
         table: PageTable,
         *,
         pages_start: int,

@@ -74,15 +74,16 @@ def _data_in(message: dict[str, Any], number: int) -> bytes | memoryview:
 
 class Datas:
     """The data of the archive messages `numbers` (a bag file's, in its order), taken by
-    position in `numbers`."""
+    position in `numbers`; a count instead means messages 0 to count - 1 (a bag of one file:
+    10 M numbers need not be held)."""
 
-    def __init__(self, reader: ArchiveReader, numbers: NDArray[Any]) -> None:
+    def __init__(self, reader: ArchiveReader, numbers: NDArray[Any] | int) -> None:
         self.reader = reader
         self.numbers = numbers
         self._read = 0
 
     def __len__(self) -> int:
-        return len(self.numbers)
+        return self.numbers if isinstance(self.numbers, int) else len(self.numbers)
 
     def take(self, first: int, stop: int) -> tuple[bytes, Ints, Ints]:
         """The data of positions `first` to `stop - 1`: one buffer, and each one's start and
@@ -91,7 +92,10 @@ class Datas:
 
     def pick(self, positions: Ints) -> tuple[bytes, Ints, Ints]:
         """The data of `positions` (any order): one buffer, each one's start and length."""
-        numbers = np.asarray(self.numbers[positions], np.int64)
+        if isinstance(self.numbers, int):  # (out of range: `raw_run` says so)
+            numbers = np.asarray(positions, np.int64)
+        else:
+            numbers = np.asarray(self.numbers[positions], np.int64)
         if not len(numbers):
             return b"", np.zeros(0, np.int64), np.zeros(0, np.int64)
         order = np.argsort(numbers, kind="stable")
@@ -100,12 +104,14 @@ class Datas:
         runs = np.split(ordered, cuts)
         buffers: list[bytes] = []
         starts = np.empty(len(numbers), np.int64)
-        lengths = self.reader.index.length[ordered].astype(np.int64)
+        lengths = np.empty(len(numbers), np.int64)
         base = at = 0
         for run in runs:
             low, high = int(run[0]), int(run[-1]) + 1
+            # the run's messages lie back to back in `data`: lengths without the index
             data, run_starts = self.reader.raw_run(low, high)
             starts[at : at + len(run)] = run_starts[run - low] + base
+            lengths[at : at + len(run)] = np.diff(run_starts, append=len(data))[run - low]
             buffers.append(data)
             base += len(data)
             at += len(run)
