@@ -35,7 +35,7 @@ from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.member_access import MemberAccess
 from nanorec.archive.members import mapped_member, open_members, prefetch_local_headers
-from nanorec.archive.pageread import LazyPages
+from nanorec.archive.pageread import LOCAL_PAGE_CACHE, PAGE_CACHE, LazyPages
 from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
 from nanorec.archive.pagetable import PageTable, table_of
 from nanorec.archive.source import RangeBuffer
@@ -284,6 +284,7 @@ class ArchiveFile(MemberAccess):
             messages_stored=self._messages.size,
             messages_size=self._messages_size,
             stored=self._stored,
+            cache=PAGE_CACHE if isinstance(self._mm, RangeBuffer) else LOCAL_PAGE_CACHE,
         )
 
     def _number(self, number: int) -> int:

@@ -23,6 +23,9 @@ from nanorec.archive.source import RangeBuffer
 
 #: Pages kept (each ~70 KiB for messages of 100 bytes: ~4.5 MiB).
 PAGE_CACHE: Final = 64
+#: Pages kept of a local archive (`paged_index`): its pages are read again at no cost, and a
+#: page's columns take ~0.5 MB in memory (~30 MB for 64).
+LOCAL_PAGE_CACHE: Final = 8
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,10 @@ class LazyPages:
         messages_stored: int,
         messages_size: int,
         stored: bool,
+        cache: int = PAGE_CACHE,
     ) -> None:
         self.table = table
+        self._keep = cache
         self._buf = buf
         self._pages_start = pages_start
         self._messages = (messages_start, messages_stored, messages_size)
@@ -84,7 +89,7 @@ class LazyPages:
         loaded = LoadedPage(parsed.first, parsed.index, blocks)
         with self._lock:
             self._cache[page] = loaded
-            while len(self._cache) > PAGE_CACHE:
+            while len(self._cache) > self._keep:
                 self._cache.popitem(last=False)
         return loaded
 
@@ -121,4 +126,4 @@ class LazyPages:
             self._cache.clear()
 
 
-__all__ = ["PAGE_CACHE", "LazyPages", "LoadedPage"]
+__all__ = ["LOCAL_PAGE_CACHE", "PAGE_CACHE", "LazyPages", "LoadedPage"]

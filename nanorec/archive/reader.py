@@ -209,11 +209,11 @@ class ArchiveReader(ArchiveFile):
             lengths = index.length[rows]
             offset = index.offset.item(row)
             total = int(lengths.sum())
-            data = (
-                self._read(offset, total)
-                if loaded.blocks is None
-                else loaded.blocks.read(offset, total)
-            )
+            if loaded.blocks is None:
+                data = self._read(offset, total)
+            else:  # what it inflated is not kept: 64 cached pages would hold ~2 MB each
+                data = loaded.blocks.read(offset, total)
+                loaded.blocks.forget()
             begins = np.cumsum(lengths) - lengths
             if verify and crc32(data) != joined_crc(index.crc[rows], lengths):
                 for k, begin in enumerate(begins.tolist()):

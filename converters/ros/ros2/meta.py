@@ -27,9 +27,6 @@ from .members import (
 )
 from .storage import Definition, Topic
 
-#: Ranks compared at once (`in_archive_order`).
-_BLOCK = 1 << 20
-
 
 class Ros2Meta:
     def __init__(self, reader: ArchiveReader) -> None:
@@ -86,11 +83,28 @@ class Ros2Meta:
         a block at a time (no temporaries of their count)."""
         if len(self.files) != 1:
             return False
-        rank = self.rank
-        for at in range(0, max(len(rank) - 1, 0), _BLOCK):
-            block = rank[at : at + _BLOCK + 1]
-            if not bool(np.all(block[1:] > block[:-1])):
+        if "rank" in self.__dict__:  # read already
+            rank = self.rank
+            return not len(rank) or bool(np.all(rank[1:] > rank[:-1]))
+        # the member read in chunks, never held (deflated: 40 MB at 10 M messages)
+        itemsize = np.dtype(RANK_DTYPE).itemsize
+        wanted = len(self.reader) * itemsize
+        last = -1
+        size = 0
+        tail = b""
+        for chunk in self.reader.member_chunks(RANK_MEMBER):
+            data = tail + chunk
+            cut = len(data) - len(data) % itemsize
+            tail = data[cut:]
+            size += cut
+            if size > wanted:
+                break
+            block = np.frombuffer(data[:cut], RANK_DTYPE).astype(np.int64)
+            if len(block) and (block[0] <= last or not bool(np.all(block[1:] > block[:-1]))):
                 return False
+            last = int(block[-1]) if len(block) else last
+        if size != wanted or tail:
+            _ = self.rank  # FormatError naming the member and its size
         return True
 
     def numbers_of_file(self, index: int) -> NDArray[np.int64]:
