@@ -16,6 +16,7 @@ from typing import Any, Final, Protocol
 
 import msgpack
 import numpy as np
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 from numpy.typing import NDArray
 
 from nanorec.archive.archive_file import MSGPACK_ERRORS
@@ -257,6 +258,37 @@ def as_source(datas: Source | Iterable[bytes | memoryview]) -> Source:
 
 
 def slices(buffer: bytes, starts: Ints, stops: Ints) -> bytes:
-    """`buffer[start:stop]` for each pair, joined (slices of `bytes` are the cheapest
-    small pieces Python has: a memoryview slice costs several times more)."""
-    return b"".join([buffer[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
+    """`buffer[start:stop]` for each pair, joined."""
+    lengths = stops - starts
+    out = np.empty(int(lengths.sum()), np.uint8)
+    gather_into(out, np.cumsum(lengths) - lengths, buffer, starts, lengths)
+    return out.tobytes()
+
+
+#: Pieces of one length fewer than this are copied one by one.
+_FEW: Final = 16
+
+
+def gather_into(out: NDArray[np.uint8], out_at: Ints, source: bytes | memoryview,
+                starts: Ints, lengths: Ints) -> None:  # fmt: skip
+    """`source[start:start + length]` copied to `out[at:at + length]` for each triple (no
+    two overlapping in `out`). Why not slices joined: a bag's pieces are a few lengths
+    (a type's data, a page's cell header), and every piece of one length is one numpy copy
+    of rows of that width (~6x fewer CPU seconds than a slice each, for 100-byte pieces);
+    a length seen a few times is copied piece by piece."""
+    src = np.frombuffer(source, np.uint8)
+    distinct, inverse, counts = np.unique(lengths, return_inverse=True, return_counts=True)
+    order = np.argsort(inverse, kind="stable")
+    first = 0
+    for length, count in zip(distinct.tolist(), counts.tolist(), strict=True):
+        group = order[first : first + count]
+        first += count
+        if length <= 0:
+            continue
+        if count < _FEW:
+            for at, start in zip(out_at[group].tolist(), starts[group].tolist(), strict=True):
+                out[at : at + length] = src[start : start + length]
+            continue
+        rows = sliding_window_view(src, length)[starts[group]]
+        target = as_strided(out, (len(out) - length + 1, length), (1, 1), writeable=True)
+        target[out_at[group]] = rows

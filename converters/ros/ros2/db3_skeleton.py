@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from nanorec.errors import FormatError, TruncatedError
 
-from .datas import Ints, Source, as_source, slices
+from .datas import Ints, Source, as_source, gather_into
 from .storage import RELEASE_BYTES, release_pages
 
 SKELETON_MAGIC = b"NRDB3SK1"
@@ -280,7 +280,7 @@ class _Joined:
             m = int(window.empty[int(wrong[0])])
             raise FormatError(f"message {m} has {int(lengths[wrong[0]])} bytes, the skeleton 0")
 
-    def pieces(self, ready: _Window) -> Iterator[bytes]:
+    def pieces(self, ready: _Window) -> Iterator[memoryview]:
         """`ready`'s pieces in file order with the body's bytes before each, in blocks of
         at most `_BLOCK` pieces and about `_BLOCK_BYTES`."""
         order = np.argsort(ready.pos, kind="stable")
@@ -292,7 +292,7 @@ class _Joined:
             yield self._block(ready, order[first:stop])
             first = stop
 
-    def _block(self, ready: _Window, take: Ints) -> bytes:
+    def _block(self, ready: _Window, take: Ints) -> memoryview:
         pos, lens = ready.pos[take], ready.lens[take]
         msg, inner, size = ready.msg[take], ready.inner[take], ready.size[take]
         gaps = pos - np.concatenate(([self.end], (pos + lens)[:-1]))
@@ -312,14 +312,11 @@ class _Joined:
             )
         data = starts[back] + inner
         self.end = int(pos[-1] + lens[-1])
-        # one buffer to slice: this block's body bytes, then the data
-        joined = bytes(self.body[self.bpos : self.bpos + used]) + bytes(buffer)
+        # each piece's body bytes (the gap before it), then its data, copied into place
+        out = np.empty(used + int(lens.sum()), np.uint8)
+        out_at = np.cumsum(gaps + lens) - lens - gaps
+        gather_into(out, out_at, self.body[self.bpos : self.bpos + used], np.cumsum(gaps) - gaps,
+                    gaps)  # fmt: skip
+        gather_into(out, out_at + gaps, buffer, data, lens)
         self.bpos += used
-        gap_at = np.cumsum(gaps) - gaps
-        begin = np.empty(2 * len(gaps), np.int64)
-        stop = np.empty(2 * len(gaps), np.int64)
-        begin[0::2] = gap_at
-        stop[0::2] = gap_at + gaps
-        begin[1::2] = data + used
-        stop[1::2] = data + used + lens
-        return slices(joined, begin, stop)
+        return out.data
