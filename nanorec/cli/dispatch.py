@@ -187,7 +187,8 @@ def format_of(path: Path) -> str | None:
     try:
         head = registry.read_head(path)
         if registry.is_archive(head):
-            with ArchiveReader(path) as reader:
+            # its description says: the index is not read (~0.5 GB at 10 M messages)
+            with ArchiveReader(path, paged_index=True) as reader:
                 converter = registry.for_archive(reader)
         else:
             converter = registry.for_native(path, head)

@@ -215,7 +215,7 @@ def _source_format(file: Path) -> str | None:
     if registry.is_archive(head):
         from nanorec.archive.reader import ArchiveReader
 
-        with ArchiveReader(file) as reader:
+        with ArchiveReader(file, paged_index=True) as reader:  # its description: no index
             converter = registry.for_archive(reader)
             return None if converter is None else converter.name
     return registry.for_native(file, head).name
