@@ -53,3 +53,22 @@ def test_a_damaged_message_is_named_by_a_paged_run(tmp_path: Path) -> None:
             reader.raw_run(PER, COUNT)
         data, _ = reader.raw_run(PER, COUNT, verify=False)
         assert len(data) > 0
+
+
+def test_finding_an_archives_format_reads_no_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every verb asks an archive's format (twice a command): its description says, and the
+    index of millions of messages is not read for it (it was: ~0.5 GB at 9 M messages)."""
+    from nanorec.archive.archive_file import ArchiveFile
+    from nanorec.cli.dispatch import format_of
+
+    path = write_archive(tmp_path / "a.zip", sample_messages(COUNT))
+
+    def whole(self: ArchiveFile) -> None:
+        raise AssertionError("the whole index was read")
+
+    monkeypatch.setattr(ArchiveFile, "_whole_pages", whole)
+    assert format_of(path) is None  # a plain archive: no converter wrote it
+    with ArchiveReader(path, paged_index=True) as reader:
+        assert reader.raw(3) and reader.description is not None
