@@ -3,21 +3,28 @@
 For a bag of odometry-only small messages of each storage (our generator, sized by `--mb`):
 - export back byte for byte, MB/s of bag by CPU time, A B A B: "before" = the joins fed one
   message at a time (`tests/converters/ros2/reference_join.py`, the code as it was) with each
-  message's data decoded alone; "after" = `pieces.file_pieces` (runs of messages); and the
-  peak RSS of a real export (`converter.export`) in a child process;
+  message's data decoded alone; "after" = `pieces.file_pieces` (runs of messages, the index
+  read a page at a time as export reads it); and the peak RSS (the child's own VmHWM) of a
+  real export (`converter.export`, the archive opened as the export verb opens it) in a
+  child process;
 - cat as NDJSON, µs of CPU a message: before (`dumps(decoded_line(rec)(n))`), after
-  (`lines.ndjson_lines`), our plain decode alone, and `rosbags` (`deserialize_cdr` then a
-  walk turning the result into plain JSON-able values).
-Run from the repository root (it imports the reference from tests/):
+  (`lines.ndjson_lines`), our plain decode alone, and `rosbags` (`deserialize_cdr` alone, and
+  then a walk turning the result into plain JSON-able values, and that then as a JSON line).
+Run from the repository root (it imports the reference from tests/); writes bench/RESULTS.md's
+ros2back section:
 
-    python bench/bench_ros2_back.py --mb 100
+    python bench/bench_ros2_back.py --mb 25
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import io
+import json
+import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -26,9 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from results import write_section
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+START, END = "<!-- ros2back:start -->", "<!-- ros2back:end -->"
+
+
+def len_of(archive: Path) -> int:
+    from nanorec.archive.reader import ArchiveReader
+
+    with ArchiveReader(archive, paged_index=True) as reader:
+        return len(reader)
 
 
 def cpu(action: Any) -> float:
@@ -61,7 +77,7 @@ def export_after(archive: Path) -> str:
     from nanorec.converters.ros.ros2.pieces import file_pieces
 
     sha = hashlib.sha256()
-    with ArchiveReader(archive) as reader:
+    with ArchiveReader(archive, paged_index=True) as reader:
         for piece in file_pieces(reader, Ros2Meta(reader), 0):
             sha.update(piece)
     return sha.hexdigest()
@@ -76,10 +92,11 @@ def child_export(archive: Path, out: Path) -> tuple[float, float]:
         "from nanorec.archive.reader import ArchiveReader\n"
         "from nanorec.contract import ExportRequest\n"
         "t = time.process_time()\n"
-        "with ArchiveReader(Path(sys.argv[1])) as r:\n"
+        "with ArchiveReader(Path(sys.argv[1]), paged_index=True) as r:\n"
         "    wanted = ExportRequest(overwrite=True)\n"
         "    assert registry.get('ros2').export(r, Path(sys.argv[2]), wanted).identical\n"
-        "print(time.process_time() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "peak = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+        "print(time.process_time() - t, peak)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(archive), str(out)],
@@ -135,9 +152,17 @@ def cat_rates(archive: Path, bag: Path, count: int) -> dict[str, float]:
             raws.append((connection.msgtype, raw))
             if len(raws) >= count:
                 break
-    rates["rosbags deserialize + plain"] = (
-        cpu(lambda: [plain(store.deserialize_cdr(r, t)) for t, r in raws]) / len(raws) * 1e6
-    )
+    rosbags = {
+        "rosbags deserialize": lambda: [store.deserialize_cdr(r, t) for t, r in raws],
+        "rosbags deserialize + plain": lambda: [
+            plain(store.deserialize_cdr(r, t)) for t, r in raws
+        ],
+        "rosbags deserialize + plain + JSON line": lambda: io.StringIO().writelines(
+            json.dumps(plain(store.deserialize_cdr(r, t))) + "\n" for t, r in raws
+        ),
+    }
+    for name, action in list(rosbags.items()) * 2:
+        rates[name] = min(rates.get(name, 1e9), cpu(action) / len(raws) * 1e6)
     return rates
 
 
@@ -149,6 +174,8 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=25, help="size of each bag, MB of sqlite3")
     parser.add_argument("--cat", type=int, default=50_000, help="messages for the cat rates")
     args = parser.parse_args()
+    lines: list[str] = []
+    cats: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-ros2back-") as tmp:
         work = Path(tmp)
         for storage in ("sqlite3", "mcap"):
@@ -166,15 +193,38 @@ def main() -> None:
                 times[name].append(time.process_time() - start)
             seconds, rss = child_export(archive, work / f"{storage}-back")
             mb = size / 1e6
-            print(f"{storage}: {mb:.0f} MB bag, same bytes: {len(hashes) == 1}")
-            for name, values in times.items():
-                rates = " / ".join(f"{mb / v:.1f}" for v in values)
-                print(f"  export {name}: CPU s {values}, MB/s {rates}")
-            print(
-                f"  export (child): CPU {seconds:.2f} s, {mb / seconds:.1f} MB/s, RSS {rss:.0f} MB"
-            )
+            lines.append(f"| {storage}, {mb:.0f} MB, {len_of(archive)} messages | "
+                         + " | ".join(" / ".join(f"{mb / v:.1f}" for v in times[name])
+                                      for name in ("before", "after"))
+                         + f" | {mb / seconds:.1f} | {rss:.0f} | {len(hashes) == 1} |")  # fmt: skip
+            print(lines[-1], flush=True)
             for name, rate in cat_rates(archive, bag, args.cat).items():
-                print(f"  cat {name}: {rate:.1f} us/message")
+                cats.append(f"| {storage} | {name} | {rate:.1f} |")
+                print(cats[-1], flush=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = "\n".join(
+        [
+            f"{START}\n## ROS 2 export back and cat of small messages "
+            f"(`python bench/bench_ros2_back.py --mb {args.mb:g} --cat {args.cat}`)\n",
+            f"{stamp}, Python {platform.python_version()}, {platform.machine()}, "
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.0f}. Odometry-only bags "
+            "from our generator. Export: MB of bag a CPU second of this process, A B A B; "
+            "before = the per-message joins (tests/converters/ros2/reference_join.py); after = "
+            "`pieces.file_pieces` (what export writes); the child is a whole `converter.export` "
+            "(its CPU and its own VmHWM). Cat: CPU µs a message (best of 2) over the first "
+            f"{args.cat} messages.\n",
+            "| bag | export MB/s before | export MB/s after | export MB/s (child) | "
+            "peak RSS MB (child) | same bytes |",
+            "|---|---|---|---|---|---|",
+            *lines,
+            "",
+            "| bag | cat as NDJSON | µs a message |",
+            "|---|---|---|",
+            *cats,
+            END,
+        ]
+    )
+    write_section(START, END, text)
 
 
 if __name__ == "__main__":

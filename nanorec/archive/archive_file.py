@@ -6,8 +6,9 @@ file, locating its zip members (`nanorec.archive.members`), reading the descript
 `nanorec.msgpack` and its block table, loading the index from the columnar copy when it still
 matches `index.msgpack` or else parsing `index.msgpack` (`nanorec.archive.index_parse`), and the raw
 reads and msgpack decoding of the stored messages that opening needs to work out a missing `types`.
-A paged archive (`nanorec.archive.pages`) read locally has every page read at open; read by URL,
-its pages are read as asked (`nanorec.archive.pageread`), all of them only when `index` is.
+A paged archive (`nanorec.archive.pages`) read locally has every page read at open; read by URL
+(or locally with `paged_index=True`), its pages are read as asked (`nanorec.archive.pageread`),
+all of them only when `index` is.
 The member API (bytes, chunks, views, side values) is `nanorec.archive.member_access`'s.
 `ArchiveReader` extends `ArchiveFile` with messages by number, CRC checks, iteration and entry
 metadata."""
@@ -34,7 +35,7 @@ from nanorec.archive.index import Index
 from nanorec.archive.index_parse import parse_entries
 from nanorec.archive.member_access import MemberAccess
 from nanorec.archive.members import mapped_member, open_members, prefetch_local_headers
-from nanorec.archive.pageread import LazyPages
+from nanorec.archive.pageread import LOCAL_PAGE_CACHE, PAGE_CACHE, LazyPages
 from nanorec.archive.pages import MEMBER_NAME as PAGES_MEMBER
 from nanorec.archive.pagetable import PageTable, table_of
 from nanorec.archive.source import RangeBuffer
@@ -74,7 +75,11 @@ class ArchiveFile(MemberAccess):
         *,
         use_description: bool = True,
         temporary_dir: Path | None = None,
+        paged_index: bool = False,
     ) -> None:
+        #: Whether a local paged archive's index is read a page at a time as asked, as by URL
+        #: (a pass over millions of messages need not hold their index whole).
+        self.paged_index = paged_index
         # A URL keeps its whole text (`str(path)`) for reopening it, a `Path`'s `.name` for titles.
         self.path: Path = url_path(str(path)) if is_url(path) else Path(path)  # type: ignore[assignment]
         # A directory holding a temporary archive (a native file opened directly): removed at
@@ -222,11 +227,12 @@ class ArchiveFile(MemberAccess):
 
     def _can_be_lazy(self) -> bool:
         """Whether pages are read as needed: by URL (a local archive maps its pages: reading
-        them all at open costs milliseconds, and reads then index plain arrays), with pages
-        to range-read (stored) and block rows fitting the messages member."""
+        them all at open costs milliseconds, and reads then index plain arrays) or when asked
+        (`paged_index`), with pages to range-read (stored) and block rows fitting the messages
+        member."""
         table = self.pages
         return (
-            isinstance(self._mm, RangeBuffer)
+            (isinstance(self._mm, RangeBuffer) or self.paged_index)
             and table is not None
             and self._members[PAGES_MEMBER].stored
             and (self._stored or table.blocks_fit)
@@ -272,7 +278,7 @@ class ArchiveFile(MemberAccess):
             self._set_index(index)
 
     def _lazy_pages(self, table: PageTable) -> LazyPages:
-        assert isinstance(self._mm, RangeBuffer)
+        assert self._mm is not None
         return LazyPages(
             self._mm,
             table,
@@ -281,6 +287,7 @@ class ArchiveFile(MemberAccess):
             messages_stored=self._messages.size,
             messages_size=self._messages_size,
             stored=self._stored,
+            cache=PAGE_CACHE if isinstance(self._mm, RangeBuffer) else LOCAL_PAGE_CACHE,
         )
 
     def _number(self, number: int) -> int:
@@ -368,7 +375,8 @@ class ArchiveFile(MemberAccess):
         `run[0]` to `run[1]` (included) only: a paged archive by URL then reads them through
         their pages, not its whole index, and reads ahead no further than they reach."""
         lazy = self._lazy
-        if self._index is None and lazy is not None and run is not None:
+        remote = self._mm if isinstance(self._mm, RangeBuffer) else None
+        if self._index is None and lazy is not None and run is not None and remote is not None:
             first, row = lazy.of(run[0])
             last, end_row = lazy.of(run[1])
             start = first.index.offset.item(row)
@@ -378,11 +386,10 @@ class ArchiveFile(MemberAccess):
                     first.blocks.stored_span(start)[0],
                     last.blocks.stored_span(max(start, end - 1))[1],
                 )
-            assert isinstance(self._mm, RangeBuffer)
-            self._mm.sequential = True
-            self._mm.read_ahead = min(self._mm.read_ahead, end - start + RUN_SLACK)
+            remote.sequential = True
+            remote.read_ahead = min(remote.read_ahead, end - start + RUN_SLACK)
             return
-        if self._index is None:
+        if self._index is None and not self.paged_index:
             self._load_pages()  # a pass needs every page (and the whole block table)
         if self._blocks is not None:
             self._blocks.sequential = True

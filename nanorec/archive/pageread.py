@@ -5,10 +5,13 @@ It exists apart from `ArchiveFile` because it is the only reader whose index is 
 whole: a local archive reads every page at open (milliseconds, and reads then index plain
 arrays), a remote one fetches a page (~70 KiB) per message it is asked about, and for a
 selection by time or type the pages the page table says may hold one (`select`), until
-something needs every message's columns (a pass) and `ArchiveFile.index` reads them all."""
+something needs every message's columns (a pass) and `ArchiveFile.index` reads them all.
+A local archive opened with `paged_index=True` is read the same way from its mapping (an
+export's pass over 10 M messages, `ArchiveReader.raw_run`, holds a few pages, not ~0.5 GB)."""
 
 from __future__ import annotations
 
+import mmap
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -24,6 +27,9 @@ from nanorec.archive.source import RangeBuffer
 
 #: Pages kept (each ~70 KiB for messages of 100 bytes: ~4.5 MiB).
 PAGE_CACHE: Final = 64
+#: Pages kept of a local archive (`paged_index`): its pages are read again at no cost, and a
+#: page's columns take ~0.5 MB in memory (~30 MB for 64).
+LOCAL_PAGE_CACHE: Final = 8
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class LazyPages:
 
     def __init__(
         self,
-        buf: RangeBuffer,
+        buf: RangeBuffer | mmap.mmap,
         table: PageTable,
         *,
         pages_start: int,
@@ -51,8 +57,10 @@ class LazyPages:
         messages_stored: int,
         messages_size: int,
         stored: bool,
+        cache: int = PAGE_CACHE,
     ) -> None:
         self.table = table
+        self._keep = cache
         self._buf = buf
         self._pages_start = pages_start
         self._messages = (messages_start, messages_stored, messages_size)
@@ -85,7 +93,7 @@ class LazyPages:
         loaded = LoadedPage(parsed.first, parsed.index, blocks)
         with self._lock:
             self._cache[page] = loaded
-            while len(self._cache) > PAGE_CACHE:
+            while len(self._cache) > self._keep:
                 self._cache.popitem(last=False)
         return loaded
 
@@ -117,6 +125,11 @@ class LazyPages:
         position = loaded.index.position_at_time(t_us)
         return None if position is None else loaded.first + position
 
+    def _prefetch(self, spans: list[tuple[int, int]]) -> None:
+        """Pages about to be read, fetched together by URL (a local mapping needs nothing)."""
+        if isinstance(self._buf, RangeBuffer):
+            self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
+
     def select(
         self, start_us: int | None, end_us: int | None, codes: NDArray[np.bool_] | None
     ) -> NDArray[np.int64]:
@@ -128,7 +141,7 @@ class LazyPages:
         with self._lock:
             missing = [page for page in pages if page not in self._cache]
         spans = [self.table.span(page) for page in missing]
-        self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
+        self._prefetch(spans)
         found: list[NDArray[np.int64]] = []
         for page in pages:
             loaded = self.page(page)
@@ -151,7 +164,7 @@ class LazyPages:
         with self._lock:
             missing = [page for page in pages if page not in self._cache]
         spans = [self.table.span(page) for page in missing]
-        self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
+        self._prefetch(spans)
         parts = [self.page(page).index for page in pages]
         base = pages[0] * per
         if len(parts) == 1:
@@ -165,4 +178,4 @@ class LazyPages:
             self._cache.clear()
 
 
-__all__ = ["PAGE_CACHE", "LazyPages", "LoadedPage"]
+__all__ = ["LOCAL_PAGE_CACHE", "PAGE_CACHE", "LazyPages", "LoadedPage"]

@@ -53,7 +53,9 @@ class ArchiveReader(ArchiveFile):
     in microseconds, CRCs, flags, types). Use as a context manager or call `close()`.
 
     `use_description=False` ignores the columnar copy in `nanorec.msgpack` and parses
-    `index.msgpack` (what happens anyway for NanoVer files).
+    `index.msgpack` (what happens anyway for NanoVer files). `paged_index=True` reads a local
+    paged archive's index a page at a time as asked, as by URL (`raw_run` walks the pages: an
+    export of millions of messages holds a few pages, not the whole index).
 
     Raises at open: `TruncatedError` (cut file), `ArchiveError` (damaged zip, missing
     `messages.msgpack`/`index.msgpack`, bad index) and its subclasses, `UnsupportedError`;
@@ -67,10 +69,16 @@ class ArchiveReader(ArchiveFile):
         use_description: bool = True,
         temporary_dir: Path | None = None,
         verify: bool = True,
+        paged_index: bool = False,
     ) -> None:
         #: Whether each read checks the message's CRC-32 (`ChecksumError` on a mismatch).
         self.verify = verify
-        super().__init__(path, use_description=use_description, temporary_dir=temporary_dir)
+        super().__init__(
+            path,
+            use_description=use_description,
+            temporary_dir=temporary_dir,
+            paged_index=paged_index,
+        )
 
     # -- context manager -------------------------------------------------------------------
 
@@ -161,10 +169,14 @@ class ArchiveReader(ArchiveFile):
         (an export) pays one read, not one per message. Messages laid back to back, as
         nanorec writes them, are one slice, checked by one CRC pass against the index's
         CRCs joined (`nanorec.archive.crc.joined_crc`); otherwise each is read (and checked) as by
-        `raw`. Raises `IndexError` for a bad range, `ChecksumError` naming the message."""
+        `raw`. A lazy paged archive is read a page at a time (its index is not loaded
+        whole). Raises `IndexError` for a bad range, `ChecksumError` naming the
+        message."""
         count = self._count
         if not 0 <= first <= stop <= count:
             raise OutOfRangeError(f"messages {first}:{stop} out of range (archive holds {count})")
+        if self._index is None and self._lazy is not None and first < stop:
+            return self._paged_run(first, stop, self.verify if verify is None else verify)
         self.index  # noqa: B018 - a run needs the whole index (a lazy archive loads its pages)
         offsets = self._offsets[first:stop]
         lengths = self._lengths[first:stop]
@@ -181,6 +193,44 @@ class ArchiveReader(ArchiveFile):
             for number, at in enumerate(starts.tolist(), start=first):
                 self._verify(number, data[at : at + self._lengths.item(number)])
         return data, starts
+
+    def _paged_run(self, first: int, stop: int, verify: bool) -> tuple[bytes, NDArray[np.int64]]:
+        """`raw_run` through the pages of a lazy archive: each page's part of the run is one
+        slice (a page's messages lie back to back, `PageTable.parse`; a compact archive's are
+        inflated from the page's blocks at once), checked by one CRC."""
+        assert self._lazy is not None
+        parts: list[bytes] = []
+        starts: list[NDArray[np.int64]] = []
+        at = 0
+        number = first
+        while number < stop:
+            loaded, row = self._lazy.of(number)
+            index = loaded.index
+            end = min(stop, loaded.first + len(index))
+            rows = slice(row, row + end - number)
+            lengths = index.length[rows]
+            offset = index.offset.item(row)
+            total = int(lengths.sum())
+            if loaded.blocks is None:
+                data = self._read(offset, total)
+            else:  # what it inflated is not kept: 64 cached pages would hold ~2 MB each
+                data = loaded.blocks.read(offset, total)
+                loaded.blocks.forget()
+            begins = np.cumsum(lengths) - lengths
+            if verify and crc32(data) != joined_crc(index.crc[rows], lengths):
+                for k, begin in enumerate(begins.tolist()):
+                    self._check_crc(
+                        number + k,
+                        data[begin : begin + lengths.item(k)],
+                        index.crc.item(row + k),
+                        offset + begin,
+                    )
+            parts.append(data)
+            starts.append(begins + at)
+            at += len(data)
+            number = end
+        joined = parts[0] if len(parts) == 1 else b"".join(parts)
+        return joined, np.concatenate(starts)
 
     def _run_crc_ok(self, first: int, stop: int, data: bytes) -> bool:
         """Whether `data`, messages `first`..`stop - 1` back to back, has the CRC their index

@@ -130,7 +130,8 @@ def export_file(
         _check_storage(storage, to, writer or registry.converters().get(source or ""))
     if to in ("parquet", "mcap") or (writer is not None and writer.name != source):
         return _export_other(to, file, output, selection, force, storage, writer)
-    with opened_archive(file, options=convert_options) as reader:
+    # its index a page at a time: a native export walks it once (10 M messages: ~0.5 GB whole)
+    with opened_archive(file, options=convert_options, paged_index=True) as reader:
         converter = registry.for_archive(reader)
         if converter is None:
             check_choice("--format", to, COMMON_FORMS)
@@ -216,7 +217,7 @@ def _source_format(file: Path) -> str | None:
     if registry.is_archive(head):
         from nanorec.archive.reader import ArchiveReader
 
-        with ArchiveReader(file) as reader:
+        with ArchiveReader(file, paged_index=True) as reader:  # its description: no index
             converter = registry.for_archive(reader)
             return None if converter is None else converter.name
     return registry.for_native(file, head).name

@@ -152,17 +152,22 @@ def opened(path: Path, *, show_conversion: bool = False) -> Iterator[Recording]:
 
 @contextlib.contextmanager
 def opened_archive(
-    path: Path, fmt: str | None = None, options: Mapping[str, object] | None = None
+    path: Path,
+    fmt: str | None = None,
+    options: Mapping[str, object] | None = None,
+    *,
+    paged_index: bool = False,
 ) -> Iterator[ArchiveReader]:
     """An `ArchiveReader` of `path`: the archive itself, or a native file converted into a
-    temporary archive (removed afterwards)."""
+    temporary archive (removed afterwards). `paged_index`: its index read a page at a time
+    as asked (`ArchiveReader`'s; a pass over every message, as export's)."""
     import tempfile  # not at start-up: with random, ~3 ms of `nanorec --version`
 
     from nanorec.archive.reader import ArchiveReader
 
     check_input(path)
     if registry.is_archive(registry.read_head(path)):
-        with ArchiveReader(path) as reader:
+        with ArchiveReader(path, paged_index=paged_index) as reader:
             yield reader
         return
     converter = native_converter(path, fmt)
@@ -170,7 +175,7 @@ def opened_archive(
         archive = Path(folder) / (path.name + ".nanover.zip")
         with scratch():
             converter.convert(path, archive, convert_request(converter, options))
-        with ArchiveReader(archive) as reader:
+        with ArchiveReader(archive, paged_index=paged_index) as reader:
             yield reader
 
 

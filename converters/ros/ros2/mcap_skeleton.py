@@ -13,7 +13,6 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -98,18 +97,19 @@ def join_mcap(
     source = as_source(datas)
     ops = _Ops(sk, top, count, blob_size, len(source))
     joined = _Joined(ops, sk[top + 9 * count :], source)
-    release_pages(sk)  # the operations are read: a mapped skeleton's pages given back
+    release_pages(sk)  # the operations are checked: a mapped skeleton's pages given back
     written = released = 0
-    first = 0
-    while first < count:
-        stop = ops.stop(first)
-        for piece in joined.batch(first, stop):
-            written += len(piece)
-            yield piece
-        first = stop
-        if written - released > RELEASE_BYTES:
-            released = written
-            release_pages(sk)
+    for window in range(ops.windows):
+        first = ops.load(window)
+        while first < ops.end:
+            stop = ops.stop(first)
+            for piece in joined.batch(first, stop):
+                written += len(piece)
+                yield piece
+            first = stop
+            if written - released > RELEASE_BYTES:
+                released = written
+                release_pages(sk)
     if joined.chunk is not None:
         raise FormatError("MCAP skeleton ends inside a chunk")
     if written != file_size:
@@ -117,73 +117,87 @@ def join_mcap(
 
 
 class _Ops:
-    """A skeleton's operations (views of it) and, per DATA operation, its place and the size
-    its record says: read a window of operations at a time, so that millions of them hold
-    a few bytes each, not columns of every operation."""
+    """A skeleton's operations (views of it) and, per DATA operation of the window loaded,
+    its place and the size its record says. The operations are checked once at open, a
+    window at a time; then each window's DATA operations are worked out again as it is
+    joined (why: columns of every DATA operation took 8 bytes a message, 80 MB at 10 M)."""
 
     def __init__(self, sk: memoryview, top: int, count: int, blob_size: int,
                  datas: int) -> None:  # fmt: skip
+        self.sk = sk
         self.kinds = np.frombuffer(sk, np.uint8, count, top)
         self.args = np.frombuffer(sk, "<u8", count, top + count)
-        blob = np.frombuffer(sk, np.uint8, blob_size, top + 9 * count)
-        places: list[NDArray[np.int64]] = []
-        sizes: list[NDArray[np.int64]] = []
-        blob_at = taken = 0
-        last_end = last_length = -1  # the last COPY so far: where its bytes end, how many
+        self.blob = np.frombuffer(sk, np.uint8, blob_size, top + 9 * count)
+        #: Per window, where the blob is, the last COPY's end and length and the datas taken
+        #: before its first operation.
+        self.states: list[tuple[int, int, int, int]] = []
+        state = (0, -1, -1, 0)
         for first in range(0, count, _WINDOW):
-            kinds = self.kinds[first : first + _WINDOW]
-            wide = self.args[first : first + _WINDOW]
-            bad = np.flatnonzero((kinds > END) | (wide >= np.uint64(1 << 62)))
-            if len(bad):
-                raise FormatError(f"bad MCAP skeleton operation {int(kinds[bad[0]])}")
-            args = wide.astype(np.int64)
-            copy = kinds == COPY
-            blob_end = blob_at + np.cumsum(np.where(copy, args, 0))
-            if int(blob_end[-1]) > blob_size:
-                raise FormatError("MCAP skeleton copies past its blob")
-            taken += int(np.where(kinds == DATA, 1, np.where(kinds == DROP, args, 0)).sum())
-            data = np.flatnonzero(kinds == DATA)
-            last = np.maximum.accumulate(np.where(copy, np.arange(len(kinds)), -1))[data]
-            ends = np.where(last >= 0, blob_end[np.maximum(last, 0)], last_end)
-            lengths = np.where(last >= 0, args[np.maximum(last, 0)], last_length)
-            if np.any(lengths < MESSAGE_HEAD):
-                raise FormatError("message data of another size than its MCAP record")
-            at = ends - MESSAGE_HEAD + 1
-            raw = blob[at[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
-            sizes.append(raw.astype(np.int64) - rec.MESSAGE_HEAD.size)
-            places.append(first + data)
-            if copy.any():
-                c = int(np.flatnonzero(copy)[-1])
-                last_end, last_length = int(blob_end[c]), int(args[c])
-            blob_at = int(blob_end[-1])
-            if first // _WINDOW % 8 == 7:  # bounded RSS: a mapped skeleton's pages given back
+            self.states.append(state)
+            _, _, state = self._scan(first, state)
+            if first // _WINDOW % 2 == 1:  # bounded RSS: a mapped skeleton's pages given back
                 release_pages(sk)
-        if blob_at != blob_size:
+        if state[0] != blob_size:
             raise FormatError("MCAP skeleton does not join to its file size")
-        if taken != datas:
+        if state[3] != datas:
             raise FormatError(
-                f"{'fewer' if datas < taken else 'more'} message datas than the MCAP skeleton holds"
+                f"{'fewer' if datas < state[3] else 'more'} message datas than the MCAP "
+                "skeleton holds"
             )
-        #: Per DATA operation, its number among the operations and its data's size.
-        self.data = _narrow(np.concatenate(places)) if places else np.zeros(0, np.int64)
-        self.sizes = _narrow(np.concatenate(sizes)) if sizes else np.zeros(0, np.int64)
+        self.windows = len(self.states)
+        #: Per DATA operation of the window loaded, its number among the operations and its
+        #: data's size; where the window ends.
+        self.data = np.zeros(0, np.int64)
+        self.sizes = np.zeros(0, np.int64)
+        self.end = 0
+
+    def _scan(
+        self, first: int, state: tuple[int, int, int, int]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], tuple[int, int, int, int]]:
+        """The window of operations from `first`, from the state before it: its DATA
+        operations' places and sizes, and the state after it. FormatError when it is bad."""
+        blob_at, last_end, last_length, taken = state
+        kinds = self.kinds[first : first + _WINDOW]
+        wide = self.args[first : first + _WINDOW]
+        bad = np.flatnonzero((kinds > END) | (wide >= np.uint64(1 << 62)))
+        if len(bad):
+            raise FormatError(f"bad MCAP skeleton operation {int(kinds[bad[0]])}")
+        args = wide.astype(np.int64)
+        copy = kinds == COPY
+        blob_end = blob_at + np.cumsum(np.where(copy, args, 0))
+        if int(blob_end[-1]) > len(self.blob):
+            raise FormatError("MCAP skeleton copies past its blob")
+        taken += int(np.where(kinds == DATA, 1, np.where(kinds == DROP, args, 0)).sum())
+        data = np.flatnonzero(kinds == DATA)
+        last = np.maximum.accumulate(np.where(copy, np.arange(len(kinds)), -1))[data]
+        ends = np.where(last >= 0, blob_end[np.maximum(last, 0)], last_end)
+        lengths = np.where(last >= 0, args[np.maximum(last, 0)], last_length)
+        if np.any(lengths < MESSAGE_HEAD):
+            raise FormatError("message data of another size than its MCAP record")
+        at = ends - MESSAGE_HEAD + 1
+        raw = self.blob[at[:, None] + np.arange(8)].copy().view("<u8").reshape(-1)
+        sizes = raw.astype(np.int64) - rec.MESSAGE_HEAD.size
+        if copy.any():
+            c = int(np.flatnonzero(copy)[-1])
+            last_end, last_length = int(blob_end[c]), int(args[c])
+        return first + data, sizes, (int(blob_end[-1]), last_end, last_length, taken)
+
+    def load(self, window: int) -> int:
+        """Window `window`'s DATA operations worked out: its first operation's number."""
+        first = window * _WINDOW
+        self.data, self.sizes, _ = self._scan(first, self.states[window])
+        self.end = min(first + _WINDOW, len(self.kinds))
+        return first
 
     def stop(self, first: int) -> int:
         """Where the batch of operations from `first` ends: at most `_BATCH` datas and
-        about `_BATCH_BYTES` of them."""
+        about `_BATCH_BYTES` of them, inside the window loaded."""
         k = int(np.searchsorted(self.data, first))
-        sizes = self.sizes[k : k + _BATCH].astype(np.int64)
+        sizes = self.sizes[k : k + _BATCH]
         far = k + max(1, int(np.searchsorted(np.cumsum(sizes), _BATCH_BYTES)))
         if far >= len(self.data):
-            return len(self.kinds)
+            return self.end
         return int(self.data[far])
-
-
-def _narrow(values: NDArray[np.int64]) -> NDArray[Any]:
-    """`values` as int32 when they all fit (half the memory), else as they are."""
-    if not len(values) or (int(values.max()) < 1 << 31 and int(values.min()) >= -(1 << 31)):
-        return values.astype(np.int32)
-    return values
 
 
 class _Joined:

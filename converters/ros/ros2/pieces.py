@@ -23,7 +23,8 @@ def file_pieces(reader: ArchiveReader, meta: Ros2Meta, index: int) -> Iterator[b
     if entry["compressed"]:
         yield from reader.member_chunks(zstd_member(index))
         return
-    datas = Datas(reader, meta.numbers_of_file(index))
+    order = len(reader) if meta.in_archive_order(index) else meta.numbers_of_file(index)
+    datas = Datas(reader, order)
     reader.advise_sequential()
     # the skeleton as a view of the mapping (a few hundred MB for millions of messages)
     skeleton = reader.member_view(skeleton_member(index))
