@@ -32,43 +32,19 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_remote import RangeFile, Sample, _cell  # noqa: E402
+from bench.bench_view import FAMILY, SCENE, ensure_archive  # noqa: E402  (one archive for both)
 from bench.results import write_section  # noqa: E402
 from nanorec import registry  # noqa: E402
 from nanorec.converters.carla.recording import CarlaRecording  # noqa: E402
 from tests.remote.servers import RangeServer  # noqa: E402
 
 OUT = REPO / "bench" / "out"
-FAMILY = "0.9.16"
-SCENE = {"vehicles": 120, "walkers": 60, "traffic_lights": 40}
 KEYS = (
     "open",
     "frame(n) cold, beyond the open",
     "open + frame(n) cold",
     "frame(n) warm",
 )
-
-
-def ensure_archive(megabytes: int) -> Path:
-    """The synthetic CARLA recording of ~`megabytes` MB as an archive (bench_view.py's name:
-    one made there is reused)."""
-    from nanorec.converters.carla.convert import convert
-    from nanorec.converters.carla.generate import generate_to
-
-    log = OUT / f"view-carla-{FAMILY}-{megabytes}MB.log"
-    archive = log.with_suffix(".nanover.zip")
-    if archive.exists():
-        return archive
-    OUT.mkdir(exist_ok=True)
-    started = time.process_time()
-    generate_to(log, FAMILY, target_bytes=megabytes * 1_000_000, overwrite=True, seed=1, **SCENE)
-    convert(log, archive, overwrite=True)
-    log.unlink()
-    print(
-        f"made {archive.name} ({archive.stat().st_size / 1e6:.0f} MB) "
-        f"in {time.process_time() - started:.1f} CPU s",
-        file=sys.stderr,
-    )
-    return archive
 
 
 def measure(
