@@ -241,22 +241,15 @@ class Description:
                 )
         flags = cols.get("flags")
         if flags is not None and not flags.any():
-            flags = None  # all zero: kept as a broadcast view below
-        table = self.fields["types_table"]
-        index = Index(
+            flags = None  # all zero: kept as a broadcast view
+        index = Index.stored(
             offset=offset,
             length=length,
-            timestamp_us=cols["timestamp_us"].astype(np.int64, copy=False),
-            crc=cols["crc"].astype(np.uint32, copy=False),
-            # constant columns take no memory (a broadcast view): millions of messages
-            crc_known=np.broadcast_to(np.True_, count),
-            flags=(
-                np.broadcast_to(np.uint64(0), count)
-                if flags is None
-                else flags.astype(np.uint64, copy=False)
-            ),
+            timestamp_us=cols["timestamp_us"],
+            crc=cols["crc"],
+            flags=flags,
             types_code=cols["types"],
-            types_table=tuple(tuple(types) for types in table),
+            types_table=self.fields["types_table"],
         )
         index.check_bounds(messages_size)
         return index

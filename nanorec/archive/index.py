@@ -135,6 +135,32 @@ class Index:
         self.types_table: TypesTable = tuple(tuple(types) for types in types_table)
 
     @classmethod
+    def stored(
+        cls,
+        *,
+        offset: NDArray[Any],
+        length: NDArray[Any],
+        timestamp_us: NDArray[Any],
+        crc: NDArray[Any],
+        flags: NDArray[Any] | None,
+        types_code: NDArray[Any],
+        types_table: TypesTable,
+    ) -> Index:
+        """The index of an archive's stored columns: every CRC known, no flags (None) all zero.
+        Those constant columns are broadcast views, no memory for millions of messages."""
+        count = len(offset)
+        return cls(
+            offset=offset,
+            length=length,
+            timestamp_us=timestamp_us,
+            crc=crc,
+            crc_known=np.broadcast_to(np.True_, count),
+            flags=np.broadcast_to(np.uint64(0), count) if flags is None else flags,
+            types_code=types_code,
+            types_table=types_table,
+        )
+
+    @classmethod
     def empty(cls) -> Index:
         """An index of no messages."""
         zero = np.zeros(0, dtype=np.int64)

@@ -152,19 +152,12 @@ class PageTable:
         damaged or disagrees with the table."""
         columns, offsets, starts = self._columns(page, data, base)
         length = columns["length"]
-        count = len(length)
-        flags = columns.get("flags")
-        index = Index(
+        index = Index.stored(
             offset=int(self.first_offset[page]) + np.cumsum(length) - length,
             length=length,
             timestamp_us=columns["timestamp_us"],
             crc=columns["crc"],
-            crc_known=np.broadcast_to(np.True_, count),
-            flags=(
-                np.broadcast_to(np.uint64(0), count)
-                if flags is None
-                else flags.astype(np.uint64, copy=False)
-            ),
+            flags=columns.get("flags"),
             types_code=columns["types"],
             types_table=self.types_table,
         )
