@@ -5,17 +5,20 @@ A console script imports its function's module before calling it, and `nanorec.c
 a few hundred milliseconds to import (the `nanorec` package, numpy, msgpack, typer): a
 Ctrl-C then printed a KeyboardInterrupt traceback from inside some import. This module sits
 outside the `nanorec` package, so importing it runs nothing else, and its first statement
-after `import signal` makes SIGINT end the process with status 130 (a SystemExit, which
-Python ends without a traceback) until `nanorec.cli.main` is in the block that handles
-Ctrl-C itself (removing partial files on the way out). It is imported only by the script:
-importing it elsewhere would change that process's Ctrl-C.
+after the imports makes SIGINT end the process at once with status 130 until
+`nanorec.cli.main` is in the block that handles Ctrl-C itself (removing partial files on the
+way out). Until then nothing has been written, so there is nothing to clean: `os._exit`,
+not a raised SystemExit, which Python prints as a traceback ("Exception ignored in ...")
+when the signal lands inside a finaliser or a weakref callback of some import. It is
+imported only by the script: importing it elsewhere would change that process's Ctrl-C.
 """
 
+import os
 import signal
 
 
 def _interrupted(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+    os._exit(128 + signum)
 
 
 signal.signal(signal.SIGINT, _interrupted)

@@ -24,7 +24,6 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 import typer
 
@@ -44,6 +43,7 @@ from nanorec.cli.app import (
     say,
     warning_line,
 )
+from nanorec.signals import stop
 
 #: Verbs taking many inputs: handed to a format's own command only when given one file.
 _MANY_INPUTS = ("convert", "roundtrip")
@@ -268,20 +268,16 @@ class _Never(Exception):
 _NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", _Never)
 
 
-def _terminate(signum: int, frame: object) -> NoReturn:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: Sequence[str] | None = None) -> object:
     """Console-script entry point: usage mistakes too get one line and exit status 2.
 
     SIGTERM unwinds like Ctrl-C; whenever either lands, even before the block that would
     clean up after it, the partial files still being written are removed on the way out.
-    Ctrl-C becomes KeyboardInterrupt again here: the console script (`_nanorec_entry`) made
-    it a quiet exit while the command loaded."""
+    Ctrl-C becomes KeyboardInterrupt again here (`nanorec.signals`): the console script
+    (`_nanorec_entry`) made it a quiet exit while the command loaded."""
     try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
         warnings.showwarning = warning_line  # also for commands that do not go through `run`
         from nanorec.cli._coercion import without_pydantic
 

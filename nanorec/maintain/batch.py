@@ -38,6 +38,7 @@ from nanorec.archive.urls import is_url, url_path
 from nanorec.archive.writer import partial_path
 from nanorec.contract import convert_request
 from nanorec.errors import NanorecError, UsageError
+from nanorec.signals import stop
 
 #: Files each worker converts before the pool is replaced by fresh processes (bounds what a
 #: leak could grow; done by rounds, as `max_tasks_per_child` can hang CPython 3.11's pool).
@@ -289,14 +290,10 @@ def _in_pool(
             _stop(pool)
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 def _unwind_on_sigterm() -> None:
     """In a spawned worker (which does not inherit the command line's handler): SIGTERM
     unwinds, so an upload is aborted and its local file removed (see `_stop`)."""
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _remove_partial(job: Job) -> None:
