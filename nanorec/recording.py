@@ -120,7 +120,7 @@ class ArchiveRecording:
         for number in numbers.tolist():
             yield self.message(number)
 
-    def at(self, t: float) -> Any:
+    def at(self, t: float) -> Payload:
         if not len(self):
             raise OutOfRangeError("the recording holds no message")
         return self.decode(self.number_at(t))
