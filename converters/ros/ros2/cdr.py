@@ -50,6 +50,8 @@ State = tuple[int, int]  # (m, r): the position minus the origin is r modulo m
 Trace = list[str | int]
 #: A generated decoder: (payload, position, trace or None) -> (value, end).
 Decode = Callable[[bytes | memoryview, int, Trace | None], tuple[Payload, int]]
+#: A payload's message as a dict, or None where the plain path does not take it.
+PlainDecoder = Callable[[bytes | memoryview], dict[str, Payload] | None]
 
 
 def join_states(a: State, b: State) -> State:
@@ -378,9 +380,7 @@ class Decoder:
         value: dict[str, Any] | None = self.plain_decoder(type_name)(data)
         return value
 
-    def plain_decoder(
-        self, type_name: str
-    ) -> Callable[[bytes | memoryview], dict[str, Payload] | None]:
+    def plain_decoder(self, type_name: str) -> PlainDecoder:
         """`plain_decode` of `type_name` as one function (its generated code looked up
         once, not per message)."""
         little = self.function(type_name, "<", plain=True)

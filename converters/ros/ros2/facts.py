@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nanorec.hashorder import LibstdcxxOrder
+from nanorec.untyped import Payload
 
 from .bag import read_metadata
 from .info import Layout, ServiceInfo, TopicFacts, is_service_event_topic, plugin_metadata
@@ -203,8 +204,8 @@ def services(rec: Ros2Recording, metadata: BagMetadata) -> list[ServiceInfo]:
     for topic in metadata.topics_with_message_count:
         if not is_service_event_topic(topic.name, topic.type):
             continue
-        requests: set[tuple[Any, int]] = set()
-        responses: set[tuple[Any, int]] = set()
+        requests: set[tuple[bytes | str, int]] = set()
+        responses: set[tuple[bytes | str, int]] = set()
         if topic.name in rec.topics:
             for row in rec.rows(topic.name):
                 kind = row.get("info.event_type")
@@ -222,7 +223,7 @@ def services(rec: Ros2Recording, metadata: BagMetadata) -> list[ServiceInfo]:
     return found
 
 
-def _key(value: Any) -> Any:
+def _key(value: Payload) -> bytes | str:
     return value.tobytes() if isinstance(value, np.ndarray) else repr(value)
 
 
