@@ -82,7 +82,7 @@ def without_pandas() -> Iterator[None]:
         sys.meta_path.remove(finder)
 
 
-def recording_name(recording: Any) -> str:
+def recording_name(recording: Recording) -> str:
     """The source file's name as recorded at conversion (else the archive's name)."""
     source = (recording.reader.description or {}).get("source") or {}
     name = source.get("name")

@@ -25,6 +25,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.hashorder import LibstdcxxOrder
 from nanorec.untyped import Payload
@@ -78,7 +79,7 @@ def _counts(rec: Ros2Recording, index: int | None = None) -> Counter[str]:
     return found
 
 
-def _span(rec: Ros2Recording, numbers: Any) -> tuple[int, int]:
+def _span(rec: Ros2Recording, numbers: NDArray[np.intp] | NDArray[np.int64]) -> tuple[int, int]:
     times = rec.meta.time[numbers]
     return (int(times.min()), int(times.max())) if len(times) else (0, 0)
 
