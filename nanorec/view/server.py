@@ -107,7 +107,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(
-    recording: Any,
+    recording: Recording | None,
     *,
     port: int = 0,
     browser: bool = True,
