@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nanorec.errors import UsageError
 from nanorec.selection import Selection
+from nanorec.untyped import Payload
 
 if TYPE_CHECKING:
     from nanorec.recording import ArchiveRecording
@@ -178,7 +179,7 @@ class Player:
 
     # -- iteration -------------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Payload]:
         return self.paced(self.rec.decode)
 
     def paced(self, load: Callable[[int], T]) -> Iterator[T]:

@@ -19,7 +19,6 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 _SUFFIXES = (".dist-info", ".egg-info")
 
@@ -32,10 +31,10 @@ class EntryPoint:
     value: str
     group: str
 
-    def load(self) -> Any:
+    def load(self) -> object:
         """The object named by `value`, its module imported now."""
         module, _, attrs = self.value.partition("[")[0].strip().partition(":")
-        found: Any = importlib.import_module(module.strip())
+        found: object = importlib.import_module(module.strip())
         for attr in filter(None, attrs.strip().split(".")):
             found = getattr(found, attr)
         return found

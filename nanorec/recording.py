@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import Message
@@ -102,7 +102,7 @@ class ArchiveRecording:
         types = self.reader.message_types(number)
         return types[0] if types else ""
 
-    def decode(self, number: int) -> Any:
+    def decode(self, number: int) -> Payload:
         """Message `number` decoded: its map, for a plain archive."""
         return self.reader.read(number)
 
@@ -120,7 +120,7 @@ class ArchiveRecording:
         for number in numbers.tolist():
             yield self.message(number)
 
-    def at(self, t: float) -> Any:
+    def at(self, t: float) -> Payload:
         if not len(self):
             raise OutOfRangeError("the recording holds no message")
         return self.decode(self.number_at(t))
@@ -181,7 +181,17 @@ class ArchiveRecording:
         }
 
 
-def stamped_rows(rec: Any, numbers: Iterable[int]) -> Iterator[dict[str, Any]]:
+class Stamped(Protocol):
+    """A recording whose messages have times in nanoseconds (ROS1 and ROS 2 bags)."""
+
+    def time_ns(self, number: int) -> int: ...
+
+    def time_of(self, number: int) -> float: ...
+
+    def decode(self, number: int) -> Payload: ...
+
+
+def stamped_rows(rec: Stamped, numbers: Iterable[int]) -> Iterator[dict[str, Any]]:
     """Rows of a recording stamped in nanoseconds (ROS1 and ROS 2 bags): number, time (s
     from the start), time_ns, time_s (Unix seconds), then the decoded message flattened
     (`data` when it is not a map). `rec` has `time_ns`, `time_of` and `decode`."""

@@ -65,6 +65,46 @@ def test_no_any_in_a_formats_options_or_hooks() -> None:
     assert hooks == []
 
 
+#: Folders where every `Any` is named or typed (issue #35): options, hooks, callbacks,
+#: buffers and library objects have real types or a named alias, not a bare `Any`.
+TYPED = ("nanorec/", "converters/ros/")
+#: The census's categories that must stay empty there.
+TYPED_CATEGORIES = ("hooks", "buffers", "third-party", "other")
+
+
+def _untyped(root: Path = REPO) -> list[str]:
+    return [
+        f"{rel}:{number}: {name}: {line}"
+        for name, rel, number, line in census.census(root)
+        if rel.startswith(TYPED) and name in TYPED_CATEGORIES
+    ]
+
+
+def test_no_bare_any_for_hooks_buffers_or_objects_in_the_core_and_ros() -> None:
+    assert _untyped() == []
+
+
+def test_a_bare_any_in_the_core_or_ros_is_found(tmp_path: Path) -> None:
+    """It can fail: a callback, a buffer, a library object and an unnamed value planted in
+    the core and in ROS are found; the same in another format's folder is not this test's."""
+    planted = (
+        "from typing import Any\n"
+        "def f(callback: Any) -> None: ...\n"
+        "def g(buf: Any) -> None: ...\n"
+        "def h(axes: Any) -> None: ...\n"
+        "def k(x: Any) -> None: ...\n"
+    )
+    for folder in ("nanorec", "converters/ros/ros2", "converters/carla"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "planted.py").write_text(planted)
+    found = [use.split(": ")[:2] for use in _untyped(tmp_path)]
+    assert found == [
+        [f"{rel}:{number}", name]
+        for rel in ("nanorec/planted.py", "converters/ros/ros2/planted.py")
+        for number, name in zip((2, 3, 4, 5), TYPED_CATEGORIES, strict=True)
+    ]
+
+
 def test_the_census_sees_what_it_counts(tmp_path: Path) -> None:
     """It can fail: a planted `Any` in a signature is found and sorted; one in a docstring
     or a comment is not code."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final
 
 from nanorec.archive.crc import crc32, pieces_crc
-from nanorec.archive.deflate import LEVEL, isal_deflate, raw_compressor
+from nanorec.archive.deflate import LEVEL, Compressor, isal_deflate, raw_compressor
+from nanorec.buffers import Buffer
 
 #: Compressed bytes, as pieces written one after the other.
 Pieces = list[bytes | memoryview]
@@ -43,7 +45,7 @@ class FastBlocks:
     log and sample)."""
 
     def __init__(self) -> None:
-        self._compressors: dict[bool, Any] = {}
+        self._compressors: dict[bool, Compressor] = {}
         #: The CRC-32 of the blocks so far, in order (they come in order): one pass over bytes
         #: in cache, where joining a CRC a block (`crc.joined_crc`) cost ~0.7 ms a file.
         self.crc = 0
@@ -98,7 +100,9 @@ def _middle(data: bytes | memoryview) -> bytes | memoryview | None:
 
 #: zlib's `compress` sets up a compressor per call: ~80 us for a 1 KiB sample, more than
 #: deflating a block of small messages; ISA-L's level 1 gives about the same size in ~10 us.
-_sample_deflate: Any = zlib.compress if isal_deflate is None else isal_deflate.compress
+_sample_deflate: Callable[[Buffer, int], bytes] = (
+    zlib.compress if isal_deflate is None else isal_deflate.compress
+)
 
 
 def compress_blocks(batch: list[tuple[Block, bool, bool, bool]]) -> list[tuple[Pieces, int]]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import bisect
 import threading
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from nanorec.archive.deflate import isal_zlib
+from nanorec.archive.deflate import Decompressor, isal_zlib
 from nanorec.archive.source import window
 from nanorec.archive.zipfile64 import Buffer
 from nanorec.errors import ArchiveError, TruncatedError
@@ -26,7 +26,9 @@ _STEP: Final = 4096
 #: A sequential pass inflates blocks this many uncompressed bytes at a time.
 _SPAN: Final = 256 << 10
 _WBITS: Final = -zlib.MAX_WBITS
-_inflater: Any = (zlib if isal_zlib is None else isal_zlib).decompressobj
+_inflater: Callable[[int], Decompressor] = (
+    zlib.decompressobj if isal_zlib is None else isal_zlib.decompressobj
+)
 _ERRORS: Final = (zlib.error,) if isal_zlib is None else (zlib.error, isal_zlib.error)
 
 
@@ -54,7 +56,7 @@ class _Cached(threading.local):
     block = -1
     start = 0  # the block's uncompressed offset
     out = b""  # its bytes inflated so far (from `start`)
-    inflater: Any = None
+    inflater: Decompressor | None = None
 
 
 class BlockReader:
@@ -176,9 +178,10 @@ class BlockReader:
         elif len(cached.out) < end:
             # a second read in the block (a pass in order): the rest of the block at once,
             # not a call per message
-            inflater = cached.inflater
+            going = cached.inflater
+            assert going is not None  # set with the block it inflates, `forget` unsets both
             rest = self._block_size(block) - len(cached.out)
-            cached.out += self._inflate(inflater, inflater.unconsumed_tail, rest, block)
+            cached.out += self._inflate(going, going.unconsumed_tail, rest, block)
         out = cached.out
         if len(out) < end:
             self.forget()
@@ -198,7 +201,9 @@ class BlockReader:
         )
         return window(self._buf, start, stop)
 
-    def _inflate(self, inflater: Any, data: bytes | memoryview, want: int, block: int) -> bytes:
+    def _inflate(
+        self, inflater: Decompressor, data: bytes | memoryview, want: int, block: int
+    ) -> bytes:
         try:
             out: bytes = inflater.decompress(data, max(want, _STEP))
         except _ERRORS as error:

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.archive.deflate import isal_zlib
+from nanorec.buffers import Buffer
 
 _POLY = 0xEDB88320  # reflected
 _ONE = 1 << 31  # the polynomial 1, reflected
@@ -31,7 +32,7 @@ U32 = npt.NDArray[np.uint32]
 crc32: Callable[..., int] = zlib.crc32 if isal_zlib is None else isal_zlib.crc32
 
 
-def pieces_crc(pieces: Sequence[Any]) -> int:
+def pieces_crc(pieces: Sequence[Buffer]) -> int:
     """The CRC-32 of `pieces` joined, without joining them."""
     crc = 0
     for piece in pieces:

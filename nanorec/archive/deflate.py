@@ -17,7 +17,9 @@ import os
 import threading
 import zlib
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, Protocol
+
+from nanorec.buffers import Buffer
 
 if TYPE_CHECKING:  # imported by the first writer: reading an archive starts no thread
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,7 +34,41 @@ FAST_LEVEL: Final = 1
 ISAL_LEVEL: Final = 2
 
 
-def _load_isal() -> Any:
+class Compressor(Protocol):
+    """What zlib's and ISA-L's `compressobj` and a `MemberDeflater` share."""
+
+    def compress(self, data: Buffer, /) -> bytes: ...
+
+    def flush(self, mode: int = ..., /) -> bytes: ...
+
+
+class Decompressor(Protocol):
+    """What zlib's and ISA-L's `decompressobj` share (as far as a reader uses it)."""
+
+    def decompress(self, data: Buffer, max_length: int = ..., /) -> bytes: ...
+
+    @property
+    def unconsumed_tail(self) -> bytes: ...
+
+    @property
+    def eof(self) -> bool: ...
+
+
+class ZlibModule(Protocol):
+    """The part of zlib's interface ISA-L's `isal_zlib` repeats (and nanorec uses)."""
+
+    error: type[Exception]
+
+    def compress(self, data: Buffer, /, level: int = ..., wbits: int = ...) -> bytes: ...
+
+    def crc32(self, data: Buffer, value: int = ..., /) -> int: ...
+
+    def compressobj(self, level: int = ..., method: int = ..., wbits: int = ...) -> Compressor: ...
+
+    def decompressobj(self, wbits: int = ...) -> Decompressor: ...
+
+
+def _load_isal() -> ZlibModule | None:
     """ISA-L's zlib-compatible module (optional: the `fast` extra), or None."""
     try:
         return importlib.import_module("isal.isal_zlib")
@@ -41,9 +77,11 @@ def _load_isal() -> Any:
 
 
 #: ISA-L's zlib-compatible module, or None.
-isal_zlib: Any = _load_isal()
+isal_zlib: ZlibModule | None = _load_isal()
 #: ISA-L's module when it deflates too (`NANOREC_DEFLATE=isal`), else None: zlib deflates.
-isal_deflate: Any = isal_zlib if os.environ.get("NANOREC_DEFLATE", "").lower() == "isal" else None
+isal_deflate: ZlibModule | None = (
+    isal_zlib if os.environ.get("NANOREC_DEFLATE", "").lower() == "isal" else None
+)
 #: Threads deflating blocks and member pieces, shared by every writer of the process.
 THREADS: Final = 2
 _WBITS: Final = -zlib.MAX_WBITS
@@ -69,7 +107,7 @@ def shared_pool() -> ThreadPoolExecutor:
         return _pool[1]
 
 
-def deflater(*, fast: bool = False) -> Any:
+def deflater(*, fast: bool = False) -> Compressor:
     """A raw-deflate compressor as every compact member uses (zip method 8).
 
     `fast`: ISA-L's when it deflates (`isal_deflate`), else zlib's level 1. Deflate at zlib's
@@ -86,7 +124,7 @@ def deflater(*, fast: bool = False) -> Any:
     return MemberDeflater()
 
 
-def zlib_compressor(*, fast: bool) -> Any:
+def zlib_compressor(*, fast: bool) -> Compressor:
     """A compressor of the zlib format (header and Adler-32, as `zlib.compress`): ISA-L's
     when `fast` and it deflates (`isal_deflate`), else zlib's (`FAST_LEVEL` when `fast`)."""
     if fast and isal_deflate is not None:
@@ -94,7 +132,7 @@ def zlib_compressor(*, fast: bool) -> Any:
     return zlib.compressobj(FAST_LEVEL if fast else LEVEL)
 
 
-def raw_compressor(*, fast: bool) -> Any:
+def raw_compressor(*, fast: bool) -> Compressor:
     """A raw-deflate compressor (zip method 8): ISA-L's when `fast` and it deflates, else
     zlib's (`FAST_LEVEL` when `fast`)."""
     if fast and isal_deflate is not None:
@@ -134,7 +172,7 @@ class MemberDeflater:
         self._pending: deque[Future[bytes]] = deque()
         self._done = 0  # bytes handed to the threads
 
-    def compress(self, data: Any) -> bytes:
+    def compress(self, data: Buffer) -> bytes:
         self._open.append(data if type(data) is bytes else bytes(data))
         self._size += len(data)
         out: list[bytes] = []
@@ -186,7 +224,10 @@ __all__ = [
     "ISAL_LEVEL",
     "LEVEL",
     "THREADS",
+    "Compressor",
+    "Decompressor",
     "MemberDeflater",
+    "ZlibModule",
     "deflater",
     "isal_deflate",
     "isal_zlib",

@@ -57,6 +57,7 @@ from nanorec.errors import (
     UnsupportedError,
     UsageError,
 )
+from nanorec.untyped import Payload
 
 MEMBER_NAME: Final = "nanorec.msgpack"
 FORMAT: Final = "nanorec"
@@ -256,7 +257,7 @@ class Description:
 
 
 def parse_columns(
-    raw_columns: dict[Any, Any],
+    raw_columns: dict[Payload, Payload],
     count: int,
     kinds: Mapping[str, str],
     fail: Callable[[str], NanorecError],

@@ -15,10 +15,15 @@ import ipaddress
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final
+from types import ModuleType
+from typing import TYPE_CHECKING, Final, TypedDict
 from urllib.parse import urlsplit
 
 from nanorec.errors import NanorecError, TruncatedError, UnsupportedError, UsageError
+
+if TYPE_CHECKING:  # obstore is optional (the `remote` extra)
+    from obstore import GetOptions, GetResult
+    from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
 #: The suffix fetched at open: the zip's end records, central directory and (usually) the
 #: description of an archive of up to a few hundred thousand messages.
@@ -32,13 +37,21 @@ class RemoteError(NanorecError):
     changed while it was read, or the store refused a request."""
 
 
-def obstore_module(doing: str = "reading archives by URL") -> Any:
+def obstore_module(doing: str = "reading archives by URL") -> ModuleType:
     """obstore, or `UnsupportedError` saying that `doing` needs the `remote` extra."""
     try:
         import obstore
     except ImportError:
         raise UnsupportedError(f"{doing} needs obstore: pip install 'nanorec[remote]'") from None
     return obstore
+
+
+class _FromUrl(TypedDict, total=False):
+    """The keywords `store_for` gives obstore's `from_url` (an S3 store's take `endpoint`)."""
+
+    client_options: ClientConfig | None
+    retry_config: RetryConfig
+    endpoint: str
 
 
 def _loopback(host: str) -> bool:
@@ -50,7 +63,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def store_for(url: str, retry: dict[str, Any] | None = None) -> tuple[Any, str]:
+def store_for(url: str, retry: RetryConfig | None = None) -> tuple[ObjectStore, str]:
     """The obstore store holding `url`'s object and the object's path in it (the reader's
     and `upload`'s one configuration); `retry`: obstore's `RetryConfig`, else its own."""
     obstore = obstore_module()
@@ -64,17 +77,17 @@ def store_for(url: str, retry: dict[str, Any] | None = None) -> tuple[Any, str]:
     if scheme == "http" and not _loopback(parts.hostname or ""):
         raise UsageError(f"{url}: plain http is read only from this machine; use https")
     if scheme in ("http", "https"):
-        client: Any = {"allow_http": True} if scheme == "http" else None
+        client: ClientConfig | None = {"allow_http": True} if scheme == "http" else None
         return HTTPStore.from_url(folder, client_options=client), name
     if scheme == "gcs":
         folder = "gs" + folder[3:]
-    options = None
+    options: ClientConfig | None = None
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if scheme == "s3" and endpoint and urlsplit(endpoint).scheme == "http":
         if not _loopback(urlsplit(endpoint).hostname or ""):
             raise UsageError(f"AWS_ENDPOINT_URL {endpoint}: plain http only on this machine")
         options = {"allow_http": True}
-    kwargs: dict[str, Any] = {"client_options": options}  # obstore's ClientConfig keys
+    kwargs: _FromUrl = {"client_options": options}
     if retry is not None:
         kwargs["retry_config"] = retry
     if scheme == "s3" and endpoint:
@@ -138,7 +151,7 @@ class RemoteSource:
         if length <= 0 or offset >= self._size:
             return b""
         stop = min(self._size, offset + length)
-        options: dict[str, Any] = {"range": (offset, stop)}
+        options: GetOptions = {"range": (offset, stop)}
         if self._etag:
             options["if_match"] = self._etag
         result = self._get(options)
@@ -162,7 +175,7 @@ class RemoteSource:
             self._pool.shutdown(wait=False)
             self._pool = None
 
-    def _get(self, options: dict[str, Any]) -> Any:
+    def _get(self, options: GetOptions) -> GetResult:
         from obstore.exceptions import (
             BaseError,
             NotFoundError,
@@ -172,7 +185,7 @@ class RemoteSource:
 
         self.requests += 1
         try:
-            return self._obstore.get(self._store, self._path, options=options)
+            result: GetResult = self._obstore.get(self._store, self._path, options=options)
         except NotFoundError:
             raise FileNotFoundError(f"{self.url}: no such object") from None
         except PreconditionError:
@@ -183,6 +196,7 @@ class RemoteSource:
             raise self._ignored_range(-1) from None
         except BaseError as error:
             raise RemoteError(f"{self.url}: {first_line(error)}") from None
+        return result
 
     def _changed(self, why: str) -> RemoteError:
         return RemoteError(f"{self.url} changed while it was read ({why}): open it again")

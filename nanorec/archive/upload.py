@@ -27,12 +27,15 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 from nanorec.archive import atomic
 from nanorec.archive.remote import RemoteError, first_line, obstore_module, store_for
 from nanorec.errors import UnsupportedError, UsageError
+
+if TYPE_CHECKING:  # obstore is optional (the `remote` extra)
+    from obstore.store import ObjectStore, RetryConfig
 
 #: Bytes read from the local file and handed to the upload at a time; also the part size.
 PART: Final = 8 << 20
@@ -43,10 +46,10 @@ SCHEMES: Final = ("s3", "gs", "gcs")
 #: `progress(done, total)` in bytes.
 Progress = Callable[[int, int], None]
 #: obstore's retry settings for uploads (None: object_store's own, up to 10 retries in 3 min).
-RETRY: dict[str, Any] | None = None
+RETRY: RetryConfig | None = None
 
 
-def _target(url: str) -> tuple[Any, str]:
+def _target(url: str) -> tuple[ObjectStore, str]:
     """The store and key of output `url`, refusing a scheme that takes no uploads."""
     if urlsplit(url).scheme.lower() not in SCHEMES:
         raise UsageError(f"{url}: an output by URL goes to object storage (s3://, gs://)")
@@ -61,7 +64,7 @@ def exists(url: str) -> bool:
     return _exists(store, key, url)
 
 
-def _exists(store: Any, key: str, url: str) -> bool:
+def _exists(store: ObjectStore, key: str, url: str) -> bool:
     from obstore.exceptions import BaseError, NotFoundError, PermissionDeniedError
 
     try:

@@ -5,8 +5,9 @@ telling costs nothing: the registry and the command line ask it of every input."
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 _URL: Final = re.compile(r"^(s3|gs|gcs|https?)://", re.IGNORECASE)
@@ -29,7 +30,7 @@ class UrlPath(PurePosixPath):
     def __fspath__(self) -> str:
         return str(self)
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
+    def __reduce__(self) -> tuple[Callable[[str], UrlPath], tuple[str]]:
         return url_path, (str(self),)  # the URL kept across processes (a batch's workers)
 
 

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 from zipfile import ZIP_DEFLATED, ZIP_STORED
 
 from nanorec.archive import atomic
 from nanorec.archive.crc import crc32
-from nanorec.archive.deflate import deflater
+from nanorec.archive.deflate import Compressor, deflater
 from nanorec.archive.wire import inflates_acceptably
 from nanorec.archive.writebehind import WriteBehind, write_all
 from nanorec.archive.zipdirectory import CentralHeader, EndRecords
@@ -326,7 +326,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _deflated(chunks: Iterable[bytes], compressor: Any) -> Iterator[bytes]:
+def _deflated(chunks: Iterable[bytes], compressor: Compressor) -> Iterator[bytes]:
     """`chunks` deflated in order, the stream ended. Past the first `_INLINE_BYTES`, each
     chunk is deflated on a thread while the next is made (`chunks` is often a generator
     encoding the index: the index of a million messages took ~0.4 s of a conversion's end

@@ -23,15 +23,23 @@ import glob
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeAlias
 
 from nanorec.archive.remote import glob_urls
 from nanorec.archive.urls import is_url
 from nanorec.errors import UnknownNameError, UnsupportedError, UsageError
 from nanorec.maintain.batch import Outcome, convert_one, is_done, plan
 
+#: A pandas DataFrame (pandas comes with the optional `dask` extra, its stubs do not).
+PandasFrame: TypeAlias = Any
+#: A lazy `dask.dataframe.DataFrame` (dask is optional and untyped: ignore_missing_imports).
+DaskFrame: TypeAlias = Any
+#: A `distributed.Client` (optional and untyped, as dask).
+Client: TypeAlias = Any
 
-def _dask() -> tuple[Any, Any]:
+
+def _dask() -> tuple[ModuleType, ModuleType]:
     try:
         import dask
         import dask.dataframe as dd
@@ -56,7 +64,7 @@ def expand(urls: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> l
     return out
 
 
-def kind_frame(url: str, kind: str) -> Any:
+def kind_frame(url: str, kind: str) -> PandasFrame:
     """One archive's `kind` table as a pandas DataFrame (one partition); `UnknownNameError`
     when the archive has no such kind."""
     frame = _frame(url, kind, whole=True)
@@ -65,7 +73,7 @@ def kind_frame(url: str, kind: str) -> Any:
     return frame
 
 
-def _frame(url: str, kind: str, *, whole: bool) -> Any:
+def _frame(url: str, kind: str, *, whole: bool) -> PandasFrame | None:
     """`kind`'s table of `url` as pandas (or only its first batch), None when the archive
     has no such kind."""
     from nanorec import registry
@@ -79,7 +87,9 @@ def _frame(url: str, kind: str, *, whole: bool) -> Any:
         return next(iter_batches(recording, kind)).to_pandas()
 
 
-def read_kind(urls: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], kind: str) -> Any:
+def read_kind(
+    urls: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], kind: str
+) -> DaskFrame:
     """A lazy `dask.dataframe.DataFrame` of `kind` over `urls` (see `expand`), one partition
     per archive.
 
@@ -94,7 +104,7 @@ def read_kind(urls: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], k
     return dd.from_delayed(parts, meta=meta)
 
 
-def _meta(names: list[str], kind: str) -> Any:
+def _meta(names: list[str], kind: str) -> PandasFrame:
     """Dask's metadata: the (empty) frame of the first archive with rows of `kind`, else of
     the first that has the kind; no archive having it is a mistaken name."""
     first = None
@@ -109,7 +119,7 @@ def _meta(names: list[str], kind: str) -> Any:
     return first
 
 
-def _partition(url: str, kind: str, meta: Any) -> Any:
+def _partition(url: str, kind: str, meta: PandasFrame) -> PandasFrame:
     """`kind`'s table in `meta`'s columns and types: empty when the archive lacks the kind;
     a table whose columns differ is an error naming the archive, never a silent drop."""
     frame = _frame(url, kind, whole=True)
@@ -130,7 +140,7 @@ def _partition(url: str, kind: str, meta: Any) -> Any:
 def convert_many(
     sources: Sequence[str | os.PathLike[str]],
     outdir: str | os.PathLike[str],
-    client: Any = None,
+    client: Client | None = None,
     *,
     force: bool = False,
     options: Mapping[str, object] | None = None,

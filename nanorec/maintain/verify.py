@@ -46,6 +46,7 @@ from nanorec.archive.wire import TIMESTAMP_KEY
 from nanorec.archive.writer import INDEX_MEMBER, MESSAGES_MEMBER
 from nanorec.archive.zipfile64 import FLAG_DATA_DESCRIPTOR, LocalHeader
 from nanorec.errors import NanorecError, TruncatedError
+from nanorec.untyped import Payload
 
 _CRC_CHUNK: Final = 16 << 20
 _PROGRESS_EVERY: Final = 65536
@@ -497,7 +498,7 @@ class _Verifier:
                     )
                 )
 
-    def check_source(self, source: Any) -> None:
+    def check_source(self, source: Payload) -> None:
         """The messages the converter could not read from its input (see the docstring)."""
         if type(source) is not dict or "messages_lost" not in source:
             return

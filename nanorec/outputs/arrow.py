@@ -18,8 +18,9 @@ import importlib.abc
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from nanorec.selection import Selection
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyarrow import RecordBatch
 
     from nanorec.contract import Recording
 
@@ -54,7 +56,9 @@ def _pyarrow() -> Any:
 class _NoPandas(importlib.abc.MetaPathFinder):
     """Refuses `import pandas` (see `without_pandas`)."""
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> None:
         if name == "pandas" or name.startswith("pandas."):
             raise ImportError("pandas is not needed here (nanorec.outputs.arrow.without_pandas)")
         return None
@@ -78,7 +82,7 @@ def without_pandas() -> Iterator[None]:
         sys.meta_path.remove(finder)
 
 
-def recording_name(recording: Any) -> str:
+def recording_name(recording: Recording) -> str:
     """The source file's name as recorded at conversion (else the archive's name)."""
     source = (recording.reader.description or {}).get("source") or {}
     name = source.get("name")
@@ -95,7 +99,7 @@ def iter_batches(
     schema = None
     rows: list[dict[str, Any]] = []
 
-    def batch() -> Any:
+    def batch() -> RecordBatch:
         nonlocal schema
         columns = transpose(rows)
         columns.pop("recording", None)  # the recording's own column comes first, always
@@ -236,7 +240,7 @@ class _Tables:
     `BATCH_BYTES` bytes are there and are written as one row group (large writes, whatever
     the runs; bounded memory, whatever the rows)."""
 
-    def __init__(self, pa: Any, folder: Path) -> None:
+    def __init__(self, pa: ModuleType, folder: Path) -> None:
         self.pa = pa
         self.folder = folder
         self.writers: dict[str, Any] = {}
@@ -244,7 +248,7 @@ class _Tables:
         self.sizes: dict[str, tuple[int, int]] = {}  # kind -> pending (rows, bytes)
         self.counts: dict[str, int] = {}
 
-    def add(self, kind: str, batch: Any) -> None:
+    def add(self, kind: str, batch: RecordBatch) -> None:
         if not batch.num_rows:
             return
         self.pending.setdefault(kind, []).append(batch)

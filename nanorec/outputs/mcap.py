@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from nanorec.archive.atomic import atomic_output
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from nanorec.contract import Recording
 
-_orjson: Any
+_orjson: ModuleType | None
 try:
     _orjson = importlib.import_module("orjson")
 except ImportError:  # the standard json module does the same, slower

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from nanorec.contract import Viewable
+from nanorec.contract import Recording, Viewable
 from nanorec.errors import NanorecError, OutOfRangeError, UsageError
 from nanorec.view.encode import dumps, layer_json, message_json
 from nanorec.view.series import check_width, numeric_fields
@@ -70,7 +70,7 @@ class ViewApi:
         self.failure: BaseException | None = None
 
     @classmethod
-    def opening(cls, open_recording: Callable[[], Any], then: Callable[[], None]) -> ViewApi:
+    def opening(cls, open_recording: Callable[[], Recording], then: Callable[[], None]) -> ViewApi:
         """The endpoints over the recording `open_recording()` returns, opened in a thread
         now; answers wait for it. `then()` is called if opening raises (the error is kept in
         `failure`, each answer says it): the server is stopped, its owner raises it."""

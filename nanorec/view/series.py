@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.contract import Recording
 from nanorec.errors import EmptySelectionError, UsageError
 from nanorec.selection import Selection
 
@@ -53,13 +54,13 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _check_kind(recording: Any, kind: str) -> None:
+def _check_kind(recording: Recording, kind: str) -> None:
     kinds = recording.table_kinds()
     if kind not in kinds:
         raise UsageError(f"no kind {kind!r} (kinds: {', '.join(kinds) or 'none'})")
 
 
-def numeric_fields(recording: Any, kind: str) -> list[str]:
+def numeric_fields(recording: Recording, kind: str) -> list[str]:
     """The columns of `kind`'s rows holding numbers (from its first rows), in row order;
     none for a kind whose rows have no time (a pbstream's trajectory table: not a series)."""
     _check_kind(recording, kind)
@@ -73,7 +74,7 @@ def numeric_fields(recording: Any, kind: str) -> list[str]:
     return list(found)
 
 
-def series(recording: Any, kind: str, field: str, width: int) -> dict[str, Any]:
+def series(recording: Recording, kind: str, field: str, width: int) -> dict[str, Any]:
     """`field` of `kind`'s rows over the whole recording in `width` time buckets: per bucket
     the min, max (None when empty) and count of its numbers; times in seconds from the start.
     `UsageError` for an unknown kind or one whose rows have no time."""
@@ -112,7 +113,7 @@ class _Runs:
     """The rows of `kind` read in `width` runs of consecutive message numbers, each cut after
     `ROWS // width` rows at the end of a message (`cut` says whether one was)."""
 
-    def __init__(self, recording: Any, kind: str, width: int) -> None:
+    def __init__(self, recording: Recording, kind: str, width: int) -> None:
         self.recording, self.kind = recording, kind
         self.edges = np.unique(np.linspace(0, len(recording), width + 1).astype(np.int64))
         self.cap = max(1, ROWS // width)

@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from nanorec.contract import Recording
 from nanorec.view.api import ViewApi
 from nanorec.view.listen import HOST, listen, url_of
 
@@ -106,12 +107,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(
-    recording: Any,
+    recording: Recording | None,
     *,
     port: int = 0,
     browser: bool = True,
     ready: Callable[[str], None] = print,
-    opening: Callable[[], Any] | None = None,
+    opening: Callable[[], Recording] | None = None,
     sock: socket.socket | None = None,
 ) -> None:
     """Serve `recording`'s page on 127.0.0.1:`port` (0: a free port), or on `sock` (see

@@ -20,8 +20,8 @@ NUL and the header starts with a `seq`, zero as the CDR -> ROS1 transcoder write
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -105,10 +105,10 @@ class TransformsEncoder:
         sec, nanosec = divmod(int(value.time_ns), 1_000_000_000)
         layout = _get(self._layouts, (value.parents, value.children), _layout)
         out = layout.template.copy()
-        words: Any = out.view("<u4")
+        words: npt.NDArray[np.uint32] = out.view("<u4")
         words[layout.stamps] = sec & 0xFFFFFFFF
         words[layout.stamps + 1] = nanosec
-        numbers: Any = out[4:].view("<f8")
+        numbers: npt.NDArray[np.float64] = out[4:].view("<f8")
         numbers[layout.poses] = np.concatenate(
             [value.position, value.orientation], axis=1, dtype=np.float64
         ).reshape(-1)
@@ -139,7 +139,11 @@ def _takes(value: Transforms) -> bool:
     )
 
 
-def _get(layouts: dict[Key, _Layout], key: Key, build: Any) -> _Layout:
+def _get(
+    layouts: dict[Key, _Layout],
+    key: Key,
+    build: Callable[[tuple[str, ...], tuple[str, ...]], _Layout],
+) -> _Layout:
     layout = layouts.get(key)
     if layout is None:
         if len(layouts) >= _KEEP:

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.contract import ExportReport, ExportRequest, Progress, Recording
 from nanorec.errors import FormatError
@@ -124,7 +127,7 @@ def _from_ros1(
 def _ros1_messages(
     rec: BagRecording,
     meta: BagMeta,
-    numbers: Any,
+    numbers: NDArray[np.int64],
     crossings: Mapping[int, Crossing],
     left_out: list[str],
 ) -> Iterator[Entry]:

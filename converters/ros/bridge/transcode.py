@@ -29,9 +29,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from nanorec.errors import FormatError, NanorecError, UnsupportedError
+from nanorec.untyped import Namespace
 
 from ..ros2.cdr import State, after, join_states
 
@@ -148,7 +149,7 @@ class _Generator:
 
     # -- the code -----------------------------------------------------------------------------
 
-    def compile(self) -> Callable[[Any], tuple[bytearray, int]]:
+    def compile(self) -> Callable[[bytes | memoryview], tuple[bytearray, int]]:
         leaves = self.flatten(self.root, True)
         body: list[str] = []
         if self.to_cdr:
@@ -159,7 +160,7 @@ class _Generator:
             head = ["def transcode(b):", "    L = len(b)", "    o = bytearray()", "    p = 4"]
         head.append(f"    E = {MAX_EMPTY}")
         source = "\n".join([*head, *body, "    return o, p"])
-        namespace: dict[str, Any] = {
+        namespace: Namespace = {
             "HEADER": CDR_LE,
             "U32": struct.Struct("<I").unpack_from,
             "P32": struct.Struct("<I").pack,
@@ -423,7 +424,7 @@ def _many(n: int, size: int, left: int, at: int) -> None:
     )
 
 
-def _bad_string(b: Any, at: int, n: int) -> None:
+def _bad_string(b: bytes | memoryview, at: int, n: int) -> None:
     if at + 4 + n > len(b):
         raise FormatError(f"a string of {n} bytes runs past the payload", offset=at)
     raise FormatError(f"a string of {n} bytes does not end in NUL", offset=at)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -41,6 +42,12 @@ MAX_SHEETS = 3
 
 Box = tuple[float, float, float, float]  # x_min, x_max, y_min, y_max
 
+#: matplotlib's objects (matplotlib is optional and loosely typed): a panel's axes, the
+#: figure, and a cell of its grid (`SubplotSpec`).
+Axes: TypeAlias = Any
+Figure: TypeAlias = Any
+GridCell: TypeAlias = Any
+
 
 @dataclass(frozen=True)
 class RosPlotReport:
@@ -63,7 +70,7 @@ class RosPlotReport:
     def line(self) -> str:
         """The one line `nanorec plot` prints."""
 
-        def some(names: Any) -> str:
+        def some(names: Iterable[str]) -> str:
             names = list(names)
             return f" ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})" if names else ""
 
@@ -157,9 +164,9 @@ def plot(
     )
 
 
-def _map_panels(found: Contents) -> list[tuple[str, list[Any]]]:
+def _map_panels(found: Contents) -> list[tuple[str, list[Track] | list[Path]]]:
     """(title, items): the GPS tracks together, then the paths of each frame."""
-    panels: list[tuple[str, list[Any]]] = []
+    panels: list[tuple[str, list[Track] | list[Path]]] = []
     if found.tracks:
         panels.append(("GPS track (longitude, latitude)", list(found.tracks)))
     frames: dict[str, list[Path]] = {}
@@ -172,7 +179,7 @@ def _map_panels(found: Contents) -> list[tuple[str, list[Any]]]:
     return panels
 
 
-def _draw_map(axes: Any, title: str, items: list[Any]) -> dict[str, Box]:
+def _draw_map(axes: Axes, title: str, items: list[Track] | list[Path]) -> dict[str, Box]:
     """Tracks or paths with their start (o) and end (x); returns each one's drawn extent."""
     drawn: dict[str, Box] = {}
     latitudes: list[float] = []
@@ -211,7 +218,7 @@ def _draw_map(axes: Any, title: str, items: list[Any]) -> dict[str, Box]:
     return drawn
 
 
-def _draw_series(axes: Any, panel: Series) -> None:
+def _draw_series(axes: Axes, panel: Series) -> None:
     for name, values in panel.lines.items():
         axes.plot(panel.t, values, linewidth=1.0, label=name)
     axes.set_title(panel.title, fontsize=9, loc="left")
@@ -221,7 +228,7 @@ def _draw_series(axes: Any, panel: Series) -> None:
     axes.legend(fontsize=7, loc="upper right", ncols=min(len(panel.lines), 6))
 
 
-def _draw_sheet(figure: Any, cell: Any, topic: str, frames: list[Frame]) -> None:
+def _draw_sheet(figure: Figure, cell: GridCell, topic: str, frames: list[Frame]) -> None:
     cells = cell.subgridspec(1, max(len(frames), 1))
     for i, frame in enumerate(frames):
         axes = figure.add_subplot(cells[i])

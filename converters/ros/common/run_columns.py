@@ -24,7 +24,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from types import ModuleType
+from typing import Any, Final, Protocol, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,6 +35,8 @@ from nanorec.outputs.arrow_columns import MAX_BINARY, list_array
 Ints = NDArray[np.int64]
 U8 = NDArray[np.uint8]
 State = tuple[int, int]  # (m, r): the position minus the origin is r modulo m
+#: A `pyarrow.Array` (pyarrow is optional and ships no types).
+ArrowArray: TypeAlias = Any
 
 #: Pieces longer than this on average are sliced and joined rather than gathered bytewise.
 _SLICED: Final = 64
@@ -159,7 +162,7 @@ class Run:
     """The positions of a run's messages as its fields are read (`at`: relative to each
     message's origin, the byte after its header)."""
 
-    def __init__(self, pa: Any, wire: Wire, raw: bytes, starts: Ints, lengths: Ints) -> None:
+    def __init__(self, pa: ModuleType, wire: Wire, raw: bytes, starts: Ints, lengths: Ints) -> None:
         self.pa = pa
         self.wire = wire
         self.raw = raw
@@ -238,7 +241,7 @@ class Run:
         self.at += 4
         return _rows(self.buf, pos, 4).view("<u4")[:, 0].astype(np.int64)
 
-    def string(self) -> Any:
+    def string(self) -> ArrowArray | None:
         n = self.counts()
         if n is None:
             return None
@@ -259,7 +262,7 @@ class Run:
             return None
         return text
 
-    def sequence(self, leaf: Leaf, code: str) -> Any:
+    def sequence(self, leaf: Leaf, code: str) -> ArrowArray | None:
         n = self.counts()
         if n is None or (leaf.bound and bool((n > leaf.bound).any())):
             return None
@@ -301,7 +304,7 @@ def _ragged(raw: bytes, buf: U8, pos: Ints, sizes: Ints) -> tuple[U8, Ints]:
     return buf[index], offsets
 
 
-def _binary(pa: Any, data: U8, offsets: Ints) -> Any:
+def _binary(pa: ModuleType, data: U8, offsets: Ints) -> ArrowArray | None:
     """An Arrow binary array of `data` cut at `offsets` (None beyond what one holds: the
     per-message path says so)."""
     if offsets[-1] > MAX_BINARY:

@@ -6,7 +6,7 @@ the rows of a type that is one array of messages (`items`: a row per element, se
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -15,6 +15,10 @@ from nanorec.outputs import arrow
 from nanorec.outputs.arrow_columns import payload_size, transpose
 from nanorec.outputs.tables import flatten
 from nanorec.recording import stamped_rows
+
+if TYPE_CHECKING:  # (both use these helpers)
+    from ..ros1.recording import BagRecording
+    from ..ros2.recording import Ros2Recording
 
 Ints = NDArray[np.int64]
 Columns = dict[str, Any]
@@ -42,7 +46,9 @@ def runs(lengths: Ints, topics: Ints, numbers: Ints) -> Iterator[Ints]:
         first = stop
 
 
-def stamped(rec: Any, run: Ints, time_ns: Ints, fields: Columns) -> Columns:
+def stamped(
+    rec: BagRecording | Ros2Recording, run: Ints, time_ns: Ints, fields: Columns
+) -> Columns:
     """`stamped_rows`' first columns of messages `run` (receive times `time_ns`), then
     `fields`: the same values, computed at once."""
     micros = rec.reader.index.timestamp_us[run].astype(np.int64) - rec._origin_us
@@ -71,7 +77,9 @@ def items(rows: Iterator[dict[str, Any]], field: str) -> Iterator[dict[str, Any]
             yield {**base, ITEM: place, **flatten(element)}
 
 
-def by_rows(rec: Any, run: Ints, field: str | None = None) -> Iterator[Columns]:
+def by_rows(
+    rec: BagRecording | Ros2Recording, run: Ints, field: str | None = None
+) -> Iterator[Columns]:
     """The rows of messages `run` decoded one by one (`stamped_rows`; a row per element of
     array `field`, `items`), cut into batches as `iter_batches` cuts them."""
     rows: list[dict[str, Any]] = []

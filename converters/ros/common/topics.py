@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from nanorec.cli import said, say
 from nanorec.errors import FormatError
@@ -32,13 +32,19 @@ class Decoding(Protocol):
         ...
 
 
+class Reporting(Protocol):
+    """A recording that tells `on_undecodable` of a payload it gives as bytes."""
+
+    on_undecodable: Callable[[FormatError], None] | None
+
+
 class Undecodable:
     """While open, a payload that does not decode comes out as its bytes with a warning on
     stderr (the first few; then a count at the end), and the rest of the bag still plays."""
 
     SHOWN = 10
 
-    def __init__(self, recording: Any) -> None:
+    def __init__(self, recording: Reporting) -> None:
         self.recording = recording
         self.count = 0
 

@@ -12,7 +12,8 @@ import bz2
 import importlib
 import struct
 from collections.abc import Iterable, Iterator
-from typing import IO, Any, Final
+from types import ModuleType
+from typing import IO, Final, Protocol
 
 from nanorec.errors import FormatError, UnsupportedError
 
@@ -25,7 +26,16 @@ PIECE: Final = 8 << 20
 _U32: Final = struct.Struct("<I")
 
 
-def _lz4(module: str) -> Any:
+class _Inflater(Protocol):
+    """What bz2's `BZ2Decompressor` and lz4's `LZ4FrameDecompressor` share."""
+
+    def decompress(self, data: bytes, max_length: int = ..., /) -> bytes: ...
+
+    @property
+    def eof(self) -> bool: ...
+
+
+def _lz4(module: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -47,7 +57,7 @@ def decompress_into(
         out.write(data)
         return len(data)
     if kind == "bz2":
-        inflater: Any = bz2.BZ2Decompressor()
+        inflater: _Inflater = bz2.BZ2Decompressor()
     elif kind == "lz4":
         inflater = _lz4("lz4.frame").LZ4FrameDecompressor()
     else:

@@ -29,10 +29,12 @@ from numpy.typing import NDArray
 from nanorec.archive.filehash import FileHash
 from nanorec.archive.wire import MAX_INFLATE_RATIO, timestamp_entry
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.buffers import Buffer
 from nanorec.contract import ConvertReport
 from nanorec.errors import OutputExistsError
 
 from .plan import ROW, RawSegment, Scan
+from .records import BagBytes
 from .scan import walk
 
 SOURCE_FORMAT: Final = "rosbag"
@@ -83,7 +85,7 @@ def convert(
     with contextlib.ExitStack() as stack:
         handle = stack.enter_context(source.open("rb"))
         size = os.fstat(handle.fileno()).st_size
-        buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        buf: BagBytes = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         if isinstance(buf, mmap.mmap):
             stack.callback(_close, buf)
 
@@ -108,7 +110,7 @@ def convert(
     return report
 
 
-def _map(file: IO[bytes]) -> Any:
+def _map(file: IO[bytes]) -> BagBytes:
     file.flush()
     return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if file.tell() else b""
 
@@ -119,9 +121,9 @@ def _close(buf: mmap.mmap) -> None:
 
 
 def _write(
-    buf: Any,
-    spool: Any,
-    table: Any,
+    buf: Buffer,
+    spool: Buffer,
+    table: Buffer,
     scan: Scan,
     source: Path,
     output: Path,
@@ -307,19 +309,19 @@ def _blocks_of(values: NDArray[Any]) -> Iterator[bytes]:
         yield values[start : start + (1 << 18)].astype(values.dtype.newbyteorder("<")).tobytes()
 
 
-def _release(*buffers: Any) -> None:
+def _release(*buffers: Buffer) -> None:
     for buf in buffers:
         if isinstance(buf, mmap.mmap):
             with contextlib.suppress(OSError, ValueError):
                 buf.madvise(mmap.MADV_DONTNEED)
 
 
-def _meta(buf: Any, scan: Scan, raw: IO[bytes]) -> dict[str, Any]:
+def _meta(buf: Buffer, scan: Scan, raw: IO[bytes]) -> dict[str, Any]:
     """The layout member; the bytes kept as they are go to `raw` (the raw member)."""
 
     read = 0
 
-    def keep(data: Any, begin: int = 0, end: int | None = None) -> list[int]:
+    def keep(data: Buffer, begin: int = 0, end: int | None = None) -> list[int]:
         """Append `data[begin:end]` (a block at a time, dropping the source pages read: the
         index section of a big bag is large)."""
         nonlocal read

@@ -13,11 +13,11 @@ from __future__ import annotations
 import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError, NanorecError
 
 from .connection import Connection
@@ -28,6 +28,8 @@ from .records import (
     OP_CONNECTION,
     OP_INDEX,
     VERSION_LINE,
+    Fields,
+    Span,
     get,
     need,
     op_of,
@@ -81,7 +83,7 @@ def read_index(path: Path, *, entries: bool = False) -> BagIndex:
     raise failure
 
 
-def _fields(buf: Any, pos: int, size: int, op: int) -> tuple[Any, Any]:
+def _fields(buf: Buffer, pos: int, size: int, op: int) -> tuple[Span, Fields]:
     span = span_at(buf, pos, size)
     fields = parse_fields(buf, span.header_start, span.header_end, pos)
     if op_of(fields, pos) != op:
@@ -89,7 +91,7 @@ def _fields(buf: Any, pos: int, size: int, op: int) -> tuple[Any, Any]:
     return span, fields
 
 
-def _read(buf: Any, size: int, entries: bool) -> BagIndex:
+def _read(buf: Buffer, size: int, entries: bool) -> BagIndex:
     check_version(buf)
     span, header = _fields(buf, len(VERSION_LINE), size, OP_BAG_HEADER)
     index_pos = u64(need(header, b"index_pos", 8, span.start))
@@ -162,7 +164,7 @@ def _read(buf: Any, size: int, entries: bool) -> BagIndex:
     )
 
 
-def _damage(buf: Any, chunk: Any, offsets: NDArray[np.int64] | None = None) -> str | None:
+def _damage(buf: Buffer, chunk: Span, offsets: NDArray[np.int64] | None = None) -> str | None:
     """The first record of an uncompressed chunk that does not parse, described; None when
     they all do. With the chunk's index `offsets` (its message records), the message
     records shaped like the first one are checked all at once with numpy (lengths, header
@@ -183,7 +185,7 @@ def _damage(buf: Any, chunk: Any, offsets: NDArray[np.int64] | None = None) -> s
     return None
 
 
-def _walk(buf: Any, chunk: Any, pos: int, stop: int) -> str | None:
+def _walk(buf: Buffer, chunk: Span, pos: int, stop: int) -> str | None:
     """The first record in `pos:stop` of the chunk that does not parse or runs past `stop`."""
     while pos < stop:
         try:
@@ -201,7 +203,7 @@ def _walk(buf: Any, chunk: Any, pos: int, stop: int) -> str | None:
 
 
 def _checked_messages(
-    buf: Any, start: int, end: int, offsets: NDArray[np.int64]
+    buf: Buffer, start: int, end: int, offsets: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
     """(starts, ends) in the chunk of the message records at `offsets` whose header is the
     first one's layout with its values and whose lengths stay inside the chunk, in order;

@@ -25,6 +25,7 @@ from typing import Any, Final
 import numpy as np
 
 from nanorec.errors import FormatError
+from nanorec.untyped import Namespace, Payload
 
 from ..common.depth import check_depth
 
@@ -51,7 +52,7 @@ _SEPARATOR: Final = re.compile(r"^=+$")
 MAX_EMPTY: Final = 1 << 16
 
 #: A generated function: (payload, position, [zero-size elements left]) -> (value, end).
-Decode = Callable[[bytes, int, list[int]], tuple[Any, int]]
+Decode = Callable[[bytes, int, list[int]], tuple[Payload, int]]
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class Decoder:
         self._names: dict[str, str] = {}
         self._lines: list[str] = []
         self._generate(type_name)
-        namespace: dict[str, Any] = {
+        namespace: Namespace = {
             "unpack": struct.unpack_from,
             "frombuffer": np.frombuffer,
             "text": _text,

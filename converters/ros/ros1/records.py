@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import mmap
 import struct
-from typing import Any, Final
+from typing import Final, TypeAlias
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError, NanorecError, TruncatedError
 
 VERSION_LINE: Final = b"#ROSBAG V2.0\n"
@@ -30,13 +31,16 @@ OP_CONNECTION: Final = 0x07
 MAX_HEADER: Final = 1 << 20
 
 Fields = tuple[tuple[bytes, bytes], ...]
+#: A bag's bytes as its walk reads them: the file (or the spool) mapped, or bytes (an empty
+#: file): both search (`find`) and slice to bytes, which a memoryview does not.
+BagBytes: TypeAlias = bytes | mmap.mmap
 
 _U32: Final = struct.Struct("<I")
 _U64: Final = struct.Struct("<Q")
 _TIME: Final = struct.Struct("<II")
 
 
-def parse_fields(data: Any, start: int, end: int, where: int) -> Fields:
+def parse_fields(data: Buffer, start: int, end: int, where: int) -> Fields:
     """The fields of the header `data[start:end]`; `where` is its offset in the file (for
     errors). Raises `FormatError` for a field running past the header or without `=`."""
     fields = []
@@ -119,7 +123,7 @@ class Span:
         self.data_end = data_end
 
 
-def span_at(data: Any, pos: int, end: int) -> Span:
+def span_at(data: Buffer, pos: int, end: int) -> Span:
     """The record at `data[pos:]` bounded by `end`. Raises `TruncatedError` when its lengths run
     past `end`, `FormatError` for an absurd header length."""
     if pos + 4 > end:
@@ -145,7 +149,7 @@ _RESYNC_WINDOW: Final = 16 << 20
 _OP_FIELD: Final = b"\x04\x00\x00\x00op="
 
 
-def _plausible(data: Any, pos: int, end: int) -> bool:
+def _plausible(data: Buffer, pos: int, end: int) -> bool:
     """Whether a message or connection record with its fields starts at `pos`, and the
     record after it parses too (or it ends at `end`)."""
     try:
@@ -167,7 +171,7 @@ def _plausible(data: Any, pos: int, end: int) -> bool:
     return True
 
 
-def next_record(data: Any, pos: int, end: int) -> int:
+def next_record(data: BagBytes, pos: int, end: int) -> int:
     """Where the first plausible record after a damaged one at `pos` starts (`end` if none):
     found by its `op` field (`find` runs in C), then the record start before it that
     parses. `data` is bytes or an mmap, searched a window at a time (a map's pages dropped
@@ -180,8 +184,9 @@ def next_record(data: Any, pos: int, end: int) -> int:
             if stop == end:
                 break
             at = stop - len(_OP_FIELD) + 1
-            with contextlib.suppress(AttributeError, OSError, ValueError):
-                data.madvise(mmap.MADV_DONTNEED)
+            if isinstance(data, mmap.mmap):
+                with contextlib.suppress(OSError, ValueError):
+                    data.madvise(mmap.MADV_DONTNEED)
             continue
         for start in range(found - 4, max(pos, found - 4 - _RESYNC_BACK), -1):
             header_len = _U32.unpack_from(data, start)[0]

@@ -17,10 +17,11 @@ import mmap
 import os
 import struct
 from collections.abc import Callable, Iterator
-from typing import IO, Any, Final
+from typing import IO, Final
 
 import numpy as np
 
+from nanorec.buffers import Buffer
 from nanorec.contract import Region
 from nanorec.errors import (
     BadMagicError,
@@ -39,7 +40,9 @@ from .records import (
     OP_CONNECTION,
     OP_MESSAGE,
     VERSION_LINE,
+    BagBytes,
     Fields,
+    Span,
     get,
     need,
     next_record,
@@ -56,7 +59,7 @@ _BATCH: Final = 4096
 _U32: Final = struct.Struct("<I")
 
 
-def check_version(buf: Any) -> None:
+def check_version(buf: Buffer) -> None:
     head = bytes(buf[: len(VERSION_LINE)])
     if head == VERSION_LINE:
         return
@@ -75,7 +78,7 @@ def check_version(buf: Any) -> None:
 class _Walker:
     def __init__(
         self,
-        buf: Any,
+        buf: BagBytes,
         spool: IO[bytes],
         rows: IO[bytes],
         progress: Callable[[int], None] | None,
@@ -163,7 +166,7 @@ class _Walker:
             return
         self.connections.setdefault(conn.id, conn)
 
-    def chunk(self, span: Any, fields: Fields) -> None:
+    def chunk(self, span: Span, fields: Fields) -> None:
         where = span.start
         kind = need(fields, b"compression", None, where).decode("ascii", "replace")
         size = u32(need(fields, b"size", 4, where))
@@ -222,7 +225,7 @@ class _Walker:
 
     def records(
         self,
-        data: Any,
+        data: BagBytes,
         pos: int,
         end: int,
         plan: ChunkPlan,
@@ -283,7 +286,7 @@ class _Walker:
 
     def matching(
         self,
-        data: Any,
+        data: BagBytes,
         pos: int,
         end: int,
         plan: ChunkPlan,
@@ -369,10 +372,11 @@ class _Walker:
         return pos, f"an unfinished {kind} chunk ({found} messages decompressed from it)"
 
 
-def _drop(buf: Any) -> None:
+def _drop(buf: Buffer) -> None:
     """Let the kernel drop the pages of a map read so far (they count as resident)."""
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        buf.madvise(mmap.MADV_DONTNEED)
+    if isinstance(buf, mmap.mmap):
+        with contextlib.suppress(OSError, ValueError):
+            buf.madvise(mmap.MADV_DONTNEED)
 
 
 def _in_chunk(damage: list[Region], chunk: int, kind: str, base: int) -> list[Region]:
@@ -399,7 +403,7 @@ def _in_chunk(damage: list[Region], chunk: int, kind: str, base: int) -> list[Re
     ]
 
 
-def op_is_chunk(buf: Any, pos: int) -> bool:
+def op_is_chunk(buf: Buffer, pos: int) -> bool:
     """Whether the cut record at `pos` is a chunk (its header, at least, is whole)."""
     if pos + 4 > len(buf):
         return False
@@ -421,7 +425,7 @@ def _index_pos(fields: Fields) -> int:
 
 
 def walk(
-    buf: Any,
+    buf: BagBytes,
     spool: IO[bytes],
     rows: IO[bytes],
     progress: Callable[[int], None] | None = None,

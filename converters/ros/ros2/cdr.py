@@ -28,6 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from nanorec.errors import FormatError, NanorecError, TruncatedError, UnsupportedError
+from nanorec.untyped import Namespace, Payload
 
 from .msgdef import SIZES, STRINGS, MsgType, canonical, load
 
@@ -45,7 +46,12 @@ DTYPES: Final = {
 PADDING: Final = 3
 
 State = tuple[int, int]  # (m, r): the position minus the origin is r modulo m
-Decode = Callable[[Any, int, Any], tuple[Any, int]]
+#: A field's path and the offset it starts at, kept up to date by a traced decode.
+Trace = list[str | int]
+#: A generated decoder: (payload, position, trace or None) -> (value, end).
+Decode = Callable[[bytes | memoryview, int, Trace | None], tuple[Payload, int]]
+#: A payload's message as a dict, or None where the plain path does not take it.
+PlainDecoder = Callable[[bytes | memoryview], dict[str, Payload] | None]
 
 
 def join_states(a: State, b: State) -> State:
@@ -69,7 +75,7 @@ def _short(n: int, what: str, size: int, left: int, at: int, where: str) -> None
     )
 
 
-def _bad_string(b: Any, p: int, n: int, where: str) -> None:
+def _bad_string(b: bytes | memoryview, p: int, n: int, where: str) -> None:
     if p + 4 + n > len(b):
         raise TruncatedError(f"{where}: a string of {n} bytes runs past the payload", offset=p)
     raise FormatError(f"{where}: a string of {n} bytes does not end in NUL", offset=p)
@@ -99,7 +105,7 @@ class _Generator:
         self.names: dict[tuple[str, State], str] = {}
         self.exits: dict[tuple[str, State], State] = {}
         self.least: dict[str, int] = {}
-        self.namespace: dict[str, Any] = {
+        self.namespace: Namespace = {
             "U32": struct.Struct(order + "I").unpack_from,
             "frombuffer": np.frombuffer,
             "short": _short,
@@ -374,13 +380,13 @@ class Decoder:
         value: dict[str, Any] | None = self.plain_decoder(type_name)(data)
         return value
 
-    def plain_decoder(self, type_name: str) -> Callable[[bytes | memoryview], Any]:
+    def plain_decoder(self, type_name: str) -> PlainDecoder:
         """`plain_decode` of `type_name` as one function (its generated code looked up
         once, not per message)."""
         little = self.function(type_name, "<", plain=True)
         big: list[Decode] = []
 
-        def plain(data: bytes | memoryview) -> Any:
+        def plain(data: bytes | memoryview) -> dict[str, Payload] | None:
             if len(data) < 4 or data[0] or data[1] > 1:
                 return None
             if not data[1] and not big:
@@ -423,7 +429,7 @@ class Decoder:
 
     def _where(self, type_name: str, order: str, data: bytes | memoryview) -> NanorecError:
         """The error of a failed fixed-size read, naming its field (by a traced decode)."""
-        trace: list[Any] = [type_name, 4]
+        trace: Trace = [type_name, 4]
         try:
             self.function(type_name, order, trace=True)(data, 4, trace)
         except NanorecError as error:
@@ -431,5 +437,6 @@ class Decoder:
         except Exception:
             pass
         return TruncatedError(
-            f"{trace[0]}: the payload of {len(data)} bytes ends inside the field", offset=trace[1]
+            f"{trace[0]}: the payload of {len(data)} bytes ends inside the field",
+            offset=int(trace[1]),
         )

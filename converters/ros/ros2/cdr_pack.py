@@ -25,6 +25,7 @@ from typing import Any, Final
 import numpy as np
 
 from nanorec.errors import UsageError
+from nanorec.untyped import Namespace, Payload
 
 from .cdr import State, after, join_states
 from .cdr_encode import Encoder
@@ -43,7 +44,7 @@ _DTYPES: Final = {
 #: Problems the generated code may meet in a value; the plain encoder then decides.
 _VALUE_ERRORS: Final = (KeyError, TypeError, ValueError, AttributeError, IndexError, struct.error)
 
-Pack = Callable[[Any, bytearray], None]
+Pack = Callable[[Payload, bytearray], None]
 
 
 def _numbers(items: Any, type_name: str, order: str) -> bytes:
@@ -66,7 +67,7 @@ class _Generator:
         self.lines: list[str] = []
         self.names: dict[tuple[str, State], str] = {}
         self.exits: dict[tuple[str, State], State] = {}
-        self.namespace: dict[str, Any] = {
+        self.namespace: Namespace = {
             "P32": struct.Struct(order + "I").pack,
             "Z": [bytes(n) for n in range(8)],
             "numbers": _numbers,

@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.buffers import Buffer
 from nanorec.contract import ConvertReport
 from nanorec.errors import FormatError, NanorecError, OutputExistsError
 
@@ -66,6 +68,8 @@ from .zstd_bound import inflate_file
 
 SOURCE_FORMAT: Final = "ros2"
 _BLOCK: Final = 1 << 16
+#: The sort's columns where a bag in time order reads none (no None to rule out per block).
+_NONE: Final[NDArray[np.int64]] = np.zeros(0, np.int64)
 
 
 def convert(
@@ -116,7 +120,7 @@ def _scan_file(
     raw = _mapped(handle)
     digest = _sha256(raw)
     size = len(raw)
-    buf: Any = raw
+    buf: bytes | mmap.mmap = raw
     wal: dict[str, Any] | None = None
     if bag_file.compressed:
         buf = _inflated(raw, bag_file, scratch("zstd"))
@@ -172,7 +176,9 @@ def _scan_file(
     return entry
 
 
-def _with_wal(raw: Any, wal: Path, target: IO[bytes]) -> tuple[Any, dict[str, Any]]:
+def _with_wal(
+    raw: Buffer, wal: Path, target: IO[bytes]
+) -> tuple[bytes | mmap.mmap, dict[str, Any]]:
     """A .db3 file then its WAL, in one temporary file (mapped): the file SQLite would read
     after a crash is the two together, and one skeleton holds what both are besides the
     messages' data (export splits it at the file's size again)."""
@@ -257,7 +263,7 @@ def _spooled(stored: StorageFile, file: IO[bytes]) -> IO[bytes]:
     return file
 
 
-def _sha256(buf: Any) -> str:
+def _sha256(buf: Buffer) -> str:
     """A mapped file's sha256, giving its pages back as it goes."""
     digest = hashlib.sha256()
     for start in range(0, len(buf), RELEASE_BYTES):
@@ -266,14 +272,14 @@ def _sha256(buf: Any) -> str:
     return digest.hexdigest()
 
 
-def _mapped(handle: IO[bytes]) -> Any:
+def _mapped(handle: IO[bytes]) -> bytes | mmap.mmap:
     handle.seek(0, 2)
     if not handle.tell():
         return b""
     return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def _inflated(raw: Any, bag_file: BagFile, target: IO[bytes]) -> Any:
+def _inflated(raw: Buffer, bag_file: BagFile, target: IO[bytes]) -> bytes | mmap.mmap:
     """A per-file compressed storage file, inflated into a temporary file (streamed: a big
     bag never sits in memory; bounded: see `zstd_bound.inflate_file`)."""
     inflate_file(extra("zstandard"), raw, bag_file.name, target)
@@ -295,12 +301,12 @@ def _write(
     times = np.frombuffer(time_member, "<i8")
     count = len(times)
     # ties stay in bag order; a bag in time order (the usual) is not sorted at all
-    order: Any = None
+    order: NDArray[Any] | None = None
     if count and (times[1:] < times[:-1]).any():
         order = np.argsort(times, kind="stable").astype(np.uint32 if count < 2**32 else np.int64)
         time_member = times[order].astype("<i8").tobytes()
     spool.flush()
-    data: Any = _mapped(spool)
+    data = _mapped(spool)
     hashes = [pair for e in entries for pair in [(e["name"], e["sha256"]), *wal_hashes(e)]]
     if layout.metadata is not None:
         hashes.insert(0, ("metadata.yaml", hashlib.sha256(layout.metadata).hexdigest()))
@@ -318,16 +324,16 @@ def _write(
         out = Runs(writer, layout, entries, topics, data)
         # spool offsets: the lengths before each message (in scan order); a bag in order
         # reads its columns a block at a time
-        sizes: Any = None
-        topic_of: Any = None
-        starts: Any = None
+        sizes: NDArray[Any] = _NONE  # (read only when `order` is not None)
+        topic_of: NDArray[Any] = _NONE
+        starts: NDArray[np.int64] = _NONE
         if order is not None:
             sizes, topic_of = columns.read("length"), columns.read("topic")
             starts = np.cumsum(sizes, dtype=np.int64) - sizes
         at = 0
         for first in range(0, count, _BLOCK):  # a block of rows at a time: no list of all
             if order is None:
-                block: Any = slice(first, first + _BLOCK)
+                block: slice | NDArray[Any] = slice(first, first + _BLOCK)
                 lengths = columns.read("length", first, _BLOCK).astype(np.int64)
                 codes = columns.read("topic", first, _BLOCK)
                 offsets = at + np.cumsum(lengths) - lengths

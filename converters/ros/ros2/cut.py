@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.archive.reader import ArchiveReader
 from nanorec.contract import ExportReport
@@ -61,7 +61,7 @@ def _definitions(definitions: dict[str, Definition], types: list[str]) -> list[D
     return list(found.values())
 
 
-def _topics(rec: Ros2Recording, numbers: Any) -> list[Topic]:
+def _topics(rec: Ros2Recording, numbers: NDArray[np.int64]) -> list[Topic]:
     """The topics of the selected messages, each once, in the order the bag declares them."""
     codes = rec.reader.index.types_code[numbers]
     _, first = np.unique(codes, return_index=True)
@@ -74,6 +74,6 @@ def _topics(rec: Ros2Recording, numbers: Any) -> list[Topic]:
     return list(found.values())
 
 
-def _messages(rec: Ros2Recording, numbers: Any) -> Iterator[Entry]:
+def _messages(rec: Ros2Recording, numbers: NDArray[np.int64]) -> Iterator[Entry]:
     for number in numbers.tolist():
         yield rec.kind_of(number), rec.time_ns(number), data_of(rec.reader, number)

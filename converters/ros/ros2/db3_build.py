@@ -15,6 +15,7 @@ from array import array
 from typing import IO, Any, Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.errors import FormatError
 
@@ -48,7 +49,7 @@ class PieceCounts:
     def add_ones(self, messages: int) -> None:
         self.count += messages
 
-    def values(self, start: int = 0, stop: int | None = None) -> Any:
+    def values(self, start: int = 0, stop: int | None = None) -> NDArray[np.uint32]:
         """The counts of messages `start` to `stop`, as uint32."""
         stop = self.count if stop is None else min(stop, self.count)
         out = np.ones(max(0, stop - start), np.uint32)
@@ -100,7 +101,7 @@ def write_skeleton(
     _write_kept(view, pos, out)
 
 
-def _write_leb(out: IO[bytes], values: Any) -> tuple[int, int]:
+def _write_leb(out: IO[bytes], values: NDArray[Any]) -> tuple[int, int]:
     """LEB128 of `values`, a block at a time: (bytes written, values)."""
     written = 0
     for at in range(0, len(values), _BLOCK):
@@ -110,7 +111,7 @@ def _write_leb(out: IO[bytes], values: Any) -> tuple[int, int]:
     return written, len(values)
 
 
-def _write_deltas(out: IO[bytes], pos: Any, lens: Any) -> tuple[int, int]:
+def _write_deltas(out: IO[bytes], pos: NDArray[np.int64], lens: NDArray[Any]) -> tuple[int, int]:
     """Each piece's offset as a zigzag delta from the previous piece's end."""
     written = 0
     end = 0
@@ -124,7 +125,7 @@ def _write_deltas(out: IO[bytes], pos: Any, lens: Any) -> tuple[int, int]:
     return written, len(pos)
 
 
-def _write_kept(view: memoryview, keys: Any, out: IO[bytes]) -> None:
+def _write_kept(view: memoryview, keys: NDArray[np.int64], out: IO[bytes]) -> None:
     """The file without the pieces (`keys`: each piece's offset << 16 | length, sorted), a
     block at a time; FormatError when two pieces overlap."""
     data = np.frombuffer(view, np.uint8)

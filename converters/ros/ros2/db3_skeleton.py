@@ -26,7 +26,10 @@ _BLOCK_BYTES = 16 << 20
 
 
 def build_skeleton(
-    view: memoryview, counts: Sequence[int], positions: Sequence[int], lengths: Sequence[int]
+    view: memoryview,
+    counts: Sequence[int] | npt.NDArray[np.uint32],
+    positions: Sequence[int],
+    lengths: Sequence[int],
 ) -> bytearray:
     """The piece table and the file `view` without the pieces (`counts` pieces per message,
     in message order; each piece's file offset and length). Built a block of pieces at a

@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.errors import FormatError
+from nanorec.untyped import Payload
 
 from .bag import BagLayout, compression_of
 from .storage import Definition, Topic
@@ -25,7 +27,7 @@ BAG_KEY = "bag"
 _TOPIC_FIELDS = ("type", "serialization_format", "offered_qos_profiles", "type_description_hash")
 
 
-def firsts_of_topics(topic_of: Any) -> set[int]:
+def firsts_of_topics(topic_of: NDArray[Any]) -> set[int]:
     """The positions in `topic_of` (a topic code per archive message) of each topic's first
     message."""
     _, first = np.unique(topic_of, return_index=True)
@@ -61,7 +63,9 @@ def bag_facts(layout: BagLayout, entries: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def read_topic(name: str, key: int, described: Any, number: int) -> tuple[Topic, Definition | None]:
+def read_topic(
+    name: str, key: int, described: Payload, number: int
+) -> tuple[Topic, Definition | None]:
     """The topic (numbered `key`) and definition a first message's `"topic"` describes;
     FormatError naming message `number` when the description is damaged."""
     if described is None:  # the bag did not declare it

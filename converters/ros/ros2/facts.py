@@ -25,8 +25,10 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.hashorder import LibstdcxxOrder
+from nanorec.untyped import Payload
 
 from .bag import read_metadata
 from .info import Layout, ServiceInfo, TopicFacts, is_service_event_topic, plugin_metadata
@@ -77,7 +79,7 @@ def _counts(rec: Ros2Recording, index: int | None = None) -> Counter[str]:
     return found
 
 
-def _span(rec: Ros2Recording, numbers: Any) -> tuple[int, int]:
+def _span(rec: Ros2Recording, numbers: NDArray[np.intp] | NDArray[np.int64]) -> tuple[int, int]:
     times = rec.meta.time[numbers]
     return (int(times.min()), int(times.max())) if len(times) else (0, 0)
 
@@ -203,8 +205,8 @@ def services(rec: Ros2Recording, metadata: BagMetadata) -> list[ServiceInfo]:
     for topic in metadata.topics_with_message_count:
         if not is_service_event_topic(topic.name, topic.type):
             continue
-        requests: set[tuple[Any, int]] = set()
-        responses: set[tuple[Any, int]] = set()
+        requests: set[tuple[bytes | str, int]] = set()
+        responses: set[tuple[bytes | str, int]] = set()
         if topic.name in rec.topics:
             for row in rec.rows(topic.name):
                 kind = row.get("info.event_type")
@@ -222,7 +224,7 @@ def services(rec: Ros2Recording, metadata: BagMetadata) -> list[ServiceInfo]:
     return found
 
 
-def _key(value: Any) -> Any:
+def _key(value: Payload) -> bytes | str:
     return value.tobytes() if isinstance(value, np.ndarray) else repr(value)
 
 

@@ -14,9 +14,8 @@ import functools
 import math
 import random
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from nanorec.errors import UsageError
 
@@ -202,7 +201,9 @@ def generate(
     as Humble's rosbag2 wrote it (sqlite3 only: no definitions, metadata.yaml version 5)."""
     if humble and storage != "sqlite3":
         raise UsageError("a Humble-era bag is sqlite3 here (its MCAP plugin stored schemas)")
-    write: Any = write_mcap if storage == "mcap" else functools.partial(write_db3, humble=humble)
+    write: Callable[[Path, float, int], int] = (
+        write_mcap if storage == "mcap" else functools.partial(write_db3, humble=humble)
+    )
     if not folder:
         write(output, seconds, image)
         return output

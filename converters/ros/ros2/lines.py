@@ -21,11 +21,13 @@ from numpy.typing import NDArray
 
 from nanorec.outputs.json_pieces import dumps_pieces
 from nanorec.outputs.tables import dumps
+from nanorec.untyped import Payload
 
 from .datas import Datas
 from .storage import ZSTD_MAGIC
 
 if TYPE_CHECKING:
+    from .cdr import PlainDecoder
     from .recording import Ros2Recording
 
 #: Messages read and decoded at once.
@@ -35,7 +37,7 @@ _RUN: Final = 4096
 def ndjson_lines(
     recording: Ros2Recording,
     numbers: Sequence[int] | NDArray[Any],
-    line: Callable[[int], dict[str, Any]],
+    line: Callable[[int], dict[str, Payload]],
 ) -> Iterator[str]:
     """The NDJSON text of messages `numbers` (`line`: a message's row, the usual path), a
     run of lines at a time."""
@@ -43,9 +45,9 @@ def ndjson_lines(
     index = reader.index
     compressed = recording.meta.compression[1].upper() == "MESSAGE"
     topics = [types[0] if types else "" for types in index.types_table]
-    plain: dict[int, tuple[str, str, Callable[[bytes], Any]] | None] = {}
+    plain: dict[int, tuple[str, str, PlainDecoder] | None] = {}
 
-    def plain_of(code: int) -> tuple[str, str, Callable[[bytes], Any]] | None:
+    def plain_of(code: int) -> tuple[str, str, PlainDecoder] | None:
         """(topic, type, its plain decoder) of type code `code`, when the plain path may
         take it."""
         if code not in plain:

@@ -23,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError
 
 from . import mcap_records as rec
@@ -49,7 +50,7 @@ _LENGTH = struct.Struct("<Q")
 
 
 def checked_starts(
-    records: Any, base: int, empty_run: int, offsets: NDArray[np.int64] | None = None
+    records: Buffer, base: int, empty_run: int, offsets: NDArray[np.int64] | None = None
 ) -> NDArray[np.int64]:
     """`record_starts` of a chunk's records (`offsets`: its message index's guess), FormatError
     (at `base`) when they do not fill it or a message record is too short. (A list of a 64

@@ -21,6 +21,8 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.buffers import Buffer
+
 from .mcap_records import MESSAGE_INDEX
 
 _LENGTH: Final = struct.Struct("<Q")
@@ -61,7 +63,7 @@ def index_offsets(buf: Any, end: int) -> NDArray[np.int64] | None:
 
 
 def indexed_starts(
-    records: Any, offsets: NDArray[np.int64], empty_run: int
+    records: Buffer, offsets: NDArray[np.int64], empty_run: int
 ) -> tuple[NDArray[np.int64], int] | None:
     """`mcap_window.record_starts(records, empty_run)` from `offsets` (`index_offsets`), or
     None when they are not where that walk goes (then walk it)."""

@@ -20,7 +20,8 @@ import importlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeAlias
 
 from nanorec.errors import FormatError, NanorecError, UnsupportedError
 
@@ -222,7 +223,11 @@ def chunk_limit(compression: str, compressed: int) -> int:
     return min(MAX_CHUNK, ratio * (compressed + 64))
 
 
-def load(name: str) -> Any:
+#: lz4's `lz4.frame.LZ4FrameDecompressor` (lz4 is optional and ships no types).
+LZ4Decompressor: TypeAlias = Any
+
+
+def load(name: str) -> ModuleType:
     """`zstandard` or `lz4.frame`, imported when a file needs it (why: both are optional
     dependencies, as for ROS 1 bags; most rosbag2 MCAP files have uncompressed chunks)."""
     try:

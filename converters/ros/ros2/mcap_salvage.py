@@ -26,7 +26,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from nanorec.errors import FormatError
 
@@ -100,7 +99,7 @@ class _Prefix:
             self.why = f"zstd stream damaged: {exc}"
 
     def _lz4(self) -> Iterator[bytes]:
-        dec: Any = rec.load("lz4.frame").LZ4FrameDecompressor()
+        dec: rec.LZ4Decompressor = rec.load("lz4.frame").LZ4FrameDecompressor()
         self.why = "lz4 frame ends early"
         given = 0
         try:

@@ -22,17 +22,21 @@ import struct
 import zlib
 from array import array
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError, NanorecError
 
 from . import mcap_records as rec
 from .mcap_index import indexed_starts
 from .mcap_skeleton import MESSAGE_HEAD
 from .storage import RELEASE_BYTES, release_pages
+
+if TYPE_CHECKING:  # zstandard is optional (the `ros` extra)
+    from zstandard import ZstdDecompressionReader
 
 #: Records a chunk may decompress to and still be read whole (and compressed again).
 WHOLE_CHUNK = 64 << 20
@@ -49,7 +53,7 @@ def is_big(chunk: rec.ChunkHead) -> bool:
 
 
 def record_starts(
-    records: Any, empty_run: int, offsets: NDArray[np.int64] | None = None
+    records: Buffer, empty_run: int, offsets: NDArray[np.int64] | None = None
 ) -> tuple[NDArray[np.int64], int]:
     """Where each complete record of `records` starts, and where the last one ends (the
     walk of `mcap_file._walk`: it stops at a record running past the end, or where
@@ -87,17 +91,18 @@ class _Inflater:
             raise FormatError("MCAP chunk declares an impossible uncompressed size", actual=size)
         self.compression, self.data, self.left = compression, data, size
         self.taken = 0  # compressed bytes handed to an lz4 decompressor (or read, if none)
-        self._reader: Any = None
+        self._zstd: ZstdDecompressionReader | None = None
+        self._lz4_frame: rec.LZ4Decompressor = None
         if compression == "zstd":
             zstandard = rec.load("zstandard")
             declared = zstandard.frame_content_size(data)
             if declared not in (size, -1):
                 raise FormatError("zstd frame size differs from the chunk's", actual=declared)
-            self._reader = zstandard.ZstdDecompressor().stream_reader(
+            self._zstd = zstandard.ZstdDecompressor().stream_reader(
                 data, read_size=_INPUT, read_across_frames=False
             )
         elif compression == "lz4":
-            self._reader = rec.load("lz4.frame").LZ4FrameDecompressor()
+            self._lz4_frame = rec.load("lz4.frame").LZ4FrameDecompressor()
         elif compression:
             raise FormatError(f"unsupported MCAP chunk compression {compression!r}")
         elif len(data) != size:
@@ -124,8 +129,8 @@ class _Inflater:
             return self.data[self.taken - wanted : self.taken]
         out = bytearray()
         while len(out) < wanted:
-            if self.compression == "zstd":
-                block = self._reader.read(wanted - len(out))
+            if self._zstd is not None:
+                block = self._zstd.read(wanted - len(out))
             else:
                 block = self._lz4(wanted - len(out))
             if not block:
@@ -134,7 +139,7 @@ class _Inflater:
         return out
 
     def _lz4(self, wanted: int) -> bytes:
-        dec = self._reader
+        dec = self._lz4_frame
         if dec.eof:
             return b""
         piece: bytes | memoryview = b""
@@ -148,13 +153,13 @@ class _Inflater:
 
     def _check_end(self) -> None:
         """The stream has nothing past the declared size and ends with the chunk."""
-        if self.compression == "zstd":
-            if self._reader.read(1):
+        if self._zstd is not None:
+            if self._zstd.read(1):
                 raise FormatError("MCAP chunk decompresses to more than its declared size")
             return
         if self.compression != "lz4":
             return
-        dec = self._reader
+        dec = self._lz4_frame
         while not dec.eof:
             if dec.needs_input and self.taken >= len(self.data):
                 break

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final, TypeAlias
 
 from nanorec.errors import FormatError, UnsupportedError
@@ -26,6 +27,9 @@ from .extras import extra
 
 #: A YAML node as yaml-cpp holds it: every scalar is text.
 YamlNode: TypeAlias = "str | list[YamlNode] | dict[str, YamlNode] | None"
+#: A document as PyYAML loads it: `YamlNode`s (BaseLoader), or SafeLoader's ints, floats,
+#: booleans and dates too (PyYAML is untyped here: its stubs are not installed).
+YamlDocument: TypeAlias = Any
 
 #: The version rosbag2's writer stamps now (`bag_metadata.hpp`: `int version = 9`).
 CURRENT_VERSION = 9
@@ -79,7 +83,7 @@ class BagMetadata:
 # Reading
 
 
-def _yaml() -> Any:
+def _yaml() -> ModuleType:
     """PyYAML (the `ros` extra), imported when reading: writing needs only our emitter."""
     return extra("yaml")
 
@@ -169,7 +173,7 @@ def _file(value: YamlNode, where: str) -> FileInformation:
 MAX_YAML_DEPTH: Final = 64
 
 
-def load_yaml(text: str, *, safe: bool = False) -> Any:
+def load_yaml(text: str, *, safe: bool = False) -> YamlDocument:
     """`text` as PyYAML's BaseLoader reads it (every scalar text; `safe`: SafeLoader's
     types), libyaml's when installed. Raises FormatError, in one line, for bad YAML or
     nesting deeper than `MAX_YAML_DEPTH` (found without recursion, before loading)."""

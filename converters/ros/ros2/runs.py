@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from nanorec.archive.wire import timestamp_entry
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.buffers import Buffer
 
 from .bag import BagLayout
 from .described import BAG_KEY, TOPIC_KEY, bag_facts, declarations
@@ -42,7 +43,7 @@ class Runs:
         layout: BagLayout,
         entries: list[dict[str, Any]],
         topics: list[str],
-        data: Any,
+        data: Buffer,
     ) -> None:
         self.writer = writer
         self.layout = layout

@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from nanorec.buffers import Buffer
 from nanorec.contract import Region
 
 from .msgdef import service_of
@@ -202,7 +203,7 @@ class StorageFile(Protocol):
 RELEASE_BYTES = 32 << 20
 
 
-def release_pages(view: memoryview | bytes) -> None:
+def release_pages(view: Buffer) -> None:
     """Give back the pages of a mapped file read so far (a big file stays out of RSS; they
     are read again from the page cache if needed)."""
     mapped = view.obj if isinstance(view, memoryview) else view

@@ -8,13 +8,15 @@ modules and what they share would import each other. Reading an archive back nee
 
 from __future__ import annotations
 
+import mmap
+
 from .db3 import open_db3
 from .mcap_file import open_mcap
 from .storage import StorageFile
 
 
 def open_storage(
-    storage: str, buf: bytes | memoryview, main_size: int | None = None
+    storage: str, buf: bytes | mmap.mmap | memoryview, main_size: int | None = None
 ) -> StorageFile:
     """The storage file `buf` (a sqlite3 or MCAP file's bytes; with `main_size`, a sqlite3
     file's `main_size` bytes followed by its WAL's)."""

@@ -10,8 +10,10 @@ data, gives at most 128 KiB: 32768x), so a frame inflating further is not zstd's
 from __future__ import annotations
 
 import struct
-from typing import IO, Any, Final
+from types import ModuleType
+from typing import IO, Final
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError
 
 from .storage import MCAP_MAGIC, SQLITE_MAGIC
@@ -49,7 +51,7 @@ def sqlite_size(head: bytes) -> int | None:
     return int(size * pages)
 
 
-def inflate_message(zstandard: Any, data: bytes, number: int) -> bytes:
+def inflate_message(zstandard: ModuleType, data: bytes, number: int) -> bytes:
     """A message's zstd frame (rosbag2's MESSAGE compression) inflated a MiB at a time,
     refused when it declares or gives more than its bytes can hold or than `MAX_MESSAGE`, or
     another size than it declares (a lying header costs what the frame really holds, never
@@ -112,7 +114,7 @@ def _declared(head: bytes) -> int:
     return declared if declared is not None else 1 << 62
 
 
-def inflate_file(zstandard: Any, raw: Any, name: str, target: IO[bytes]) -> None:
+def inflate_file(zstandard: ModuleType, raw: Buffer, name: str, target: IO[bytes]) -> None:
     """A storage file compressed whole (rosbag2's FILE mode, `<file>.zstd`) inflated into
     `target`, a MiB at a time. Refused with a FormatError once it gives more than its bytes
     can hold, or more than an SQLite header at its start declares (page size times pages:
