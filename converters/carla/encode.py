@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError, TruncatedError
 
 from .ids import SHAPES, Engine, Family, Kind, Shape
@@ -35,7 +36,7 @@ from .tables import (
     VarTable,
     WheelsTable,
 )
-from .walk import PACKET_HEADER_DTYPE, Buffer, IntArray, scatter
+from .walk import PACKET_HEADER_DTYPE, IntArray, scatter
 
 
 def encode_batch(batch: Batch, family: Family) -> bytearray:

@@ -22,12 +22,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
+
 from .decode import decode_packets
 from .ids import SHAPES, Family, Kind, Shape
 from .message import INDEX_KEY, KIND_KEYS, ORDER_KEY, RAW_KEY, var_to_maps
 from .records import VarRecord
 from .tables import Batch, VarTable
-from .walk import Buffer, Packets, Truncation, iter_walk
+from .walk import Packets, Truncation, iter_walk
 
 FRAME_START_ID = 0
 FRAME_START_SIZE = 24  # u64 frame id, f64 duration, f64 elapsed

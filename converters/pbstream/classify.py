@@ -10,6 +10,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from nanorec.buffers import Buffer
+
 from .records import (
     HEADER,
     LEGACY_KINDS,
@@ -132,7 +134,7 @@ class Columns:
         }
 
 
-def first_ticks(buf: Any, classifier: Classifier) -> int | None:
+def first_ticks(buf: Buffer, classifier: Classifier) -> int | None:
     """The first record time in the file, found by inflating only the start of each record
     up to the first timed one."""
     for number, frame in enumerate(iter_frames(buf)):

@@ -46,7 +46,7 @@ _WIRE = {
 }
 
 
-def _scalar(kind: str, buf: bytes, a: int) -> Any:
+def _scalar(kind: str, buf: bytes, a: int) -> int | bool | float:
     if kind in ("int32", "enum"):
         return signed32(a)
     if kind == "int64":

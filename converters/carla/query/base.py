@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from nanorec.buffers import Buffer
 from nanorec.errors import NanorecError, UsageError
 
 from ..detect import resolve
@@ -151,7 +152,7 @@ def overlay(fresh: bytes, stale: bytes) -> bytes:
     return fresh + stale[len(fresh) :]
 
 
-def parse_header(buf: Any) -> RecorderHeader | None:
+def parse_header(buf: Buffer) -> RecorderHeader | None:
     """The header, or None when the magic string is wrong (CARLA's only check)."""
     size = len(buf)
     raw = bytes(buf[: min(size, 4 + 0xFFFF)])
@@ -201,7 +202,7 @@ class Truncation:
     reason: str
 
 
-def iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[Packet | Truncation]:
+def iter_packets(buf: Buffer, start: int, *, rerun: bool = True) -> Iterator[Packet | Truncation]:
     """Walk the packets with the codec's walker; yield a `Truncation` for a cut tail.
 
     A body cut short is yielded with the bytes present. With `rerun`, the walk ends the
@@ -236,7 +237,7 @@ def iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[Packet
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 
 
-def _release(buf: Any, upto: int) -> None:
+def _release(buf: Buffer, upto: int) -> None:
     """Let the kernel drop the mapped pages already walked, so a 1 GB file's resident
     size stays flat (they are clean file pages: re-reading them just faults them in)."""
     if _DONTNEED is not None and isinstance(buf, mmap.mmap):
@@ -254,7 +255,7 @@ class LogFile:
         self._map: mmap.mmap | None = None
         if length:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            self.buf: Any = self._map
+            self.buf: Buffer = self._map
         else:
             self.buf = b""
 
@@ -273,7 +274,7 @@ class LogFile:
 # --------------------------------------------------------------------------- family detection
 
 
-def choose_family(buf: Any, start: int, fam: str | Family | None) -> tuple[Family, bool]:
+def choose_family(buf: Buffer, start: int, fam: str | Family | None) -> tuple[Family, bool]:
     """The release family (the codec's detector unless forced) and whether the file has
     animation packets (8/9, written every frame since 0.9.6): 0.9.4/0.9.5 files have none.
     Only a complete frame (a FrameEnd) without them says so; a file cut inside its first
