@@ -3,8 +3,8 @@ rebuilt from the decoded values (see `codec.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -79,7 +79,8 @@ def encode_batch(batch: Batch, family: Family) -> bytearray:
     return out
 
 
-_Writer = Any  # Callable[[bytearray, IntArray], None]
+#: Writes a table's packet bodies into the output at the given offsets.
+_Writer: TypeAlias = Callable[[bytearray, IntArray], None]
 
 
 def _plan(table: Table, engine: Engine) -> tuple[IntArray, _Writer]:

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from nanorec.outputs import mcap_protobuf as pb
 from nanorec.outputs.mcap import McapRecord, json_bytes
+from nanorec.untyped import Payload
 
 from . import mcap_lights
 from . import mcap_proto as proto
@@ -48,8 +49,12 @@ _CM_TO_M = np.array([0.01, -0.01, 0.01])
 
 Drawn = list[McapRecord] | None
 T = TypeVar("T")
+#: A frame's map as the archive decoded it (kind key -> records).
+FrameMap: TypeAlias = dict[str, Payload]
+#: The Position records of a run of frames: a structured array (frames, actors).
+Poses: TypeAlias = npt.NDArray[np.void]
 #: What a run of frames gives, per frame: (numbers, times, frame maps, Position records).
-Run = Callable[[list[int], list[int], list[Any], Any], list[T | None]]
+Run = Callable[[list[int], list[int], list[FrameMap], Poses], list[T | None]]
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ class _Latest:
 
     def __init__(self, sparse: Sparse, key: str) -> None:
         self.sparse, self.key, self.count = sparse, key, -1
-        self.rows: Any = None
+        self.rows: npt.NDArray[Any] = np.empty(0)  # set by the first `at`
         self.by_id: dict[int, Any] | None = None  # for the caller to fill, per `rows`
         self.ids: npt.NDArray[Any] = np.empty(0, np.int64)
 
@@ -84,7 +89,7 @@ class _Latest:
         """How many rows are at or before each frame of `numbers`."""
         return np.searchsorted(self.sparse.frames, numbers, side="right")
 
-    def at(self, index: int) -> Any:
+    def at(self, index: int) -> npt.NDArray[Any]:
         count = int(self.counts(np.array([index]))[0])
         if count != self.count:
             self.count, self.by_id = count, None
@@ -192,7 +197,7 @@ class FrameDrawer:
             lo = hi
         return out
 
-    def run_poses(self, numbers: list[int], poses: Any) -> RunPoses | None:
+    def run_poses(self, numbers: list[int], poses: Poses) -> RunPoses | None:
         """The poses of a run's frames (their live actors, in the reference path's order),
         None when this path cannot draw them (an id there twice)."""
         tables = self.tables
@@ -221,7 +226,7 @@ class FrameDrawer:
         return RunPoses(rows, ids, pose, at_spawn, parent, earlier)
 
     def _run(
-        self, numbers: list[int], times: list[int], frames: list[Any], poses: Any
+        self, numbers: list[int], times: list[int], frames: list[FrameMap], poses: Poses
     ) -> list[Drawn]:
         """Frames of one live set whose Position records name the same ids in order."""
         count = len(numbers)

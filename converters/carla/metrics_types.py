@@ -219,7 +219,7 @@ class WheelPhysicsControl:
 class VehiclePhysicsControl:
     """`carla.VehiclePhysicsControl`: a plain attribute bag (the recorded fields are set)."""
 
-    def __init__(self, **values: Any) -> None:
+    def __init__(self, **values: object) -> None:
         self.__dict__.update(values)
 
     def __eq__(self, other: object) -> bool:

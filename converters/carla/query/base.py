@@ -9,7 +9,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,7 @@ NOT_A_RECORDER = "File is not a CARLA recorder\n"
 MAGIC = b"CARLA_RECORDER"
 U16 = struct.Struct("<H")
 _HEADER = struct.Struct("<BI")
+R = TypeVar("R")  # what a record parser returns
 FRAME = struct.Struct("<Qdd")
 
 Labels = Literal["old", "new"]
@@ -382,14 +383,14 @@ class Stale:
         return count, rows
 
 
-def var_records(packet: Packet, parse: Callable[[Cursor], Any]) -> tuple[int, list[Any]]:
+def var_records(packet: Packet, parse: Callable[[Cursor], R]) -> tuple[int, list[R]]:
     """Complete variable-length records of a packet (none after a cut; see module doc)."""
     body = packet.body
     if len(body) < 2:
         return 0, []
     count = U16.unpack_from(body, 0)[0]
     cur = Cursor(body, packet.offset, 2)
-    records = []
+    records: list[R] = []
     for _ in range(count):
         try:
             records.append(parse(cur))
