@@ -33,6 +33,7 @@ from .message import (
 )
 from .recording import CarlaRecording
 from .records import ActorAdd, PhysicsControl, serialize_var_body
+from .world import World
 from .world_tables import SPARSE_FIXED_KINDS, WorldTables
 
 _COUNT = struct.Struct("<H")
@@ -220,11 +221,11 @@ def _spawns(
     return adds
 
 
-def _parents(world: Any) -> list[tuple[int, int]]:
+def _parents(world: World) -> list[tuple[int, int]]:
     return [
-        (actor_id, world.actors[actor_id].parent_id)
+        (actor_id, parent)
         for actor_id in world.actors
-        if world.actors[actor_id].parent_id is not None
+        if (parent := world.actors[actor_id].parent_id) is not None
     ]
 
 
