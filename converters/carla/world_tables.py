@@ -67,7 +67,7 @@ class Sparse:
         _, first_reversed = np.unique(rows[key][::-1], return_index=True)
         return rows[len(rows) - 1 - first_reversed]
 
-    def latest_by(self, index: int, key: str) -> dict[int, Any]:
+    def latest_by(self, index: int, key: str) -> dict[int, np.void]:
         """`latest_rows` keyed by `key` (python dict of records)."""
         rows = self.latest_rows(index, key)
         return dict(zip(rows[key].tolist(), rows, strict=True))

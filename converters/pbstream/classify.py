@@ -6,9 +6,10 @@ time (`records.describe_prefix`); `Columns` keeps them per record for the side m
 from __future__ import annotations
 
 from array import array
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 from nanorec.buffers import Buffer
 
@@ -120,7 +121,13 @@ class Columns:
         self.ticks.extend([info.ticks or 0 for info in infos])
         self.timed.extend([info.ticks is not None for info in infos])
 
-    def extend_arrays(self, trajectory: Any, index: Any, ticks: Any, timed: Any) -> None:
+    def extend_arrays(
+        self,
+        trajectory: npt.ArrayLike,
+        index: npt.ArrayLike,
+        ticks: npt.ArrayLike,
+        timed: npt.ArrayLike,
+    ) -> None:
         """`extend` from numpy columns (ids as `NONE_ID` where none, ticks 0 where untimed)."""
         self.trajectory.frombytes(np.asarray(trajectory, dtype=np.int32).tobytes())
         self.index.frombytes(np.asarray(index, dtype=np.int32).tobytes())
