@@ -82,7 +82,7 @@ class _Latest:
     def __init__(self, sparse: Sparse, key: str) -> None:
         self.sparse, self.key, self.count = sparse, key, -1
         self.rows: npt.NDArray[Any] = np.empty(0)  # set by the first `at`
-        self.by_id: dict[int, Any] | None = None  # for the caller to fill, per `rows`
+        self.by_id: mcap_lights.Spans | None = None  # for the caller to fill, per `rows`
         self.ids: npt.NDArray[Any] = np.empty(0, np.int64)
 
     def counts(self, numbers: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
@@ -310,7 +310,11 @@ class FrameDrawer:
         return out
 
     def _lights(
-        self, numbers: list[int], times: list[int], frames: list[Any], lights: Any
+        self,
+        numbers: list[int],
+        times: list[int],
+        frames: list[FrameMap],
+        lights: mcap_lights.States | None,
     ) -> list[bytes | None]:
         """Each frame's `/carla/traffic_lights` message, encoded (None: no light)."""
         if TOPICS["traffic_lights"] not in self.topics:
@@ -366,7 +370,9 @@ class FrameDrawer:
             parent[found] = latest["parent"][at[found]]
         return parent
 
-    def _boxes(self, index: int, rows: Any, ids: Any) -> tuple[Any, Any]:
+    def _boxes(
+        self, index: int, rows: npt.NDArray[np.intp], ids: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Each actor's box offset and half extent (cm): its latest usable bounding box,
         else its type's default."""
         offset, extent = DEFAULT_OFFSET[self.kind[rows]], DEFAULT_EXTENT[self.kind[rows]]
