@@ -24,6 +24,7 @@ import numpy as np
 from nanorec.archive.atomic import atomic_output
 from nanorec.contract import ExportReport
 from nanorec.errors import FormatError, UsageError
+from nanorec.untyped import Payload
 
 from .ids import ADDITIONAL_DATA, SHAPES, Engine, Kind, Shape
 from .message import (
@@ -104,7 +105,7 @@ def _header_bytes(rec: CarlaRecording) -> bytes:
     return bytes(read_meta(rec.reader)["header"]["bytes"])
 
 
-def _frame_start(frame: Any) -> tuple[int, float, float]:
+def _frame_start(frame: Payload) -> tuple[int, float, float]:
     value = frame.get("start")
     if value is None:
         raise FormatError("a frame of the archive has no FrameStart record")
@@ -112,11 +113,11 @@ def _frame_start(frame: Any) -> tuple[int, float, float]:
     return int(frame_id), float(duration), float(elapsed)
 
 
-def _elapsed(frame: Any) -> float:
+def _elapsed(frame: Payload) -> float:
     return _frame_start(frame)[2]
 
 
-def _packets(rec: CarlaRecording, frame: Any, replace: dict[Kind, bytes]) -> bytes:
+def _packets(rec: CarlaRecording, frame: Payload, replace: dict[Kind, bytes]) -> bytes:
     """A frame's native bytes with the bodies of the kinds in `replace` swapped."""
     family = rec.family
     parts = []

@@ -360,15 +360,15 @@ class _LazyMap(Mapping[int, T]):
         return value
 
 
-def _light_from_row(row: tuple[Any, ...]) -> TrafficLight:
+def _light_from_row(row: RawRow) -> TrafficLight:
     return TrafficLight.of(row[0], row[1], row[2])
 
 
-def _scene_light(row: tuple[Any, ...]) -> SceneLight:
+def _scene_light(row: RawRow) -> SceneLight:
     return SceneLight(row[0], row[1], (row[2], row[3], row[4], row[5]), bool(row[6]), row[7])
 
 
-def _box(row: tuple[Any, ...]) -> BoundingBox:
+def _box(row: RawRow) -> BoundingBox:
     return BoundingBox(Vector3D(*row[1:4]), Vector3D(*row[4:7]))
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from nanorec.buffers import Buffer
 from nanorec.errors import NanorecError, UsageError
+from nanorec.untyped import Payload
 
 from ..detect import resolve
 from ..ids import Engine, Family, Kind
@@ -326,7 +327,7 @@ def flat_dtype(kind: Kind, engine: Engine) -> np.dtype[Any]:
     return _FLAT[key]
 
 
-Row = tuple[Any, ...]
+Row = tuple[Payload, ...]
 
 
 class Stale:
