@@ -48,6 +48,8 @@ _START, _POSITION = kind_key(Kind.FRAME_START), kind_key(Kind.POSITION)
 _CM_TO_M = np.array([0.01, -0.01, 0.01])
 
 Drawn = list[McapRecord] | None
+#: The spawn rows alive after a frame and their ids (None when an id is there twice).
+_Alive: TypeAlias = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64] | None]
 T = TypeVar("T")
 #: A frame's map as the archive decoded it (kind key -> records).
 FrameMap: TypeAlias = dict[str, Payload]
@@ -121,7 +123,7 @@ class FrameDrawer:
         self.ends = np.sort(tables.spawn_end)
         self.ordered = bool((np.diff(tables.spawn_start) >= 0).all())
         self.alive_key: tuple[int, int] = (-1, -1)
-        self.alive: tuple[Any, Any] = (None, None)
+        self.alive: _Alive = (np.empty(0, np.intp), None)  # set by the first `_alive`
         self.boxes = _Latest(tables.sparse[Kind.BOUNDING_BOX], "id")
         self.light_times = _Latest(tables.sparse[Kind.TRAFFIC_LIGHT_TIME], "id")
         self.parents = _Latest(tables.parents, "child")
@@ -335,7 +337,7 @@ class FrameDrawer:
             out.append(None if message is None else json_bytes(message))
         return out
 
-    def _alive(self, index: int) -> tuple[Any, Any]:
+    def _alive(self, index: int) -> _Alive:
         """The spawn rows alive after frame `index` and their ids (None when an id is
         there twice); the same arrays as long as no actor came or went."""
         tables = self.tables
