@@ -10,11 +10,10 @@ frames. So both members are rebuilt here, from the messages alone.
 
 from __future__ import annotations
 
-from typing import Any
-
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.wire import pack_meta
 from nanorec.errors import FormatError, NanorecError
+from nanorec.untyped import Payload
 
 from .header import Header
 from .ids import FAMILIES
@@ -48,7 +47,7 @@ def rebuild_members(reader: ArchiveReader) -> dict[str, bytes] | None:
     world = WorldTablesBuilder(fam.engine)
     orders: dict[bytes, int] = {}
     for number in range(len(reader)):
-        frame: Any = reader[number].get("frame")
+        frame: Payload = reader[number].get("frame")
         if not isinstance(frame, dict):
             raise FormatError(f"message {number} of a CARLA archive holds no frame")
         try:

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.errors import FormatError, UnsupportedError, UsageError
+from nanorec.untyped import Payload
 
 __all__ = [
     "CONTROL_COLUMNS",
@@ -289,7 +290,7 @@ def _check(raw: dict[str, Any], names: list[str], source: str, offset: int) -> T
     return table
 
 
-def _texts(table: TrajectoryTable, name: str, values: Sequence[Any]) -> list[str]:
+def _texts(table: TrajectoryTable, name: str, values: Sequence[Payload]) -> list[str]:
     texts = ["" if value is None else str(value).strip() for value in values]
     for row, text in enumerate(texts):
         if name == "type_id" and not text:
@@ -313,7 +314,7 @@ def _floats(table: TrajectoryTable, name: str, values: Any) -> npt.NDArray[np.fl
     return array
 
 
-def _float(table: TrajectoryTable, row: int, name: str, value: Any) -> float:
+def _float(table: TrajectoryTable, row: int, name: str, value: Payload) -> float:
     if isinstance(value, bool) or value is None:
         raise table.fail(row, name, f"{_shown(value)} is not a number")
     try:
@@ -358,7 +359,7 @@ def _bools(table: TrajectoryTable, name: str, values: Any) -> npt.NDArray[np.boo
     return out
 
 
-def _float_or_nan(value: Any) -> float:
+def _float_or_nan(value: Payload) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -374,6 +375,6 @@ def _fits_float32_cm(table: TrajectoryTable, name: str) -> None:
         raise table.fail(row, name, f"{value!r} m does not fit the file's float32 centimetres")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Payload) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

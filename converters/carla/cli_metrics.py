@@ -17,26 +17,38 @@ import json
 import sys
 import types
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Protocol, TypeGuard
 
 import typer
 
 from nanorec.cli import run
 from nanorec.cli.inputs import check_input
 from nanorec.errors import NanorecError, UsageError
+from nanorec.untyped import Json
 
 from .cli import FamilyOption, app, check_family
 
+if TYPE_CHECKING:
+    from .metrics import MetricsLog
+    from .metrics_types import CarlaObject
+
 _BASIC = "srunner.metrics.examples.basic_metric"
+
+
+class Metric(Protocol):
+    """A scenario_runner metric: a class whose `_create_metric` reads the log (and the
+    town map, None here, and the criteria JSON)."""
+
+    def _create_metric(self, town_map: CarlaObject, log: MetricsLog, criteria: Json) -> None: ...
 
 
 class BasicMetric:
     """scenario_runner's `BasicMetric`: the constructor runs `_create_metric`."""
 
-    def __init__(self, town_map: Any, log: Any, criteria: Any = None) -> None:
+    def __init__(self, town_map: CarlaObject, log: MetricsLog, criteria: Json = None) -> None:
         self._create_metric(town_map, log, criteria)
 
-    def _create_metric(self, town_map: Any, log: Any, criteria: Any) -> None:
+    def _create_metric(self, town_map: CarlaObject, log: MetricsLog, criteria: Json) -> None:
         raise NotImplementedError("This function should be re-implemented by all metrics")
 
 
@@ -57,7 +69,12 @@ def _provide_basic_metric() -> None:
     sys.modules[_BASIC].BasicMetric = BasicMetric  # type: ignore[attr-defined]
 
 
-def load_metric(spec: str, class_name: str | None = None) -> type:
+def _is_metric(value: object) -> TypeGuard[type[Metric]]:
+    """Whether `value` is a class defining `_create_metric` itself."""
+    return inspect.isclass(value) and "_create_metric" in vars(value)
+
+
+def load_metric(spec: str, class_name: str | None = None) -> type[Metric]:
     """The metric class in `spec` (a .py file or a dotted module): `class_name`, or the one
     class defining `_create_metric` there. Raises UsageError when there is none or several."""
     _provide_basic_metric()
@@ -83,8 +100,7 @@ def load_metric(spec: str, class_name: str | None = None) -> type:
     classes = [
         value
         for name, value in vars(module).items()
-        if inspect.isclass(value)
-        and "_create_metric" in vars(value)
+        if _is_metric(value)
         and value.__module__ == module.__name__
         and (class_name is None or name == class_name)
     ]
@@ -94,9 +110,9 @@ def load_metric(spec: str, class_name: str | None = None) -> type:
     return classes[0]
 
 
-def run_metric(metric: type, log: Any, criteria: Any) -> None:
+def run_metric(metric: type[Metric], log: MetricsLog, criteria: Json) -> None:
     """`metric._create_metric(None, log, criteria)` as BasicMetric's constructor calls it."""
-    instance: Any = object.__new__(metric)
+    instance = object.__new__(metric)
     try:
         instance._create_metric(None, log, criteria)
     except AttributeError as error:

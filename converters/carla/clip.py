@@ -24,6 +24,7 @@ import numpy as np
 from nanorec.archive.atomic import atomic_output
 from nanorec.contract import ExportReport
 from nanorec.errors import FormatError, UsageError
+from nanorec.untyped import Payload
 
 from .ids import ADDITIONAL_DATA, SHAPES, Engine, Kind, Shape
 from .message import (
@@ -33,6 +34,7 @@ from .message import (
 )
 from .recording import CarlaRecording
 from .records import ActorAdd, PhysicsControl, serialize_var_body
+from .world import World
 from .world_tables import SPARSE_FIXED_KINDS, WorldTables
 
 _COUNT = struct.Struct("<H")
@@ -103,7 +105,7 @@ def _header_bytes(rec: CarlaRecording) -> bytes:
     return bytes(read_meta(rec.reader)["header"]["bytes"])
 
 
-def _frame_start(frame: Any) -> tuple[int, float, float]:
+def _frame_start(frame: Payload) -> tuple[int, float, float]:
     value = frame.get("start")
     if value is None:
         raise FormatError("a frame of the archive has no FrameStart record")
@@ -111,11 +113,11 @@ def _frame_start(frame: Any) -> tuple[int, float, float]:
     return int(frame_id), float(duration), float(elapsed)
 
 
-def _elapsed(frame: Any) -> float:
+def _elapsed(frame: Payload) -> float:
     return _frame_start(frame)[2]
 
 
-def _packets(rec: CarlaRecording, frame: Any, replace: dict[Kind, bytes]) -> bytes:
+def _packets(rec: CarlaRecording, frame: Payload, replace: dict[Kind, bytes]) -> bytes:
     """A frame's native bytes with the bodies of the kinds in `replace` swapped."""
     family = rec.family
     parts = []
@@ -220,11 +222,11 @@ def _spawns(
     return adds
 
 
-def _parents(world: Any) -> list[tuple[int, int]]:
+def _parents(world: World) -> list[tuple[int, int]]:
     return [
-        (actor_id, world.actors[actor_id].parent_id)
+        (actor_id, parent)
         for actor_id in world.actors
-        if world.actors[actor_id].parent_id is not None
+        if (parent := world.actors[actor_id].parent_id) is not None
     ]
 
 

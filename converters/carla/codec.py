@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from nanorec.buffers import Buffer
+
 from .decode import decode_packets
 from .detect import Detection, resolve
 from .encode import decode_body, encode_batch, encode_body
@@ -46,7 +48,7 @@ from .tables import (
     VarTable,
     WheelsTable,
 )
-from .walk import Buffer, Truncation, iter_walk, walk
+from .walk import Truncation, iter_walk, walk
 
 
 def iter_batches(

@@ -53,7 +53,7 @@ from .meta import (
 )
 from .meta import read_meta as read_meta
 from .runs import fast_rows
-from .source import frame_head, resync
+from .source import FileBytes, frame_head, resync
 from .walk import Packets, Truncation
 from .world_tables import WorldTablesBuilder
 
@@ -93,7 +93,7 @@ def convert(
         raise OutputExistsError(f"{out} exists; pass overwrite=True to replace it")
     with source.open("rb") as handle, paused_gc():
         size = os.fstat(handle.fileno()).st_size
-        buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        buf: FileBytes = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         try:
             return _convert(buf, source, out, family, overwrite, progress)
         finally:
@@ -103,7 +103,7 @@ def convert(
 
 
 def _convert(
-    buf: Any,
+    buf: FileBytes,
     source: Path,
     out: Path,
     family: str | Family | None,
@@ -123,7 +123,7 @@ def _convert(
 
 
 def _write_archive(
-    buf: Any,
+    buf: FileBytes,
     source: Path,
     out: Path,
     header: Header,
@@ -212,7 +212,7 @@ class _Conversion:
 
     def __init__(
         self,
-        buf: Any,
+        buf: FileBytes,
         writer: ArchiveWriter,
         header: Header,
         fam: Family,

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
 from nanorec.errors import NanorecError
 
 from .decode_wheels import decode_wheels
@@ -31,7 +32,7 @@ from .tables import (
     Table,
     VarTable,
 )
-from .walk import Buffer, IntArray, Packets, gather
+from .walk import IntArray, Packets, gather
 
 
 def decode_packets(

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
 from nanorec.errors import NanorecError
 
 from .ids import Kind
@@ -29,7 +30,7 @@ from .tables import (
     Table,
     WheelsTable,
 )
-from .walk import Buffer, IntArray, gather
+from .walk import IntArray, gather
 
 
 def decode_wheels(

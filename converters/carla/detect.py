@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
 from nanorec.errors import NanorecError, UnsupportedError
 
 from .detect_facts import evidence
@@ -55,7 +56,7 @@ from .records import (
     fixed_dtype,
 )
 from .records_fast import parse_var_fast, parse_var_head, var_fits
-from .walk import Buffer, Packets, gather, walk
+from .walk import Packets, gather, walk
 
 _U16 = np.dtype("<u2")
 _COUNT = struct.Struct("<H")  # a VAR body's record count

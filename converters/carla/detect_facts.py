@@ -8,8 +8,10 @@ from collections import Counter
 
 import numpy as np
 
+from nanorec.buffers import Buffer
+
 from .ids import HEADER_VERSION_2026
-from .walk import Buffer, IntArray, Packets, gather
+from .walk import IntArray, Packets, gather
 
 _U16 = np.dtype("<u2")
 _VECTOR_KINDS = ((6, "Position"), (12, "Kinematics"), (13, "BoundingBox"), (17, "TriggerVolume"))

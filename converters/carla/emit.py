@@ -11,6 +11,7 @@ import msgpack
 import numpy as np
 
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.buffers import Buffer
 
 from .frames import Frame, FrameMaps
 from .ids import Family, Kind
@@ -27,7 +28,7 @@ def write_frame(
     writer: ArchiveWriter,
     packer: msgpack.Packer,
     world: WorldTablesBuilder,
-    buf: Any,
+    buf: Buffer,
     index: int,
     run: Frame,
     raw_counts: dict[int, int],

@@ -3,12 +3,13 @@ rebuilt from the decoded values (see `codec.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError, TruncatedError
 
 from .ids import SHAPES, Engine, Family, Kind, Shape
@@ -35,7 +36,7 @@ from .tables import (
     VarTable,
     WheelsTable,
 )
-from .walk import PACKET_HEADER_DTYPE, Buffer, IntArray, scatter
+from .walk import PACKET_HEADER_DTYPE, IntArray, scatter
 
 
 def encode_batch(batch: Batch, family: Family) -> bytearray:
@@ -78,7 +79,8 @@ def encode_batch(batch: Batch, family: Family) -> bytearray:
     return out
 
 
-_Writer = Any  # Callable[[bytearray, IntArray], None]
+#: Writes a table's packet bodies into the output at the given offsets.
+_Writer: TypeAlias = Callable[[bytearray, IntArray], None]
 
 
 def _plan(table: Table, engine: Engine) -> tuple[IntArray, _Writer]:

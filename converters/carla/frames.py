@@ -17,17 +17,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
+
+from nanorec.buffers import Buffer
 
 from .decode import decode_packets
 from .ids import SHAPES, Family, Kind, Shape
 from .message import INDEX_KEY, KIND_KEYS, ORDER_KEY, RAW_KEY, var_to_maps
 from .records import VarRecord
 from .tables import Batch, VarTable
-from .walk import Buffer, Packets, Truncation, iter_walk
+from .walk import Packets, Truncation, iter_walk
 
 FRAME_START_ID = 0
 FRAME_START_SIZE = 24  # u64 frame id, f64 duration, f64 elapsed
@@ -250,7 +252,7 @@ def _group(
         at = hi
 
 
-_EMPTY: Any = object()
+_EMPTY: Final = object()  # a packet with no content: no key in the map
 
 
 class FrameMaps:
@@ -294,7 +296,7 @@ class FrameMaps:
                 entry = table[ids[position]]
                 assert entry is not None  # the codec carries unknown ids raw
                 kind, key, shape = entry
-                content: Any
+                content: object  # a view of the body, or its records as maps
                 if shape is Shape.EMPTY or (shape is not Shape.SINGLE and size == 2):
                     content = _EMPTY  # no body, or a count of 0
                 elif shape is Shape.SINGLE:

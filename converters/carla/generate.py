@@ -27,15 +27,17 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from nanorec.errors import UsageError
+from nanorec.untyped import JsonObject
 
 from .frame_writer import DEFAULT_DATE, WriterStats
+from .generate_options import CrashMode, GeneratorCall, GeneratorOptions
 from .geometry import wrap_degrees
 from .ids import (
     ActorType,
@@ -53,8 +55,6 @@ from .rows import bones_dtype, default_physics_control, wheels_dtype
 from .writer import ENVIRONMENT_ID, RecordingWriter
 
 __all__ = ["GenerationReport", "generate", "generate_to", "main", "summary"]
-
-CrashMode = bool | str  # False, True / "boundary", or "mid-packet"
 
 _B, _I, _F, _S, _RGB = (
     int(AttributeType.BOOL),
@@ -182,7 +182,7 @@ class GenerationReport:
     family: str
     map_name: str
     date: int
-    options: dict[str, Any]
+    options: GeneratorCall
     stats: WriterStats
     seconds: float  # wall-clock generation time
 
@@ -891,43 +891,24 @@ def _family(family: str | Family) -> Family:
     return family_named(family) if isinstance(family, str) else family
 
 
-def _scene(family: Family, options: dict[str, Any], frames: int) -> _Scene:
-    bikes = options["bikes"]
+def _scene(family: Family, options: GeneratorOptions, frames: int) -> _Scene:
+    bikes = options.bikes
     if bikes is None:
-        bikes = 1 if options["vehicles"] >= 2 else 0
+        bikes = 1 if options.vehicles >= 2 else 0
     return _Scene(
         family,
-        seed=options["seed"],
+        seed=options.seed,
         frames=frames,
-        vehicles=options["vehicles"],
-        walkers=options["walkers"],
-        traffic_lights=options["traffic_lights"],
-        sensors=options["sensors"],
+        vehicles=options.vehicles,
+        walkers=options.walkers,
+        traffic_lights=options.traffic_lights,
+        sensors=options.sensors,
         bikes=bikes,
-        scene_lights=options["scene_lights"],
-        additional_data=options["additional_data"],
-        dt=options["dt"],
-        physics_wheel_size=options["physics_wheel_size"],
+        scene_lights=options.scene_lights,
+        additional_data=options.additional_data,
+        dt=options.dt,
+        physics_wheel_size=options.physics_wheel_size,
     )
-
-
-def _check(family: Family, options: dict[str, Any]) -> None:
-    for name in ("frames", "vehicles", "walkers", "traffic_lights", "sensors", "scene_lights"):
-        if options[name] < 0 or (name == "frames" and options[name] < 1):
-            raise UsageError(f"{name} must be {'positive' if name == 'frames' else '>= 0'}")
-    if not (options["dt"] > 0 and math.isfinite(options["dt"])):
-        raise UsageError(f"dt must be a positive number of seconds, not {options['dt']}")
-    if options["crash"] not in (False, True, "boundary", "mid-packet"):
-        raise UsageError(
-            f"crash must be False, True, 'boundary' or 'mid-packet', not {options['crash']!r}"
-        )
-    wheel = options["physics_wheel_size"]
-    if wheel is not None and (family.name != "0.9.10-0.9.13" or wheel not in (36, 48)):
-        raise UsageError("physics_wheel_size (36 or 48) only applies to the '0.9.10-0.9.13' family")
-
-
-def _options(**options: Any) -> dict[str, Any]:
-    return options
 
 
 def generate(
@@ -963,7 +944,7 @@ def generate(
     UnsupportedError for `additional_data` on a family without it.
     """
     fam = _family(family)
-    options = _options(
+    options = GeneratorOptions(
         seed=seed,
         frames=frames,
         vehicles=vehicles,
@@ -977,7 +958,7 @@ def generate(
         bikes=bikes,
         scene_lights=scene_lights,
     )
-    _check(fam, options)
+    options.check(fam)
     buffer = io.BytesIO()
     writer = RecordingWriter(
         buffer,
@@ -1024,7 +1005,7 @@ def generate_to(
     """
     fam = _family(family)
     dense = target_bytes is not None and target_bytes >= _SMALL_TARGET
-    options = _options(
+    options = GeneratorOptions(
         seed=seed,
         frames=frames,
         vehicles=vehicles if vehicles is not None else (512 if dense else 8),
@@ -1038,7 +1019,7 @@ def generate_to(
         bikes=bikes,
         scene_lights=scene_lights,
     )
-    _check(fam, options)
+    options.check(fam)
     if target_bytes is not None and target_bytes < 0:
         raise UsageError(f"target_bytes must be >= 0, not {target_bytes}")
     run_frames = frames
@@ -1067,7 +1048,7 @@ def generate_to(
     except BaseException:
         writer.abort()
         raise
-    call = {"family": fam.name, "map_name": map_name, "date": date, **options}
+    call = options.call(fam.name, map_name, date)
     if target_bytes is not None:
         call["target_bytes"] = target_bytes
     return GenerationReport(
@@ -1075,15 +1056,15 @@ def generate_to(
     )
 
 
-def _estimate_frames(family: Family, options: dict[str, Any], map_name: str, target: int) -> int:
+def _estimate_frames(family: Family, options: GeneratorOptions, map_name: str, target: int) -> int:
     """Frames a target size needs, from the sizes of a few steady frames of the same scene."""
-    probe = dict(options, crash=False)
+    probe = replace(options, crash=False)
     writer = RecordingWriter(
         io.BytesIO(),
         family,
         map_name=map_name,
-        additional_data=options["additional_data"],
-        physics_wheel_size=options["physics_wheel_size"],
+        additional_data=options.additional_data,
+        physics_wheel_size=options.physics_wheel_size,
     )
     sizes: list[int] = []
     _run(
@@ -1099,7 +1080,7 @@ def _estimate_frames(family: Family, options: dict[str, Any], map_name: str, tar
     return max(1, 1 + math.ceil((target - header_and_first) / steady))
 
 
-def summary(data: bytes, report: GenerationReport) -> dict[str, Any]:
+def summary(data: bytes, report: GenerationReport) -> JsonObject:
     """The JSON summary twin of a generated file (sizes in bytes, duration in seconds).
 
     `generator` holds the keyword arguments that make `generate()` return `data` again.

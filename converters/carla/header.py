@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from nanorec.buffers import Buffer
 from nanorec.errors import BadMagicError, FormatError, TruncatedError
 
 from .ids import HEADER_VERSION, MAGIC
@@ -36,7 +37,7 @@ class Header:
     size: int
 
     @classmethod
-    def parse(cls, buf: bytes | bytearray | memoryview) -> Header:
+    def parse(cls, buf: Buffer) -> Header:
         """Parse the header at the start of `buf` (a whole file or at least its start).
 
         Raises `BadMagicError` (offset 2) when the bytes present do not spell the CARLA

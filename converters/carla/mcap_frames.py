@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from nanorec.outputs import mcap_protobuf as pb
 from nanorec.outputs.mcap import McapRecord, json_bytes
+from nanorec.untyped import Payload
 
 from . import mcap_lights
 from . import mcap_proto as proto
@@ -47,9 +48,15 @@ _START, _POSITION = kind_key(Kind.FRAME_START), kind_key(Kind.POSITION)
 _CM_TO_M = np.array([0.01, -0.01, 0.01])
 
 Drawn = list[McapRecord] | None
+#: The spawn rows alive after a frame and their ids (None when an id is there twice).
+_Alive: TypeAlias = tuple[npt.NDArray[np.intp], npt.NDArray[np.int64] | None]
 T = TypeVar("T")
+#: A frame's map as the archive decoded it (kind key -> records).
+FrameMap: TypeAlias = dict[str, Payload]
+#: The Position records of a run of frames: a structured array (frames, actors).
+Poses: TypeAlias = npt.NDArray[np.void]
 #: What a run of frames gives, per frame: (numbers, times, frame maps, Position records).
-Run = Callable[[list[int], list[int], list[Any], Any], list[T | None]]
+Run = Callable[[list[int], list[int], list[FrameMap], Poses], list[T | None]]
 
 
 @dataclass(frozen=True)
@@ -76,15 +83,15 @@ class _Latest:
 
     def __init__(self, sparse: Sparse, key: str) -> None:
         self.sparse, self.key, self.count = sparse, key, -1
-        self.rows: Any = None
-        self.by_id: dict[int, Any] | None = None  # for the caller to fill, per `rows`
+        self.rows: npt.NDArray[Any] = np.empty(0)  # set by the first `at`
+        self.by_id: mcap_lights.Spans | None = None  # for the caller to fill, per `rows`
         self.ids: npt.NDArray[Any] = np.empty(0, np.int64)
 
     def counts(self, numbers: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
         """How many rows are at or before each frame of `numbers`."""
         return np.searchsorted(self.sparse.frames, numbers, side="right")
 
-    def at(self, index: int) -> Any:
+    def at(self, index: int) -> npt.NDArray[Any]:
         count = int(self.counts(np.array([index]))[0])
         if count != self.count:
             self.count, self.by_id = count, None
@@ -116,7 +123,7 @@ class FrameDrawer:
         self.ends = np.sort(tables.spawn_end)
         self.ordered = bool((np.diff(tables.spawn_start) >= 0).all())
         self.alive_key: tuple[int, int] = (-1, -1)
-        self.alive: tuple[Any, Any] = (None, None)
+        self.alive: _Alive = (np.empty(0, np.intp), None)  # set by the first `_alive`
         self.boxes = _Latest(tables.sparse[Kind.BOUNDING_BOX], "id")
         self.light_times = _Latest(tables.sparse[Kind.TRAFFIC_LIGHT_TIME], "id")
         self.parents = _Latest(tables.parents, "child")
@@ -192,7 +199,7 @@ class FrameDrawer:
             lo = hi
         return out
 
-    def run_poses(self, numbers: list[int], poses: Any) -> RunPoses | None:
+    def run_poses(self, numbers: list[int], poses: Poses) -> RunPoses | None:
         """The poses of a run's frames (their live actors, in the reference path's order),
         None when this path cannot draw them (an id there twice)."""
         tables = self.tables
@@ -221,7 +228,7 @@ class FrameDrawer:
         return RunPoses(rows, ids, pose, at_spawn, parent, earlier)
 
     def _run(
-        self, numbers: list[int], times: list[int], frames: list[Any], poses: Any
+        self, numbers: list[int], times: list[int], frames: list[FrameMap], poses: Poses
     ) -> list[Drawn]:
         """Frames of one live set whose Position records name the same ids in order."""
         count = len(numbers)
@@ -305,7 +312,11 @@ class FrameDrawer:
         return out
 
     def _lights(
-        self, numbers: list[int], times: list[int], frames: list[Any], lights: Any
+        self,
+        numbers: list[int],
+        times: list[int],
+        frames: list[FrameMap],
+        lights: mcap_lights.States | None,
     ) -> list[bytes | None]:
         """Each frame's `/carla/traffic_lights` message, encoded (None: no light)."""
         if TOPICS["traffic_lights"] not in self.topics:
@@ -326,7 +337,7 @@ class FrameDrawer:
             out.append(None if message is None else json_bytes(message))
         return out
 
-    def _alive(self, index: int) -> tuple[Any, Any]:
+    def _alive(self, index: int) -> _Alive:
         """The spawn rows alive after frame `index` and their ids (None when an id is
         there twice); the same arrays as long as no actor came or went."""
         tables = self.tables
@@ -361,7 +372,9 @@ class FrameDrawer:
             parent[found] = latest["parent"][at[found]]
         return parent
 
-    def _boxes(self, index: int, rows: Any, ids: Any) -> tuple[Any, Any]:
+    def _boxes(
+        self, index: int, rows: npt.NDArray[np.intp], ids: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Each actor's box offset and half extent (cm): its latest usable bounding box,
         else its type's default."""
         offset, extent = DEFAULT_OFFSET[self.kind[rows]], DEFAULT_EXTENT[self.kind[rows]]

@@ -14,12 +14,14 @@ Other runs, or without orjson, go frame by frame through dicts.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from nanorec.outputs.mcap import McapRecord, json_bytes
+from nanorec.untyped import Payload
 
 from .ids import Engine, Kind, TrafficLightState
 from .mcap_scene import TOPICS, TRAFFIC_LIGHTS_SCHEMA
@@ -34,6 +36,10 @@ except ImportError:  # then frame by frame, `json_bytes` writing its own numbers
 STATES = {state.value: state.name for state in TrafficLightState}
 _STATE = kind_key(Kind.STATE)
 _NO_TIMES = (None, None, None)
+#: State records: a frame's (lights), or a run's (frames, lights).
+States: TypeAlias = npt.NDArray[np.void]
+#: light id -> (green, yellow, red) times, from TrafficLightTime rows.
+Spans: TypeAlias = dict[int, tuple[float, ...]]
 _NO_STATE = dict.fromkeys(
     ("id", "state", "is_frozen", "elapsed_time", "green_time", "yellow_time", "red_time")
 )
@@ -53,7 +59,7 @@ def same_rows(table: npt.NDArray[Any]) -> int:
     return int(np.argmax(differs)) if differs.any() else len(table)
 
 
-def run_states(frames: list[Any], engine: Engine) -> Any:
+def run_states(frames: Sequence[Mapping[str, Payload]], engine: Engine) -> States | None:
     """The State records of a run's frames as (frames, lights) when every frame names the
     same lights in the same order, else None."""
     contents = [frame.get(_STATE, b"") for frame in frames]
@@ -66,7 +72,7 @@ def run_states(frames: list[Any], engine: Engine) -> Any:
     return states
 
 
-def actor_states(states: Any, ids: Any) -> npt.NDArray[np.int64]:
+def actor_states(states: States, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Each actor's traffic-light state code in a frame's State records (-1: none or a code
     CARLA does not define); the last record of an id counts, as in `World`."""
     state = np.full(len(ids), -1, np.int64)
@@ -82,7 +88,7 @@ def actor_states(states: Any, ids: Any) -> npt.NDArray[np.int64]:
     return state
 
 
-def run_actor_states(states: Any, ids: Any) -> npt.NDArray[np.int64]:
+def run_actor_states(states: States, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """`actor_states` of every frame of a run (`run_states`): (frames, actors)."""
     out = np.full((len(states), len(ids)), -1, np.int64)
     if not states.shape[1]:
@@ -114,7 +120,7 @@ def record(time_ns: int, data: bytes, number: int) -> McapRecord:
 
 
 def frame_message(
-    states: Any, spans: dict[int, Any], time_ns: int, frame_id: int
+    states: States, spans: Spans, time_ns: int, frame_id: int
 ) -> dict[str, Any] | None:
     """One frame's message from its State records and `spans` (light id -> green, yellow,
     red times); None without any light."""
@@ -144,7 +150,7 @@ def frame_message(
 
 
 def run_messages(
-    states: Any, spans: dict[int, Any], times: list[int], frame_ids: list[int]
+    states: States, spans: Spans, times: list[int], frame_ids: list[int]
 ) -> list[bytes | None] | None:
     """Each frame's message, encoded, for a run whose State records `states` (frames,
     lights) name the same lights in the same order; None when this way cannot (no orjson,
@@ -224,7 +230,7 @@ def _dumps(value: Any) -> bytes:
     return data
 
 
-def spans_of(rows: npt.NDArray[Any]) -> dict[int, Any]:
+def spans_of(rows: npt.NDArray[Any]) -> Spans:
     """light id -> (green, yellow, red) from TrafficLightTime rows."""
     return {row[0]: row[1:] for row in rows.tolist()}
 

@@ -97,7 +97,9 @@ def lay(heads: list[bytes], blocks: list[Any], stamp_field: bytes, first: bytes 
     return first + b"".join(pieces)
 
 
-def pose_columns(location_cm: Any, rotation_deg: Any) -> tuple[Columns, Columns]:
+def pose_columns(
+    location_cm: npt.NDArray[np.float64], rotation_deg: npt.NDArray[np.float64]
+) -> tuple[Columns, Columns]:
     """`mcap.to_foxglove` as columns: (x, y, z) metres and (x, y, z, w) quaternions from
     (n, 3) locations and pitch/yaw/roll, the same operations on the same floats."""
     x, y, z = (location_cm[:, i] * k for i, k in enumerate((0.01, -0.01, 0.01)))

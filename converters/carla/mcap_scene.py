@@ -205,7 +205,7 @@ def entity_labels(
     role: str | None,
     parent: int | None,
     state: str | None,
-) -> tuple[list[dict[str, str]], Any]:
+) -> tuple[list[dict[str, str]], dict[str, float]]:
     """An entity's metadata and colour from what they depend on; the same objects frame
     after frame (the JSON encoder only reads them), so a frame does not rebuild them."""
     metadata = [

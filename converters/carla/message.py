@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from nanorec.errors import FormatError
+from nanorec.untyped import Payload
 
 from .ids import SHAPES, Engine, Family, Kind, Shape
 from .records import (
@@ -111,7 +112,7 @@ def from_text(value: str | bytes) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
-def var_to_maps(kind: Kind, records: Sequence[VarRecord]) -> Any:
+def var_to_maps(kind: Kind, records: Sequence[VarRecord]) -> Payload:
     """Variable-length records as msgpack-ready content (float vectors as raw bytes).
 
     EventAdd becomes one columnar map for the whole packet (`id`, `type`, `location`,
@@ -162,7 +163,7 @@ def _vector_dtype(engine: Engine) -> np.dtype[Any]:
     return np.dtype("<f4" if engine is Engine.UE4 else "<f8")
 
 
-def maps_to_var(kind: Kind, content: Any, engine: Engine) -> list[VarRecord]:
+def maps_to_var(kind: Kind, content: Payload, engine: Engine) -> list[VarRecord]:
     """The inverse of `var_to_maps`; raises FormatError on malformed content."""
     vec = _vector_dtype(engine)
     records: list[VarRecord] = []

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -47,12 +47,15 @@ from nanorec.errors import OutOfRangeError
 from .ids import Kind
 from .message import records
 from .metrics_physics import physics_control
-from .metrics_types import box, carla_api, location, transform, vector
+from .metrics_types import CarlaObject, box, carla_api, location, transform, vector
 from .query.base import LIGHT_NAMES
 from .recording import CarlaRecording
+from .world import ActorDescription
 
 _NEVER = np.iinfo(np.int64).max
 _STATE_KINDS = (Kind.POSITION, Kind.STATE)  # what makes an actor part of a frame's states
+#: A per-frame getter: (actor id, frame) -> a carla value, or None.
+_Getter = Callable[[int, int], CarlaObject]
 
 
 class MetricsLog:  # pylint: disable=too-many-public-methods
@@ -164,11 +167,11 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
             self._actors[actor_id] = found
         return found
 
-    def get_actor_bounding_box(self, actor_id: int) -> Any:
+    def get_actor_bounding_box(self, actor_id: int) -> CarlaObject:
         """The actor's last recorded bounding box (metres), None when never recorded."""
         return (self.get_actor_attributes(actor_id) or {}).get("bounding_box")
 
-    def get_traffic_light_trigger_volume(self, traffic_light_id: int) -> Any:
+    def get_traffic_light_trigger_volume(self, traffic_light_id: int) -> CarlaObject:
         """The traffic light's last recorded trigger volume (metres), or None."""
         return (self.get_actor_attributes(traffic_light_id) or {}).get("trigger_volume")
 
@@ -183,52 +186,52 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
 
     # Actor states at a frame
 
-    def get_actor_transform(self, actor_id: int, frame: int) -> Any:
+    def get_actor_transform(self, actor_id: int, frame: int) -> CarlaObject:
         """The actor's recorded transform (metres, degrees) in `frame`, None when none."""
         row = self._row(frame, Kind.POSITION, actor_id)
         return None if row is None else transform(self.carla, row)
 
     def get_all_actor_transforms(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
-    ) -> list[Any]:
+    ) -> list[CarlaObject]:
         return self._all(self.get_actor_transform, actor_id, first_frame, last_frame)
 
     def get_actor_transforms_at_frame(
         self, frame: int, actor_list: Iterable[int] | None = None
-    ) -> dict[int, Any]:
+    ) -> dict[int, CarlaObject]:
         return self._at_frame(self.get_actor_transform, frame, actor_list)
 
-    def get_actor_velocity(self, actor_id: int, frame: int) -> Any:
+    def get_actor_velocity(self, actor_id: int, frame: int) -> CarlaObject:
         """The recorded linear velocity (a Vector3D, as recorded), None when none."""
         row = self._row(frame, Kind.KINEMATICS, actor_id)
         return None if row is None else vector(self.carla, row["linear_velocity"])
 
     def get_all_actor_velocities(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
-    ) -> list[Any]:
+    ) -> list[CarlaObject]:
         return self._all(self.get_actor_velocity, actor_id, first_frame, last_frame)
 
     def get_actor_velocities_at_frame(
         self, frame: int, actor_list: Iterable[int] | None = None
-    ) -> dict[int, Any]:
+    ) -> dict[int, CarlaObject]:
         return self._at_frame(self.get_actor_velocity, frame, actor_list)
 
-    def get_actor_angular_velocity(self, actor_id: int, frame: int) -> Any:
+    def get_actor_angular_velocity(self, actor_id: int, frame: int) -> CarlaObject:
         """The recorded angular velocity (a Vector3D, deg/s), None when none."""
         row = self._row(frame, Kind.KINEMATICS, actor_id)
         return None if row is None else vector(self.carla, row["angular_velocity"])
 
     def get_all_actor_angular_velocities(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
-    ) -> list[Any]:
+    ) -> list[CarlaObject]:
         return self._all(self.get_actor_angular_velocity, actor_id, first_frame, last_frame)
 
     def get_actor_angular_velocities_at_frame(
         self, frame: int, actor_list: Iterable[int] | None = None
-    ) -> dict[int, Any]:
+    ) -> dict[int, CarlaObject]:
         return self._at_frame(self.get_actor_angular_velocity, frame, actor_list)
 
-    def get_actor_acceleration(self, actor_id: int, frame: int) -> Any:
+    def get_actor_acceleration(self, actor_id: int, frame: int) -> CarlaObject:
         """(v(frame) - v(frame - 1)) / dt from the recorded velocities; zero in frame 1, when
         dt is 0 or the actor had no velocity the frame before; None without a velocity."""
         row = self._row(frame, Kind.KINEMATICS, actor_id)
@@ -244,15 +247,15 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
 
     def get_all_actor_accelerations(
         self, actor_id: int, first_frame: int | None = None, last_frame: int | None = None
-    ) -> list[Any]:
+    ) -> list[CarlaObject]:
         return self._all(self.get_actor_acceleration, actor_id, first_frame, last_frame)
 
     def get_actor_accelerations_at_frame(
         self, frame: int, actor_list: Iterable[int] | None = None
-    ) -> dict[int, Any]:
+    ) -> dict[int, CarlaObject]:
         return self._at_frame(self.get_actor_acceleration, frame, actor_list)
 
-    def get_vehicle_control(self, vehicle_id: int, frame: int) -> Any:
+    def get_vehicle_control(self, vehicle_id: int, frame: int) -> CarlaObject:
         """The recorded vehicle animation as a VehicleControl, None when none."""
         row = self._row(frame, Kind.ANIM_VEHICLE, vehicle_id)
         if row is None:
@@ -268,7 +271,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
             gear=gear,
         )
 
-    def get_vehicle_physics_control(self, vehicle_id: int, frame: int) -> Any:
+    def get_vehicle_physics_control(self, vehicle_id: int, frame: int) -> CarlaObject:
         """The vehicle's latest VehiclePhysicsControl at or before `frame`, or None."""
         index = self._index(frame)
         tables = self.recording.tables
@@ -283,7 +286,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
         row = self._row(frame, Kind.ANIM_WALKER, walker_id)
         return None if row is None else float(row["speed"])
 
-    def get_traffic_light_state(self, traffic_light_id: int, frame: int) -> Any:
+    def get_traffic_light_state(self, traffic_light_id: int, frame: int) -> CarlaObject:
         """The light's TrafficLightState in `frame`, None when not recorded."""
         row = self._row(frame, Kind.STATE, traffic_light_id)
         return None if row is None else self.carla.TrafficLightState(int(row["state"]))
@@ -296,7 +299,9 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
         row = self._row(frame, Kind.STATE, traffic_light_id)
         return None if row is None else float(row["elapsed_time"])
 
-    def get_traffic_light_state_time(self, traffic_light_id: int, state: Any, frame: int) -> Any:
+    def get_traffic_light_state_time(
+        self, traffic_light_id: int, state: CarlaObject, frame: int
+    ) -> float | None:
         """The light's latest recorded time (s) for `state` (Green, Yellow or Red) at or
         before `frame`, None when none."""
         row = self._latest(Kind.TRAFFIC_LIGHT_TIME, "id", traffic_light_id, frame)
@@ -310,7 +315,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
         }
         return times.get(state)
 
-    def get_vehicle_lights(self, vehicle_id: int, frame: int) -> list[Any] | None:
+    def get_vehicle_lights(self, vehicle_id: int, frame: int) -> list[CarlaObject] | None:
         """The lights on as VehicleLightState values, in CARLA's printed order ([NONE] when
         all are off), None when not recorded."""
         row = self._row(frame, Kind.VEHICLE_LIGHT, vehicle_id)
@@ -321,11 +326,11 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
         on = [getattr(lights, name) for name, bit in LIGHT_NAMES if bits & bit]
         return on or [lights.NONE]
 
-    def is_vehicle_light_active(self, light: Any, vehicle_id: int, frame: int) -> bool:
+    def is_vehicle_light_active(self, light: CarlaObject, vehicle_id: int, frame: int) -> bool:
         """Whether `light` is on (False when the frame has no light record: theirs raises)."""
         return light in (self.get_vehicle_lights(vehicle_id, frame) or [])
 
-    def get_scene_light_state(self, light_id: int, frame: int) -> Any:
+    def get_scene_light_state(self, light_id: int, frame: int) -> CarlaObject:
         """The scene light's latest recorded LightState at or before `frame`, or None."""
         row = self._latest(Kind.SCENE_LIGHT, "light_id", light_id, frame)
         if row is None:
@@ -348,13 +353,13 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
     def _records(self, frame: int, kind: Kind) -> npt.NDArray[Any]:
         return records(self.recording.frame_map(self._index(frame)), kind, self._engine)
 
-    def _row(self, frame: int, kind: Kind, actor_id: int) -> Any:
+    def _row(self, frame: int, kind: Kind, actor_id: int) -> np.void | None:
         """The actor's last `kind` record in `frame` (a numpy record), None when none."""
         rows = self._records(frame, kind)
         hits = np.flatnonzero(rows["id"] == actor_id)
         return rows[int(hits[-1])] if len(hits) else None
 
-    def _latest(self, kind: Kind, key: str, value: int, frame: int) -> Any:
+    def _latest(self, kind: Kind, key: str, value: int, frame: int) -> np.void | None:
         """The last sparse `kind` record with `key == value` at or before `frame`."""
         sparse = self.recording.tables.sparse[kind]
         rows = sparse.upto(self._index(frame))
@@ -362,8 +367,8 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
         return rows[int(hits[-1])] if len(hits) else None
 
     def _all(
-        self, get: Any, actor_id: int, first_frame: int | None, last_frame: int | None
-    ) -> list[Any]:
+        self, get: _Getter, actor_id: int, first_frame: int | None, last_frame: int | None
+    ) -> list[CarlaObject]:
         first = 1 if first_frame is None else first_frame
         last = self._count if last_frame is None else last_frame
         return [get(actor_id, frame) for frame in range(first, last + 1)]
@@ -375,9 +380,11 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
             seen.update(dict.fromkeys(self._records(frame, kind)["id"].tolist()))
         return iter(seen)
 
-    def _at_frame(self, get: Any, frame: int, actor_list: Iterable[int] | None) -> dict[int, Any]:
+    def _at_frame(
+        self, get: _Getter, frame: int, actor_list: Iterable[int] | None
+    ) -> dict[int, CarlaObject]:
         wanted = set(actor_list) if actor_list else None
-        states: dict[int, Any] = {}
+        states: dict[int, CarlaObject] = {}
         for actor_id in self._frame_ids(frame):
             if wanted is None:
                 state = get(actor_id, frame)
@@ -387,7 +394,7 @@ class MetricsLog:  # pylint: disable=too-many-public-methods
                 states[actor_id] = get(actor_id, frame)
         return states
 
-    def _description(self, actor_id: int) -> Any:
+    def _description(self, actor_id: int) -> ActorDescription:
         return self.recording.tables.description(self._last_row[actor_id])
 
     def _actor_dict(self, actor_id: int) -> dict[str, Any]:

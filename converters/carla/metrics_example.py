@@ -10,18 +10,25 @@ uses only the log (poses and times, which every recording has), so it runs anywh
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nanorec.untyped import Json
+
+    from .metrics import MetricsLog
+    from .metrics_types import CarlaObject
 
 
 class EgoDistance:
     """The hero's distance driven and top speed (from its poses: velocities need the
     recorder's additional data)."""
 
-    def _create_metric(self, town_map: Any, log: Any, criteria: Any) -> None:
+    def _create_metric(self, town_map: CarlaObject, log: MetricsLog, criteria: Json) -> None:
         ego = log.get_ego_vehicle_id()
         first, last = log.get_actor_alive_frames(ego)
+        assert first is not None and last is not None  # the ego is a recorded actor
         distance = top = 0.0
-        previous: Any = None
+        previous: CarlaObject | None = None  # a carla.Location
         previous_time = 0.0
         for frame in range(first, last + 1):
             transform = log.get_actor_transform(ego, frame)

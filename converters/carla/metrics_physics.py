@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
+from nanorec.untyped import Payload
+
 from .ids import Engine, Kind
 from .message import maps_to_var
+from .metrics_types import CarlaObject
 from .query.base import GEAR_SWITCH_TIME_DEFAULT, rich_curve
 from .records import PhysicsControl
 
 
-def physics_control(api: ModuleType, item: Mapping[str, Any], engine: Engine) -> Any:
+def physics_control(api: ModuleType, item: Mapping[str, Payload], engine: Engine) -> CarlaObject:
     """`api.VehiclePhysicsControl` from a physics record of the world tables."""
     (record,) = maps_to_var(Kind.PHYSICS_CONTROL, [item], engine)
     assert isinstance(record, PhysicsControl)

@@ -16,10 +16,14 @@ import math
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+
+#: An object of the carla API: the real `carla` module's when it imports (no types), else
+#: one of this module's stand-ins (`carla_api`); scenario_runner's metrics take either.
+CarlaObject: TypeAlias = Any
 
 
 @dataclass(slots=True)
@@ -219,7 +223,7 @@ class WheelPhysicsControl:
 class VehiclePhysicsControl:
     """`carla.VehiclePhysicsControl`: a plain attribute bag (the recorded fields are set)."""
 
-    def __init__(self, **values: Any) -> None:
+    def __init__(self, **values: object) -> None:
         self.__dict__.update(values)
 
     def __eq__(self, other: object) -> bool:
@@ -229,26 +233,26 @@ class VehiclePhysicsControl:
         return f"VehiclePhysicsControl({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
-def vector(api: ModuleType, values: npt.ArrayLike, scale: float = 1.0) -> Any:
+def vector(api: ModuleType, values: npt.ArrayLike, scale: float = 1.0) -> CarlaObject:
     """`api.Vector3D` of three recorded values times `scale`."""
     x, y, z = (float(v) * scale for v in np.asarray(values, np.float64).reshape(3))
     return api.Vector3D(x=x, y=y, z=z)
 
 
-def location(api: ModuleType, values: npt.ArrayLike) -> Any:
+def location(api: ModuleType, values: npt.ArrayLike) -> CarlaObject:
     """`api.Location` in metres of a recorded location in cm."""
     x, y, z = (float(v) / 100 for v in np.asarray(values, np.float64).reshape(3))
     return api.Location(x=x, y=y, z=z)
 
 
-def transform(api: ModuleType, row: Any) -> Any:
+def transform(api: ModuleType, row: np.void) -> CarlaObject:
     """`api.Transform` of a Position record (cm; rotation stored roll, pitch, yaw)."""
     roll, pitch, yaw = (float(v) for v in row["rotation"])
     rotation = api.Rotation(pitch=pitch, yaw=yaw, roll=roll)
     return api.Transform(location(api, row["location"]), rotation)
 
 
-def box(api: ModuleType, row: Any) -> Any:
+def box(api: ModuleType, row: np.void) -> CarlaObject:
     """`api.BoundingBox` in metres of a recorded box; NaN origins and infinite extents
     (sensors) as zero, as scenario_runner's parser does."""
     origin, extent = row["origin"], row["extent"]

@@ -21,7 +21,7 @@ import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,7 @@ from .plot_data import (
     LIGHT_COLOURS,
     OFF_COLOUR,
     Collision,
+    Track,
     View,
     actor_kinds,
     actor_name,
@@ -51,6 +52,15 @@ from .plot_data import (
 )
 from .recording import CarlaRecording
 from .table import frame_span
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.lines import Line2D
+
+#: An actor's colour: RGBA from the tab20 colour map.
+Colour: TypeAlias = tuple[float, float, float, float]
+#: A traffic light drawn: its place (m) and colour (`plot_data.traffic_lights`).
+Light: TypeAlias = tuple[tuple[float, float], str]
 
 
 @dataclass(frozen=True)
@@ -233,9 +243,9 @@ def plot(
 
 
 def _draw_paths(
-    axes: Any,
-    paths: list[Any],
-    colours: dict[int, Any],
+    axes: Axes,
+    paths: list[Track],
+    colours: dict[int, Colour],
     present: Collection[int],
     follow: int | None,
 ) -> bool:
@@ -287,7 +297,7 @@ def _draw_paths(
 
 
 def _draw_box(
-    axes: Any, actor_id: int, corners: npt.NDArray[np.float64], colour: Any, walker: bool
+    axes: Axes, actor_id: int, corners: npt.NDArray[np.float64], colour: Colour, walker: bool
 ) -> None:
     from matplotlib.patches import Polygon
 
@@ -326,7 +336,7 @@ def _draw_box(
     )
 
 
-def _draw_collision(axes: Any, hit: Collision) -> None:
+def _draw_collision(axes: Axes, hit: Collision) -> None:
     axes.plot(
         [hit.x],
         [hit.y],
@@ -350,10 +360,10 @@ def _draw_collision(axes: Any, hit: Collision) -> None:
     )
 
 
-def _legend(frame: int, gone: bool, lights: list[Any], collided: bool) -> list[Any]:
+def _legend(frame: int, gone: bool, lights: list[Light], collided: bool) -> list[Line2D]:
     from matplotlib.lines import Line2D
 
-    def mark(label: str, marker: str, face: str, edge: str = "black") -> Any:
+    def mark(label: str, marker: str, face: str, edge: str = "black") -> Line2D:
         return Line2D(
             [], [], marker=marker, linestyle="", markerfacecolor=face, markeredgecolor=edge,
             label=label,
@@ -378,14 +388,14 @@ def _legend(frame: int, gone: bool, lights: list[Any], collided: bool) -> list[A
     return handles
 
 
-def _colours(actor_ids: list[int]) -> dict[int, Any]:
+def _colours(actor_ids: list[int]) -> dict[int, Colour]:
     from matplotlib import colormaps
 
     palette = colormaps["tab20"]
     return {actor_id: palette((i * 2) % 20 + (i // 10) % 2) for i, actor_id in enumerate(actor_ids)}
 
 
-def _frame_axes(axes: Any, view: View | None) -> None:
+def _frame_axes(axes: Axes, view: View | None) -> None:
     if view is not None:
         axes.set_xlim(view[0], view[1])
         axes.set_ylim(view[3], view[2])  # y down, as CARLA's top view

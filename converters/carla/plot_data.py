@@ -20,7 +20,7 @@ from nanorec.errors import EmptySelectionError, UsageError
 
 from .ids import ActorType, Kind, TrafficLightState
 from .message import records
-from .world import Actor
+from .world import Actor, TrafficLight
 
 if TYPE_CHECKING:
     from .recording import CarlaRecording
@@ -242,7 +242,7 @@ def footprint(actor: Actor, kind: str) -> npt.NDArray[np.float64]:
 
 
 def traffic_lights(
-    lights: Mapping[int, Any], actors: Mapping[int, Actor], view: View | None
+    lights: Mapping[int, TrafficLight], actors: Mapping[int, Actor], view: View | None
 ) -> list[tuple[tuple[float, float], str]]:
     """Each positioned traffic light inside `view` (all with None): place (m), colour."""
     found: list[tuple[tuple[float, float], str]] = []
@@ -253,7 +253,10 @@ def traffic_lights(
         x, y = actor.location.x / CM_PER_M, actor.location.y / CM_PER_M
         if view is not None and not (view[0] <= x <= view[1] and view[2] <= y <= view[3]):
             continue
-        found.append(((x, y), LIGHT_COLOURS.get(light.state, OFF_COLOUR)))
+        state = light.state  # None: not recorded yet, drawn as off
+        found.append(
+            ((x, y), OFF_COLOUR if state is None else LIGHT_COLOURS.get(state, OFF_COLOUR))
+        )
     return found
 
 

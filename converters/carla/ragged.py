@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError, NanorecError, TruncatedError
 
 from .ids import Kind
 from .tables import U16_DTYPE
-from .walk import Buffer, IntArray, gather, scatter
+from .walk import ByteBuffer, IntArray, gather, scatter
 
 
 def ragged_positions(starts: IntArray, counts: npt.NDArray[Any], stride: int) -> IntArray:
@@ -32,9 +33,9 @@ _MAX_RUN_GROUPS = 64  # distinct run lengths copied as whole blocks before going
 
 
 def copy_runs(
-    src: Buffer,
+    src: ByteBuffer,
     src_at: IntArray,
-    dst: Buffer,
+    dst: ByteBuffer,
     dst_at: IntArray,
     counts: npt.NDArray[Any],
     record: int,

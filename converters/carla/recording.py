@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,9 @@ from .view import CarlaView
 from .world import World
 from .world_build import build_world
 from .world_tables import WorldTables
+
+if TYPE_CHECKING:
+    from nanorec.outputs.mcap import McapRecord
 
 #: Rotations in Python: named fields, in `carla.Rotation`'s order (degrees).
 ROTATION_DTYPE = np.dtype([("pitch", "<f8"), ("yaw", "<f8"), ("roll", "<f8")])
@@ -155,7 +158,7 @@ class CarlaRecording(ArchiveRecording):
         self,
         selection: Selection | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> Iterator[Any]:
+    ) -> Iterator[McapRecord]:
         """Foxglove messages for MCAP export (`nanorec.outputs.mcap`; see `mcap.py`)."""
         from .mcap import mcap_messages
 

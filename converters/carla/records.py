@@ -41,7 +41,7 @@ def _vec(engine: Engine) -> tuple[str, tuple[int]]:
 def _fixed_dtypes(engine: Engine) -> dict[Kind, np.dtype[np.void]]:
     vec = _vec(engine)
     f4 = "<f4"
-    table: dict[Kind, list[tuple[str, Any]]] = {
+    table: dict[Kind, list[tuple[str, npt.DTypeLike]]] = {
         Kind.FRAME_START: [("id", "<u8"), ("duration", "<f8"), ("elapsed", "<f8")],
         Kind.EVENT_DEL: [("id", "<u4")],
         Kind.EVENT_PARENT: [("id", "<u4"), ("parent_id", "<u4")],

@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from nanorec.buffers import Buffer
+
 from .codec import DEFAULT_BATCH_BYTES, Batch, Reader, encode_batch, iter_batches
 from .detect import Detection, resolve
 from .header import Header
 from .ids import Family
-from .walk import Buffer, Truncation
+from .walk import Truncation
 
 _EXAMPLES = 3  # misfit reasons quoted in a report
 

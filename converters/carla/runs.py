@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.archive.wire import TIMESTAMP_KEY, map_header
+from nanorec.buffers import Buffer
 
 from .frames import Frame, Run
 from .ids import SHAPES, Family, Kind, Shape
@@ -69,7 +70,7 @@ _UINT_MARKERS = (0, 0xCC, 0xCD, 0xCE, 0xCF)  # by width class; fixints have none
 
 
 def fast_rows(
-    buf: Any,
+    buf: Buffer,
     run: Run,
     at: int,
     template: Mapping[str, Any],

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nanorec import standard
 from nanorec.selection import Selection
 
-from .mcap_frames import RUN_FRAMES, FrameDrawer
+from .mcap_frames import RUN_FRAMES, FrameDrawer, FrameMap, Poses
 from .mcap_scene import to_foxglove
 from .standard import (
     FIXED_FRAME,
@@ -68,7 +68,7 @@ class _Runs:
         return found
 
     def run(
-        self, numbers: list[int], times: list[int], frames: list[Any], poses: Any
+        self, numbers: list[int], times: list[int], frames: list[FrameMap], poses: Poses
     ) -> list[Messages | None]:
         count = len(numbers)
         got = self.drawer.run_poses(numbers, poses)

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.errors import UsageError
+from nanorec.untyped import Payload
 
 from .ids import ActorType, Engine, Kind, TrafficLightState
 from .message import KIND_KEYS, checked_frame, maps_to_var, wheel_records
@@ -297,7 +298,7 @@ def frame_columns(
 
 
 def _fixed_rows(
-    kind: Kind, head: tuple[Any, ...], content: Any, engine: Engine, actor: int | None
+    kind: Kind, head: tuple[Payload, ...], content: Payload, engine: Engine, actor: int | None
 ) -> Iterator[Row]:
     layout = cached_layout(kind, engine)
     records = np.frombuffer(content, layout.dtype)
@@ -325,7 +326,7 @@ def _state_name(code: int) -> str | None:
 
 
 def add_rows(
-    head: tuple[Any, ...], content: Any, engine: Engine, actor: int | None
+    head: tuple[Payload, ...], content: Payload, engine: Engine, actor: int | None
 ) -> Iterator[Row]:
     for add in maps_to_var(Kind.EVENT_ADD, content, engine):
         if not isinstance(add, ActorAdd) or (actor is not None and add.id != actor):
@@ -353,7 +354,7 @@ def add_rows(
         yield dict(zip(FRAME_COLUMNS + _EVENT_ADD_COLUMNS, head + values, strict=True))
 
 
-def _wheel_rows(head: tuple[Any, ...], content: Any, actor: int | None) -> Iterator[Row]:
+def _wheel_rows(head: tuple[Payload, ...], content: Payload, actor: int | None) -> Iterator[Row]:
     names = FRAME_COLUMNS + _WHEEL_COLUMNS
     for vehicle, start, count in wheel_records(content) or ():
         if actor is not None and vehicle != actor:
@@ -382,7 +383,7 @@ def write_ndjson(rows: Iterable[Row], stream: IO[str]) -> int:
     return count
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: Payload) -> Payload:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

@@ -16,15 +16,19 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
+
 from .ids import PACKET_HEADER_SIZE
 
-Buffer = bytes | bytearray | memoryview | Any  # anything with the buffer protocol (mmap too)
 IntArray = npt.NDArray[np.int64]
+#: What records are gathered from or scattered to: a buffer, or the bytes of a numpy array
+#: (the encoder's output, the decoder's columns).
+ByteBuffer: TypeAlias = Buffer | npt.NDArray[np.uint8]
 
 _HEADER = struct.Struct("<BI")
 PACKET_HEADER_DTYPE = np.dtype([("id", "u1"), ("size", "<u4")])
@@ -64,7 +68,7 @@ class Packets:
         return len(self.ids)
 
 
-def gather(buf: Buffer, positions: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+def gather(buf: ByteBuffer, positions: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     """Copy the `dtype` records that start at the absolute byte `positions` of `buf`.
 
     One fancy-indexing call over a view of the buffer whose elements overlap (stride 1
@@ -80,7 +84,7 @@ def gather(buf: Buffer, positions: npt.NDArray[Any], dtype: np.dtype[Any]) -> np
     return records
 
 
-def scatter(out: Buffer, positions: npt.NDArray[Any], records: npt.NDArray[Any]) -> None:
+def scatter(out: ByteBuffer, positions: npt.NDArray[Any], records: npt.NDArray[Any]) -> None:
     """Write each of `records` at the absolute byte `positions` of writable `out` (see `gather`)."""
     if len(positions) == 0:
         return
@@ -89,7 +93,7 @@ def scatter(out: Buffer, positions: npt.NDArray[Any], records: npt.NDArray[Any])
     view[positions] = np.ascontiguousarray(records).view(f"V{size}")
 
 
-def _overlapping(buf: Buffer, size: int) -> npt.NDArray[Any]:
+def _overlapping(buf: ByteBuffer, size: int) -> npt.NDArray[Any]:
     length = len(buf)
     view: npt.NDArray[Any] = np.ndarray(
         shape=(max(length - size + 1, 0),), dtype=f"V{size}", buffer=buf, strides=(1,)

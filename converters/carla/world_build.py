@@ -10,12 +10,13 @@ turned into flat tuples once per frame; `posed_actors` builds only what drawing 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from nanorec.errors import FormatError
+from nanorec.untyped import Payload
 
 from .ids import Engine, Kind
 from .message import kind_key, records, wheel_records
@@ -37,6 +38,8 @@ from .world_tables import WorldTables
 __all__ = ["build_world", "posed_actors"]
 
 T = TypeVar("T")
+#: A record's fields as numpy's `tolist()` gives them (decoded values).
+RawRow: TypeAlias = tuple[Payload, ...]
 
 
 def build_world(
@@ -44,7 +47,7 @@ def build_world(
     frame: Mapping[str, Any],
     tables: WorldTables,
     *,
-    earlier_frame: Callable[[int], Mapping[str, Any]] | None = None,
+    earlier_frame: Callable[[int], Mapping[str, Payload]] | None = None,
     lookback: int = 256,
 ) -> World:
     """The world after frame `index` from its frame map and the event tables.
@@ -142,7 +145,7 @@ class _ActorMap(Mapping[int, Actor]):
         tables: WorldTables,
         rows: npt.NDArray[np.intp],
         traffic_lights: Mapping[int, TrafficLight],
-        earlier_frame: Callable[[int], Mapping[str, Any]] | None,
+        earlier_frame: Callable[[int], Mapping[str, Payload]] | None,
         lookback: int,
     ) -> None:
         self._index = index
@@ -336,7 +339,7 @@ def posed_actors(world: World) -> list[Actor]:
 class _LazyMap(Mapping[int, T]):
     """A read-only mapping whose values are built from raw tuples on first lookup."""
 
-    def __init__(self, raw: dict[int, tuple[Any, ...]], build: Callable[[tuple[Any, ...]], T]):
+    def __init__(self, raw: dict[int, RawRow], build: Callable[[RawRow], T]):
         self._raw = raw
         self._build = build
         self._built: dict[int, T] = {}
@@ -357,15 +360,15 @@ class _LazyMap(Mapping[int, T]):
         return value
 
 
-def _light_from_row(row: tuple[Any, ...]) -> TrafficLight:
+def _light_from_row(row: RawRow) -> TrafficLight:
     return TrafficLight.of(row[0], row[1], row[2])
 
 
-def _scene_light(row: tuple[Any, ...]) -> SceneLight:
+def _scene_light(row: RawRow) -> SceneLight:
     return SceneLight(row[0], row[1], (row[2], row[3], row[4], row[5]), bool(row[6]), row[7])
 
 
-def _box(row: tuple[Any, ...]) -> BoundingBox:
+def _box(row: RawRow) -> BoundingBox:
     return BoundingBox(Vector3D(*row[1:4]), Vector3D(*row[4:7]))
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.errors import FormatError, NanorecError
+from nanorec.untyped import Payload
 
 from .ids import Engine, Kind
 from .message import from_text, kind_key, maps_to_var
@@ -67,7 +68,7 @@ class Sparse:
         _, first_reversed = np.unique(rows[key][::-1], return_index=True)
         return rows[len(rows) - 1 - first_reversed]
 
-    def latest_by(self, index: int, key: str) -> dict[int, Any]:
+    def latest_by(self, index: int, key: str) -> dict[int, np.void]:
         """`latest_rows` keyed by `key` (python dict of records)."""
         rows = self.latest_rows(index, key)
         return dict(zip(rows[key].tolist(), rows, strict=True))
@@ -156,7 +157,7 @@ class WorldTables:
 PARENT_DTYPE = np.dtype([("frame", "<i8"), ("child", "<u4"), ("parent", "<u4")])
 
 
-def _spawn_rows(content: Any, engine: Engine) -> list[tuple[int, str, bytes]] | None:
+def _spawn_rows(content: Payload, engine: Engine) -> list[tuple[int, str, bytes]] | None:
     """Each EventAdd of a frame map's columns as (actor id, blueprint, the record's bytes as
     `ActorAdd.serialize` gives them), without making the `ActorAdd`s (that round trip was a
     fifth of converting a small recording); None when the columns are not as `var_to_maps`

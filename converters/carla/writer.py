@@ -14,7 +14,6 @@ Units are the file's: cm for locations and extents, degrees for rotations given 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -419,7 +418,7 @@ class RecordingWriter(FrameWriter):
             raise UsageError("actor ids must fit a u32 (0 .. 4294967295)")
         return ids
 
-    def _fixed(self, kind: Kind, count: int, **fields: Any) -> None:
+    def _fixed(self, kind: Kind, count: int, **fields: npt.ArrayLike) -> None:
         self._check_kind(kind)
         rows = np.zeros(count, dtype=self._dtypes[kind])
         for name, value in fields.items():

@@ -6,9 +6,12 @@ time (`records.describe_prefix`); `Columns` keeps them per record for the side m
 from __future__ import annotations
 
 from array import array
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
+import numpy.typing as npt
+
+from nanorec.buffers import Buffer
 
 from .records import (
     HEADER,
@@ -118,7 +121,13 @@ class Columns:
         self.ticks.extend([info.ticks or 0 for info in infos])
         self.timed.extend([info.ticks is not None for info in infos])
 
-    def extend_arrays(self, trajectory: Any, index: Any, ticks: Any, timed: Any) -> None:
+    def extend_arrays(
+        self,
+        trajectory: npt.ArrayLike,
+        index: npt.ArrayLike,
+        ticks: npt.ArrayLike,
+        timed: npt.ArrayLike,
+    ) -> None:
         """`extend` from numpy columns (ids as `NONE_ID` where none, ticks 0 where untimed)."""
         self.trajectory.frombytes(np.asarray(trajectory, dtype=np.int32).tobytes())
         self.index.frombytes(np.asarray(index, dtype=np.int32).tobytes())
@@ -132,7 +141,7 @@ class Columns:
         }
 
 
-def first_ticks(buf: Any, classifier: Classifier) -> int | None:
+def first_ticks(buf: Buffer, classifier: Classifier) -> int | None:
     """The first record time in the file, found by inflating only the start of each record
     up to the first timed one."""
     for number, frame in enumerate(iter_frames(buf)):

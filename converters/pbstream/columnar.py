@@ -130,7 +130,7 @@ def _constraint(rec: PbstreamRecording) -> Iterator[Columns]:
 _GRAPH_TABLES: Final = {"trajectory": _trajectory, "constraint": _constraint}
 
 
-def _batched(rows: Iterator[dict[str, Any]], **more: Any) -> Iterator[Columns]:
+def _batched(rows: Iterator[dict[str, Any]], **more: object) -> Iterator[Columns]:
     """Rows (with `more` columns) as columns, `BATCH_ROWS` rows a batch (the tables here
     hold no large values)."""
     batch: list[dict[str, Any]] = []

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from .columnar_shape import BOOL, DOUBLE, DTYPES, INT64, WIRES, Message
 
@@ -135,7 +136,7 @@ def _gather(
     return flat.take(starts[:, None] + places), places
 
 
-def _columns_of(places: Ints, offsets: Any) -> Ints:
+def _columns_of(places: Ints, offsets: npt.ArrayLike) -> Ints:
     """The columns of `_gather`'s rows holding the bytes at `offsets` of a record."""
     found: Ints = np.searchsorted(places, offsets)
     return found

@@ -23,6 +23,7 @@ import numpy as np
 from .stream import GZIP_HEADER
 
 Ints = np.ndarray[Any, np.dtype[np.int64]]
+Bools = np.ndarray[Any, np.dtype[np.bool_]]
 #: Bytes past the end of a stretch that reads may touch (zeros: never a valid form).
 _PAD: Final = 64
 #: The keys a record's map may hold after `member` (`columnar._PLAIN_KEYS`), as msgpack
@@ -95,8 +96,8 @@ def locate(data: bytes, starts: Ints, ends: Ints, kind: str) -> tuple[Ints, Ints
 
 
 def _integer(
-    buf: np.ndarray[Any, Any], at: Ints, ends: Ints, going: Any, ok: Any
-) -> tuple[Ints, Any]:
+    buf: np.ndarray[Any, Any], at: Ints, ends: Ints, going: Bools, ok: Bools
+) -> tuple[Ints, Bools]:
     """Past the msgpack integer at each `at` where `going`; `ok` cleared where there is
     none or it runs past its message."""
     sizes = _INT_SIZES[buf[np.clip(at, 0, len(buf) - 1)]]

@@ -32,6 +32,7 @@ from typing import Any, Final
 from nanorec.archive.filehash import FileHash
 from nanorec.archive.reader import ArchiveReader
 from nanorec.archive.writer import ArchiveWriter
+from nanorec.buffers import Buffer
 from nanorec.contract import ConvertReport, Region
 from nanorec.errors import BadMagicError, FormatError, OutputExistsError, TruncatedError
 
@@ -54,7 +55,7 @@ _RELEASE_BYTES: Final = 32 << 20
 _RUN: Final = 4096
 
 
-def check_magic(buf: Any) -> None:
+def check_magic(buf: Buffer) -> None:
     """BadMagicError unless `buf` starts with the pbstream magic (TruncatedError when it
     is a prefix of it)."""
     head = bytes(buf[: len(MAGIC)])

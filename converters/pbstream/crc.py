@@ -11,9 +11,10 @@ passes (`scan.check_whole`), by `inflate_member` (which says what is wrong) when
 
 from __future__ import annotations
 
+import mmap
 import queue
 import threading
-from typing import Any, Final
+from typing import Final
 
 from nanorec.errors import FormatError
 
@@ -36,7 +37,7 @@ class MemberCheck(threading.Thread):
     """`add` records as they are converted; `problems()` waits and gives those whose member
     does not inflate whole: (record number, frame offset, reason)."""
 
-    def __init__(self, buf: Any) -> None:
+    def __init__(self, buf: mmap.mmap) -> None:
         super().__init__(daemon=True, name="pbstream-crc")
         self.buf = buf
         self.batch: list[Item] = []

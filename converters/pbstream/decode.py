@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from nanorec.errors import FormatError
+from nanorec.untyped import Payload
 
 from .schema import KIND_MESSAGES, SCHEMA
 from .stream import entry_payload
@@ -46,7 +47,7 @@ _WIRE = {
 }
 
 
-def _scalar(kind: str, buf: bytes, a: int) -> Any:
+def _scalar(kind: str, buf: bytes, a: int) -> int | bool | float:
     if kind in ("int32", "enum"):
         return signed32(a)
     if kind == "int64":
@@ -106,7 +107,7 @@ def decode_message(
         elif kind in _WIRE:
             if wire == _WIRE[kind]:
                 if wire == LEN:
-                    value: Any = buf[a:b]
+                    value: Payload = buf[a:b]
                     if kind == "string":
                         value = value.decode("utf-8", "surrogateescape")
                 else:
@@ -122,7 +123,7 @@ def decode_message(
     return out
 
 
-def _store(out: dict[str, Any], name: str, value: Any, repeated: bool) -> None:
+def _store(out: dict[str, Payload], name: str, value: Payload, repeated: bool) -> None:
     if repeated:
         out.setdefault(name, []).append(value)
     else:

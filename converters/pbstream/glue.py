@@ -156,7 +156,7 @@ class _Layout:
 
 
 def build_run(
-    bodies: Sequence[Any],
+    bodies: Sequence[bytes | memoryview],
     sizes: Ints,
     fast: Bools,
     keys: Ints,

@@ -118,7 +118,7 @@ class Runs:
             for first in range(0, len(self.offsets), size)
         ]
         with ThreadPoolExecutor(1, thread_name_prefix="pbstream-inflate") as pool:
-            ahead: deque[Future[tuple[list[Any], bytes, Ints]]] = deque()
+            ahead: deque[Future[tuple[list[bytes | memoryview], bytes, Ints]]] = deque()
             try:
                 for number, (first, stop) in enumerate(bounds):
                     while len(ahead) <= _AHEAD and number + len(ahead) < len(bounds):
@@ -135,7 +135,12 @@ class Runs:
         return bytes(self.view[start : start + int(self.lengths[row])])
 
     def stored(
-        self, first: int, stop: int, bodies: list[Any], payloads: bytes, lengths: Ints
+        self,
+        first: int,
+        stop: int,
+        bodies: list[bytes | memoryview],
+        payloads: bytes,
+        lengths: Ints,
     ) -> Run:
         """Records `first` to `stop` (`bodies`, `payloads` and `lengths`: `_prepare`) as
         stored messages: (joined, lengths, types, kinds, index times), for
@@ -169,7 +174,7 @@ class Runs:
         )
         return joined, message_lengths, types, kinds, stamps
 
-    def _prepare(self, first: int, stop: int) -> tuple[list[Any], bytes, Ints]:
+    def _prepare(self, first: int, stop: int) -> tuple[list[bytes | memoryview], bytes, Ints]:
         """Records `first` to `stop`: each member's bytes after its first 10, and the payloads
         of the small members with Cartographer's header (not records before `fast_from`),
         inflated and checked, joined (then `PAD`), and their lengths (0 for the others)."""
@@ -187,7 +192,7 @@ class Runs:
         small &= np.cumsum(np.where(small, declared, 0)) <= _PAYLOADS_BUDGET
         rows = np.flatnonzero(small)
         view = self.view
-        bodies: list[Any] = [
+        bodies: list[bytes | memoryview] = [
             view[start:end]
             for start, end in zip((starts + len(GZIP_HEADER)).tolist(), ends.tolist(), strict=True)
         ]

@@ -20,11 +20,15 @@ import importlib
 import io
 import os
 import zlib
-from typing import Any, Final
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import ModuleType
+from typing import IO, Any, Final, Protocol, TypeAlias
 
 import numpy as np
 
 from nanorec.archive.deflate import isal_zlib
+from nanorec.buffers import Buffer
 
 from .stream import GZIP_HEADER, MAX_PAYLOAD, SIZE, Cut
 
@@ -33,21 +37,35 @@ WHOLE_BELOW: Final = 4096
 _GZIP_WBITS: Final = 31
 
 
+class _Inflater(Protocol):
+    """A zlib-compatible decompressor: zlib's or ISA-L's `decompressobj()`."""
+
+    @property
+    def eof(self) -> bool: ...
+    @property
+    def unused_data(self) -> bytes: ...
+    def decompress(self, data: Buffer, max_length: int = 0, /) -> bytes: ...
+
+
+#: ISA-L's `GzipFile` class (loaded by name: isal is an optional extra).
+_MembersFile: TypeAlias = Callable[..., AbstractContextManager[IO[bytes]]]
+
 #: ISA-L's zlib-compatible module (~1.5x zlib on these members), else zlib.
-_module: Any = zlib if isal_zlib is None else isal_zlib
-_decompressobj: Any = _module.decompressobj
+_module: ModuleType = zlib if isal_zlib is None else isal_zlib
+_decompressobj: Callable[[int], _Inflater] = _module.decompressobj
 _errors: Final = (zlib.error, _module.error)
 
 
-def _members_reader() -> Any:
+def _members_reader() -> _MembersFile | None:
     """ISA-L's `GzipFile`: many members read in one C call, up to a bound, or None."""
     try:
-        return importlib.import_module("isal.igzip").GzipFile
+        found: _MembersFile = importlib.import_module("isal.igzip").GzipFile
+        return found
     except ImportError:  # pragma: no cover - depends on the environment
         return None
 
 
-_members_file: Any = _members_reader()
+_members_file = _members_reader()
 _SIGNATURE: Final = GZIP_HEADER[:3]
 #: Cartographer's gzip header with the FNAME flag: a name of `_NAME` random bytes and its
 #: zero follow, as long as a size prefix and the header it replaces (`inflate_run`).
@@ -57,7 +75,7 @@ _HEADER_SPAN: Final = np.arange(SIZE.size + len(GZIP_HEADER))
 _FOUR: Final = np.arange(4)
 
 
-def frame_table(buf: Any, start: int) -> tuple[list[int], list[int], Cut | None]:
+def frame_table(buf: Buffer, start: int) -> tuple[list[int], list[int], Cut | None]:
     """The offset and size of every complete record from `start`, and the `Cut` where the
     file ends inside one (as `stream.iter_frames`, without an object per record). The loop
     reads a memoryview (`unpack_from` on an mmap costs more) and keeps only the offsets."""
@@ -126,7 +144,7 @@ def declared_payload(member: bytes) -> bytes | None:
 
 
 def inflate_run(
-    source: Any,
+    source: Buffer,
     starts: np.ndarray[Any, np.dtype[np.int64]],
     sizes: np.ndarray[Any, np.dtype[np.int64]],
 ) -> tuple[bytes, np.ndarray[Any, np.dtype[np.int64]]] | None:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from nanorec.buffers import Buffer
 from nanorec.errors import FormatError
 
 MAGIC: Final = bytes.fromhex("db01f55b7b1f1d7b")
@@ -59,7 +60,7 @@ class Cut:
     reason: str
 
 
-def iter_frames(buf: Any, start: int = len(MAGIC)) -> Iterator[Frame | Cut]:
+def iter_frames(buf: Buffer, start: int = len(MAGIC)) -> Iterator[Frame | Cut]:
     """The records of `buf` from `start`, in order; a `Cut` last when the file is cut."""
     total = len(buf)
     pos = start

@@ -170,7 +170,9 @@ class PbstreamView:
         return scene
 
 
-def _places(poses_by_trajectory: dict[int, Any]) -> dict[tuple[int, int], tuple[float, float]]:
+def _places(
+    poses_by_trajectory: dict[int, Poses],
+) -> dict[tuple[int, int], tuple[float, float]]:
     """(trajectory, index) -> x, y of each pose."""
     return {
         (tid, index): (x, y)

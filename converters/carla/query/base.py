@@ -9,11 +9,13 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from nanorec.buffers import Buffer
 from nanorec.errors import NanorecError, UsageError
+from nanorec.untyped import Payload
 
 from ..detect import resolve
 from ..ids import Engine, Family, Kind
@@ -28,6 +30,7 @@ NOT_A_RECORDER = "File is not a CARLA recorder\n"
 MAGIC = b"CARLA_RECORDER"
 U16 = struct.Struct("<H")
 _HEADER = struct.Struct("<BI")
+R = TypeVar("R")  # what a record parser returns
 FRAME = struct.Struct("<Qdd")
 
 Labels = Literal["old", "new"]
@@ -151,7 +154,7 @@ def overlay(fresh: bytes, stale: bytes) -> bytes:
     return fresh + stale[len(fresh) :]
 
 
-def parse_header(buf: Any) -> RecorderHeader | None:
+def parse_header(buf: Buffer) -> RecorderHeader | None:
     """The header, or None when the magic string is wrong (CARLA's only check)."""
     size = len(buf)
     raw = bytes(buf[: min(size, 4 + 0xFFFF)])
@@ -201,7 +204,7 @@ class Truncation:
     reason: str
 
 
-def iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[Packet | Truncation]:
+def iter_packets(buf: Buffer, start: int, *, rerun: bool = True) -> Iterator[Packet | Truncation]:
     """Walk the packets with the codec's walker; yield a `Truncation` for a cut tail.
 
     A body cut short is yielded with the bytes present. With `rerun`, the walk ends the
@@ -236,7 +239,7 @@ def iter_packets(buf: Any, start: int, *, rerun: bool = True) -> Iterator[Packet
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 
 
-def _release(buf: Any, upto: int) -> None:
+def _release(buf: Buffer, upto: int) -> None:
     """Let the kernel drop the mapped pages already walked, so a 1 GB file's resident
     size stays flat (they are clean file pages: re-reading them just faults them in)."""
     if _DONTNEED is not None and isinstance(buf, mmap.mmap):
@@ -254,7 +257,7 @@ class LogFile:
         self._map: mmap.mmap | None = None
         if length:
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            self.buf: Any = self._map
+            self.buf: Buffer = self._map
         else:
             self.buf = b""
 
@@ -273,7 +276,7 @@ class LogFile:
 # --------------------------------------------------------------------------- family detection
 
 
-def choose_family(buf: Any, start: int, fam: str | Family | None) -> tuple[Family, bool]:
+def choose_family(buf: Buffer, start: int, fam: str | Family | None) -> tuple[Family, bool]:
     """The release family (the codec's detector unless forced) and whether the file has
     animation packets (8/9, written every frame since 0.9.6): 0.9.4/0.9.5 files have none.
     Only a complete frame (a FrameEnd) without them says so; a file cut inside its first
@@ -324,7 +327,7 @@ def flat_dtype(kind: Kind, engine: Engine) -> np.dtype[Any]:
     return _FLAT[key]
 
 
-Row = tuple[Any, ...]
+Row = tuple[Payload, ...]
 
 
 class Stale:
@@ -381,14 +384,14 @@ class Stale:
         return count, rows
 
 
-def var_records(packet: Packet, parse: Callable[[Cursor], Any]) -> tuple[int, list[Any]]:
+def var_records(packet: Packet, parse: Callable[[Cursor], R]) -> tuple[int, list[R]]:
     """Complete variable-length records of a packet (none after a cut; see module doc)."""
     body = packet.body
     if len(body) < 2:
         return 0, []
     count = U16.unpack_from(body, 0)[0]
     cur = Cursor(body, packet.offset, 2)
-    records = []
+    records: list[R] = []
     for _ in range(count):
         try:
             records.append(parse(cur))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.buffers import Buffer
 from nanorec.hashorder import KeyOrder, key_order
 
 from ..ids import Engine, Family, Kind
@@ -142,7 +143,7 @@ def _distance(here: npt.NDArray[Any], last: npt.NDArray[Any]) -> npt.NDArray[Any
 
 
 def run_blocked(
-    buf: Any,
+    buf: Buffer,
     start: int,
     opts: QueryOptions,
     min_time: float,

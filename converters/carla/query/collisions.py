@@ -6,8 +6,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nanorec.buffers import Buffer
 from nanorec.errors import UsageError
 
 from ..ids import Family, Kind
@@ -65,7 +66,7 @@ def _collision_letter(actor_type: int) -> str:
 
 
 def iter_collision_rows(
-    buf: Any, start: int, opts: QueryOptions, type1: str, type2: str, *, carla_eof: bool
+    buf: Buffer, start: int, opts: QueryOptions, type1: str, type2: str, *, carla_eof: bool
 ) -> Iterator[CollisionRow | str | TrailerMark]:
     """Rows of the collision query in print order (str items are unknown-id lines)."""
     engine = opts.family.engine

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from nanorec.errors import BadMagicError
+from nanorec.untyped import JsonObject
 
 from ..ids import Family, Kind
 from ..records import (
@@ -59,7 +60,7 @@ def _open_checked(rec: LogFile) -> RecorderHeader:
     return header
 
 
-def _json_header(header: RecorderHeader, opts: QueryOptions) -> dict[str, Any]:
+def _json_header(header: RecorderHeader, opts: QueryOptions) -> JsonObject:
     return {
         "version": header.version,
         "map": header.map_name,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from nanorec.buffers import Buffer
 from nanorec.errors import NanorecError
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class FileInfoOptions(TextOptions, total=False):
 
 
 def text_options(
-    buf: Any,
+    buf: Buffer,
     start: int,
     *,
     tz: str | tzinfo | None,
