@@ -67,7 +67,7 @@ def test_no_any_in_a_formats_options_or_hooks() -> None:
 
 #: Folders where every `Any` is named or typed (issue #35): options, hooks, callbacks,
 #: buffers and library objects have real types or a named alias, not a bare `Any`.
-TYPED = ("nanorec/", "converters/ros/")
+TYPED = ("nanorec/", "converters/")
 #: The census's categories that must stay empty there.
 TYPED_CATEGORIES = ("hooks", "buffers", "third-party", "other")
 
@@ -80,13 +80,13 @@ def _untyped(root: Path = REPO) -> list[str]:
     ]
 
 
-def test_no_bare_any_for_hooks_buffers_or_objects_in_the_core_and_ros() -> None:
+def test_no_bare_any_for_hooks_buffers_or_objects_in_the_core_and_the_formats() -> None:
     assert _untyped() == []
 
 
-def test_a_bare_any_in_the_core_or_ros_is_found(tmp_path: Path) -> None:
+def test_a_bare_any_in_the_core_or_a_format_is_found(tmp_path: Path) -> None:
     """It can fail: a callback, a buffer, a library object and an unnamed value planted in
-    the core and in ROS are found; the same in another format's folder is not this test's."""
+    the core and in each format are found; the same in tools/ is not this test's."""
     planted = (
         "from typing import Any\n"
         "def f(callback: Any) -> None: ...\n"
@@ -94,13 +94,14 @@ def test_a_bare_any_in_the_core_or_ros_is_found(tmp_path: Path) -> None:
         "def h(axes: Any) -> None: ...\n"
         "def k(x: Any) -> None: ...\n"
     )
-    for folder in ("nanorec", "converters/ros/ros2", "converters/carla"):
+    folders = ("nanorec", "converters/carla", "converters/pbstream", "converters/ros/ros2")
+    for folder in (*folders, "tools"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "planted.py").write_text(planted)
     found = [use.split(": ")[:2] for use in _untyped(tmp_path)]
     assert found == [
         [f"{rel}:{number}", name]
-        for rel in ("nanorec/planted.py", "converters/ros/ros2/planted.py")
+        for rel in (f"{folder}/planted.py" for folder in folders)
         for number, name in zip((2, 3, 4, 5), TYPED_CATEGORIES, strict=True)
     ]
 
@@ -128,39 +129,3 @@ def test_the_census_sees_what_it_counts(tmp_path: Path) -> None:
 def test_the_census_adds_up() -> None:
     found = census.census()
     assert found and {name for name, *_ in found} <= set(census.MEANING)
-
-
-#: Formats whose options, hooks and buffers are all typed: no `Any` may come back there.
-TYPED_FORMATS = ("converters/carla/", "converters/pbstream/")
-#: The categories that must stay empty in them (payloads go by `nanorec.untyped`'s names).
-TYPED_CATEGORIES = ("hooks", "buffers")
-
-
-def _untyped_in_typed_formats(root: Path = REPO) -> list[str]:
-    return [
-        f"{rel}:{number}: {name}: {line}"
-        for name, rel, number, line in census.census(root, ("converters",))
-        if name in TYPED_CATEGORIES and rel.startswith(TYPED_FORMATS)
-    ]
-
-
-def test_no_untyped_hooks_or_buffers_in_carla_and_pbstream() -> None:
-    assert _untyped_in_typed_formats() == []
-
-
-def test_an_untyped_hook_or_buffer_in_carla_or_pbstream_is_found(tmp_path: Path) -> None:
-    """It can fail: an options dict or a buffer typed `Any` in either format is reported;
-    the same line in another converter is not this test's business."""
-    for folder in ("carla", "pbstream", "ros"):
-        (tmp_path / "converters" / folder).mkdir(parents=True)
-        (tmp_path / "converters" / folder / "planted.py").write_text(
-            "from typing import Any\n"
-            "def parse(buf: Any, start: int) -> None: ...\n"
-            "def run(options: dict[str, Any]) -> None: ...\n"
-        )
-    assert _untyped_in_typed_formats(tmp_path) == [
-        "converters/carla/planted.py:2: buffers: def parse(buf: Any, start: int) -> None: ...",
-        "converters/carla/planted.py:3: hooks: def run(options: dict[str, Any]) -> None: ...",
-        "converters/pbstream/planted.py:2: buffers: def parse(buf: Any, start: int) -> None: ...",
-        "converters/pbstream/planted.py:3: hooks: def run(options: dict[str, Any]) -> None: ...",
-    ]
