@@ -22,12 +22,11 @@ import os
 import zlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from types import ModuleType
-from typing import IO, Any, Final, Protocol, TypeAlias
+from typing import IO, Any, Final, TypeAlias
 
 import numpy as np
 
-from nanorec.archive.deflate import isal_zlib
+from nanorec.archive.deflate import Decompressor, isal_zlib
 from nanorec.buffers import Buffer
 
 from .stream import GZIP_HEADER, MAX_PAYLOAD, SIZE, Cut
@@ -37,23 +36,14 @@ WHOLE_BELOW: Final = 4096
 _GZIP_WBITS: Final = 31
 
 
-class _Inflater(Protocol):
-    """A zlib-compatible decompressor: zlib's or ISA-L's `decompressobj()`."""
-
-    @property
-    def eof(self) -> bool: ...
-    @property
-    def unused_data(self) -> bytes: ...
-    def decompress(self, data: Buffer, max_length: int = 0, /) -> bytes: ...
-
-
 #: ISA-L's `GzipFile` class (loaded by name: isal is an optional extra).
 _MembersFile: TypeAlias = Callable[..., AbstractContextManager[IO[bytes]]]
 
 #: ISA-L's zlib-compatible module (~1.5x zlib on these members), else zlib.
-_module: ModuleType = zlib if isal_zlib is None else isal_zlib
-_decompressobj: Callable[[int], _Inflater] = _module.decompressobj
-_errors: Final = (zlib.error, _module.error)
+_decompressobj: Callable[[int], Decompressor] = (
+    zlib.decompressobj if isal_zlib is None else isal_zlib.decompressobj
+)
+_errors: Final = (zlib.error,) if isal_zlib is None else (zlib.error, isal_zlib.error)
 
 
 def _members_reader() -> _MembersFile | None:

@@ -51,6 +51,9 @@ class Decompressor(Protocol):
     def unconsumed_tail(self) -> bytes: ...
 
     @property
+    def unused_data(self) -> bytes: ...
+
+    @property
     def eof(self) -> bool: ...
 
 
