@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -338,7 +339,6 @@ def main(argv: list[str] | None = None) -> int:
     with its JSON twin (`facts`, size and sha256)."""
     import hashlib
     import json
-    import sys
 
     args = sys.argv[1:] if argv is None else argv
     folder = Path(args[0] if args else "samples")
