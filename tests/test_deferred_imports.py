@@ -129,3 +129,32 @@ def test_the_table_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
     total = int(lines[0].split(":")[1].split()[0])
     kept, idle = (int(n) for n in lines[-1].split()[1:])
     assert kept + idle == total and idle == 0
+
+
+def test_no_module_uses_another_modules_private_name() -> None:
+    """A `_name` shared between modules is made public; a package's own private modules
+    (`nanorec._checkout`, `nanorec._moved`, `nanorec.cli._click`) are modules, not names."""
+    assert tool.private_names() == []
+
+
+def test_a_planted_private_name_is_found(tmp_path: Path) -> None:
+    _package(
+        tmp_path,
+        {
+            "nanorec/__init__.py": "",
+            "nanorec/_own.py": "X = 1\n",
+            "nanorec/a.py": "def _f(): ...\n_X = 1\nY = 2\n",
+            "nanorec/b.py": (
+                "from nanorec import _own, a\n"
+                "from nanorec.a import Y as _y\n"
+                "import nanorec.a as a_module\n"
+                "def g():\n    from nanorec.a import _f\n"  # 5
+                "    return a._X, a_module._X, _own.X, a.Y\n"  # 6
+            ),
+        },
+    )
+    assert tool.private_names(tmp_path, ("nanorec",)) == [
+        "nanorec/b.py:5: from nanorec.a import _f",
+        "nanorec/b.py:6: a._X",
+        "nanorec/b.py:6: a_module._X",
+    ]
