@@ -11,6 +11,7 @@ numbers).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -338,7 +339,6 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m nanorec.converters.pbstream.generate FOLDER`: write the samples there, each
     with its JSON twin (`facts`, size and sha256)."""
     import hashlib
-    import json
 
     args = sys.argv[1:] if argv is None else argv
     folder = Path(args[0] if args else "samples")
