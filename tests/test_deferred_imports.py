@@ -158,3 +158,36 @@ def test_a_planted_private_name_is_found(tmp_path: Path) -> None:
         "nanorec/b.py:6: a._X",
         "nanorec/b.py:6: a_module._X",
     ]
+
+
+def test_a_verdict_the_import_belies_is_found(tmp_path: Path) -> None:
+    """It can fail: a module loaded in a way the AST does not show (`import_module` at
+    module level) is already there when the function imports it."""
+    _package(
+        tmp_path,
+        {
+            "nanorec/__init__.py": "",
+            "nanorec/low.py": "",
+            "nanorec/other.py": "",
+            "nanorec/user.py": (
+                "import importlib\nimportlib.import_module('nanorec.low')\n"
+                "def f():\n    from nanorec import low\n"
+                "def g():\n    from nanorec import other\n"
+            ),
+        },
+    )
+    found = tool.census(tmp_path, ("nanorec",))
+    assert [use.buys for use in found] == [("nanorec.low",), ("nanorec.other",)]
+    assert tool.disagreements(found, root=tmp_path) == [
+        "nanorec/user.py:4: from nanorec import low (said buys time)"
+    ]
+
+
+@pytest.mark.slow
+def test_the_verdicts_are_what_imports_load() -> None:
+    """The static rule against the real thing: each module with a deferred import of ours,
+    imported alone in a fresh interpreter, has not loaded what the rule says it buys (a
+    module the rule missed would mean a verdict of "buys time" where moving it up costs
+    nothing, or the reverse)."""
+    found = tool.census()
+    assert tool.disagreements(found, ("first-party",)) == []

@@ -17,6 +17,7 @@ its table names.
     python tools/deferred_imports.py --list   # the deferred imports that buy nothing
     python tools/deferred_imports.py --kept   # the others, with what each one buys
     python tools/deferred_imports.py --private  # uses of another module's `_private` name
+    python tools/deferred_imports.py --check  # each verdict against a fresh import's modules
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import argparse
 import ast
 import functools
 import importlib.util
+import json
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -33,6 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("nanorec", "converters")
+KINDS = ("first-party", "third-party", "stdlib")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -269,6 +273,12 @@ class Project:
         return frozenset(seen)
 
 
+@functools.lru_cache(maxsize=4)
+def project_of(root: Path = ROOT, folders: tuple[str, ...] = FOLDERS) -> Project:
+    """The tree read once (parsing ~300 files is most of the time) for every question."""
+    return Project(root, folders)
+
+
 @dataclass(frozen=True)
 class Deferred:
     """One import statement inside a function."""
@@ -291,7 +301,7 @@ def _kind(project: Project, targets: set[str]) -> str:
 
 def census(root: Path = ROOT, folders: tuple[str, ...] = FOLDERS) -> list[Deferred]:
     """Every deferred import under `root`'s folders, with what it buys."""
-    project = Project(root, folders)
+    project = project_of(root, folders)
     found: list[Deferred] = []
     for name, module in project.modules.items():
         have = project.closure(name)
@@ -314,6 +324,40 @@ def census(root: Path = ROOT, folders: tuple[str, ...] = FOLDERS) -> list[Deferr
     return found
 
 
+def loaded_by(module: str, root: Path = ROOT) -> set[str]:
+    """The modules in `sys.modules` once a fresh interpreter started in `root` (its
+    `nanorec/` first on the path) has imported `module` alone: what the static closure
+    stands for, to check it by."""
+    probe = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root
+    )
+    names: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return set(names)
+
+
+def disagreements(
+    found: list[Deferred], kinds: tuple[str, ...] = KINDS, root: Path = ROOT
+) -> list[str]:
+    """The deferred imports of `kinds` whose verdict differs from what importing their
+    module really loads (a target already loaded buys nothing). Stdlib and third-party
+    targets may differ by Python version (pathlib imports fnmatch on 3.11); first-party
+    ones may not."""
+    wrong: list[str] = []
+    by_file: dict[str, list[Deferred]] = {}
+    for use in found:
+        if use.kind in kinds:
+            by_file.setdefault(use.file, []).append(use)
+    for file, uses in by_file.items():
+        have = loaded_by(module_name(root / file, root), root)
+        for use in uses:
+            idle = all(t in have for t in use.targets if not t.endswith("(lazy)"))
+            if idle != (not use.buys):
+                verdict = "buys time" if use.buys else "buys nothing"
+                wrong.append(f"{file}:{use.line}: {use.statement} (said {verdict})")
+    return wrong
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -322,7 +366,7 @@ def private_names(root: Path = ROOT, folders: tuple[str, ...] = FOLDERS) -> list
     """`file:line: code` of each use of another module's `_private` name (a function, class
     or constant), imported or read from the module (`module._name`); a package's own private
     modules (`nanorec._version`) are modules, not names."""
-    project = Project(root, folders)
+    project = project_of(root, folders)
     found: list[str] = []
     for module in project.modules.values():
         where = str(module.path.relative_to(root))
@@ -357,12 +401,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="the ones that buy nothing")
     parser.add_argument("--kept", action="store_true", help="the ones that buy time")
     parser.add_argument("--private", action="store_true", help="other modules' _names used")
+    parser.add_argument(
+        "--check", action="store_true", help="each verdict against what importing loads"
+    )
     parser.add_argument("--root", type=Path, default=ROOT)
     args = parser.parse_args(argv)
     if args.private:
         print("\n".join(private_names(args.root)) or "no other module's _private name is used")
         return 0
     found = census(args.root)
+    if args.check:
+        wrong = disagreements(found, root=args.root)
+        print("\n".join(wrong) or f"all {len(found)} verdicts agree with what imports load")
+        return 0
     if args.list or args.kept:
         for use in found:
             if bool(use.buys) == args.kept:
@@ -372,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     table = Counter((use.kind, bool(use.buys)) for use in found)
     print(f"deferred imports: {len(found)} (kept: buy start-up time; buy nothing: to move up)")
     print(f"  {'':12s} {'kept':>6s} {'nothing':>8s}")
-    for kind in ("first-party", "third-party", "stdlib"):
+    for kind in KINDS:
         print(f"  {kind:12s} {table[kind, True]:6d} {table[kind, False]:8d}")
     kept = sum(1 for use in found if use.buys)
     print(f"  {'all':12s} {kept:6d} {len(found) - kept:8d}")
