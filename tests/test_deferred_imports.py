@@ -15,9 +15,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _tool() -> ModuleType:
-    path = REPO / "tools" / "deferred_imports.py"
-    spec = importlib.util.spec_from_file_location("deferred_imports", path)
+def _tool(name: str) -> ModuleType:
+    path = REPO / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
@@ -25,7 +25,8 @@ def _tool() -> ModuleType:
     return module
 
 
-tool = _tool()
+tool = _tool("deferred_imports")
+private = _tool("private_names")
 
 
 def _package(root: Path, files: dict[str, str]) -> None:
@@ -134,7 +135,7 @@ def test_the_table_adds_up(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_module_uses_another_modules_private_name() -> None:
     """A `_name` shared between modules is made public; a package's own private modules
     (`nanorec._checkout`, `nanorec._moved`, `nanorec.cli._click`) are modules, not names."""
-    assert tool.private_names() == []
+    assert private.private_names() == []
 
 
 def test_a_planted_private_name_is_found(tmp_path: Path) -> None:
@@ -153,7 +154,7 @@ def test_a_planted_private_name_is_found(tmp_path: Path) -> None:
             ),
         },
     )
-    assert tool.private_names(tmp_path, ("nanorec",)) == [
+    assert private.private_names(tmp_path, ("nanorec",)) == [
         "nanorec/b.py:5: from nanorec.a import _f",
         "nanorec/b.py:6: a._X",
         "nanorec/b.py:6: a_module._X",

@@ -16,7 +16,6 @@ its table names.
     python tools/deferred_imports.py          # the table
     python tools/deferred_imports.py --list   # the deferred imports that buy nothing
     python tools/deferred_imports.py --kept   # the others, with what each one buys
-    python tools/deferred_imports.py --private  # uses of another module's `_private` name
     python tools/deferred_imports.py --check  # each verdict against a fresh import's modules
 """
 
@@ -358,57 +357,15 @@ def disagreements(
     return wrong
 
 
-def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
-
-
-def private_names(root: Path = ROOT, folders: tuple[str, ...] = FOLDERS) -> list[str]:
-    """`file:line: code` of each use of another module's `_private` name (a function, class
-    or constant), imported or read from the module (`module._name`); a package's own private
-    modules (`nanorec._version`) are modules, not names."""
-    project = project_of(root, folders)
-    found: list[str] = []
-    for module in project.modules.values():
-        where = str(module.path.relative_to(root))
-        aliases: dict[str, str] = {}  # local name -> first-party module it stands for
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        aliases[alias.asname] = alias.name
-            elif isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    one = ast.ImportFrom(module=node.module, names=[alias], level=node.level)
-                    targets = project.targets(module, one)
-                    named = [t for t in targets if t.endswith(f".{alias.name}")]
-                    if named and named[0] in project.modules:
-                        aliases[alias.asname or alias.name] = named[0]
-                    elif _private(alias.name) and any(map(project.first_party, targets)):
-                        found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
-        for node in ast.walk(module.tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and _private(node.attr)
-                and ast.unparse(node.value) in aliases
-                and f"{aliases[ast.unparse(node.value)]}.{node.attr}" not in project.modules
-            ):
-                found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
-    return found
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--list", action="store_true", help="the ones that buy nothing")
     parser.add_argument("--kept", action="store_true", help="the ones that buy time")
-    parser.add_argument("--private", action="store_true", help="other modules' _names used")
     parser.add_argument(
         "--check", action="store_true", help="each verdict against what importing loads"
     )
     parser.add_argument("--root", type=Path, default=ROOT)
     args = parser.parse_args(argv)
-    if args.private:
-        print("\n".join(private_names(args.root)) or "no other module's _private name is used")
-        return 0
     found = census(args.root)
     if args.check:
         wrong = disagreements(found, root=args.root)
