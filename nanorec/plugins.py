@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from importlib.machinery import PathFinder
 
 _SUFFIXES = (".dist-info", ".egg-info")
 
@@ -51,8 +52,6 @@ def entry_points(group: str) -> list[EntryPoint]:
 
 def _plain_paths() -> bool:
     """Whether every distribution is in a folder on `sys.path` (what `_texts` reads)."""
-    from importlib.machinery import PathFinder
-
     finders = [f for f in sys.meta_path if hasattr(f, "find_distributions")]
     return all(f is PathFinder for f in finders) and all(
         not entry or os.path.isdir(entry) or not os.path.exists(entry) for entry in sys.path

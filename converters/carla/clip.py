@@ -32,6 +32,7 @@ from .message import (
     PACKET_HEADER,
     iter_message_packets,
 )
+from .meta import read_meta
 from .recording import CarlaRecording
 from .records import ActorAdd, PhysicsControl, serialize_var_body
 from .world import World
@@ -100,8 +101,6 @@ def _frame_end(rec: CarlaRecording, index: int) -> bytes:
 
 
 def _header_bytes(rec: CarlaRecording) -> bytes:
-    from .meta import read_meta
-
     return bytes(read_meta(rec.reader)["header"]["bytes"])
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from nanorec.archive.atomic import write_hashed
 from nanorec.archive.reader import ArchiveReader
+from nanorec.archive.urls import is_url, url_path
 from nanorec.contract import ExportReport
 from nanorec.errors import FormatError
 
@@ -68,8 +69,6 @@ def export(
 def native_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     """The path of `path`'s native CARLA bytes: `path` itself for a CARLA file, or for a
     nanorec archive its export into a temporary directory (removed afterwards)."""
-    from nanorec.archive.urls import is_url, url_path
-
     if is_url(path):  # an archive read in place (by URL nanorec reads archives only)
         path = url_path(str(path))
     else:

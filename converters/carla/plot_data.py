@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nanorec.errors import EmptySelectionError, UsageError
+from nanorec.selection import Selection
 
 from .ids import ActorType, Kind, TrafficLightState
 from .message import records
@@ -186,8 +187,6 @@ def collisions(rec: CarlaRecording, span: range, wanted: Collection[int]) -> lis
     """The collisions starting inside `span` with at least one wanted actor: a pair in
     contact over consecutive frames counts once, at its first frame (as CARLA's collision
     query prints it)."""
-    from nanorec.selection import Selection
-
     found: list[Collision] = []
     last: dict[tuple[int, int], int] = {}
     chosen = Selection(first=span.start, stop=span.stop)

@@ -11,8 +11,10 @@ numbers).
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -337,8 +339,6 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m nanorec.converters.pbstream.generate FOLDER`: write the samples there, each
     with its JSON twin (`facts`, size and sha256)."""
     import hashlib
-    import json
-    import sys
 
     args = sys.argv[1:] if argv is None else argv
     folder = Path(args[0] if args else "samples")

@@ -11,6 +11,7 @@ an error, never a mix of two archives; a server that ignores `Range` is refused 
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import os
 from collections.abc import Sequence
@@ -99,8 +100,6 @@ def store_for(url: str, retry: RetryConfig | None = None) -> tuple[ObjectStore, 
 def glob_urls(pattern: str) -> list[str]:
     """The objects whose URLs match `pattern` (`*`, `?`, `[...]` in its last segment, as
     `fnmatch`), sorted: one listing of the store under the pattern's folder."""
-    import fnmatch
-
     folder, _, name = pattern.rpartition("/")
     if any(char in folder for char in "*?["):
         raise UsageError(f"{pattern}: a pattern is taken in the last segment only")

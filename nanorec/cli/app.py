@@ -15,6 +15,7 @@ from typing import NoReturn, TextIO, TypeVar
 import typer
 from typer.core import TyperGroup
 
+from nanorec._version import __version__
 from nanorec.cli._click import Command, Context, Formatter, Parameter
 from nanorec.errors import NanorecError
 
@@ -104,8 +105,6 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from nanorec._version import __version__
-
         typer.echo(f"nanorec {__version__}")
         raise typer.Exit()
 

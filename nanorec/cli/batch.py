@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from nanorec.archive.layout import COMPACT
+from nanorec.archive.upload import exists
 from nanorec.archive.urls import is_url
 from nanorec.cli.app import EXIT_PROBLEM, run
 from nanorec.errors import UsageError
@@ -49,8 +50,6 @@ def batch_convert(
             output.mkdir(parents=True, exist_ok=True)
         todo, outcomes = plan(sources, output)
         if is_url(output) and todo:  # a store that cannot be reached fails here, not per file
-            from nanorec.archive.upload import exists
-
             exists(str(todo[0].output))
         if not todo and all(o.status == "ignored" for o in outcomes):
             ignored = ", ".join(str(o.job.source) for o in outcomes)

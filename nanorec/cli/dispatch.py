@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import inspect
 import stat
+import sys
 import types
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -35,7 +36,7 @@ from nanorec.cli.hooks import (
     fields_of,
     hooks_of,
 )
-from nanorec.errors import UsageError
+from nanorec.errors import NanorecError, UsageError
 
 #: The entry-point group where a format declares its verbs' options (`{verb: dataclass}`).
 VERBS_GROUP = "nanorec.verbs"
@@ -101,8 +102,6 @@ def declared_options() -> dict[str, Mapping[str, type]]:
     """Each installed format's options dataclass of each verb, by format name: declared
     under `VERBS_GROUP` beside the converter's entry point, in a module importing nothing
     heavy (building a verb's command line imports no format)."""
-    import sys
-
     from nanorec.plugins import entry_points
 
     found: dict[str, Mapping[str, type]] = {}
@@ -204,7 +203,6 @@ def _format_of(path: str, size: int, mtime_ns: int, inode: int) -> str | None:
     """`format_of` the file at `path` as its stat says it is."""
     from nanorec import registry
     from nanorec.archive.reader import ArchiveReader
-    from nanorec.errors import NanorecError
 
     try:
         head = registry.read_head(Path(path))
@@ -405,7 +403,5 @@ def hooked_verbs(name: str) -> list[str]:
 
 def hook_help(name: str, verb: str) -> str | None:
     """What format `name`'s hook of `verb` says of itself (its group's command help)."""
-    import inspect
-
     hook = hook_of(name, verb)
     return None if hook is None else inspect.getdoc(hook)

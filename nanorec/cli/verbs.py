@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from nanorec import registry
+from nanorec.archive.urls import is_url
 from nanorec.cli.app import app, run
 from nanorec.cli.inputs import check_output, input_path, message_dict
 from nanorec.cli.options import (
@@ -294,8 +296,6 @@ def _listening(typed: str, port: int) -> socket.socket | None:
     modules and the format's commands are then imported while the browser starts loading
     the page, and the archive is opened while it does (`_view`). None for another input (a
     native file is converted first, its bar shown, before the URL is printed)."""
-    from nanorec import registry
-    from nanorec.archive.urls import is_url
     from nanorec.view.listen import listen, url_of
 
     source = input_path(typed)

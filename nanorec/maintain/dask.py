@@ -26,10 +26,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeAlias
 
+from nanorec import registry
 from nanorec.archive.remote import glob_urls
 from nanorec.archive.urls import is_url
 from nanorec.errors import UnknownNameError, UnsupportedError, UsageError
-from nanorec.maintain.batch import Outcome, convert_one, is_done, plan
+from nanorec.maintain.batch import Outcome, convert_one, is_done, plan, run_batch
 
 #: A pandas DataFrame (pandas comes with the optional `dask` extra, its stubs do not).
 PandasFrame: TypeAlias = Any
@@ -76,7 +77,6 @@ def kind_frame(url: str, kind: str) -> PandasFrame:
 def _frame(url: str, kind: str, *, whole: bool) -> PandasFrame | None:
     """`kind`'s table of `url` as pandas (or only its first batch), None when the archive
     has no such kind."""
-    from nanorec import registry
     from nanorec.outputs.arrow import iter_batches, table
 
     with registry.open(url) as recording:
@@ -149,8 +149,6 @@ def convert_many(
     on `client` (a `distributed.Client`), or here in a process pool without one."""
     jobs, outcomes = plan(sources, Path(outdir))
     if client is None:
-        from nanorec.maintain.batch import run_batch
-
         return outcomes + list(run_batch(jobs, workers=2, force=force, options=options))
     todo = [job for job in jobs if force or not is_done(job)]
     outcomes += [Outcome(job, "skipped") for job in jobs if job not in todo]

@@ -27,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any
 
+from nanorec._version import __version__
 from nanorec.archive.atomic import atomic_output
 from nanorec.contract import ExportsToMcap
 from nanorec.errors import FormatError, UnsupportedError, UsageError
@@ -227,8 +228,6 @@ def _writer_class(compression: str) -> tuple[Any, Any]:
 
 
 def _library() -> str:
-    from nanorec._version import __version__
-
     return f"nanorec {__version__}"
 
 

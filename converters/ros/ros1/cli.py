@@ -19,7 +19,9 @@ from nanorec.errors import NanorecError, UsageError
 from nanorec.timezones import parse_zone
 
 from ..common.topics import Undecodable, decoded_line, play_lines
+from .index import read_index
 from .info import Facts, facts_of_archive, facts_of_index, text, yaml
+from .scan import check_version
 from .verb_options import Ros1CatOptions, Ros1InfoOptions, Ros1PlayOptions
 
 if TYPE_CHECKING:
@@ -33,9 +35,6 @@ app = typer.Typer(
 def facts(call: VerbCall[Ros1InfoOptions], freq: bool) -> Facts:
     """From the bag's own index when it has one (fast, as rosbag reads it); else from a
     conversion (a crashed bag: what it holds), saying so on stderr."""
-    from .index import read_index
-    from .scan import check_version
-
     file = call.source
     head = registry.read_head(file)
     if not registry.is_archive(head):

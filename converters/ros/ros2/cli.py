@@ -16,6 +16,7 @@ from nanorec.cli.hooks import VerbCall, verb_hook
 from nanorec.cli.surface import check_choice
 from nanorec.cli.verbs import terminal_player
 from nanorec.errors import EmptySelectionError, UsageError
+from nanorec.outputs.tables import write_csv, write_ndjson
 
 from ..common.topics import Undecodable, decoded_line, play_lines
 from .info_command import info_hook
@@ -47,8 +48,6 @@ def cat_hook(call: VerbCall[Ros2DecodeOptions]) -> int:
 
     Example: nanorec cat rosbag2_dir --topic /odom --format csv > odom.csv
     """
-    from nanorec.outputs.tables import write_csv, write_ndjson
-
     fmt, kinds, selection = call.form or "ndjson", call.kinds, call.selection
     assert selection is not None
     check_choice("--format", fmt, ("ndjson", "csv"))

@@ -13,6 +13,7 @@ import argparse
 import functools
 import math
 import random
+import sqlite3
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -139,8 +140,6 @@ HUMBLE_SCHEMA = (
 def write_db3(path: Path, seconds: float, width: int = 0, *, humble: bool = False) -> int:
     """A sqlite3 storage file as Jazzy's rosbag2 writes it (schema 4, definitions), or as
     Humble's (`humble`: schema 3, the types named only)."""
-    import sqlite3
-
     path.unlink(missing_ok=True)
     count = 0
     with sqlite3.connect(path) as db:

@@ -11,6 +11,8 @@ from nanorec.cli.surface import check_choice
 from nanorec.errors import UsageError
 from nanorec.timezones import parse_zone
 
+from .bag import MAX_METADATA, METADATA, read_regular
+from .metadata import parse_metadata
 from .shared import app, ros2_recording
 from .verb_options import Ros2InfoOptions
 
@@ -26,10 +28,8 @@ def info_hook(call: VerbCall[Ros2InfoOptions]) -> int:
     """
     from nanorec import registry
 
-    from .bag import MAX_METADATA, METADATA, read_regular
     from .facts import as_held, bag_metadata, bag_size, facts_of_archive, services, topic_sizes
     from .info import info_text
-    from .metadata import parse_metadata
 
     file, typed = call.source, call.typed  # as typed: one storage file's `Files:` line
     extra = call.extra
