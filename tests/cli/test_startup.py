@@ -170,9 +170,11 @@ def test_info_of_a_carla_archive_imports_no_other_format_and_no_pydantic(
     assert not others, sorted(others)
     assert "nanorec.converters.carla.converter" in modules
     assert not {m for m in modules if m.split(".")[0] == "pydantic"}
-    # what CARLA's info prints needs its own query only; a local archive, no URL's threads
+    # what CARLA's info prints needs its own query only (info and the modules it was split
+    # into), not collisions or blocked; a local archive, no URL's threads
     queries = {m for m in modules if m.startswith("nanorec.converters.carla.query.")}
-    assert queries == {f"nanorec.converters.carla.query.{m}" for m in ("base", "info")}
+    own = ("base", "info", "info_physics", "options", "framing")
+    assert queries == {f"nanorec.converters.carla.query.{m}" for m in own}
     assert "concurrent.futures" not in modules
 
 

@@ -1,129 +1,47 @@
-"""`show_recorder_file_info`: the text, packet by packet, as the server prints it."""
+"""`show_recorder_file_info`: the text, packet by packet, as the server prints it.
+
+PhysicsControl records print from `info_physics`; the options and the header, frame and
+trailer lines every text query shares come from `options` and `framing`."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from nanorec.buffers import Buffer
-from nanorec.errors import NanorecError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 from ..ids import Engine, Family, Kind
-from ..records import (
-    CURVE_DTYPE,
-    GEAR_DTYPE,
-    PHYSICS_UE4_DTYPE,
-    PHYSICS_UE5_DTYPE,
-    PHYSICS_WHEEL_DTYPES,
-    ActorAdd,
-    Cursor,
-)
-from ..textfmt import fmt_g, format_date, parse_zone
+from ..records import ActorAdd, Cursor
+from ..textfmt import fmt_g
 from .base import (
     DOORS,
-    FRAME,
-    GEAR_SWITCH_TIME_DEFAULT,
     LIGHT_NAMES,
     NOT_A_RECORDER,
     WEATHER_LABELS,
     Labels,
     LogFile,
     Packet,
-    RecorderHeader,
     Row,
     Stale,
-    TextForm,
     Truncation,
     byte_char,
-    choose_family,
     clean_text,
     flat_dtype,
-    flat_dtype_of,
     iter_packets,
-    overlay,
     parse_header,
-    resolve_form,
-    rich_curve,
     var_records,
 )
 
-# --------------------------------------------------------------------------- file info
-
-
-@dataclass(frozen=True)
-class QueryOptions:
-    """How to print: the server's zone and C library, and the release form."""
-
-    zone: tzinfo
-    windows: bool
-    family: Family
-    form: TextForm
-
-
-class TextOptions(TypedDict, total=False):
-    """The options every CARLA text query takes (`iter_file_info`, `iter_collisions`,
-    `iter_actors_blocked`): the server's zone and C library, the release family and form."""
-
-    tz: str | tzinfo | None
-    windows: bool
-    family: str | Family | None
-    form: str | None
-
-
-class FileInfoOptions(TextOptions, total=False):
-    """`file_info`'s options: the text queries', and show_all and the label forms."""
-
-    show_all: bool
-    labels: Labels | None
-
-
-def text_options(
-    buf: Buffer,
-    start: int,
-    *,
-    tz: str | tzinfo | None,
-    windows: bool,
-    fam: str | Family | None,
-    labels: Labels | None,
-    form: str | None,
-) -> QueryOptions:
-    zone = tz if isinstance(tz, tzinfo) else parse_zone(tz)
-    chosen, has_anims = choose_family(buf, start, fam)
-    return QueryOptions(zone, windows, chosen, resolve_form(chosen, has_anims, form, labels))
-
-
-def header_text(header: RecorderHeader, opts: QueryOptions) -> str:
-    return (
-        f"Version: {header.version}\nMap: {header.map_name}\n"
-        f"Date: {format_date(header.date, opts.zone)}\n\n"
-    )
-
-
-class FrameFacts:
-    """The query object's `Frame` member: id, duration and elapsed of the last FrameStart."""
-
-    def __init__(self) -> None:
-        self.raw = bytes(24)
-        self.id, self.duration, self.elapsed = 0, 0.0, 0.0
-
-    def read(self, packet: Packet) -> None:
-        if packet.rerun:
-            return
-        self.raw = overlay(packet.body[:24], self.raw)
-        self.id, self.duration, self.elapsed = FRAME.unpack(self.raw)
-
-
-def trailer(frame: FrameFacts, elapsed_text: str) -> str:
-    return f"\nFrames: {frame.id}\nDuration: {elapsed_text} seconds\n"
-
+# The options and the framing every text query shares live in their own modules (the
+# collision and blocked queries print them too); imported from here as before.
+from .framing import KNOWN_0_9_5, FrameFacts, header_text, trailer
+from .info_physics import physics_blocks
+from .options import FileInfoOptions, QueryOptions, TextOptions, text_options
 
 _SECTIONS = {
     Kind.POSITION: " Positions: ",
@@ -142,7 +60,6 @@ _SECTIONS = {
     Kind.WEATHER: " Weathers: ",
 }
 _SLOTS = {Kind.TRIGGER_VOLUME: "bounding_box"}  # CARLA reads both into one member
-KNOWN_0_9_5 = frozenset(range(8))
 
 
 class _InfoPrinter:
@@ -316,99 +233,10 @@ class _InfoPrinter:
             # Read again from a failed stream (§7.7): the stale `Total` prints; the records
             # would be a default control with uninitialised array sizes, not reproduced.
             return self._count_line(count) + f" Physics Control events: {count}\n"
-        if self.engine is Engine.UE4:
-            records = var_records(packet, _physics_ue4_parser(packet))[1]
-            block = self._physics_ue4
-        else:
-            records = var_records(packet, _physics_ue5_parser(packet))[1]
-            block = self._physics_ue5
+        blocks = physics_blocks(packet, self.engine, self.g)
         parts = [self._count_line(count), f" Physics Control events: {count}\n"]
-        parts += [block(rec) for rec in records]
+        parts += blocks
         return "".join(parts)
-
-    def _curve_line(self, name: str, arrays: dict[str, list[Row]]) -> str:
-        """`   <name> = (x, y) ...` with the points as the engine's curve holds them."""
-        g = self.g
-        points = "".join(f" ({g(x)}, {g(y)})" for x, y in rich_curve(_pairs(arrays[name])))
-        return f"   {name} ={points}\n"
-
-    def _physics_ue4(self, rec: tuple[Row, dict[str, list[Row]]]) -> str:
-        g = self.g
-        head, arrays = rec
-        (pid, max_rpm, moi, dfull, dengaged, ddisengaged, autobox, clutch, final, mass, drag,
-         cx, cy, cz) = head  # fmt: skip
-        lines = [
-            f"  Id: {pid}\n",
-            f"   max_rpm = {g(max_rpm)}\n",
-            f"   MOI = {g(moi)}\n",
-            f"   damping_rate_full_throttle = {g(dfull)}\n",
-            f"   damping_rate_zero_throttle_clutch_engaged = {g(dengaged)}\n",
-            f"   damping_rate_zero_throttle_clutch_disengaged = {g(ddisengaged)}\n",
-            f"   use_gear_auto_box = {'true' if autobox else 'false'}\n",
-            f"   gear_switch_time = {g(GEAR_SWITCH_TIME_DEFAULT)}\n",
-            f"   clutch_strength = {g(clutch)}\n",
-            f"   final_ratio = {g(final)}\n",
-            f"   mass = {g(mass)}\n",
-            f"   drag_coefficient = {g(drag)}\n",
-            f"   center_of_mass = ({g(cx)}, {g(cy)}, {g(cz)})\n",
-            self._curve_line("torque_curve", arrays),
-            self._curve_line("steering_curve", arrays),
-            "   forward_gears:\n",
-        ]
-        lines += [
-            f"    gear {i}: ratio {g(r[0])} down_ratio {g(r[1])} up_ratio {g(r[2])}\n"
-            for i, r in enumerate(arrays["forward_gears"])
-        ]
-        lines.append("   wheels:\n")
-        for i, w in enumerate(arrays["wheels"]):
-            px, py, pz = w[-3:]
-            lines.append(
-                f"    wheel {i}: tire_friction {g(w[0])} damping_rate {g(w[1])}"
-                f" max_steer_angle {g(w[2])} radius {g(w[3])} max_brake_torque {g(w[4])}"
-                f" max_handbrake_torque {g(w[5])} position ({g(px)}, {g(py)}, {g(pz)})\n"
-            )
-        return "".join(lines)
-
-    def _physics_ue5(self, rec: tuple[Row, dict[str, list[Row]]]) -> str:
-        # UE5 (spec §5.15): the wheel elements are raw memory with heap pointers, so only
-        # their headings are printed; every other field is as CARLA 0.10 prints it.
-        g = self.g
-        head, arrays = rec
-        names = flat_dtype_of(PHYSICS_UE5_DTYPE).names or ()
-        h = dict(zip(names, head, strict=True))
-        lines = [
-            f"  Id: {h['id']}\n",
-            f"   max_torque = {g(h['max_torque'])}\n",
-            f"   max_rpm = {g(h['max_rpm'])}\n",
-            f"   MOI = {g(h['rev_up_moi'])}\n",
-            f"   rev_down_rate = {g(h['rev_down_rate'])}\n",
-            f"   differential_type = {byte_char(h['differential_type'])}\n",
-            f"   front_rear_split = {g(h['front_rear_split'])}\n",
-            f"   use_gear_auto_box = {'true' if h['use_automatic_gears'] else 'false'}\n",
-            f"   gear_change_time = {g(h['gear_change_time'])}\n",
-            f"   final_ratio = {g(h['final_ratio'])}\n",
-            f"   change_up_rpm = {g(h['change_up_rpm'])}\n",
-            f"   change_down_rpm = {g(h['change_down_rpm'])}\n",
-            f"   transmission_efficiency = {g(h['transmission_efficiency'])}\n",
-            f"   mass = {g(h['mass'])}\n",
-            f"   drag_coefficient = {g(h['drag_coefficient'])}\n",
-            f"   center_of_mass = ({g(h['center_of_mass_0'])}, {g(h['center_of_mass_1'])},"
-            f" {g(h['center_of_mass_2'])})\n",
-            self._curve_line("torque_curve", arrays),
-            self._curve_line("steering_curve", arrays),
-            "   forward_gear_ratios:\n",
-        ]
-        lines += [
-            f"    gear {i}: ratio {g(r[0])}\n" for i, r in enumerate(arrays["forward_gear_ratios"])
-        ]
-        lines.append("   reverse_gear_ratios:\n")
-        lines += [
-            f"    gear {i}: ratio {g(r[0])}\n" for i, r in enumerate(arrays["reverse_gear_ratios"])
-        ]
-        lines.append("   wheels:")
-        lines += [f"\nwheel #{i}:\n" for i in range(len(arrays["wheels"]))]
-        lines.append("\n")
-        return "".join(lines)
 
     def bones(self, packet: Packet) -> str:
         vec = "<f4" if self.engine is Engine.UE4 else "<f8"
@@ -434,10 +262,6 @@ class _InfoPrinter:
         return "".join(parts)
 
 
-def _pairs(rows: list[Row]) -> list[tuple[float, float]]:
-    return [(float(r[0]), float(r[1])) for r in rows]
-
-
 def _parse_bones(cur: Cursor, vec: str) -> tuple[int, list[tuple[str, list[float]]]]:
     walker_id = cur.u32("WalkerBones walker id")
     count = cur.u16("WalkerBones bone count")
@@ -448,68 +272,6 @@ def _parse_bones(cur: Cursor, vec: str) -> tuple[int, list[tuple[str, list[float
         values = cur.array(vec_dtype, 6, "bone transform").tolist()
         bones.append((name, values))
     return walker_id, bones
-
-
-def _array_rows(cur: Cursor, dtype: np.dtype[Any], what: str) -> list[Row]:
-    count = cur.u32(f"PhysicsControl {what} count")
-    flat = flat_dtype_of(dtype) if dtype.fields else np.dtype([("v", dtype)])
-    rows: list[Row] = cur.array(flat, count, f"PhysicsControl {what}").tolist()
-    return rows
-
-
-def _physics_ue4_parser(packet: Packet) -> Callable[[Cursor], tuple[Row, dict[str, list[Row]]]]:
-    # Try 48-byte wheels, then 36 (spec §10.5), on the whole packet once.
-    wheel = _physics_wheel_size(packet)
-
-    def parse(cur: Cursor) -> tuple[Row, dict[str, list[Row]]]:
-        head = cur.array(flat_dtype_of(PHYSICS_UE4_DTYPE), 1, "PhysicsControl").tolist()[0]
-        arrays = {
-            "torque_curve": _array_rows(cur, CURVE_DTYPE, "torque_curve"),
-            "forward_gears": _array_rows(cur, GEAR_DTYPE, "forward_gears"),
-            "steering_curve": _array_rows(cur, CURVE_DTYPE, "steering_curve"),
-            "wheels": _array_rows(cur, PHYSICS_WHEEL_DTYPES[wheel], "wheels"),
-        }
-        return head, arrays
-
-    return parse
-
-
-def _physics_wheel_size(packet: Packet) -> int:
-    for size in (48, 36):
-        cur = Cursor(packet.body, packet.offset, 0)
-        try:
-            count = cur.u16("count")
-            for _ in range(count):
-                cur.take(PHYSICS_UE4_DTYPE.itemsize, "head")
-                for element in (8, 12, 8, size):
-                    cur.take(cur.u32("n") * element, "array")
-        except NanorecError:
-            continue
-        if cur.remaining == 0:
-            return size
-    return 48
-
-
-def _physics_ue5_parser(packet: Packet) -> Callable[[Cursor], tuple[Row, dict[str, list[Row]]]]:
-    def parse(cur: Cursor) -> tuple[Row, dict[str, list[Row]]]:
-        head = cur.array(flat_dtype_of(PHYSICS_UE5_DTYPE), 1, "PhysicsControl").tolist()[0]
-        arrays = {
-            "torque_curve": _array_rows(cur, CURVE_DTYPE, "torque_curve"),
-            "forward_gear_ratios": _array_rows(cur, np.dtype("<f4"), "forward_gear_ratios"),
-            "reverse_gear_ratios": _array_rows(cur, np.dtype("<f4"), "reverse_gear_ratios"),
-            "steering_curve": _array_rows(cur, CURVE_DTYPE, "steering_curve"),
-        }
-        wheels = cur.u32("PhysicsControl wheels count")
-        # The element size is not portable (raw memory); derive it from what is left when
-        # this is the packet's last record, else use the computed 208 bytes.
-        size = 208
-        if wheels and cur.remaining % wheels == 0 and cur.remaining // wheels < 4096:
-            size = cur.remaining // wheels
-        cur.take(wheels * size, "PhysicsControl wheels")
-        arrays["wheels"] = [()] * wheels
-        return head, arrays
-
-    return parse
 
 
 def iter_file_info(
@@ -562,3 +324,17 @@ def iter_file_info(
 def file_info(path: str | os.PathLike[str], **options: Unpack[FileInfoOptions]) -> str:
     """The whole text of `show_recorder_file_info` (see `iter_file_info` for options)."""
     return "".join(iter_file_info(path, **options))
+
+
+__all__ = [
+    "KNOWN_0_9_5",
+    "FileInfoOptions",
+    "FrameFacts",
+    "QueryOptions",
+    "TextOptions",
+    "file_info",
+    "header_text",
+    "iter_file_info",
+    "text_options",
+    "trailer",
+]
