@@ -14,15 +14,20 @@ from tests.conftest import REPO
 from tests.docs import blocks, commands, run_examples
 
 README = REPO / "README.md"
+#: The slow lane's run of every example, from a plain install: the fast lane's
+#: `test_examples_run_in_order` runs them from this environment, when that one is not selected.
+PLAIN_INSTALL = "test_examples_run_from_the_checkout_after_a_plain_install"
 
 
 def test_there_are_examples() -> None:
     assert len(commands(README)) >= 8 and len(blocks(README, "python")) >= 2
 
 
-def test_examples_run_in_order(tmp_path: Path) -> None:
+def test_examples_run_in_order(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     for extra in ("matplotlib", "pyarrow", "duckdb", "mcap", "yaml", "zstandard"):  # extras
         pytest.importorskip(extra)
+    if any(item.name == PLAIN_INSTALL for item in request.session.items):
+        pytest.skip(f"{PLAIN_INSTALL} runs the same examples in this session")
     run_examples(README, tmp_path)
 
 
@@ -53,6 +58,7 @@ def test_examples_run_from_the_checkout_after_a_plain_install(tmp_path: Path) ->
         timeout=600,
     )
     if installed.returncode != 0:
+        run_examples(README, tmp_path)  # every example all the same, from this environment
         pytest.skip(f"pip cannot build nanorec here: {installed.stderr.strip()[-300:]}")
     # The dependencies come from the environment running the tests (never its nanorec).
     (site,) = env.glob("lib/python*/site-packages")
