@@ -209,16 +209,7 @@ def test_an_archives_url_comes_before_the_servers_modules(tmp_path: Path) -> Non
 
     archive = tmp_path / "robot.nanover.zip"
     registry.get("ros2").convert(SAMPLES / "ros2-robot.db3", archive)
-    spy = (
-        "import sys\n"
-        "class Spy:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'http.server':\n"
-        "            print('importing http.server', flush=True)\n"
-        "sys.meta_path.insert(0, Spy())\n"
-        "import _nanorec_entry\n"
-        "sys.exit(_nanorec_entry.main())\n"
-    )
+    spy = _when_http_server_is_imported("print('importing http.server', flush=True)")
     process = subprocess.Popen(
         [sys.executable, "-c", spy, "view", str(archive), "--no-browser"],
         stdout=subprocess.PIPE,
@@ -247,16 +238,7 @@ def test_ctrl_c_after_an_archives_url_stops_it_as_when_served(tmp_path: Path) ->
 
     archive = tmp_path / "robot.nanover.zip"
     registry.get("ros2").convert(SAMPLES / "ros2-robot.db3", archive)
-    interrupt = (
-        "import os, signal, sys\n"
-        "class Spy:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'http.server':\n"
-        "            os.kill(os.getpid(), signal.SIGINT)\n"
-        "sys.meta_path.insert(0, Spy())\n"
-        "import _nanorec_entry\n"
-        "sys.exit(_nanorec_entry.main())\n"
-    )
+    interrupt = _when_http_server_is_imported("os.kill(os.getpid(), signal.SIGINT)")
     done = subprocess.run(
         [sys.executable, "-c", interrupt, "view", str(archive), "--no-browser"],
         capture_output=True,
@@ -266,3 +248,18 @@ def test_ctrl_c_after_an_archives_url_stops_it_as_when_served(tmp_path: Path) ->
     )
     assert re.match(r"viewing .* at http://127\.0\.0\.1:\d+/ ", done.stdout), done.stdout
     assert done.returncode == 0 and done.stderr == "nanorec: stopped\n", done
+
+
+def _when_http_server_is_imported(action: str) -> str:
+    """A `python -c` program running the `nanorec` console script's entry point that does
+    `action` when the command imports `http.server` (the view's server, after the URL)."""
+    return (
+        "import os, signal, sys\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'http.server':\n"
+        f"            {action}\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "import _nanorec_entry\n"
+        "sys.exit(_nanorec_entry.main())\n"
+    )
