@@ -152,7 +152,9 @@ class Selection:
         numbers = self.by_number(len(reader))
         if numbers is not None:
             return numbers
-        span = reader.time_span_us()
+        # a number range wins over times (`span`): the pages are chosen by time and kind only
+        by_time = self.first is None and self.stop is None
+        span = reader.time_span_us() if by_time and reader.selects_by_page else None
         if span is not None:
             origin = span[0]
             found = reader.paged_numbers(

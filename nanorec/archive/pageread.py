@@ -14,6 +14,7 @@ from __future__ import annotations
 import mmap
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -125,25 +126,30 @@ class LazyPages:
         position = loaded.index.position_at_time(t_us)
         return None if position is None else loaded.first + position
 
-    def _prefetch(self, spans: list[tuple[int, int]]) -> None:
-        """Pages about to be read, fetched together by URL (a local mapping needs nothing)."""
-        if isinstance(self._buf, RangeBuffer):
-            self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
-
-    def select(
-        self, start_us: int | None, end_us: int | None, codes: NDArray[np.bool_] | None
-    ) -> NDArray[np.int64]:
-        """The numbers of the messages with `start_us <= t <= end_us` (None: unbounded) whose
-        types code is one of `codes` (a bool per code; None: any), in file order: only the
-        pages the page table says may hold one are read, fetched together (one batch of
-        parallel ranges, adjacent pages one range)."""
-        pages = self.table.pages_between(start_us, end_us, codes).tolist()
+    def _prefetch(self, pages: Iterable[int]) -> None:
+        """Pages about to be read and not cached, fetched together by URL (a local mapping
+        needs nothing)."""
+        if not isinstance(self._buf, RangeBuffer):
+            return
         with self._lock:
             missing = [page for page in pages if page not in self._cache]
-        spans = [self.table.span(page) for page in missing]
-        self._prefetch(spans)
+        spans = (self.table.span(page) for page in missing)
+        self._buf.prefetch((self._pages_start + at, size) for at, size in spans)
+
+    def select(
+        self,
+        pages: NDArray[np.int64],
+        start_us: int | None,
+        end_us: int | None,
+        codes: NDArray[np.bool_] | None,
+    ) -> NDArray[np.int64]:
+        """The numbers of the messages with `start_us <= t <= end_us` (None: unbounded) whose
+        types code is one of `codes` (a bool per code; None: any), in file order, from
+        `pages` (`table.pages_between` of the same bounds: the only pages that may hold
+        one), fetched together (one batch of parallel ranges, adjacent pages one range)."""
+        self._prefetch(pages.tolist())
         found: list[NDArray[np.int64]] = []
-        for page in pages:
+        for page in pages.tolist():
             loaded = self.page(page)
             stamps = loaded.index.timestamp_us
             keep = np.ones(len(stamps), np.bool_)
@@ -161,10 +167,7 @@ class LazyPages:
         their pages, fetched together."""
         per = self.table.page_messages
         pages = range(first // per, (stop - 1) // per + 1)
-        with self._lock:
-            missing = [page for page in pages if page not in self._cache]
-        spans = [self.table.span(page) for page in missing]
-        self._prefetch(spans)
+        self._prefetch(pages)
         parts = [self.page(page).index for page in pages]
         base = pages[0] * per
         if len(parts) == 1:

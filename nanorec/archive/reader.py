@@ -329,6 +329,13 @@ class ArchiveReader(ArchiveFile):
         stamps = self.index.timestamp_us
         return int(stamps[0]), int(stamps.max())
 
+    @property
+    def selects_by_page(self) -> bool:
+        """Whether `paged_numbers` may answer: a paged archive (by URL) whose index is not
+        loaded and whose times never decrease."""
+        lazy = self._lazy
+        return self._index is None and lazy is not None and lazy.table.sorted
+
     def paged_numbers(
         self, start_us: int | None, end_us: int | None, types: Iterable[str] | None = None
     ) -> NDArray[np.int64] | None:
@@ -339,7 +346,7 @@ class ArchiveReader(ArchiveFile):
         an older or unsorted one, a window over more pages than the page LRU holds): then
         the whole `index` answers."""
         lazy = self._lazy
-        if self._index is not None or lazy is None or not lazy.table.sorted:
+        if lazy is None or not self.selects_by_page:
             return None
         codes = None
         if types is not None:
@@ -348,9 +355,10 @@ class ArchiveReader(ArchiveFile):
             codes = np.fromiter(
                 (not wanted.isdisjoint(row) for row in table), np.bool_, count=len(table)
             )
-        if len(lazy.table.pages_between(start_us, end_us, codes)) > PAGE_CACHE:
+        pages = lazy.table.pages_between(start_us, end_us, codes)
+        if len(pages) > PAGE_CACHE:
             return None
-        return lazy.select(start_us, end_us, codes)
+        return lazy.select(pages, start_us, end_us, codes)
 
     def index_run(self, first: int, stop: int) -> Index:
         """The index rows of messages `first` to `stop - 1` (`index[first:stop]`): a paged

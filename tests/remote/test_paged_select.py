@@ -148,3 +148,22 @@ def test_a_table_without_page_types_selects_by_time_alone(
         numbers = Selection.make(start=40, kinds=["rare"]).numbers_from(reader)
         assert numbers.tolist() == list(RARE)
         assert sorted(parsed) == list(range(2, reader.pages.pages))  # 40 s lies in page 2
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        Selection.make(messages=f"{RARE[2]}:{RARE[5]}", kinds=["rare"]),
+        Selection.make(messages="10:20", kinds=["m"]),
+        Selection.make(messages=f"{RARE[0]}:", kinds=["rare"]),
+    ],
+)
+def test_a_number_range_with_kinds_keeps_the_range(
+    server: RangeServer, folder: Path, selection: Selection
+) -> None:
+    """A number range narrows a selection by kinds by URL too (page by page, the range was
+    once dropped: every message of those kinds in the file came back)."""
+    with ArchiveReader(folder / "kinds.nanover.zip") as local:
+        expected = selection.numbers(local.index)
+    with ArchiveReader(server.url("kinds.nanover.zip")) as reader:
+        assert np.array_equal(selection.numbers_from(reader), expected)
