@@ -63,12 +63,7 @@ class FastBlocks:
         compressor = self._compressors.get(fast)
         if compressor is None:
             compressor = self._compressors[fast] = raw_compressor(fast=fast)
-        out = [compressor.compress(piece) for piece in data]
-        out.append(compressor.flush(zlib.Z_FULL_FLUSH))
-        deflated = b"".join(out)
-        if len(deflated) > _STORE_ABOVE * sum(map(len, data)):
-            return stored(data)
-        return [deflated]
+        return _flushed(compressor, data, sum(map(len, data)), may_store=True)
 
 
 def _level(data: bytes | memoryview) -> int:
@@ -129,11 +124,16 @@ def compress_block(data: Block, fast: bool, precompressed: bool = False) -> Piec
         return stored(data)
     if not small and _level(largest) == 0:
         return stored(data)
-    compressor = raw_compressor(fast=fast)
+    return _flushed(raw_compressor(fast=fast), data, size, may_store=small)
+
+
+def _flushed(compressor: Compressor, data: Block, size: int, *, may_store: bool) -> Pieces:
+    """`data` (`size` bytes) deflated by `compressor` and fully flushed (each block inflates
+    on its own); stored instead, when `may_store`, if deflating made it grow."""
     out = [compressor.compress(piece) for piece in data]
     out.append(compressor.flush(zlib.Z_FULL_FLUSH))
     deflated = b"".join(out)
-    if small and len(deflated) > _STORE_ABOVE * size:
+    if may_store and len(deflated) > _STORE_ABOVE * size:
         return stored(data)
     return [deflated]
 

@@ -86,9 +86,9 @@ def indexed_starts(
     froms = [0, *ends[np.flatnonzero(ends[:-1] != offsets[1:])].tolist()]
     targets = [int(offsets[0]), *offsets[1:][ends[:-1] != offsets[1:]].tolist()]
     for start, target in zip(froms, targets, strict=True):
-        if _walk(records, start, target, empty_run, extra) != target:
+        if walk_records(records, start, target, empty_run, extra) != target:
             return None
-    last = _walk(records, int(ends[-1]), size, empty_run, extra)
+    last = walk_records(records, int(ends[-1]), size, empty_run, extra)
     if not extra:
         return offsets, last
     starts = np.concatenate((offsets, np.frombuffer(extra, np.int64)))
@@ -96,12 +96,13 @@ def indexed_starts(
     return starts, last
 
 
-def _walk(records: Any, pos: int, target: int, empty_run: int, starts: array[int]) -> int:
-    """`record_starts`' walk from `pos`, stopping at `target` or where it stops; the starts
-    it passes are added to `starts`; where it stopped (before `target` at a run of zeros or
-    a record running past the end)."""
+def walk_records(records: Any, pos: int, target: int, empty_run: int, starts: array[int]) -> int:
+    """A chunk's records walked from `pos` as `mcap_file._walk` walks them, stopping at
+    `target` or before a record running past the end or where `empty_run` empty records'
+    worth of zeros begins; the starts it passes are added to `starts`; where it stopped."""
     size = len(records)
     unpack = _LENGTH.unpack_from
+    add = starts.append
     zeros = bytes(9 * empty_run)
     while pos < target:
         if size - pos < 9:
@@ -112,6 +113,6 @@ def _walk(records: Any, pos: int, target: int, empty_run: int, starts: array[int
             return pos
         if not length and not records[pos] and records[pos : pos + len(zeros)] == zeros:
             return pos
-        starts.append(pos)
+        add(pos)
         pos = end
     return pos

@@ -18,7 +18,6 @@ is in the skeleton, its messages still read.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from nanorec.buffers import Buffer
 from nanorec.errors import FormatError, NanorecError
 
 from . import mcap_records as rec
-from .mcap_index import indexed_starts
+from .mcap_index import indexed_starts, walk_records
 from .mcap_skeleton import MESSAGE_HEAD
 from .storage import RELEASE_BYTES, release_pages
 
@@ -44,7 +43,6 @@ WHOLE_CHUNK = 64 << 20
 WINDOW = 8 << 20
 #: Compressed bytes handed to a decompressor at a time.
 _INPUT = 1 << 20
-_LENGTH = struct.Struct("<Q")
 
 
 def is_big(chunk: rec.ChunkHead) -> bool:
@@ -63,21 +61,8 @@ def record_starts(
         found = indexed_starts(records, offsets, empty_run)
         if found is not None:
             return found
-    size = len(records)
-    unpack = _LENGTH.unpack_from
     starts = array("q")
-    add = starts.append
-    pos = 0
-    zeros = bytes(9 * empty_run)
-    while size - pos >= 9:
-        length = unpack(records, pos + 1)[0]
-        end = pos + 9 + length
-        if end > size:
-            break
-        if not length and not records[pos] and records[pos : pos + len(zeros)] == zeros:
-            break
-        add(pos)
-        pos = end
+    pos = walk_records(records, 0, len(records), empty_run, starts)
     return np.frombuffer(starts, np.int64) if starts else np.zeros(0, np.int64), pos
 
 

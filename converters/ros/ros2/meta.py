@@ -110,8 +110,8 @@ class Ros2Meta:
     def numbers_of_file(self, index: int) -> NDArray[np.int64]:
         """The archive messages of bag file `index`, in that file's order."""
         if len(self.files) == 1:  # every message (millions: no temporaries of their count)
-            if self.in_archive_order(index):
-                return np.arange(len(self.rank), dtype=np.int64)
+            # a file in archive order is told by `in_archive_order` first (`pieces`), which
+            # streams the member instead of holding it
             return np.argsort(self.rank, kind="stable")
         numbers = np.flatnonzero(self.file == index)
         return numbers[np.argsort(self.rank[numbers], kind="stable")]
