@@ -23,7 +23,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from nanorec.errors import FormatError
+
 from .columnar_shape import BOOL, DOUBLE, DTYPES, INT64, WIRES, Message
+from .wire import read_varint
 
 Ints = np.ndarray[Any, np.dtype[np.int64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
@@ -48,14 +51,12 @@ class _Layout:
 
 
 def _varint(data: Bytes, pos: int, end: int) -> tuple[int, int] | None:
-    """(value, position after) of the varint at `pos`, at most ten bytes ending by `end`."""
-    value = shift = 0
-    for at in range(pos, min(pos + 10, end)):
-        value |= (data[at] & 0x7F) << shift
-        shift += 7
-        if data[at] < 0x80:
-            return value & 0xFFFF_FFFF_FFFF_FFFF, at + 1
-    return None
+    """(value, position after) of the varint at `pos` (`wire.read_varint`), or None where
+    that is no varint: then the layout does not fit."""
+    try:
+        return read_varint(data, pos, end)
+    except FormatError:
+        return None
 
 
 def _parse(shape: Message, data: Bytes, pos: int, end: int, layout: _Layout) -> bool:

@@ -103,14 +103,7 @@ def whole_payload(member: bytes) -> bytes | None:
     path then reads and reports."""
     if member[:10] != GZIP_HEADER:
         return None
-    inflater = _decompressobj(_GZIP_WBITS)
-    try:
-        payload: bytes = inflater.decompress(member)
-    except _errors:
-        return None
-    if not inflater.eof or inflater.unused_data:
-        return None
-    return payload
+    return _inflated(member)
 
 
 def declared_payload(member: bytes) -> bytes | None:
@@ -123,12 +116,19 @@ def declared_payload(member: bytes) -> bytes | None:
     declared = int.from_bytes(member[-4:], "little")
     if declared > MAX_PAYLOAD:
         return None
+    payload = _inflated(member, declared + 1)
+    return payload if payload is not None and len(payload) == declared else None
+
+
+def _inflated(member: bytes, limit: int = 0) -> bytes | None:
+    """The one gzip member `member` inflated (at most `limit` bytes; 0: no bound) and
+    checked to end where it does (its CRC-32 and ISIZE checked by the inflater), else None."""
     inflater = _decompressobj(_GZIP_WBITS)
     try:
-        payload: bytes = inflater.decompress(member, declared + 1)
+        payload: bytes = inflater.decompress(member, limit)
     except _errors:
         return None
-    if not inflater.eof or inflater.unused_data or len(payload) != declared:
+    if not inflater.eof or inflater.unused_data:
         return None
     return payload
 
