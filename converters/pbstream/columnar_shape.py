@@ -5,9 +5,11 @@ reader, `columnar_layout`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Final
 
 import numpy as np
+from numpy.typing import NDArray
 
 #: Bytes after the last payload that reads may touch (a varint's ten, a double's eight).
 PADDING: Final = 32
@@ -35,6 +37,11 @@ class Message:
 
     fields: dict[int, Message | tuple[str, str]] = field(default_factory=dict)
     present: str = ""
+
+    @cached_property
+    def known(self) -> NDArray[np.bool_]:
+        """Per byte value, whether it is one of the keys (`np.isin` a field cost ~20 us)."""
+        return np.isin(np.arange(256), list(self.fields))
 
     def columns(self) -> dict[str, str]:
         """Column name -> kind, of this message and those inside it."""

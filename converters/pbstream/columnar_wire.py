@@ -144,18 +144,6 @@ SHAPES: Final = {
 }
 
 
-#: `_known` of each shape met, by id, with the shape (kept alive: its id stays its own).
-_KNOWN: dict[int, tuple[Message, Bools]] = {}
-
-
-def _known(shape: Message) -> Bools:
-    """Per byte value, whether it is one of `shape`'s keys (`np.isin` a field cost ~20 us)."""
-    found = _KNOWN.get(id(shape))
-    if found is None:
-        found = _KNOWN[id(shape)] = (shape, np.isin(np.arange(256), list(shape.fields)))
-    return found[1]
-
-
 class _Walk:
     """The reads of one run: `ok` per record, the columns found so far."""
 
@@ -183,7 +171,7 @@ class _Walk:
             if not going.any():
                 break
             key = run.byte(pos, end, ok := self.ok.copy())
-            self.ok &= ~going | (ok & (key > last) & _known(shape).take(key))
+            self.ok &= ~going | (ok & (key > last) & shape.known.take(key))
             wire = key & 7
             fixed = (wire == 1) | (wire == 5)
             value, after = self.varint(pos + 1, end, going & ~fixed)
