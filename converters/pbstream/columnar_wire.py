@@ -207,13 +207,21 @@ class _Walk:
         self.ok &= ~active | (pos == end)
 
 
+def _padded(data: bytes, end: int) -> bytes:
+    """`data` with `PADDING` bytes after `end` (its records' end): as it is when they are
+    there already, else copied with them."""
+    return data if len(data) >= end + PADDING else data + bytes(PADDING)
+
+
 def message_run(
     shape: Message, joined: bytes, sizes: Ints, starts: Ints | None = None
 ) -> tuple[Bools, dict[str, Any]]:
     """(ok, the columns of `shape`) of messages joined (`sizes` bytes each; or at `starts`
-    of `joined`: spans of one payload, not copied), each read whole as one `shape`; the
-    values meaningful where `ok`."""
-    run = Run(joined + bytes(PADDING), sizes, starts)
+    of `joined`: spans of one payload, not copied; `joined` is copied only when `PADDING`
+    bytes do not follow its last message), each read whole as one `shape`; the values
+    meaningful where `ok`."""
+    end = int((starts + sizes).max()) if starts is not None and len(sizes) else int(sizes.sum())
+    run = Run(_padded(joined, end), sizes, starts)
     found = read_layouts(shape, run.flat, sizes, wrapped=False, bases=run.base)
     if found is not None:
         return np.ones(len(sizes), np.bool_), found
@@ -227,8 +235,7 @@ def record_run(kind: str, payloads: bytes, sizes: Ints) -> tuple[Bools, dict[str
     `PADDING` bytes or more, or copied with them), the values meaningful where `ok` (see
     the module docstring)."""
     shape, names = SHAPES[kind]
-    padded = len(payloads) >= int(sizes.sum()) + PADDING
-    run = Run(payloads if padded else payloads + bytes(PADDING), sizes)
+    run = Run(_padded(payloads, int(sizes.sum())), sizes)
     ok = np.ones(len(sizes), np.bool_)
     columns = read_layouts(shape, run.flat, sizes, wrapped=True)
     if columns is None:

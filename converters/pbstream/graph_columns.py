@@ -17,7 +17,7 @@ import numpy as np
 
 from nanorec.errors import FormatError
 
-from .columnar_shape import DOUBLE, INT32, INT64, Message
+from .columnar_shape import DOUBLE, INT32, INT64, PADDING, Message
 from .columnar_wire import message_run
 from .decode import decode_message
 from .pose import POSE, pose7
@@ -159,14 +159,15 @@ def parse(payload: bytes, start: int, end: int | None) -> Graph | None:
             return None
         trajectories.append((tid, c[nodes], d[nodes], c[submaps], d[submaps]))
     constraints = keys == _CONSTRAINT_KEY
+    padded = payload + bytes(PADDING)  # once for the three runs (`message_run` pads a copy)
     found = [
-        _columns(shape, payload, np.concatenate([t[k] for t in trajectories] or [_NONE]), ends)
+        _columns(shape, padded, np.concatenate([t[k] for t in trajectories] or [_NONE]), ends)
         for shape, k, ends in (
             (_NODE, 1, np.concatenate([t[2] for t in trajectories] or [_NONE])),
             (_SUBMAP, 3, np.concatenate([t[4] for t in trajectories] or [_NONE])),
         )
     ]
-    found.append(_columns(_CONSTRAINT, payload, firsts[constraints], lasts[constraints]))
+    found.append(_columns(_CONSTRAINT, padded, firsts[constraints], lasts[constraints]))
     if any(columns is None for columns in found):
         return None
     node_columns, submap_columns, constraint_columns = found
