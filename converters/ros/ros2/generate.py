@@ -10,6 +10,7 @@ included), as a bag folder with `metadata.yaml` or one storage file.
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import math
 import random
@@ -17,6 +18,9 @@ import sqlite3
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
 
 from nanorec.errors import UsageError
 
@@ -107,16 +111,60 @@ def image(ns: int, width: int, pixels: bytes) -> bytes:
     return b"\x00\x01\x00\x00" + body + pixels[: height * width]
 
 
+#: `pose_stamped`'s bytes, fixed in size: encapsulation, stamp, frame "map", the pose.
+_POSE_STAMPED = np.dtype(
+    [
+        ("encapsulation", "V4"),
+        ("sec", "<i4"),
+        ("nanosec", "<u4"),
+        ("frame", "V8"),
+        ("pose", "<f8", 7),
+    ]
+)
+
+
+def _odometry(steps: int) -> tuple[NDArray[np.int64], bytes]:
+    """Every step's receive time and `pose_stamped` message, built as one array (the
+    generator's millions of messages in seconds); the trigonometry is Python's `math`, as
+    `pose_stamped` computes it, so the bytes are the same."""
+    step = np.arange(steps, dtype=np.int64)
+    ns = START_NS + step * 50_000_000 + 17_000 * (step % 7)
+    records = np.zeros(steps, _POSE_STAMPED)
+    records["encapsulation"] = np.void(b"\x00\x01\x00\x00")
+    records["sec"] = ns // 1_000_000_000
+    records["nanosec"] = ns % 1_000_000_000
+    records["frame"] = np.void(struct.pack("<I", 4) + b"map\0")
+    yaws = [s * 0.01 for s in range(steps)]
+    headings = [yaw + math.pi / 2 for yaw in yaws]
+    pose = records["pose"]
+    pose[:, 0] = [10 * math.cos(yaw) for yaw in yaws]
+    pose[:, 1] = [10 * math.sin(yaw) for yaw in yaws]
+    pose[:, 5] = [math.sin(h / 2) for h in headings]
+    pose[:, 6] = [math.cos(h / 2) for h in headings]
+    return ns, records.tobytes()
+
+
+def stamps(seconds: float, width: int = 0) -> Iterator[tuple[int, int]]:
+    """(topic key, receive time ns) of `messages`, in its order, without their bytes."""
+    for step in range(int(seconds * 20)):
+        ns = START_NS + step * 50_000_000 + 17_000 * (step % 7)
+        yield 1, ns
+        if step % 20 == 0:
+            yield 2, ns + 1_000
+        if width and step % 2 == 0:
+            yield 3, ns + 2_000
+
+
 def messages(seconds: float, width: int = 0) -> Iterator[tuple[int, int, bytes]]:
     """(topic key, receive time ns, CDR) at 20 Hz (odometry), 1 Hz (status) and, with a
     `width`, 10 Hz (camera)."""
     # camera noise of 64 levels, new every frame: compresses about as real frames do
     levels = bytes(i & 0x3F for i in range(256))
     noise = random.Random(width)
-    for step in range(int(seconds * 20)):
-        ns = START_NS + step * 50_000_000 + 17_000 * (step % 7)
-        yaw = step * 0.01
-        yield 1, ns, pose_stamped(ns, 10 * math.cos(yaw), 10 * math.sin(yaw), yaw + math.pi / 2)
+    size = _POSE_STAMPED.itemsize
+    times, odometry = _odometry(int(seconds * 20))
+    for step, ns in enumerate(times.tolist()):
+        yield 1, ns, odometry[step * size : (step + 1) * size]
         if step % 20 == 0:
             yield 2, ns + 1_000, string(f"lap {step // 20}: all systems nominal")
         if width and step % 2 == 0:
@@ -141,7 +189,6 @@ def write_db3(path: Path, seconds: float, width: int = 0, *, humble: bool = Fals
     """A sqlite3 storage file as Jazzy's rosbag2 writes it (schema 4, definitions), or as
     Humble's (`humble`: schema 3, the types named only)."""
     path.unlink(missing_ok=True)
-    count = 0
     with sqlite3.connect(path) as db:
         for statement in HUMBLE_SCHEMA if humble else SCHEMA:
             db.execute(statement)
@@ -159,11 +206,11 @@ def write_db3(path: Path, seconds: float, width: int = 0, *, humble: bool = Fals
                 "encoded_message_definition, type_description_hash) VALUES (?, ?, ?, '')",
                 (d.type, d.encoding, d.text),
             )
-        for key, ns, data in messages(seconds, width):
-            db.execute(
-                "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", (ns, key, data)
-            )
-            count += 1
+        rows = ((ns, key, data) for key, ns, data in messages(seconds, width))
+        inserted = db.executemany(
+            "INSERT INTO messages (timestamp, topic_id, data) VALUES (?, ?, ?)", rows
+        )
+        count = max(inserted.rowcount, 0)
     db.close()
     return count
 
@@ -209,12 +256,11 @@ def generate(
     output.mkdir(parents=True, exist_ok=True)
     name = f"{output.name}_0.{'mcap' if storage == 'mcap' else 'db3'}"
     write(output / name, seconds, image)
-    stamps = [(key, ns) for key, ns, _ in messages(seconds, image)]
-    first, last = min(ns for _, ns in stamps), max(ns for _, ns in stamps)
+    counts = collections.Counter(key for key, _ in stamps(seconds, image))
+    times = [ns for _, ns in stamps(seconds, image)] or [0]
+    first, last = min(times), max(times)
     infos = tuple(
-        TopicInformation(
-            t.name, t.type, t.serialization_format, QOS, "", sum(k == t.key for k, _ in stamps)
-        )
+        TopicInformation(t.name, t.type, t.serialization_format, QOS, "", counts[t.key])
         for t in TOPICS[: 3 if image else 2]
     )
     meta = BagMetadata(
@@ -222,10 +268,10 @@ def generate(
         storage_identifier=storage,
         duration_ns=last - first,
         starting_time_ns=first,
-        message_count=len(stamps),
+        message_count=counts.total(),
         topics_with_message_count=infos,
         relative_file_paths=(name,),
-        files=(FileInformation(name, first, last - first, len(stamps)),),
+        files=(FileInformation(name, first, last - first, counts.total()),),
         ros_distro="" if humble else "jazzy",
     )
     version = 5 if humble else 8
