@@ -6,9 +6,11 @@ import inspect
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+import typer
+from typer.testing import CliRunner, Result
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -46,9 +48,19 @@ def fake_plugin_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         registry.converters.cache_clear()
 
 
+class NanorecRunner(CliRunner):
+    """Invokes nanorec's `app` as `main` does (`lazy_app`: each verb built when used)."""
+
+    def invoke(self, app: typer.Typer, *args: Any, **kwargs: Any) -> Result:
+        from nanorec.cli import app as nanorec_app
+        from nanorec.cli import lazy_app
+
+        return super().invoke(lazy_app() if app is nanorec_app else app, *args, **kwargs)
+
+
 def make_runner() -> CliRunner:
     """A CliRunner keeping stderr apart from stdout on every click typer allows (click < 8.2
     needs `mix_stderr=False`, later ones have no such argument)."""
     if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg, unused-ignore]
-    return CliRunner()
+        return NanorecRunner(mix_stderr=False)  # type: ignore[call-arg, unused-ignore]
+    return NanorecRunner()

@@ -17,6 +17,7 @@ exit status 2. Library warnings (a damaged part of an input that still opens) be
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import signal
@@ -105,6 +106,15 @@ app.info.cls = _RoutingGroup
 def _register() -> None:
     """Add the verbs (once); the formats' groups join when used (`_RoutingGroup`)."""
     from nanorec.cli import container, convert, export, verbs  # noqa: F401 - commands join `app`
+
+
+def lazy_app() -> typer.Typer:
+    """`app` as `main` builds it: without its registered verbs, which typer would each build
+    up front (~16 ms, once `_register` ran) though `_RoutingGroup` builds the one a command
+    line uses, and lists the others from `_verbs`."""
+    bare = copy.copy(app)
+    bare.registered_commands = []
+    return bare
 
 
 def _verbs() -> dict[str, typer.models.CommandInfo]:
@@ -281,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> object:
         warnings.showwarning = warning_line  # also for commands that do not go through `run`
         from nanorec.cli._coercion import without_pydantic
 
-        command = without_pydantic(typer.main.get_command(app))  # the verbs join when used
+        command = without_pydantic(typer.main.get_command(lazy_app()))  # verbs join when used
         args = list(sys.argv[1:] if argv is None else argv)
         result = command.main(args=args, prog_name="nanorec", standalone_mode=False)
     except _NO_ARGS_IS_HELP as shown:
