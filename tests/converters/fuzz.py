@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 
 #: Cases per sample in CI, and under NANOREC_STRESS=1.
-CASES = 1000 if os.environ.get("NANOREC_STRESS") == "1" else 40
+CASES = 1000 if os.environ.get("NANOREC_STRESS") == "1" else 24
 #: What one verb may take on one small damaged file, in seconds, and the child's data cap.
 VERB_SECONDS = 60
 DATA_LIMIT = 1536 << 20

@@ -58,7 +58,7 @@ def assert_same_messages(recording: CarlaRecording, numbers: list[int]) -> int:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_posed_actors_draw_the_same(path: Path) -> None:
     with CarlaRecording.open(path) as recording:
-        step = max(1, len(recording) // 100)
+        step = max(1, len(recording) // 40)
         assert_same_messages(recording, list(range(0, len(recording), step)))
         # a whole run and into the next: the arrays carried across a run's boundary
         assert_same_messages(recording, list(range(min(len(recording), RUN_FRAMES + 16))))

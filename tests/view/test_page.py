@@ -27,7 +27,7 @@ if not CHROMIUM.exists():
 CASES = [(name, sample, False) for name, sample in ONE_PER_FORMAT.items()] + [
     ("drawn", "ros2-robot.db3", True)
 ]
-FRAMES = 20
+FRAMES = 8
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
-@pytest.mark.slow  # ~18 s each (40 seeks checked through the page)
+@pytest.mark.slow  # ~6 s each (16 seeks checked through the page)
 @pytest.mark.parametrize(("case", "sample", "drawn"), CASES, ids=[c[0] for c in CASES])
 def test_scrub_every_format(
     case: str, sample: str, drawn: bool, browser: Any, serve: Any, tmp_path: Path

@@ -23,7 +23,7 @@ from nanorec.cli import _register, app
 from nanorec.converters.carla.convert import convert
 from tests.conftest import SAMPLES, make_runner
 
-TRIALS = 150 if os.environ.get("NANOREC_STRESS") else 15
+TRIALS = 150 if os.environ.get("NANOREC_STRESS") else 10
 ODD = [1e300, -1e300, float("nan"), float("inf"), -5.0, 0.0]
 VALUES: list[Any] = [300, -1, 2**40, "x", b"", b"\xff" * 7, [], {}, None, 1.5, [1, 2], {"a": 1}]
 

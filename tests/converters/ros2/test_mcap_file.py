@@ -226,9 +226,18 @@ def check_damaged(data: bytes, real: list[Message]) -> McapFile | None:
     return f
 
 
-def cuts(data: bytes, count: int = 60) -> Iterator[int]:
+def cuts(data: bytes, count: int = 60, per_kind: int = 8) -> Iterator[int]:
+    """At, 1 and 10 bytes past record starts: of each opcode its first, its last and up to
+    `per_kind` between (a file's hundreds of message indexes end alike), and the file's last
+    four records; then `count` cuts spread over the file."""
     starts = record_starts(data)
-    yield from sorted({*starts, *(s + 1 for s in starts), *(s + 10 for s in starts)})
+    kinds: dict[int, list[int]] = {}
+    for start in starts:
+        kinds.setdefault(data[start], []).append(start)
+    chosen = {*starts[-4:]}
+    for group in kinds.values():
+        chosen.update(group[:: max(1, len(group) // per_kind)], group[-1:])
+    yield from sorted({*chosen, *(s + 1 for s in chosen), *(s + 10 for s in chosen)})
     yield from range(1, len(data), max(1, len(data) // count) | 1)
 
 
