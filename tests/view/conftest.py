@@ -27,11 +27,11 @@ ONE_PER_FORMAT = {
     "ros2": "ros2-robot.db3",
     "pbstream": "pbstream-small.pbstream",
 }
-#: Every recording in samples/ (the JSON twins and the generator apart).
+#: Every recording in samples/ (the JSON twins, the generator and its bytecode apart).
 EVERY_SAMPLE = sorted(
     p.name
     for p in SAMPLES.iterdir()
-    if p.suffix not in (".json", ".py", ".md", ".csv") and not p.name.startswith(".")
+    if p.suffix not in (".json", ".py", ".md", ".csv") and not p.name.startswith((".", "__"))
 )
 
 
