@@ -28,7 +28,7 @@ def _strict(text: str) -> object:
         ["collisions", "--json"],
         ["blocked", "--json"],
         ["play", "--immediate", "--parts", "actors,traffic_lights,scene_lights,weather,events"],
-        ["cat"],
+        ["cat", "--messages", "0:60"],  # play above writes every frame's world, and more
         ["cat", "--type", "bounding_box"],
         ["cat", "--type", "event_add"],
     ],
