@@ -64,6 +64,7 @@ def test_one_topic_alone(topics: frozenset[str]) -> None:
         assert_same(rec, topics)
 
 
+@pytest.mark.slow  # 16 s: every frame of the real logs through the reference path
 @pytest.mark.realdata
 @pytest.mark.parametrize("path", carla_realdata(), ids=lambda p: p.name)
 def test_real_recordings_give_the_reference_messages(path: Path, tmp_path: Path) -> None:

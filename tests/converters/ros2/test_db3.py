@@ -220,6 +220,7 @@ def crash_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return files + real[:2]
 
 
+@pytest.mark.slow  # 7 s
 def test_cut_at_every_page(crash_files: list[Path]) -> None:
     for path in crash_files:
         raw = path.read_bytes()
@@ -260,6 +261,7 @@ def test_flipped_header_bytes(crash_files: list[Path]) -> None:
                     check_damaged(bytes(bad), real, exact=False)
 
 
+@pytest.mark.slow  # 6 s: 150 damaged copies of each file
 def test_random_damage(crash_files: list[Path]) -> None:
     rng = random.Random(7)
     for path in crash_files:

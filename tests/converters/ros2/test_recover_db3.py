@@ -94,6 +94,7 @@ def check_cut(prefix: bytes, original: dict[int, Row], scratch: Path) -> int:
     return len(found)
 
 
+@pytest.mark.slow  # 7 s: a cut in every page of every real bag
 @pytest.mark.realdata
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_real_bags_cut_recover_every_row_sqlite_reads(path: Path, tmp_path: Path) -> None:

@@ -191,6 +191,7 @@ def _bomb(path: Path, mib: int) -> Path:
     return path
 
 
+@pytest.mark.slow  # 5 s: 256 MiB inflated in a child
 def test_decompression_bomb_is_streamed(tmp_path: Path) -> None:
     bomb = _bomb(tmp_path / "bomb.bag", 256)
     script = (
