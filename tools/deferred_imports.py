@@ -323,16 +323,38 @@ def census(root: Path = ROOT, folders: tuple[str, ...] = FOLDERS) -> list[Deferr
     return found
 
 
-def loaded_by(module: str, root: Path = ROOT) -> set[str]:
-    """The modules in `sys.modules` once a fresh interpreter started in `root` (its
-    `nanorec/` first on the path) has imported `module` alone: what the static closure
-    stands for, to check it by."""
-    probe = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+#: Run by a fresh interpreter: for each module named, a forked copy of this interpreter
+#: (which has imported nothing beyond start-up, json and os) imports it alone and prints its
+#: `sys.modules`, one JSON line a module: a fresh interpreter each, without starting one each.
+_PROBE = """
+import json, os, sys
+for name in sys.argv[1:]:
+    child = os.fork()
+    if child == 0:
+        try:
+            __import__(name)
+            sys.stdout.write(json.dumps(sorted(sys.modules)) + "\\n")
+            sys.stdout.flush()
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+    if os.waitpid(child, 0)[1]:
+        sys.exit(f"importing {name} failed")
+"""
+
+
+def loaded_by(modules: list[str], root: Path = ROOT) -> list[set[str]]:
+    """The modules in `sys.modules` once an interpreter started in `root` (its `nanorec/`
+    first on the path) has imported each of `modules` alone: what the static closure stands
+    for, to check it by."""
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root
+        [sys.executable, "-c", _PROBE, *modules], capture_output=True, text=True, cwd=root
     )
-    names: list[str] = json.loads(done.stdout.splitlines()[-1])
-    return set(names)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip()[-2000:])
+    return [set(json.loads(line)) for line in done.stdout.splitlines()]
 
 
 def disagreements(
@@ -347,8 +369,8 @@ def disagreements(
     for use in found:
         if use.kind in kinds:
             by_file.setdefault(use.file, []).append(use)
-    for file, uses in by_file.items():
-        have = loaded_by(module_name(root / file, root), root)
+    loaded = loaded_by([module_name(root / file, root) for file in by_file], root)
+    for (file, uses), have in zip(by_file.items(), loaded, strict=True):
         for use in uses:
             idle = all(t in have for t in use.targets if not t.endswith("(lazy)"))
             if idle != (not use.buys):
