@@ -43,17 +43,18 @@ def _archive(path: Path, seed: int) -> Path:
 
 @pytest.fixture(scope="module")
 def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """`ARCHIVES` archives at s3://runs/day1/ (two distinct files, alternately) and one
-    object the pattern leaves out; yields the archives' total size in bytes."""
+    """`ARCHIVES` archives at s3://dask-runs/day1/ (two distinct files, alternately) and one
+    object the pattern leaves out; yields the archives' total size in bytes. The bucket is
+    this module's own: moto keeps every server's objects for the process's life."""
     folder = tmp_path_factory.mktemp("dask-remote")
     files = [_archive(folder / f"{seed}.nanover.zip", seed).read_bytes() for seed in (1, 2)]
     with moto_s3() as endpoint:
         total = 0
         for number in range(ARCHIVES):
             data = files[number % 2]
-            put_object(endpoint, "runs", f"day1/run{number:02}.nanover.zip", data)
+            put_object(endpoint, "dask-runs", f"day1/run{number:02}.nanover.zip", data)
             total += len(data)
-        put_object(endpoint, "runs", "day1/notes.txt", b"not an archive")
+        put_object(endpoint, "dask-runs", "day1/notes.txt", b"not an archive")
         yield total
 
 
@@ -72,16 +73,18 @@ def traffic(monkeypatch: pytest.MonkeyPatch) -> list[remote.RemoteSource]:
 
 
 def test_a_pattern_lists_the_bucket(bucket: int) -> None:
-    names = expand("s3://runs/day1/*.nanover.zip")
-    assert names == [f"s3://runs/day1/run{n:02}.nanover.zip" for n in range(ARCHIVES)]
-    assert expand(["s3://runs/day1/run00.nanover.zip"]) == ["s3://runs/day1/run00.nanover.zip"]
+    names = expand("s3://dask-runs/day1/*.nanover.zip")
+    assert names == [f"s3://dask-runs/day1/run{n:02}.nanover.zip" for n in range(ARCHIVES)]
+    assert expand(["s3://dask-runs/day1/run00.nanover.zip"]) == [
+        "s3://dask-runs/day1/run00.nanover.zip"
+    ]
 
 
 @pytest.mark.slow
 def test_read_kind_moves_under_two_percent_of_the_archives(
     bucket: int, traffic: list[remote.RemoteSource]
 ) -> None:
-    frame = read_kind("s3://runs/day1/*.nanover.zip", "event")
+    frame = read_kind("s3://dask-runs/day1/*.nanover.zip", "event")
     assert frame.npartitions == ARCHIVES
     rows = frame.compute(scheduler="synchronous")
     per = MESSAGES // EVENT_EVERY
