@@ -64,3 +64,13 @@ def make_runner() -> CliRunner:
     if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
         return NanorecRunner(mix_stderr=False)  # type: ignore[call-arg, unused-ignore]
     return NanorecRunner()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding slow-lane tests first, each kept whole (its fixtures made once), in
+    their order (`-n auto` with `--dist worksteal`, pyproject.toml): the minute-long tests
+    (the README in a fresh venv, the browser, the memory bounds) start while thousands of
+    short ones remain to balance the workers, instead of one worker finishing them at the
+    end while the other waits."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)
