@@ -15,7 +15,6 @@ from nanorec.archive.wire import (
 )
 from nanorec.errors import FormatError
 
-
 TIMESTAMPS = [0, 1, 2**32 - 1, 2**32, -1, -(2**63), 2**63 - 1]
 #: Every timestamp's encoding on maps around the fixmap limit, and the map16/map32 limit's
 #: maps (the header grows there; a timestamp's encoding does not depend on it) with three.
