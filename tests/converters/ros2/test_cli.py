@@ -495,3 +495,16 @@ def test_open_a_bag_folder() -> None:
         again = json.loads(json.dumps(summary))
         assert again["metadata_from"] == "metadata.yaml"
         assert again["bag"]["message_count"] == len(rec) == 630
+
+
+@pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
+def test_a_generated_empty_bag_has_its_metadata(storage: str, tmp_path: Path) -> None:
+    """`generate --seconds 0` writes a bag folder of no messages, metadata.yaml included
+    (it failed on the min() of no time stamps)."""
+    from nanorec.converters.ros.ros2.generate import generate
+
+    bag = generate(tmp_path / "empty", seconds=0, storage=storage)
+    _register()
+    result = make_runner().invoke(app, ["info", str(bag), "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["bag"]["message_count"] == 0
