@@ -18,6 +18,7 @@ import sqlite3
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -88,14 +89,6 @@ def _string(text: str, at: int) -> bytes:
     return bytes(-at % 4) + struct.pack("<I", len(raw)) + raw
 
 
-def pose_stamped(ns: int, x: float, y: float, yaw: float) -> bytes:
-    head = struct.pack("<iI", ns // 1_000_000_000, ns % 1_000_000_000)
-    body = head + _string("map", len(head))
-    body += bytes(-len(body) % 8)  # doubles align to 8 (offsets count after the header)
-    body += struct.pack("<7d", x, y, 0.0, 0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
-    return b"\x00\x01\x00\x00" + body
-
-
 def string(text: str) -> bytes:
     return b"\x00\x01\x00\x00" + _string(text, 0)
 
@@ -111,7 +104,8 @@ def image(ns: int, width: int, pixels: bytes) -> bytes:
     return b"\x00\x01\x00\x00" + body + pixels[: height * width]
 
 
-#: `pose_stamped`'s bytes, fixed in size: encapsulation, stamp, frame "map", the pose.
+#: A `geometry_msgs/msg/PoseStamped` in CDR, fixed in size: encapsulation, stamp, frame
+#: "map" (its length and text: the doubles then fall on 8-byte offsets), the pose.
 _POSE_STAMPED = np.dtype(
     [
         ("encapsulation", "V4"),
@@ -123,12 +117,18 @@ _POSE_STAMPED = np.dtype(
 )
 
 
-def _odometry(steps: int) -> tuple[NDArray[np.int64], bytes]:
-    """Every step's receive time and `pose_stamped` message, built as one array (the
-    generator's millions of messages in seconds); the trigonometry is Python's `math`, as
-    `pose_stamped` computes it, so the bytes are the same."""
-    step = np.arange(steps, dtype=np.int64)
-    ns = START_NS + step * 50_000_000 + 17_000 * (step % 7)
+Steps = TypeVar("Steps", int, NDArray[np.int64])
+
+
+def _receive_ns(step: Steps) -> Steps:
+    """The receive time of odometry step `step` (an int, or an array of them)."""
+    return START_NS + step * 50_000_000 + 17_000 * (step % 7)
+
+
+def _odometry(steps: int) -> bytes:
+    """The odometry messages of `steps` steps, joined, built as one array (the generator's
+    millions of messages in seconds): the robot drives a circle of 10 m."""
+    ns = _receive_ns(np.arange(steps, dtype=np.int64))
     records = np.zeros(steps, _POSE_STAMPED)
     records["encapsulation"] = np.void(b"\x00\x01\x00\x00")
     records["sec"] = ns // 1_000_000_000
@@ -139,15 +139,15 @@ def _odometry(steps: int) -> tuple[NDArray[np.int64], bytes]:
     pose = records["pose"]
     pose[:, 0] = [10 * math.cos(yaw) for yaw in yaws]
     pose[:, 1] = [10 * math.sin(yaw) for yaw in yaws]
-    pose[:, 5] = [math.sin(h / 2) for h in headings]
+    pose[:, 5] = [math.sin(h / 2) for h in headings]  # the quaternion of the heading
     pose[:, 6] = [math.cos(h / 2) for h in headings]
-    return ns, records.tobytes()
+    return records.tobytes()
 
 
 def stamps(seconds: float, width: int = 0) -> Iterator[tuple[int, int]]:
     """(topic key, receive time ns) of `messages`, in its order, without their bytes."""
     for step in range(int(seconds * 20)):
-        ns = START_NS + step * 50_000_000 + 17_000 * (step % 7)
+        ns = _receive_ns(step)
         yield 1, ns
         if step % 20 == 0:
             yield 2, ns + 1_000
@@ -157,19 +157,23 @@ def stamps(seconds: float, width: int = 0) -> Iterator[tuple[int, int]]:
 
 def messages(seconds: float, width: int = 0) -> Iterator[tuple[int, int, bytes]]:
     """(topic key, receive time ns, CDR) at 20 Hz (odometry), 1 Hz (status) and, with a
-    `width`, 10 Hz (camera)."""
+    `width`, 10 Hz (camera): `stamps`, each with its message."""
     # camera noise of 64 levels, new every frame: compresses about as real frames do
     levels = bytes(i & 0x3F for i in range(256))
     noise = random.Random(width)
     size = _POSE_STAMPED.itemsize
-    times, odometry = _odometry(int(seconds * 20))
-    for step, ns in enumerate(times.tolist()):
-        yield 1, ns, odometry[step * size : (step + 1) * size]
-        if step % 20 == 0:
-            yield 2, ns + 1_000, string(f"lap {step // 20}: all systems nominal")
-        if width and step % 2 == 0:
+    odometry = _odometry(int(seconds * 20))
+    poses = laps = 0
+    for key, ns in stamps(seconds, width):
+        if key == 1:
+            yield key, ns, odometry[poses * size : (poses + 1) * size]
+            poses += 1
+        elif key == 2:
+            yield key, ns, string(f"lap {laps}: all systems nominal")
+            laps += 1
+        else:
             pixels = noise.randbytes(width * width * 3 // 4).translate(levels)
-            yield 3, ns + 2_000, image(ns, width, pixels)
+            yield key, ns, image(ns - 2_000, width, pixels)  # stamped as its step's pose
 
 
 #: Humble's sqlite3 schema (version 3): no type hashes, no message definitions.
@@ -256,9 +260,11 @@ def generate(
     output.mkdir(parents=True, exist_ok=True)
     name = f"{output.name}_0.{'mcap' if storage == 'mcap' else 'db3'}"
     write(output / name, seconds, image)
-    counts = collections.Counter(key for key, _ in stamps(seconds, image))
-    times = [ns for _, ns in stamps(seconds, image)] or [0]
-    first, last = min(times), max(times)
+    counts: collections.Counter[int] = collections.Counter()
+    first = last = 0
+    for key, last in stamps(seconds, image):  # in time order: the last is the latest
+        counts[key] += 1
+        first = first or last
     infos = tuple(
         TopicInformation(t.name, t.type, t.serialization_format, QOS, "", counts[t.key])
         for t in TOPICS[: 3 if image else 2]
